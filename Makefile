@@ -1,0 +1,53 @@
+# haroute — the two commands a new user needs are `make run` and `make test`.
+GO        ?= go
+BIN       := bin/haroute
+DEMO      := bin/demobackend
+PKG       := github.com/haroute/haroute
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X $(PKG)/internal/cli.Version=$(VERSION)
+
+.PHONY: build test test-unit test-e2e lint fmt bench run update-golden package clean install-haproxy
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/haroute
+	$(GO) build -trimpath -o $(DEMO) ./test/demobackend
+
+# Every test, unit and end-to-end, against the real HAProxy.
+test: install-haproxy
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 30m ./...
+
+test-unit:
+	$(GO) test -count=1 -short ./internal/...
+
+test-e2e: install-haproxy
+	$(GO) test -count=1 -timeout 30m -v ./test/e2e/...
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+# Go benchmarks plus the load harness; figures land in bench/results.txt.
+bench: install-haproxy build
+	./test/bench/run.sh
+
+# Starts demo backends and the router on examples/config (ports 9080/9443/9936).
+run: install-haproxy build
+	./test/run-demo.sh
+
+update-golden:
+	$(GO) test ./internal/render/ -run Golden -update
+
+package:
+	./packaging/build.sh
+
+clean:
+	rm -rf bin dist
+
+# HAProxy is part of `make run` and `make test`: install it when missing
+# (as root), or say exactly what to run.
+install-haproxy:
+	@./test/install-haproxy.sh

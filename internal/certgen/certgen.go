@@ -1,0 +1,165 @@
+// Package certgen makes the self-signed certificate haroute serves when no
+// route matches a TLS client's SNI and no default certificate is
+// configured: edge routes without a certificate of their own need one too.
+package certgen
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Validity is how long a generated certificate is valid: one year.
+// NotBefore is set an hour before now to tolerate clock skew between
+// hosts.
+const Validity = 365 * 24 * time.Hour
+
+// DefaultFile is the name of the default certificate inside the state dir.
+const DefaultFile = "default.pem"
+
+// DefaultCommonName names the generated default certificate. It is not a
+// resolvable name (.invalid is reserved), so it cannot shadow a real host.
+const DefaultCommonName = "haroute-default.invalid"
+
+// SelfSigned returns a self-signed ECDSA P-256 certificate valid for one
+// year from now, for hosts (DNS names or IP literals; the first is also
+// the common name, DefaultCommonName when hosts is empty).
+func SelfSigned(now time.Time, hosts []string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate serial: %w", err)
+	}
+	cn := DefaultCommonName
+	if len(hosts) > 0 {
+		cn = hosts[0]
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: cn, Organization: []string{"haroute self-signed"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(Validity),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("marshal key: %w", err)
+	}
+	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	return certPEM, keyPEM, nil
+}
+
+// EnsureDefault returns the PEM (certificate + key) of <stateDir>/default.pem,
+// creating it first when it does not exist, does not hold a matching
+// certificate and key, or has expired at now(): a default certificate is
+// generated once and then reused, so clients that pinned it keep working
+// across restarts. The file is written atomically with mode 0600.
+func EnsureDefault(stateDir string, now func() time.Time) ([]byte, error) {
+	path := filepath.Join(stateDir, DefaultFile)
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if usable(data, now()) == nil {
+			return data, nil
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("read default certificate: %w", err)
+	}
+	certPEM, keyPEM, err := SelfSigned(now(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("default certificate: %w", err)
+	}
+	data = append(certPEM, keyPEM...)
+	if err := writeAtomic(path, data, 0o600); err != nil {
+		return nil, fmt.Errorf("write default certificate: %w", err)
+	}
+	return data, nil
+}
+
+// usable checks that data holds a certificate with its key, valid at now.
+func usable(data []byte, now time.Time) error {
+	pair, err := tls.X509KeyPair(data, data)
+	if err != nil {
+		return err
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return err
+	}
+	if now.Before(leaf.NotBefore) || !now.Before(leaf.NotAfter) {
+		return fmt.Errorf("certificate valid %s to %s, not at %s", leaf.NotBefore, leaf.NotAfter, now)
+	}
+	return nil
+}
+
+// writeAtomic writes data to path through a temporary file in the same
+// directory: fsync, rename, then fsync the directory, so a crash leaves
+// either the old file or the new one, never a torn one.
+func writeAtomic(path string, data []byte, mode os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

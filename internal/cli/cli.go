@@ -1,0 +1,131 @@
+// Package cli is haroute's command line: it parses flags, wires the
+// packages together and turns outcomes into exit codes. It is the only
+// package that reads flags or turns signals into events.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+)
+
+// Version is set at build time with -ldflags.
+var Version = "dev"
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitInvalid = 1 // check: the directory is invalid; other commands: failure
+	ExitUsage   = 2
+)
+
+const usage = `haroute — a declarative, file-driven HAProxy router
+
+Usage:
+  haroute run     --config-dir DIR [--run-dir DIR] [--state-dir DIR] [--haproxy PATH]
+                  [--metrics-address ADDR] [--watch-mode auto|atomic|link|plain]
+                  [--log-format text|json] [--log-level debug|info|warn|error]
+  haroute check   DIR [--strict]        exit 0 valid, 1 invalid; errors as path:line:col: message
+  haroute render  DIR --out OUTDIR      write haproxy.cfg, maps, crt-list and certificates
+  haroute plan    --from DIR --to DIR   which changes apply at runtime and which reload, and why
+  haroute status  [--address ADDR]      ask the running daemon for its state
+  haroute service install|uninstall|start|stop|status [run flags]
+  haroute version
+`
+
+type command func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+// Run executes the command in args and returns the process exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return ExitUsage
+	}
+	commands := map[string]command{
+		"run":     runCmd,
+		"check":   checkCmd,
+		"render":  renderCmd,
+		"plan":    planCmd,
+		"status":  statusCmd,
+		"service": serviceCmd,
+		"version": versionCmd,
+	}
+	name := args[0]
+	switch name {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return ExitOK
+	case "-v", "--version":
+		name = "version"
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "haroute: unknown command %q\n\n%s", name, usage)
+		return ExitUsage
+	}
+	return cmd(ctx, args[1:], stdout, stderr)
+}
+
+func versionCmd(_ context.Context, _ []string, stdout, _ io.Writer) int {
+	v := Version
+	if v == "dev" {
+		if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+			v = info.Main.Version
+		}
+	}
+	fmt.Fprintf(stdout, "haroute %s\n", v)
+	return ExitOK
+}
+
+// newFlags returns a FlagSet that reports errors to stderr without exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("haroute "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseInterspersed parses flags that may come before or after positional
+// arguments ("check DIR --strict" and "check --strict DIR" both work).
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+func parseErr(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	return ExitUsage
+}
+
+// newLogger builds the injected logger from --log-format and --log-level.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("--log-format %q: want text or json", format)
+	}
+}

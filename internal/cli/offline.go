@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/haroute/haroute/internal/certgen"
+	"github.com/haroute/haroute/internal/fsutil"
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/plan"
+	"github.com/haroute/haroute/internal/render"
+	"github.com/haroute/haroute/internal/snapshot"
+)
+
+// The offline commands (check, render, plan) read a directory exactly as
+// the daemon does, without HAProxy.
+
+// loadDir reads and admits dir. File read errors become diagnostics.
+func loadDir(ctx context.Context, dir string) (model.Result, error) {
+	var r snapshot.Reader
+	snap, err := r.Read(ctx, dir, snapshot.ModeAuto)
+	if err != nil {
+		return model.Result{}, err
+	}
+	res := model.NewLoader().Load(snap.Files)
+	for _, fe := range snap.Errors {
+		res.Diagnostics = append(res.Diagnostics, model.Diagnostic{
+			Pos:      model.Position{Path: fe.Path, Line: 1, Col: 1},
+			Severity: model.SeverityError,
+			Message:  fe.Err.Error(),
+		})
+	}
+	res.Diagnostics.Sort()
+	return res, nil
+}
+
+func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("check", stderr)
+	strict := fs.Bool("strict", false, "treat warnings (unknown fields, ignored annotations) as errors")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseErr(err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: haroute check DIR [--strict]")
+		return ExitUsage
+	}
+	res, err := loadDir(ctx, pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "haroute check: %v\n", err)
+		return ExitInvalid
+	}
+	for _, d := range res.Diagnostics {
+		if d.Severity == model.SeverityNote {
+			continue
+		}
+		fmt.Fprintln(stdout, d.String())
+	}
+	admitted, rejected := 0, 0
+	for _, s := range res.Desired.Statuses {
+		if s.State == model.RouteRejected {
+			rejected++
+		} else {
+			admitted++
+		}
+	}
+	if res.Diagnostics.HasErrors(*strict) {
+		fmt.Fprintf(stderr, "%s: invalid (%d routes admitted, %d rejected)\n", pos[0], admitted, rejected)
+		return ExitInvalid
+	}
+	fmt.Fprintf(stderr, "%s: valid (%d routes admitted)\n", pos[0], admitted)
+	return ExitOK
+}
+
+func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("render", stderr)
+	out := fs.String("out", "", "output directory for the bundle")
+	runDir := fs.String("run-dir", "/run/haroute", "run dir the config refers to for its sockets")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseErr(err)
+	}
+	if len(pos) != 1 || *out == "" {
+		fmt.Fprintln(stderr, "usage: haroute render DIR --out OUTDIR")
+		return ExitUsage
+	}
+	outDir, err := filepath.Abs(*out)
+	if err != nil {
+		fmt.Fprintf(stderr, "haroute render: %v\n", err)
+		return ExitInvalid
+	}
+	res, err := loadDir(ctx, pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "haroute render: %v\n", err)
+		return ExitInvalid
+	}
+	for _, d := range res.Diagnostics {
+		if d.Severity != model.SeverityNote {
+			fmt.Fprintln(stderr, d.String())
+		}
+	}
+	in, err := offlineInput(res.Desired, outDir, *runDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "haroute render: %v\n", err)
+		return ExitInvalid
+	}
+	b, err := render.Render(in)
+	if err != nil {
+		fmt.Fprintf(stderr, "haroute render: %v\n", err)
+		return ExitInvalid
+	}
+	for _, f := range b.Files {
+		path := filepath.Join(outDir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+			err = fsutil.WriteFileAtomic(path, f.Data, f.Mode)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "haroute render: %v\n", err)
+			return ExitInvalid
+		}
+	}
+	fmt.Fprintf(stdout, "wrote %d files to %s\n", len(b.Files), outDir)
+	return ExitOK
+}
+
+// offlineInput is render.Input for commands without a state dir: the
+// default certificate, when none is configured, is generated into the
+// output directory itself.
+func offlineInput(d *model.Desired, outDir, runDir string) (render.Input, error) {
+	in := render.Input{Desired: d, Dir: outDir, RunDir: runDir}
+	s := d.Router
+	switch {
+	case s.DefaultCertificate != "":
+		in.DefaultCertificate = []byte(s.DefaultCertificate)
+	case s.DefaultCertificateFile != "":
+		pem, err := os.ReadFile(s.DefaultCertificateFile)
+		if err != nil {
+			return in, fmt.Errorf("default certificate: %w", err)
+		}
+		in.DefaultCertificate = pem
+	default:
+		if err := os.MkdirAll(outDir, 0o755); err != nil {
+			return in, err
+		}
+		pem, err := certgen.EnsureDefault(filepath.Join(outDir, ".state"), nowFunc)
+		if err != nil {
+			return in, fmt.Errorf("default certificate: %w", err)
+		}
+		in.DefaultCertificate = pem
+	}
+	switch {
+	case s.DefaultDestinationCA != "":
+		in.DefaultDestinationCA = []byte(s.DefaultDestinationCA)
+	case s.DefaultDestinationCAFile != "":
+		pem, err := os.ReadFile(s.DefaultDestinationCAFile)
+		if err != nil {
+			return in, fmt.Errorf("default destination CA: %w", err)
+		}
+		in.DefaultDestinationCA = pem
+	}
+	return in, nil
+}
+
+func planCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("plan", stderr)
+	from := fs.String("from", "", "directory with the applied state")
+	to := fs.String("to", "", "directory with the desired state")
+	if err := fs.Parse(args); err != nil {
+		return parseErr(err)
+	}
+	if *from == "" || *to == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "usage: haroute plan --from DIR --to DIR")
+		return ExitUsage
+	}
+	// Both sides render into the same (virtual) directory, as the daemon's
+	// live bundle does, so only real differences show.
+	tmp, err := os.MkdirTemp("", "haroute-plan-")
+	if err != nil {
+		fmt.Fprintf(stderr, "haroute plan: %v\n", err)
+		return ExitInvalid
+	}
+	defer os.RemoveAll(tmp)
+	var states [2]plan.State
+	for i, dir := range []string{*from, *to} {
+		res, err := loadDir(ctx, dir)
+		if err != nil {
+			fmt.Fprintf(stderr, "haroute plan: %v\n", err)
+			return ExitInvalid
+		}
+		if res.Diagnostics.HasErrors(false) {
+			fmt.Fprintf(stderr, "haroute plan: %s has errors (run haroute check %s); planning with what is valid\n", dir, dir)
+		}
+		in, err := offlineInput(res.Desired, tmp, "/run/haroute")
+		if err != nil {
+			fmt.Fprintf(stderr, "haroute plan: %v\n", err)
+			return ExitInvalid
+		}
+		b, err := render.Render(in)
+		if err != nil {
+			fmt.Fprintf(stderr, "haroute plan: %s: %v\n", dir, err)
+			return ExitInvalid
+		}
+		states[i] = plan.State{Desired: res.Desired, Bundle: b, Input: in}
+	}
+	p := plan.Compute(states[0], states[1])
+	p.Format(stdout)
+	return ExitOK
+}

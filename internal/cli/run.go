@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/haroute/haroute/internal/daemon"
+	"github.com/haroute/haroute/internal/snapshot"
+)
+
+var nowFunc = time.Now
+
+// runFlags are the flags of `run`, shared with `service install`, which
+// passes them through to the unit.
+type runFlags struct {
+	configDir, runDir, stateDir, haproxy, metricsAddr, watchMode string
+	logFormat, logLevel                                          string
+	resync, debounce                                             time.Duration
+}
+
+func (f *runFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	DurationVar(*time.Duration, string, time.Duration, string)
+}) {
+	fs.StringVar(&f.configDir, "config-dir", "", "directory of Route, Endpoints and RouterConfig YAML (required)")
+	fs.StringVar(&f.runDir, "run-dir", "/run/haroute", "directory for HAProxy's master and admin sockets (mode 0700)")
+	fs.StringVar(&f.stateDir, "state-dir", "/var/lib/haroute", "directory for the rendered bundle and the generated default certificate")
+	fs.StringVar(&f.haproxy, "haproxy", "", "haproxy binary (default: haproxy from PATH)")
+	fs.StringVar(&f.metricsAddr, "metrics-address", "127.0.0.1:9191", "address for /metrics, /healthz, /readyz and /status (empty disables)")
+	fs.StringVar(&f.watchMode, "watch-mode", "auto", "directory layout: auto, atomic (..data), link (git-sync) or plain")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.DurationVar(&f.resync, "resync", 60*time.Second, "periodic full resync, in case a change event was missed")
+	fs.DurationVar(&f.debounce, "debounce", 250*time.Millisecond, "quiet period before reading a plain directory")
+}
+
+func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
+	fs := newFlags("run", stderr)
+	var f runFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return parseErr(err)
+	}
+	if f.configDir == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "usage: haroute run --config-dir DIR [flags]; see haroute run -h")
+		return ExitUsage
+	}
+	log, err := newLogger(stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "haroute run: %v\n", err)
+		return ExitUsage
+	}
+	mode, err := snapshot.ParseMode(f.watchMode)
+	if err != nil {
+		fmt.Fprintf(stderr, "haroute run: --watch-mode: %v\n", err)
+		return ExitUsage
+	}
+
+	// Signals become events here, at the edge: SIGTERM/SIGINT cancel the
+	// context, SIGHUP asks for a resync on a capacity-1 channel.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	trigger := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				select {
+				case trigger <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+
+	d, err := daemon.New(daemon.Options{
+		ConfigDir:      f.configDir,
+		WatchMode:      mode,
+		RunDir:         f.runDir,
+		StateDir:       f.stateDir,
+		HAProxy:        f.haproxy,
+		MetricsAddress: f.metricsAddr,
+		Resync:         f.resync,
+		Debounce:       f.debounce,
+		Trigger:        trigger,
+		Logger:         log,
+	})
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return ExitInvalid
+	}
+	log.Info("haroute starting", "version", Version, "config_dir", f.configDir, "run_dir", f.runDir, "metrics", f.metricsAddr)
+	if err := d.Run(ctx); err != nil {
+		log.Error("haroute stopped", "err", err)
+		return ExitInvalid
+	}
+	log.Info("haroute stopped")
+	return ExitOK
+}

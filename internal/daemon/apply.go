@@ -1,0 +1,243 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/haroute/haroute/internal/haproxy"
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/plan"
+	"github.com/haroute/haroute/internal/render"
+	"github.com/haroute/haroute/internal/status"
+)
+
+// applyRuntime applies a runtime plan: files first (disk is the truth a
+// reload or restart would load), then the commands, then a read-back. Any
+// error or disagreement falls back to a reload, which restores the on-disk
+// truth.
+func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State) {
+	if err := d.writeLive(next); err != nil {
+		d.recordError(err)
+		return
+	}
+	d.desired = next
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := d.execute(rctx, p.Ops); err != nil {
+		d.fallback(ctx, fmt.Sprintf("runtime-fallback: %v", err))
+		return
+	}
+	if err := d.verify(rctx, p, next); err != nil {
+		d.fallback(ctx, fmt.Sprintf("runtime-fallback: %v", err))
+		return
+	}
+	d.applied = next
+	counts := map[string]int{}
+	for _, op := range p.Ops {
+		counts[opName(op)]++
+	}
+	for op, n := range counts {
+		d.metrics.RuntimeUpdate(op, n)
+	}
+	d.status.Set(func(s *status.Status) { s.RuntimeUpdates += uint64(len(p.Ops)) })
+	d.log.Info("applied at runtime", "ops", len(p.Ops), "took", time.Since(start))
+	d.published(nil, false, 0)
+}
+
+// execute sends the ops in order, batching plain commands over one
+// connection; a map replacement needs its version from `prepare map` first.
+func (d *Daemon) execute(ctx context.Context, ops []plan.Op) error {
+	var batch []string
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		resps, err := d.runtime.Execute(ctx, batch)
+		batch = batch[:0]
+		if err != nil {
+			return err
+		}
+		return haproxy.FirstError(resps)
+	}
+	for _, op := range ops {
+		switch o := op.(type) {
+		case plan.MapReplace:
+			if err := flush(); err != nil {
+				return err
+			}
+			resps, err := d.runtime.Execute(ctx, []string{o.PrepareCommand()})
+			if err == nil {
+				err = haproxy.FirstError(resps)
+			}
+			if err != nil {
+				return fmt.Errorf("prepare map %s: %w", o.Path, err)
+			}
+			ver, err := plan.ParsePrepareReply(resps[0].Output)
+			if err != nil {
+				return err
+			}
+			batch = append(batch, o.Commands(ver)...)
+			if err := flush(); err != nil {
+				return fmt.Errorf("map %s: %w", o.Path, err)
+			}
+		case plan.CommandOp:
+			batch = append(batch, o.Commands()...)
+		default:
+			return fmt.Errorf("unknown runtime op %T", op)
+		}
+		switch o := op.(type) {
+		case plan.RemoveServer:
+			d.markPending(o.Backend, o.Server, true)
+		case plan.ReenableServer:
+			d.markPending(o.Backend, o.Server, false)
+		}
+	}
+	return flush()
+}
+
+func (d *Daemon) markPending(be model.BackendName, s model.ServerName, on bool) {
+	if on {
+		if d.pending[be] == nil {
+			d.pending[be] = map[model.ServerName]bool{}
+		}
+		d.pending[be][s] = true
+		return
+	}
+	delete(d.pending[be], s)
+	if len(d.pending[be]) == 0 {
+		delete(d.pending, be)
+	}
+}
+
+// verify reads back every backend and map the plan touched.
+func (d *Daemon) verify(ctx context.Context, p plan.Plan, next plan.State) error {
+	backends, maps := p.Touched()
+	exp := plan.Expect(withPending(next, d.pending)).Only(backends, maps)
+	observed := make(map[model.BackendName][]plan.ObservedServer, len(exp.Servers))
+	for be := range exp.Servers {
+		states, err := d.runtime.ServersState(ctx, string(be))
+		if err != nil {
+			return fmt.Errorf("read back %s: %w", be, err)
+		}
+		for _, s := range states {
+			admin := plan.AdminReady
+			if s.AdminState.Maint() {
+				admin = plan.AdminMaint
+			}
+			observed[be] = append(observed[be], plan.ObservedServer{
+				Name: model.ServerName(s.Name), Addr: s.Address, Port: s.Port, Weight: s.Weight,
+				Admin: admin, Checked: s.CheckState&haproxy.CheckEnabled != 0,
+			})
+		}
+	}
+	observedMaps := make(map[string][]render.MapEntry, len(exp.Maps))
+	for path := range exp.Maps {
+		entries, err := d.runtime.ShowMap(ctx, path)
+		if err != nil {
+			return fmt.Errorf("read back %s: %w", path, err)
+		}
+		for _, e := range entries {
+			observedMaps[path] = append(observedMaps[path], render.MapEntry{Key: e.Key, Value: e.Value})
+		}
+	}
+	return plan.Verify(exp, observed, observedMaps)
+}
+
+func withPending(s plan.State, pending map[model.BackendName]map[model.ServerName]bool) plan.State {
+	s.PendingDeletes = pending
+	return s
+}
+
+// fallback converges through a reload when the runtime path failed. The
+// files on disk already hold the desired state.
+func (d *Daemon) fallback(ctx context.Context, reason string) {
+	d.log.Warn("runtime update failed; falling back to a reload", "reason", reason)
+	d.metrics.RuntimeFallback(reason)
+	d.status.Set(func(s *status.Status) { s.Fallbacks++ })
+	d.recordError(fmt.Errorf("%s", reason))
+	d.throttle.request(reason)
+}
+
+// deletePending deletes drained servers once they carry no connections, so
+// long-lived connections are never cut to tidy up.
+func (d *Daemon) deletePending(ctx context.Context) {
+	if d.proc == nil || len(d.pending) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for be, servers := range d.pending {
+		for s := range servers {
+			n, err := d.runtime.ServerConns(cctx, string(be), string(s))
+			if err != nil || n > 0 {
+				continue
+			}
+			resps, err := d.runtime.Execute(cctx, []string{plan.DeleteServerCommand(be, s)})
+			if err == nil {
+				err = haproxy.FirstError(resps)
+			}
+			if err != nil {
+				d.log.Warn("delete drained server", "backend", be, "server", s, "err", err)
+				continue
+			}
+			d.markPending(be, s, false)
+			d.metrics.RuntimeUpdate("del-server", 1)
+		}
+	}
+}
+
+// observeProcs publishes how many HAProxy workers run, old ones included:
+// the number that grows when reloads pile up.
+func (d *Daemon) observeProcs(ctx context.Context) {
+	if d.proc == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	info, err := d.proc.Master().ShowProc(cctx)
+	if err != nil {
+		return
+	}
+	d.metrics.SetProcesses(len(info.Workers), len(info.OldWorkers))
+	d.status.Set(func(s *status.Status) {
+		s.HAProxy.PID = info.Master.PID
+		s.HAProxy.Workers = pids(info.Workers)
+		s.HAProxy.OldWorkers = pids(info.OldWorkers)
+	})
+}
+
+func pids(ps []haproxy.Proc) []int {
+	out := make([]int, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.PID)
+	}
+	return out
+}
+
+// opName is the metrics label of an op kind.
+func opName(op plan.Op) string {
+	switch op.(type) {
+	case plan.AddServer:
+		return "add-server"
+	case plan.RemoveServer:
+		return "drain-server"
+	case plan.ReenableServer:
+		return "reenable-server"
+	case plan.SetWeight:
+		return "set-weight"
+	case plan.EnableHealth:
+		return "enable-health"
+	case plan.DisableHealth:
+		return "disable-health"
+	case plan.MapReplace:
+		return "map-replace"
+	case plan.SetCert:
+		return "set-cert"
+	case plan.SetDynamicCookieKey:
+		return "set-cookie-key"
+	default:
+		return "other"
+	}
+}

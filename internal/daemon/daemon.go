@@ -1,0 +1,261 @@
+// Package daemon is the reconcile loop: it turns "the directory may have
+// changed" into a consistent snapshot, a desired state and a bundle, and
+// keeps one HAProxy in step with it — through the runtime API when the plan
+// allows, through a validated, throttled reload when it must.
+//
+// One goroutine (Run) owns all mutable state; the watcher, HAProxy's exit
+// and the timers only send it events.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/haroute/haroute/internal/haproxy"
+	"github.com/haroute/haroute/internal/metrics"
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/plan"
+	"github.com/haroute/haroute/internal/render"
+	"github.com/haroute/haroute/internal/snapshot"
+	"github.com/haroute/haroute/internal/status"
+	"github.com/haroute/haroute/internal/watch"
+)
+
+// Options configures a daemon. Zero values get the defaults noted.
+type Options struct {
+	ConfigDir string
+	WatchMode snapshot.Mode // "" = auto
+	// RunDir holds the master and admin sockets and the internal TLS hop
+	// socket (mode 0700). Default /run/haroute.
+	RunDir string
+	// StateDir holds the live bundle, the candidate and the generated
+	// default certificate. Default /var/lib/haroute.
+	StateDir string
+	HAProxy  string // haproxy binary; "" = from PATH
+	// MetricsAddress serves /metrics, /healthz, /readyz and /status;
+	// "" disables the listener.
+	MetricsAddress string
+	Resync         time.Duration // default 60s
+	Debounce       time.Duration // plain mode, default 250ms
+	// Trigger forces a resync (the CLI sends SIGHUP here).
+	Trigger <-chan struct{}
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics // default: a new registry
+	Status  *status.Store    // default: a new store
+	// OnApply, when set, is called from the loop after a state reaches
+	// HAProxy (runtime or reload), with the snapshot it came from. Tests
+	// use it to prove no torn snapshot is ever applied.
+	OnApply func(Applied)
+}
+
+// Applied describes one state that reached HAProxy.
+type Applied struct {
+	Generation uint64
+	Snapshot   *snapshot.Snapshot
+	Desired    *model.Desired
+	Reload     bool
+	Reasons    []string
+}
+
+// Daemon is a configured router; Run drives it.
+type Daemon struct {
+	opts    Options
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	status  *status.Store
+
+	reader snapshot.Reader
+	loader *model.Loader
+	live   *bundleDir
+	cand   *bundleDir
+
+	sup     *haproxy.Supervisor
+	proc    *haproxy.Process
+	runtime *haproxy.Runtime
+
+	// lastSnap is the snapshot behind desired; lastFiles keeps the last
+	// good content per path so an unreadable file keeps its objects.
+	lastSnap  *snapshot.Snapshot
+	lastFiles map[string]model.SourceFile
+	lastHash  string
+
+	// desired is what the directory asks for, written to disk (live);
+	// applied is what HAProxy runs. They differ while a reload waits.
+	desired plan.State
+	applied plan.State
+	pending map[model.BackendName]map[model.ServerName]bool
+
+	throttle   throttle
+	generation uint64
+	restarts   int
+}
+
+// New checks the options and prepares directories; it starts nothing.
+func New(opts Options) (*Daemon, error) {
+	if opts.ConfigDir == "" {
+		return nil, errors.New("config dir is required")
+	}
+	if opts.RunDir == "" {
+		opts.RunDir = "/run/haroute"
+	}
+	if opts.StateDir == "" {
+		opts.StateDir = "/var/lib/haroute"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = metrics.New()
+	}
+	if opts.Status == nil {
+		opts.Status = &status.Store{}
+	}
+	for _, p := range []*string{&opts.ConfigDir, &opts.RunDir, &opts.StateDir} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, fmt.Errorf("path %s: %w", *p, err)
+		}
+		*p = abs
+	}
+	for _, dir := range []string{opts.RunDir, opts.StateDir} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create %s: %w", dir, err)
+		}
+		// MkdirAll leaves an existing directory's mode alone; the sockets
+		// and keys inside must not be reachable by others.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("chmod %s: %w", dir, err)
+		}
+	}
+	live := filepath.Join(opts.StateDir, "live")
+	sup, err := haproxy.NewSupervisor(haproxy.Options{
+		Binary:     opts.HAProxy,
+		ConfigPath: filepath.Join(live, render.ConfigFile),
+		RunDir:     opts.RunDir,
+		Logger:     opts.Logger.With("component", "haproxy"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{
+		opts:      opts,
+		log:       opts.Logger,
+		metrics:   opts.Metrics,
+		status:    opts.Status,
+		loader:    model.NewLoader(),
+		live:      newBundleDir(live),
+		cand:      newBundleDir(filepath.Join(opts.StateDir, "candidate")),
+		sup:       sup,
+		runtime:   haproxy.NewRuntime(filepath.Join(opts.RunDir, "admin.sock")),
+		lastFiles: map[string]model.SourceFile{},
+		pending:   map[model.BackendName]map[model.ServerName]bool{},
+	}
+	d.status.Set(func(s *status.Status) { s.NotReadyReason = "no configuration applied yet" })
+	return d, nil
+}
+
+// Run serves until ctx ends, then stops HAProxy gracefully. It returns an
+// error only for failures an operator must fix at start-up (HAProxy missing,
+// a port in use, the metrics address taken).
+func (d *Daemon) Run(ctx context.Context) error {
+	if d.opts.MetricsAddress != "" {
+		ln, err := status.Listen(d.opts.MetricsAddress)
+		if err != nil {
+			return err
+		}
+		go status.ServeListener(ctx, ln, status.Handler(d.status, d.metrics.Handler()))
+	}
+
+	changes := make(chan struct{}, 1)
+	changes <- struct{}{} // the first sync
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() {
+		err := watch.Watch(watchCtx, watch.Options{
+			Dir: d.opts.ConfigDir, Mode: d.opts.WatchMode,
+			Debounce: d.opts.Debounce, Resync: d.opts.Resync,
+			Logger: d.log.With("component", "watch"), OnEvent: d.metrics.WatchEvent,
+		}, changes)
+		if err != nil && ctx.Err() == nil {
+			d.log.Error("watcher stopped", "err", err)
+		}
+	}()
+
+	reloadTimer := time.NewTimer(time.Hour)
+	reloadTimer.Stop()
+	var restartAt <-chan time.Time
+	drain := time.NewTicker(time.Second)
+	defer drain.Stop()
+	for {
+		var exited <-chan struct{}
+		if d.proc != nil {
+			exited = d.proc.Done()
+		}
+		select {
+		case <-ctx.Done():
+			return d.shutdown()
+		case <-changes:
+			if err := d.sync(ctx, false); err != nil {
+				return err
+			}
+		case <-d.opts.Trigger:
+			d.log.Info("resync requested")
+			if err := d.sync(ctx, true); err != nil {
+				return err
+			}
+		case <-reloadTimer.C:
+			d.reload(ctx)
+		case <-exited:
+			d.log.Error("haproxy exited; restarting", "err", d.proc.Err(), "restarts", d.restarts)
+			d.proc = nil
+			d.setNotReady("haproxy exited")
+			restartAt = time.After(backoff(d.restarts))
+			d.restarts++
+		case <-restartAt:
+			restartAt = nil
+			if err := d.start(ctx); err != nil {
+				d.recordError(err)
+				restartAt = time.After(backoff(d.restarts))
+				d.restarts++
+			}
+		case <-drain.C:
+			d.deletePending(ctx)
+			d.observeProcs(ctx)
+		}
+		if at, ok := d.throttle.due(time.Now()); ok && d.proc != nil {
+			resetTimer(reloadTimer, time.Until(at))
+		}
+	}
+}
+
+func backoff(n int) time.Duration {
+	d := 500 * time.Millisecond << min(n, 6)
+	return min(d, 30*time.Second)
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	t.Stop()
+	select {
+	case <-t.C:
+	default:
+	}
+	t.Reset(max(d, 0))
+}
+
+func (d *Daemon) shutdown() error {
+	if d.proc == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	d.log.Info("stopping haproxy")
+	if err := d.proc.Stop(ctx); err != nil {
+		return fmt.Errorf("stop haproxy: %w", err)
+	}
+	return nil
+}

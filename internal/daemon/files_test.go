@@ -1,0 +1,46 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/haroute/haroute/internal/render"
+)
+
+func TestBundleDirWrite(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "live")
+	d := newBundleDir(dir)
+	b := &render.Bundle{Files: []render.File{
+		{Name: "haproxy.cfg", Data: []byte("global\n"), Mode: 0o644},
+		{Name: "certs/a.pem", Data: []byte("key"), Mode: 0o600},
+	}}
+	if n, err := d.write(b); err != nil || n != 2 {
+		t.Fatalf("first write: changed=%d err=%v, want 2 files", n, err)
+	}
+	if n, err := d.write(b); err != nil || n != 0 {
+		t.Fatalf("same bundle again: changed=%d err=%v, want 0", n, err)
+	}
+	st, err := os.Stat(filepath.Join(dir, "certs/a.pem"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode = %v, %v; want 0600", st.Mode().Perm(), err)
+	}
+	b.Files = b.Files[:1]
+	if n, err := d.write(b); err != nil || n != 1 {
+		t.Fatalf("dropping a file: changed=%d err=%v, want 1", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "certs/a.pem")); !os.IsNotExist(err) {
+		t.Fatalf("stale certificate not removed: %v", err)
+	}
+}
+
+func TestSafeName(t *testing.T) {
+	for _, bad := range []string{"", "/etc/passwd", "../x", "certs/../../x", "a//b", `a\b`} {
+		if safeName(bad) == nil {
+			t.Errorf("safeName(%q) accepted", bad)
+		}
+	}
+	if err := safeName("certs/default.pem"); err != nil {
+		t.Errorf("safeName rejected a good name: %v", err)
+	}
+}

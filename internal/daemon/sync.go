@@ -1,0 +1,340 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/haroute/haroute/internal/certgen"
+	"github.com/haroute/haroute/internal/haproxy"
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/plan"
+	"github.com/haroute/haroute/internal/render"
+	"github.com/haroute/haroute/internal/snapshot"
+	"github.com/haroute/haroute/internal/status"
+)
+
+// sync reads the directory and moves HAProxy towards it. Problems with the
+// input are reported and leave the last good state serving; the only error
+// returned is a failure to start HAProxy the first time.
+func (d *Daemon) sync(ctx context.Context, force bool) error {
+	snap, err := d.reader.Read(ctx, d.opts.ConfigDir, d.opts.WatchMode)
+	if err != nil {
+		d.metrics.SnapshotError()
+		d.recordError(fmt.Errorf("read %s: %w", d.opts.ConfigDir, err))
+		return nil
+	}
+	if snap.Hash == d.lastHash && !force && d.desired.Desired != nil {
+		return nil
+	}
+	for _, fe := range snap.Errors {
+		d.metrics.SnapshotError()
+		d.log.Warn("file unreadable; its last good content stays in force", "path", fe.Path, "err", fe.Err)
+	}
+	res := d.loader.Load(d.withLastGood(snap))
+	for _, diag := range res.Diagnostics {
+		switch diag.Severity {
+		case model.SeverityError:
+			d.log.Error("config", "diag", diag.String())
+		case model.SeverityWarning:
+			d.log.Warn("config", "diag", diag.String())
+		}
+	}
+	if errs := countErrors(res.Diagnostics); errs > 0 {
+		d.recordError(fmt.Errorf("%d problem(s) in %s; first: %s", errs, d.opts.ConfigDir, firstError(res.Diagnostics)))
+	}
+	next, err := d.prepare(res.Desired, d.live.path)
+	if err != nil {
+		d.recordError(err)
+		return nil
+	}
+	d.lastHash, d.lastSnap = snap.Hash, snap
+
+	if d.proc == nil {
+		if d.applied.Desired == nil {
+			return d.firstStart(ctx, next)
+		}
+		// HAProxy is down and restarting: the restart loads what is on disk.
+		if err := d.writeChecked(ctx, next); err != nil {
+			d.recordError(err)
+			return nil
+		}
+		d.desired = next
+		return nil
+	}
+
+	base := d.applied
+	base.PendingDeletes = d.pending
+	p := plan.Compute(base, next)
+	if len(p.Changes) == 0 && !d.throttle.pending {
+		d.desired = next
+		return nil
+	}
+	for _, c := range p.Changes {
+		d.log.Info("change", "mode", c.Mode.String(), "kind", string(c.Kind), "subject", c.Subject, "detail", c.Detail)
+	}
+	if p.Reload || d.throttle.pending {
+		// A reload is needed (or already waiting): validate, write, and let
+		// the throttle coalesce it with anything else that arrives.
+		if err := d.writeChecked(ctx, next); err != nil {
+			d.recordError(err)
+			return nil
+		}
+		d.desired = next
+		reasons := reasonStrings(p.Reasons)
+		if len(reasons) == 0 {
+			reasons = []string{"coalesced with a pending reload"}
+		}
+		d.throttle.request(reasons...)
+		return nil
+	}
+	d.applyRuntime(ctx, p, next)
+	return nil
+}
+
+// withLastGood adds, for every file the snapshot could not read, the last
+// good content of that path, so a permission error or an oversized file
+// does not take its routes down.
+func (d *Daemon) withLastGood(snap *snapshot.Snapshot) []model.SourceFile {
+	files := snap.Files
+	if len(snap.Errors) > 0 {
+		files = append([]model.SourceFile(nil), snap.Files...)
+		for _, fe := range snap.Errors {
+			if f, ok := d.lastFiles[fe.Path]; ok {
+				files = append(files, f)
+			}
+		}
+	}
+	next := make(map[string]model.SourceFile, len(files))
+	for _, f := range files {
+		next[f.Path] = f
+	}
+	d.lastFiles = next
+	return files
+}
+
+// prepare renders desired for the bundle directory dir.
+func (d *Daemon) prepare(desired *model.Desired, dir string) (plan.State, error) {
+	in, err := d.input(desired, dir)
+	if err != nil {
+		return plan.State{}, err
+	}
+	b, err := render.Render(in)
+	if err != nil {
+		return plan.State{}, fmt.Errorf("render: %w", err)
+	}
+	return plan.State{Desired: desired, Bundle: b, Input: in}, nil
+}
+
+func (d *Daemon) input(desired *model.Desired, dir string) (render.Input, error) {
+	in := render.Input{Desired: desired, Dir: dir, RunDir: d.opts.RunDir}
+	s := desired.Router
+	switch {
+	case s.DefaultCertificate != "":
+		in.DefaultCertificate = []byte(s.DefaultCertificate)
+	case s.DefaultCertificateFile != "":
+		pem, err := readBounded(s.DefaultCertificateFile)
+		if err != nil {
+			return in, fmt.Errorf("default certificate: %w", err)
+		}
+		in.DefaultCertificate = pem
+	default:
+		pem, err := certgen.EnsureDefault(d.opts.StateDir, time.Now)
+		if err != nil {
+			return in, fmt.Errorf("default certificate: %w", err)
+		}
+		in.DefaultCertificate = pem
+	}
+	switch {
+	case s.DefaultDestinationCA != "":
+		in.DefaultDestinationCA = []byte(s.DefaultDestinationCA)
+	case s.DefaultDestinationCAFile != "":
+		pem, err := readBounded(s.DefaultDestinationCAFile)
+		if err != nil {
+			return in, fmt.Errorf("default destination CA: %w", err)
+		}
+		in.DefaultDestinationCA = pem
+	}
+	return in, nil
+}
+
+func readBounded(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > model.MaxFileSize {
+		return nil, fmt.Errorf("%s: %d bytes, limit %d", path, st.Size(), model.MaxFileSize)
+	}
+	return os.ReadFile(path)
+}
+
+// writeChecked validates next with `haproxy -c` in the candidate directory
+// and only then writes it to the live directory. A failing candidate never
+// reaches the live files.
+func (d *Daemon) writeChecked(ctx context.Context, next plan.State) error {
+	cand, err := d.prepare(next.Desired, d.cand.path)
+	if err != nil {
+		return err
+	}
+	if _, err := d.cand.write(cand.Bundle); err != nil {
+		return fmt.Errorf("write candidate: %w", err)
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := haproxy.Check(checkCtx, d.sup.Binary(), d.cand.path+"/"+render.ConfigFile); err != nil {
+		return fmt.Errorf("candidate rejected, last good config keeps serving: %w", err)
+	}
+	return d.writeLive(next)
+}
+
+func (d *Daemon) writeLive(next plan.State) error {
+	start := time.Now()
+	if _, err := d.live.write(next.Bundle); err != nil {
+		return fmt.Errorf("write live bundle: %w", err)
+	}
+	d.metrics.ObserveWrite(time.Since(start))
+	return nil
+}
+
+func (d *Daemon) firstStart(ctx context.Context, next plan.State) error {
+	if err := d.writeChecked(ctx, next); err != nil {
+		d.recordError(err)
+		return nil // wait for a better generation
+	}
+	d.desired = next
+	if err := d.start(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// start launches HAProxy on the live files, which equal d.desired.
+func (d *Daemon) start(ctx context.Context) error {
+	proc, err := d.sup.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("start haproxy: %w", err)
+	}
+	d.proc = proc
+	d.restarts = 0
+	d.loaded(ctx, []string{"haproxy started"}, true, 0)
+	return nil
+}
+
+// reload runs the pending reload now.
+func (d *Daemon) reload(ctx context.Context) {
+	if d.proc == nil || !d.throttle.pending {
+		return
+	}
+	now := time.Now()
+	reasons := d.throttle.start(now)
+	d.log.Info("reloading haproxy", "reasons", reasons)
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := d.proc.Reload(rctx)
+	elapsed := time.Since(now)
+	d.metrics.ObserveReload(elapsed, reasons, err == nil, time.Now())
+	if err != nil {
+		d.recordError(fmt.Errorf("reload failed (will retry): %w", err))
+		d.status.Set(func(s *status.Status) {
+			s.LastReload = &status.Reload{Time: now, Duration: elapsed, Reasons: reasons, OK: false, Error: err.Error()}
+		})
+		d.throttle.request(reasons...)
+		return
+	}
+	d.loaded(ctx, reasons, true, elapsed)
+}
+
+// loaded records that HAProxy now runs d.desired (after a start or a
+// reload), and brings runtime-only state in line with it: servers of routes
+// with fewer than two active endpoints have their checks disabled.
+func (d *Daemon) loaded(ctx context.Context, reasons []string, reload bool, elapsed time.Duration) {
+	d.applied = d.desired
+	d.pending = map[model.BackendName]map[model.ServerName]bool{}
+	var cmds []string
+	for be, servers := range render.UncheckedServers(d.applied.Desired) {
+		for _, s := range servers {
+			cmds = append(cmds, "disable health "+string(be)+"/"+string(s))
+		}
+	}
+	if len(cmds) > 0 {
+		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resps, err := d.runtime.Execute(fctx, cmds)
+		cancel()
+		if err == nil {
+			err = haproxy.FirstError(resps)
+		}
+		if err != nil {
+			d.recordError(fmt.Errorf("disable health checks after load: %w", err))
+		}
+	}
+	d.published(reasons, reload, elapsed)
+}
+
+func (d *Daemon) published(reasons []string, reload bool, elapsed time.Duration) {
+	d.generation++
+	now := time.Now()
+	hash := d.lastHash
+	d.metrics.SetConfig(hash, d.generation)
+	routes := status.RoutesFrom(d.applied.Desired.Statuses)
+	d.metrics.SetRoutes(status.RouteCounts(routes))
+	d.status.Set(func(s *status.Status) {
+		s.Ready, s.NotReadyReason = true, ""
+		s.Generation, s.ConfigHash, s.AppliedAt = d.generation, hash, now
+		s.Routes = routes
+		if reload {
+			s.Reloads++
+			s.LastReload = &status.Reload{Time: now, Duration: elapsed, Reasons: reasons, OK: true}
+		}
+		if d.proc != nil {
+			s.HAProxy.PID = d.proc.PID()
+		}
+	})
+	if reload {
+		d.log.Info("haproxy loaded", "generation", d.generation, "reasons", reasons, "took", elapsed)
+	}
+	if d.opts.OnApply != nil {
+		d.opts.OnApply(Applied{Generation: d.generation, Snapshot: d.lastSnap, Desired: d.applied.Desired, Reload: reload, Reasons: reasons})
+	}
+}
+
+func (d *Daemon) recordError(err error) {
+	d.log.Error("error", "err", err)
+	now := time.Now()
+	d.status.Set(func(s *status.Status) { s.LastError = &status.Error{Time: now, Message: err.Error()} })
+}
+
+func (d *Daemon) setNotReady(reason string) {
+	d.status.Set(func(s *status.Status) { s.Ready, s.NotReadyReason = false, reason })
+}
+
+func reasonStrings(rs []plan.Reason) []string {
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.String())
+	}
+	return out
+}
+
+func countErrors(ds model.Diagnostics) int {
+	n := 0
+	for _, d := range ds {
+		if d.Severity == model.SeverityError {
+			n++
+		}
+	}
+	return n
+}
+
+func firstError(ds model.Diagnostics) string {
+	for _, d := range ds {
+		if d.Severity == model.SeverityError {
+			return d.String()
+		}
+	}
+	return ""
+}
+
+var errNoProcess = errors.New("haproxy is not running")

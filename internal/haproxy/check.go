@@ -1,0 +1,104 @@
+package haproxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+)
+
+// CheckError is a configuration HAProxy refused. Lines holds HAProxy's own
+// messages, the [ALERT] lines when there are any, without the process-id
+// noise, so an operator can act on them.
+type CheckError struct {
+	ConfigPath string
+	Lines      []string
+}
+
+func (e *CheckError) Error() string {
+	return fmt.Sprintf("haproxy rejected %s: %s", e.ConfigPath, strings.Join(e.Lines, "; "))
+}
+
+// Check runs `haproxy -c -f cfgPath` and returns nil when HAProxy accepts
+// the file, a *CheckError carrying its messages when it does not, or
+// another error when the binary cannot run at all.
+func Check(ctx context.Context, binary, cfgPath string) error {
+	bin, err := resolveBinary(binary)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, bin, "-c", "-f", cfgPath)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("check %s: %w", cfgPath, ctxErr)
+	}
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) {
+		return fmt.Errorf("run %s -c: %w", bin, err)
+	}
+	return &CheckError{ConfigPath: cfgPath, Lines: alertLines(out)}
+}
+
+// resolveBinary finds the haproxy executable; a missing one is an error
+// naming the path tried, the first thing an operator needs to know.
+func resolveBinary(binary string) (string, error) {
+	if binary == "" {
+		binary = "haproxy"
+	}
+	if strings.ContainsRune(binary, os.PathSeparator) {
+		if _, err := os.Stat(binary); err != nil {
+			return "", fmt.Errorf("haproxy binary %s: %w", binary, err)
+		}
+		return binary, nil
+	}
+	path, err := exec.LookPath(binary)
+	if err != nil {
+		return "", fmt.Errorf("haproxy binary %q not found in PATH: %w", binary, err)
+	}
+	return path, nil
+}
+
+// logPrefix matches the "[ALERT]    (1234) : " HAProxy puts before each
+// message it prints on stderr.
+var logPrefix = regexp.MustCompile(`^\[([A-Z]+)\]\s+\(\d+\)\s+:\s+`)
+
+// cleanLine turns "[ALERT]    (1234) : config : parsing …" into
+// "[ALERT] config : parsing …": the pid changes on every run and helps no
+// one reading a check error.
+func cleanLine(line string) string {
+	line = strings.TrimSpace(line)
+	if m := logPrefix.FindStringSubmatch(line); m != nil {
+		return "[" + m[1] + "] " + line[len(m[0]):]
+	}
+	return line
+}
+
+// alertLines picks the [ALERT] lines of HAProxy's output, or every
+// non-empty line when there is none (a crash, a usage message).
+func alertLines(out []byte) []string {
+	var alerts, all []string
+	for _, raw := range bytes.Split(out, []byte("\n")) {
+		line := cleanLine(string(raw))
+		if line == "" {
+			continue
+		}
+		all = append(all, line)
+		if strings.HasPrefix(line, "[ALERT]") {
+			alerts = append(alerts, line)
+		}
+	}
+	if len(alerts) > 0 {
+		return alerts
+	}
+	if len(all) == 0 {
+		return []string{"no output"}
+	}
+	return all
+}

@@ -1,0 +1,25 @@
+// Package haproxy is the only part of haroute that talks to HAProxy: it runs
+// `haproxy -c`, supervises one master-worker process, speaks the master CLI
+// (show proc, reload) and the runtime API on the admin socket.
+//
+// Entry points:
+//   - Check (check.go): validate a configuration file with the real binary.
+//   - Supervisor / Process (supervisor.go): start, readiness, exit detection,
+//     stop. The restart policy belongs to the caller (the daemon), which
+//     watches Process.Done and calls Supervisor.Start again with backoff.
+//   - Master (master.go): `show proc` and a confirmed `reload`.
+//   - Runtime (runtime.go, readback.go): batches of runtime commands over one
+//     connection, with failure replies recognized per command, and typed
+//     read-backs (servers state, map entries, server sessions).
+//
+// Why not client-native for the runtime API: client-native v5.1.27 opens one
+// connection per command with a fixed 30 s deadline and no context, which is
+// slow for large batches and cannot be cancelled; and on HAProxy 2.6.12 its
+// readers fall short of what haroute verifies after a runtime plan:
+// GetServersState drops the weight and health-check columns, and
+// ParseMapEntries truncates values containing spaces and indexes past the
+// end of a line whose value is empty (`show map` prints "<id> <key> \n" for
+// a map line holding only a key — seen on 2.6.12), which panics. So this
+// package speaks the (simple, line-based) protocol itself; every reply
+// string it relies on is checked against a real HAProxy in the tests.
+package haproxy

@@ -1,0 +1,284 @@
+package haproxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"text/template"
+	"time"
+
+	"github.com/haroute/haroute/internal/testutil"
+)
+
+// shortDir returns a temp dir short enough for unix socket paths.
+func shortDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// freePort returns a 127.0.0.1 port that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// backend is a tiny HTTP server answering with its name.
+func backend(t testing.TB, name string) (port int) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, name)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().(*net.TCPAddr).Port
+}
+
+// selfSigned returns cert+key PEM for localhost with the given serial.
+func selfSigned(t testing.TB, serial int64) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		DNSNames:     []string{"localhost"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: der})
+	// An empty line between the blocks, as some tools write it: the
+	// payload builder must cope.
+	b.WriteString("\n")
+	pem.Encode(&b, &pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	return b.String()
+}
+
+const testConfig = `global
+    stats socket {{.Run}}/admin.sock mode 600 level admin expose-fd listeners
+    maxconn 500
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 10s
+    timeout server 10s
+frontend fe
+    bind 127.0.0.1:{{.HTTP}}
+    bind 127.0.0.1:{{.HTTPS}} ssl crt {{.Run}}/site.pem
+    use_backend %[req.hdr(host),lower,map({{.Run}}/hosts.map)]
+    default_backend be
+backend be
+    balance roundrobin
+    cookie SRV insert indirect nocache httponly dynamic
+    dynamic-cookie-key initialkey
+    server s0 127.0.0.1:{{.B0}} check inter 1s
+    server nochk 127.0.0.1:{{.B0}} weight 0
+backend be2
+    server x 127.0.0.1:{{.B1}}
+`
+
+// rig is a running HAProxy with two backends.
+type rig struct {
+	Run, Cfg    string
+	HTTP, HTTPS int
+	B0, B1      int
+	sup         *Supervisor
+	proc        *Process
+	rt          *Runtime
+	log         *lockedWriter
+}
+
+// newRig writes the test config into a short run dir and validates it.
+func newRig(t testing.TB) *rig {
+	t.Helper()
+	bin := testutil.HAProxy(t)
+	r := &rig{Run: shortDir(t), HTTP: freePort(t), HTTPS: freePort(t),
+		B0: backend(t, "b0"), B1: backend(t, "b1"), log: &lockedWriter{}}
+	r.Cfg = filepath.Join(r.Run, "haproxy.cfg")
+	var cfg bytes.Buffer
+	template.Must(template.New("cfg").Parse(testConfig)).Execute(&cfg, r)
+	writeFile(t, r.Cfg, cfg.String())
+	writeFile(t, filepath.Join(r.Run, "site.pem"), selfSigned(t, 1))
+	writeFile(t, filepath.Join(r.Run, "hosts.map"), "a.example.com be\n")
+	sup, err := NewSupervisor(Options{
+		Binary: bin, ConfigPath: r.Cfg, RunDir: r.Run,
+		Logger:          slog.New(slog.NewTextHandler(r.log, nil)),
+		SoftStopTimeout: 3 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sup = sup
+	r.rt = NewRuntime(filepath.Join(r.Run, "admin.sock"))
+	return r
+}
+
+// start starts HAProxy and stops it at cleanup.
+func (r *rig) start(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	proc, err := r.sup.Start(ctx)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	r.proc = proc
+	t.Cleanup(func() {
+		if err := proc.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+}
+
+func (r *rig) get(t testing.TB, host string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.HTTP), nil)
+	if host != "" {
+		req.Host = host
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET via haproxy: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return fmt.Sprintf("%d %s", resp.StatusCode, body)
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// haproxyPIDs lists live (non-zombie) processes whose command line names
+// cfg: what must be gone after a stop.
+func haproxyPIDs(t testing.TB, cfg string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte(cfg)) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// Field 3 (after "pid (comm) ") is the state; Z is a zombie,
+		// which holds no resources.
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func execOK(t testing.TB, rt *Runtime, cmds ...string) []Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resps, err := rt.Execute(ctx, cmds)
+	if err != nil {
+		t.Fatalf("execute %q: %v", cmds, err)
+	}
+	for _, r := range resps {
+		if err := r.Err(); err != nil {
+			t.Fatalf("runtime refused: %v", err)
+		}
+	}
+	return resps
+}
+
+func modeOf(t testing.TB, path string) os.FileMode {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Mode().Perm()
+}
+
+func ctxT(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// lockedWriter collects log output written from HAProxy's reader
+// goroutine while the test reads it.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}

@@ -1,0 +1,275 @@
+package haproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Master talks to the master CLI (`-S <run>/master.sock`).
+type Master struct {
+	socketPath string
+}
+
+// NewMaster returns a client for the master CLI socket at socketPath.
+func NewMaster(socketPath string) *Master { return &Master{socketPath: socketPath} }
+
+// Proc is one process line of `show proc`.
+type Proc struct {
+	PID     int
+	Type    string // master, worker, program
+	Reloads int    // for a worker: reloads it has lived through
+	Uptime  string
+	Version string
+}
+
+// ProcInfo is the parsed output of `show proc`.
+type ProcInfo struct {
+	Master Proc
+	// FailedReloads is the master's "[failed: N]" counter, or -1 when the
+	// version does not print it. On 2.6.12 it counts failed reloads since
+	// the last successful one (a success resets it to 0).
+	FailedReloads int
+	// Workers are the current workers; OldWorkers are those still draining
+	// connections after a reload (the number to watch for memory growth).
+	Workers    []Proc
+	OldWorkers []Proc
+}
+
+// ShowProc runs `show proc` on the master CLI.
+func (m *Master) ShowProc(ctx context.Context) (ProcInfo, error) {
+	out, err := m.command(ctx, "show proc")
+	if err != nil {
+		return ProcInfo{}, err
+	}
+	info, err := parseShowProc(out)
+	if err != nil {
+		return ProcInfo{}, fmt.Errorf("show proc on %s: %w", m.socketPath, err)
+	}
+	return info, nil
+}
+
+// command sends one command in non-interactive mode.
+func (m *Master) command(ctx context.Context, cmd string) (string, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", m.socketPath)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			err = ctxErr
+		}
+		return "", fmt.Errorf("connect to master CLI %s: %w", m.socketPath, err)
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if _, err := conn.Write([]byte(cmd + "\n")); err != nil {
+		return "", fmt.Errorf("master CLI %s: send %q: %w", m.socketPath, cmd, err)
+	}
+	// The master CLI of 2.6.12 keeps the connection open after answering
+	// until the client closes its side: half-close so it replies and hangs
+	// up, and the reply is everything up to EOF.
+	if err := conn.(*net.UnixConn).CloseWrite(); err != nil {
+		return "", fmt.Errorf("master CLI %s: half-close after %q: %w", m.socketPath, cmd, err)
+	}
+	out, err := io.ReadAll(conn)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+		return string(out), fmt.Errorf("master CLI %s: read reply to %q: %w", m.socketPath, cmd, err)
+	}
+	return string(out), nil
+}
+
+var (
+	failedCounter = regexp.MustCompile(`\[failed:\s*(\d+)\]`)
+	columnName    = regexp.MustCompile(`<([^>]+)>`)
+)
+
+// parseShowProc reads `show proc`. On 2.6.12 it looks like:
+//
+//	#<PID>          <type>          <reloads>       <uptime>        <version>
+//	6590            master          4 [failed: 0]   0d00h00m11s     2.6.12-1+deb12u4
+//	# workers
+//	7192            worker          0               0d00h00m00s     2.6.12-1+deb12u4
+//	# old workers
+//	6655            worker          1               0d00h00m07s     2.6.12-1+deb12u4
+//	# programs
+//
+// Columns are taken from the header by name, so the "<relative PID>"
+// column of 2.0–2.4 is skipped, and the "[failed: N]" counter (printed
+// inside the master's reloads cell since 2.5) is read when present.
+func parseShowProc(out string) (ProcInfo, error) {
+	info := ProcInfo{FailedReloads: -1}
+	var cols []string
+	section := "master"
+	seenMaster := false
+	for _, line := range strings.Split(out, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case trimmed == "":
+			continue
+		case strings.HasPrefix(trimmed, "#<") || strings.HasPrefix(trimmed, "# <"):
+			for _, m := range columnName.FindAllStringSubmatch(trimmed, -1) {
+				cols = append(cols, m[1])
+			}
+			continue
+		case strings.HasPrefix(trimmed, "#"):
+			section = strings.TrimSpace(strings.TrimPrefix(trimmed, "#"))
+			continue
+		}
+		if cols == nil {
+			return ProcInfo{}, fmt.Errorf("process line before the column header: %q", trimmed)
+		}
+		failed := -1
+		if m := failedCounter.FindStringSubmatch(trimmed); m != nil {
+			failed, _ = strconv.Atoi(m[1])
+			trimmed = strings.Replace(trimmed, m[0], "", 1)
+		}
+		p, err := parseProcLine(cols, strings.Fields(trimmed))
+		if err != nil {
+			return ProcInfo{}, fmt.Errorf("%w in %q", err, line)
+		}
+		switch {
+		case p.Type == "master":
+			info.Master, seenMaster = p, true
+			info.FailedReloads = failed
+		case section == "workers" && p.Type == "worker":
+			info.Workers = append(info.Workers, p)
+		case section == "old workers" && p.Type == "worker":
+			info.OldWorkers = append(info.OldWorkers, p)
+		}
+		// Programs (and old programs) are not haroute's concern.
+	}
+	if !seenMaster {
+		return ProcInfo{}, errors.New("no master line")
+	}
+	return info, nil
+}
+
+func parseProcLine(cols, f []string) (Proc, error) {
+	var p Proc
+	for i, name := range cols {
+		if i >= len(f) {
+			return Proc{}, fmt.Errorf("missing column %s", name)
+		}
+		v := f[i]
+		var err error
+		switch name {
+		case "PID":
+			p.PID, err = strconv.Atoi(v)
+		case "type":
+			p.Type = v
+		case "reloads":
+			p.Reloads, err = strconv.Atoi(v)
+		case "uptime":
+			p.Uptime = v
+		case "version":
+			// Last column: keep anything after it (a version with spaces).
+			p.Version = strings.Join(f[i:], " ")
+		}
+		if err != nil {
+			return Proc{}, fmt.Errorf("column %s: %w", name, err)
+		}
+	}
+	if p.PID == 0 || p.Type == "" {
+		return Proc{}, errors.New("no PID or type")
+	}
+	return p, nil
+}
+
+// ErrReloadFailed is wrapped by Reload's error when HAProxy reports that the
+// reload did not produce a new worker (the old one keeps serving).
+var ErrReloadFailed = errors.New("reload failed")
+
+// reloadPoll is how often Reload polls `show proc` while waiting.
+const reloadPoll = 50 * time.Millisecond
+
+// Reload asks the master to reload and waits until `show proc` confirms it.
+//
+// On 2.6 the master CLI `reload` is asynchronous: the master re-executes
+// itself and drops the connection without a reply. The outcome is read
+// from `show proc`, which the re-executed master only answers once it has
+// parsed the configuration and forked (or failed to fork) the new worker:
+//   - success: the reload counter rose and a worker PID not seen before is
+//     listed among the current workers;
+//   - failure: the counter rose and [failed: N] rose (2.6.12 shows
+//     "2 [failed: 1]" and keeps the old worker), or, where no failed
+//     counter is printed, the counter rose but no new worker appears.
+//
+// Newer versions (2.9+) reply synchronously with "Success=0|1"; a
+// "Success=0" is reported at once, anything else is confirmed the same way.
+// Reload waits until ctx is done; give it a deadline.
+func (m *Master) Reload(ctx context.Context) (ProcInfo, error) {
+	before, err := m.ShowProc(ctx)
+	if err != nil {
+		return ProcInfo{}, fmt.Errorf("reload: %w", err)
+	}
+	out, err := m.command(ctx, "reload")
+	if err != nil && ctx.Err() != nil {
+		return ProcInfo{}, fmt.Errorf("reload: %w", err)
+	}
+	// A read error after the command was sent is expected on 2.6: the
+	// master re-executes and the connection dies with it.
+	if strings.HasPrefix(strings.TrimSpace(out), "Success=0") {
+		return ProcInfo{}, fmt.Errorf("%w: %s", ErrReloadFailed, strings.TrimSpace(out))
+	}
+	return m.confirmReload(ctx, before)
+}
+
+func (m *Master) confirmReload(ctx context.Context, before ProcInfo) (ProcInfo, error) {
+	oldPIDs := make([]int, 0, len(before.Workers)+len(before.OldWorkers))
+	for _, p := range append(slices.Clone(before.Workers), before.OldWorkers...) {
+		oldPIDs = append(oldPIDs, p.PID)
+	}
+	var lastErr error
+	// Without a failed counter, "counter rose, no new worker" is given a
+	// short grace before it counts as a failure.
+	var noNewWorkerSince time.Time
+	tick := time.NewTicker(reloadPoll)
+	defer tick.Stop()
+	for {
+		after, err := m.ShowProc(ctx)
+		switch {
+		case err != nil:
+			lastErr = err // the master is re-executing; try again
+		case after.Master.Reloads > before.Master.Reloads:
+			for _, w := range after.Workers {
+				if !slices.Contains(oldPIDs, w.PID) {
+					return after, nil
+				}
+			}
+			if after.FailedReloads >= 0 {
+				if after.FailedReloads > before.FailedReloads {
+					return after, fmt.Errorf("%w: master reports %d failed reload(s) and no new worker; the previous worker keeps serving", ErrReloadFailed, after.FailedReloads)
+				}
+			} else if noNewWorkerSince.IsZero() {
+				noNewWorkerSince = time.Now()
+			} else if time.Since(noNewWorkerSince) > time.Second {
+				return after, fmt.Errorf("%w: reload counter rose to %d but no new worker appeared", ErrReloadFailed, after.Master.Reloads)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if lastErr != nil {
+				return ProcInfo{}, fmt.Errorf("reload not confirmed: %w (last error: %v)", ctx.Err(), lastErr)
+			}
+			return ProcInfo{}, fmt.Errorf("reload not confirmed: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package haproxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+)
+
+// tailLines is how many of HAProxy's last output lines are kept for error
+// messages.
+const tailLines = 64
+
+// outputLog reads HAProxy's stdout/stderr, logs each line at the level its
+// tag suggests, and keeps the last lines for error messages.
+type outputLog struct {
+	log  *slog.Logger
+	eof  chan struct{}
+	mu   sync.Mutex
+	cond *sync.Cond
+	seq  int      // number of lines read so far
+	ring []string // the last tailLines lines, oldest first
+}
+
+func newOutputLog(r io.ReadCloser, log *slog.Logger) *outputLog {
+	o := &outputLog{log: log, eof: make(chan struct{})}
+	o.cond = sync.NewCond(&o.mu)
+	go o.read(r)
+	return o
+}
+
+func (o *outputLog) read(r io.ReadCloser) {
+	defer close(o.eof)
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := cleanLine(sc.Text())
+		if line == "" {
+			continue
+		}
+		o.log.Log(context.Background(), lineLevel(line), "haproxy", "line", line)
+		o.mu.Lock()
+		o.seq++
+		o.ring = append(o.ring, line)
+		if len(o.ring) > tailLines {
+			o.ring = o.ring[len(o.ring)-tailLines:]
+		}
+		o.cond.Broadcast()
+		o.mu.Unlock()
+	}
+}
+
+func lineLevel(line string) slog.Level {
+	switch {
+	case strings.HasPrefix(line, "[ALERT]"), strings.HasPrefix(line, "[EMERG]"):
+		return slog.LevelError
+	case strings.HasPrefix(line, "[WARNING]"):
+		return slog.LevelWarn
+	default:
+		return slog.LevelInfo
+	}
+}
+
+func (o *outputLog) waitEOF(limit time.Duration) {
+	select {
+	case <-o.eof:
+	case <-time.After(limit):
+	}
+}
+
+// mark returns the number of lines read so far.
+func (o *outputLog) mark() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.seq
+}
+
+// since returns the lines read after mark that are still in the ring.
+func (o *outputLog) since(mark int) []string {
+	n := o.seq - mark
+	if n > len(o.ring) {
+		n = len(o.ring)
+	}
+	return append([]string(nil), o.ring[len(o.ring)-n:]...)
+}
+
+// alertsSince waits up to limit for a line containing until to arrive
+// after mark, then returns the [ALERT] lines read after mark.
+func (o *outputLog) alertsSince(mark int, until string, limit time.Duration) []string {
+	deadline := time.Now().Add(limit)
+	wake := time.AfterFunc(limit, func() {
+		o.mu.Lock()
+		o.cond.Broadcast()
+		o.mu.Unlock()
+	})
+	defer wake.Stop()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for {
+		lines := o.since(mark)
+		found := false
+		for _, l := range lines {
+			found = found || strings.Contains(l, until)
+		}
+		if found || !time.Now().Before(deadline) {
+			var alerts []string
+			for _, l := range lines {
+				if strings.HasPrefix(l, "[ALERT]") {
+					alerts = append(alerts, l)
+				}
+			}
+			return alerts
+		}
+		o.cond.Wait()
+	}
+}
+
+// tailSuffix formats the last lines for an error: the [ALERT] lines when
+// there are any (they say what went wrong), else the last few lines.
+func (o *outputLog) tailSuffix() string {
+	o.mu.Lock()
+	lines := append([]string(nil), o.ring...)
+	o.mu.Unlock()
+	var alerts []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "[ALERT]") {
+			alerts = append(alerts, l)
+		}
+	}
+	pick := alerts
+	if len(pick) == 0 {
+		pick = lines
+	}
+	if len(pick) > 8 {
+		pick = pick[len(pick)-8:]
+	}
+	if len(pick) == 0 {
+		return ""
+	}
+	return "; haproxy said: " + strings.Join(pick, "; ")
+}

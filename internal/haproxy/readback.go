@@ -1,0 +1,256 @@
+package haproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// OpState is a server's operational state in `show servers state`.
+type OpState int
+
+const (
+	OpStopped  OpState = 0 // down
+	OpStarting OpState = 1
+	OpRunning  OpState = 2 // up
+	OpStopping OpState = 3
+)
+
+// AdminState holds the srv_admin_state bits of `show servers state`.
+type AdminState int
+
+const (
+	AdminForcedMaint     AdminState = 0x01 // set server … state maint, or a server just added
+	AdminInheritedMaint  AdminState = 0x02
+	AdminConfigMaint     AdminState = 0x04 // `disabled` in the config
+	AdminForcedDrain     AdminState = 0x08
+	AdminInheritedDrain  AdminState = 0x10
+	AdminResolutionMaint AdminState = 0x20
+	AdminHostnameMaint   AdminState = 0x40
+)
+
+// Maint reports whether the server is in any kind of maintenance.
+func (a AdminState) Maint() bool {
+	return a&(AdminForcedMaint|AdminInheritedMaint|AdminConfigMaint|AdminResolutionMaint|AdminHostnameMaint) != 0
+}
+
+// Drain reports whether the server is draining.
+func (a AdminState) Drain() bool { return a&(AdminForcedDrain|AdminInheritedDrain) != 0 }
+
+// CheckState holds the srv_check_state bits of `show servers state`.
+type CheckState int
+
+const (
+	CheckConfigured CheckState = 0x02 // the server has `check`
+	CheckEnabled    CheckState = 0x04 // and checks are running (enable health)
+)
+
+// ServerState is one server line of `show servers state <backend>`.
+type ServerState struct {
+	Backend       string
+	Name          string
+	Address       string
+	Port          int
+	OpState       OpState
+	AdminState    AdminState
+	Weight        int // current (user) weight
+	InitialWeight int // weight from the config or add server
+	CheckState    CheckState
+}
+
+// ErrNotFound is returned when the runtime API does not know the backend,
+// server or map asked about.
+var ErrNotFound = errors.New("not found")
+
+// ServersState reads back the servers of one backend.
+//
+// The columns are looked up by their names in the "# be_id be_name …"
+// header (format version 1, unchanged from 1.8 to 3.x), so added columns do
+// not shift what is read.
+func (r *Runtime) ServersState(ctx context.Context, backend string) ([]ServerState, error) {
+	resp, err := r.one(ctx, "show servers state "+backend)
+	if err != nil {
+		return nil, err
+	}
+	states, err := parseServersState(resp.Output)
+	if err != nil {
+		return nil, fmt.Errorf("show servers state %s: %w", backend, err)
+	}
+	return states, nil
+}
+
+// one runs a single read command and turns an error-level reply into an
+// error: "No such backend." / "Can't find backend." / "Unknown map
+// identifier." become ErrNotFound.
+func (r *Runtime) one(ctx context.Context, cmd string) (Response, error) {
+	resps, err := r.Execute(ctx, []string{cmd})
+	if err != nil {
+		return Response{}, err
+	}
+	resp := resps[0]
+	if err := resp.Err(); err != nil {
+		if strings.HasPrefix(resp.Output, "No such") || strings.HasPrefix(resp.Output, "Can't find") ||
+			strings.HasPrefix(resp.Output, "Unknown map identifier") {
+			return resp, fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+		return resp, err
+	}
+	return resp, nil
+}
+
+func parseServersState(out string) ([]ServerState, error) {
+	lines := strings.Split(out, "\n")
+	if len(lines) == 0 || strings.TrimSpace(lines[0]) != "1" {
+		return nil, fmt.Errorf("unsupported format version %q (want 1)", firstLine(out))
+	}
+	var col map[string]int
+	var states []ServerState
+	for _, line := range lines[1:] {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			col = map[string]int{}
+			for i, name := range strings.Fields(strings.TrimPrefix(line, "#")) {
+				col[name] = i
+			}
+			continue
+		}
+		if col == nil {
+			return nil, fmt.Errorf("server line before the column header: %q", line)
+		}
+		f := strings.Fields(line)
+		get := func(name string) (string, error) {
+			i, ok := col[name]
+			if !ok {
+				return "", fmt.Errorf("no column %s", name)
+			}
+			if i >= len(f) {
+				return "", fmt.Errorf("line %q has no column %s", line, name)
+			}
+			return f[i], nil
+		}
+		num := func(name string) (int, error) {
+			v, err := get(name)
+			if err != nil {
+				return 0, err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, fmt.Errorf("column %s: %w", name, err)
+			}
+			return n, nil
+		}
+		var s ServerState
+		var errs []error
+		var err error
+		s.Backend, err = get("be_name")
+		errs = append(errs, err)
+		s.Name, err = get("srv_name")
+		errs = append(errs, err)
+		s.Address, err = get("srv_addr")
+		errs = append(errs, err)
+		s.Port, err = num("srv_port")
+		errs = append(errs, err)
+		var op, adm, chk int
+		op, err = num("srv_op_state")
+		errs = append(errs, err)
+		adm, err = num("srv_admin_state")
+		errs = append(errs, err)
+		s.Weight, err = num("srv_uweight")
+		errs = append(errs, err)
+		s.InitialWeight, err = num("srv_iweight")
+		errs = append(errs, err)
+		chk, err = num("srv_check_state")
+		errs = append(errs, err)
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		s.OpState, s.AdminState, s.CheckState = OpState(op), AdminState(adm), CheckState(chk)
+		states = append(states, s)
+	}
+	return states, nil
+}
+
+// ShowMap reads back the entries of the map file loaded from path.
+func (r *Runtime) ShowMap(ctx context.Context, path string) ([]MapEntry, error) {
+	resp, err := r.one(ctx, "show map "+path)
+	if err != nil {
+		return nil, err
+	}
+	return parseMap(resp.Output)
+}
+
+// parseMap reads "<id> <key> <value>" lines. The value is the rest of the
+// line and may be empty or contain spaces (a map line holding only a key
+// shows as "0x… key " on 2.6.12).
+func parseMap(out string) ([]MapEntry, error) {
+	var entries []MapEntry
+	for _, line := range strings.Split(out, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		_, rest, ok := strings.Cut(line, " ")
+		if !ok {
+			return nil, fmt.Errorf("show map: malformed line %q", line)
+		}
+		key, value, _ := strings.Cut(rest, " ")
+		if key == "" {
+			return nil, fmt.Errorf("show map: malformed line %q", line)
+		}
+		entries = append(entries, MapEntry{Key: key, Value: value})
+	}
+	return entries, nil
+}
+
+// ServerConns returns the current sessions (scur) of one server, from
+// `show stat <backend> 4 -1` (type 4 = servers, -1 = all of them), which
+// HAProxy filters itself, so the cost does not grow with the number of
+// other backends. `del server` refuses a server with sessions attached; the
+// caller retries in the background until this reaches zero.
+func (r *Runtime) ServerConns(ctx context.Context, backend, server string) (int, error) {
+	resp, err := r.one(ctx, "show stat "+backend+" 4 -1")
+	if err != nil {
+		return 0, err
+	}
+	n, err := parseServerSessions(resp.Output, backend, server)
+	if err != nil {
+		return 0, fmt.Errorf("show stat %s: %w", backend, err)
+	}
+	return n, nil
+}
+
+func parseServerSessions(out, backend, server string) (int, error) {
+	lines := strings.Split(out, "\n")
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "# ") {
+		return 0, fmt.Errorf("no CSV header in %q", truncate(out, 80))
+	}
+	pxCol, svCol, scurCol := -1, -1, -1
+	for i, name := range strings.Split(strings.TrimPrefix(lines[0], "# "), ",") {
+		switch name {
+		case "pxname":
+			pxCol = i
+		case "svname":
+			svCol = i
+		case "scur":
+			scurCol = i
+		}
+	}
+	if pxCol < 0 || svCol < 0 || scurCol < 0 {
+		return 0, fmt.Errorf("CSV header lacks pxname, svname or scur")
+	}
+	for _, line := range lines[1:] {
+		f := strings.Split(line, ",")
+		if len(f) <= scurCol || f[pxCol] != backend || f[svCol] != server {
+			continue
+		}
+		n, err := strconv.Atoi(f[scurCol])
+		if err != nil {
+			return 0, fmt.Errorf("scur of %s/%s: %w", backend, server, err)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("server %s/%s: %w", backend, server, ErrNotFound)
+}

@@ -1,0 +1,365 @@
+package haproxy
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestRuntimeReplies runs every command family haroute sends, succeeding
+// and failing, in ONE batch against the real HAProxy, and checks how
+// Response.Err reads each reply. The replies are 2.6.12's, verbatim.
+func TestRuntimeReplies(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	cert := selfSigned(t, 7)
+	sitePEM := filepath.Join(r.Run, "site.pem")
+	setCert, err := SSLCertCommand(sitePEM, cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setUnknownCert, err := SSLCertCommand(filepath.Join(r.Run, "nope.pem"), cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostsMap := filepath.Join(r.Run, "hosts.map")
+	addr := fmt.Sprintf("127.0.0.1:%d", r.B1)
+	tests := []struct {
+		cmd     string
+		wantErr string // "" = accepted
+		wantOut string // checked when not "-"
+	}{
+		{"add server be/s1 " + addr + " weight 10 check inter 2s", "", "New server registered."},
+		{"add server be/s1 " + addr, "add server be/s1 " + addr + ": Already exists a server with the same name in backend.", "-"},
+		{"add server nobe/s1 " + addr, "add server nobe/s1 " + addr + ": No such backend.", "-"},
+		{"add server be/s2 " + addr + " bogus", "add server be/s2 " + addr + " bogus: unknown keyword 'bogus'.", "-"},
+		{"enable health be/s1", "", ""},
+		{"enable health be/nochk", "enable health be/nochk: Health check was not configured on this server, cannot enable.", "-"},
+		{"enable health be/nosuch", "enable health be/nosuch: No such server.", "-"},
+		{"disable health be/s0", "", ""},
+		{"enable server be/s1", "", ""},
+		{"enable server be/nosuch", "enable server be/nosuch: No such server.", "-"},
+		{"set server be/s1 weight 20", "", ""},
+		{"set server be/s1 weight 300", "set server be/s1 weight 300: Absolute weight can only be between 0 and 256 inclusive.", "-"},
+		{"set server be/nosuch weight 1", "set server be/nosuch weight 1: No such server.", "-"},
+		{"set server be/s1 addr 127.0.0.1 port " + fmt.Sprint(r.B0), "", fmt.Sprintf("no need to change the addr, port changed from '%d' to '%d' by 'stats socket command'", r.B1, r.B0)},
+		{"set server be/s1 addr not-an-ip", "set server be/s1 addr not-an-ip: Invalid addr 'not-an-ip' by 'stats socket command'", "-"},
+		{"set server be/s1 state bogus", "set server be/s1 state bogus: 'set server <srv> state' expects 'ready', 'drain' and 'maint'.", "-"},
+		{"del server be/s1", "del server be/s1: Only servers in maintenance mode can be deleted.", "-"},
+		{"set server be/s1 state maint", "", ""},
+		{"del server be/s1", "", "Server deleted."},
+		{"del server be/s1", "del server be/s1: No such server.", "-"},
+		{"set dynamic-cookie-key backend be k2", "", ""},
+		{"set dynamic-cookie-key backend nobe k2", "set dynamic-cookie-key backend nobe k2: No such backend.", "-"},
+		{"enable dynamic-cookie backend be", "", ""},
+		{"enable dynamic-cookie backend nobe", "enable dynamic-cookie backend nobe: No such backend.", "-"},
+		{"prepare map " + hostsMap, "", "New version created: 1"},
+		{"add map @1 " + hostsMap + " b.example.com be2", "", ""},
+		{"add map @9 " + hostsMap + " c.example.com be2", "add map @9 " + hostsMap + " c.example.com be2: Version number in the future, please use 'prepare map' before.", "-"},
+		{"add map @1 /nope.map k v", "add map @1 /nope.map k v: Unknown map identifier. Please use #<id> or <file>.", "-"},
+		{"commit map @1 " + hostsMap, "", ""},
+		{"clear map @1 " + hostsMap, "", ""},
+		{setCert, "", "Transaction created for certificate " + sitePEM + "!"},
+		{"abort ssl cert " + sitePEM, "", "Transaction aborted for certificate '" + sitePEM + "'!"},
+		{"abort ssl cert " + sitePEM, "abort ssl cert " + sitePEM + ": No ongoing transaction!", "-"},
+		{"commit ssl cert " + sitePEM, "commit ssl cert " + sitePEM + ": No ongoing transaction! !\nCan't commit " + sitePEM + "!", "-"},
+		{setUnknownCert, "set ssl cert " + filepath.Join(r.Run, "nope.pem") + " <<: Can't replace a certificate which is not referenced by the configuration!\nCan't update " + filepath.Join(r.Run, "nope.pem") + "!", "-"},
+		{"show servers state nobe", "show servers state nobe: Can't find backend.", "-"},
+		{"show map " + hostsMap, "", "-"},
+		{"no such command", "", "-"},
+	}
+	cmds := make([]string, len(tests))
+	for i, tc := range tests {
+		cmds[i] = tc.cmd
+	}
+	resps, err := r.rt.Execute(ctxT(t, 20*time.Second), cmds)
+	if err != nil {
+		t.Fatalf("execute: %v", err)
+	}
+	if len(resps) != len(tests) {
+		t.Fatalf("%d responses for %d commands", len(resps), len(tests))
+	}
+	for i, tc := range tests {
+		resp := resps[i]
+		gotErr := ""
+		if err := resp.Err(); err != nil {
+			gotErr = err.Error()
+		}
+		if gotErr != tc.wantErr {
+			t.Errorf("%q: Err() = %q, want %q (severity %d)", firstLine(tc.cmd), gotErr, tc.wantErr, resp.Severity)
+		}
+		switch {
+		case tc.wantOut == "-":
+		case strings.HasSuffix(tc.wantOut, "… "):
+			if !strings.HasPrefix(resp.Output, strings.TrimSuffix(tc.wantOut, "… ")) {
+				t.Errorf("%q: output %q, want prefix %q", firstLine(tc.cmd), resp.Output, tc.wantOut)
+			}
+		case resp.Output != tc.wantOut:
+			t.Errorf("%q: output %q, want %q", firstLine(tc.cmd), resp.Output, tc.wantOut)
+		}
+	}
+	// An unknown command is not one of ours: HAProxy answers with its
+	// help text untagged, so Err cannot tell; callers only send known ones.
+	if !strings.Contains(resps[len(resps)-1].Output, "Unknown command") {
+		t.Errorf("unknown command output = %q", resps[len(resps)-1].Output)
+	}
+}
+
+func TestRuntimeServerLifecycle(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	ctx := ctxT(t, 60*time.Second)
+	addr := fmt.Sprintf("127.0.0.1:%d", r.B1)
+
+	execOK(t, r.rt,
+		"add server be/s1 "+addr+" weight 10 check inter 2s",
+		"enable health be/s1",
+		"enable server be/s1",
+	)
+	var s1 ServerState
+	eventually(t, 10*time.Second, "s1 up", func() bool {
+		states, err := r.rt.ServersState(ctx, "be")
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(states, func(s ServerState) bool { return s.Name == "s1" })
+		if i < 0 {
+			t.Fatalf("s1 not in servers state: %+v", states)
+		}
+		s1 = states[i]
+		return s1.OpState == OpRunning
+	})
+	want := ServerState{Backend: "be", Name: "s1", Address: "127.0.0.1", Port: r.B1, OpState: OpRunning,
+		Weight: 10, InitialWeight: 10, CheckState: CheckConfigured | CheckEnabled}
+	if s1 != want {
+		t.Errorf("s1 state = %+v\nwant %+v", s1, want)
+	}
+	// Traffic reaches the new server (roundrobin over s0 and s1; nochk
+	// has weight 0).
+	seen := map[string]int{}
+	for range 6 {
+		seen[r.get(t, "")]++
+	}
+	if seen["200 b1"] == 0 || seen["200 b0"] == 0 {
+		t.Errorf("responses %v, want both b0 and b1", seen)
+	}
+
+	execOK(t, r.rt, "set server be/s1 weight 20", "disable health be/s0")
+	states, err := r.rt.ServersState(ctx, "be")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range states {
+		switch s.Name {
+		case "s1":
+			if s.Weight != 20 || s.InitialWeight != 10 {
+				t.Errorf("s1 weight = %d (initial %d), want 20 (10)", s.Weight, s.InitialWeight)
+			}
+		case "s0":
+			if s.CheckState != CheckConfigured {
+				t.Errorf("s0 check state after disable health = %#x, want configured only", s.CheckState)
+			}
+		case "nochk":
+			if s.CheckState != 0 {
+				t.Errorf("nochk check state = %#x, want 0", s.CheckState)
+			}
+		}
+	}
+
+	// Removal: maintenance, wait for sessions to end, delete. A request
+	// held open on s1 (backend answers after the client sends the whole
+	// request) is simulated by a slow client on a raw connection pinned
+	// to s1 through the dynamic cookie.
+	execOK(t, r.rt, "set server be/s1 state maint")
+	states, _ = r.rt.ServersState(ctx, "be")
+	for _, s := range states {
+		if s.Name == "s1" && !s.AdminState.Maint() {
+			t.Errorf("s1 admin state = %#x, want maintenance", s.AdminState)
+		}
+	}
+	conns, err := r.rt.ServerConns(ctx, "be", "s1")
+	if err != nil || conns != 0 {
+		t.Fatalf("ServerConns(s1) = %d, %v; want 0", conns, err)
+	}
+	execOK(t, r.rt, "del server be/s1")
+	states, _ = r.rt.ServersState(ctx, "be")
+	if slices.ContainsFunc(states, func(s ServerState) bool { return s.Name == "s1" }) {
+		t.Errorf("s1 still listed after del server: %+v", states)
+	}
+	if _, err := r.rt.ServerConns(ctx, "be", "s1"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("ServerConns(deleted) err = %v, want not found", err)
+	}
+	if _, err := r.rt.ServersState(ctx, "nobe"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("ServersState(nobe) err = %v, want not found", err)
+	}
+}
+
+// TestDelServerWaitsForSessions is the background removal: a server in
+// maintenance with a request in flight cannot be deleted; once
+// ServerConns reaches zero it can.
+func TestDelServerWaitsForSessions(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	ctx := ctxT(t, 30*time.Second)
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		io.WriteString(w, "slow")
+	}))
+	defer slow.Close()
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+
+	execOK(t, r.rt,
+		"add server be2/slow "+slow.Listener.Addr().String(),
+		"enable server be2/slow",
+		"set server be2/x state maint",
+		"add map "+filepath.Join(r.Run, "hosts.map")+" slow.example.com be2",
+	)
+	got := make(chan string, 1)
+	go func() { got <- r.get(t, "slow.example.com") }()
+	<-arrived
+
+	n, err := r.rt.ServerConns(ctx, "be2", "slow")
+	if err != nil || n != 1 {
+		t.Fatalf("ServerConns(slow) with a request in flight = %d, %v; want 1", n, err)
+	}
+	resps := execOK(t, r.rt, "set server be2/slow state maint")
+	resps, err = r.rt.Execute(ctx, []string{"del server be2/slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr := "del server be2/slow: Server still has connections attached to it, cannot remove it."
+	if err := resps[0].Err(); err == nil || err.Error() != wantErr {
+		t.Errorf("del server with a session = %v, want %q", err, wantErr)
+	}
+
+	// The long request completes: maintenance does not cut it.
+	unblock()
+	if body := <-got; body != "200 slow" {
+		t.Errorf("in-flight request = %q, want it served", body)
+	}
+	eventually(t, 5*time.Second, "sessions drained", func() bool {
+		n, err := r.rt.ServerConns(ctx, "be2", "slow")
+		return err == nil && n == 0
+	})
+	execOK(t, r.rt, "del server be2/slow")
+}
+
+func TestMapTransaction(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	ctx := ctxT(t, 20*time.Second)
+	hostsMap := filepath.Join(r.Run, "hosts.map")
+	if got := r.get(t, "b.example.com"); got != "200 b0" {
+		t.Fatalf("before: GET b.example.com = %q (default backend)", got)
+	}
+	resps := execOK(t, r.rt, "prepare map "+hostsMap)
+	ver, err := MapVersion(resps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []MapEntry{{"a.example.com", "be"}, {"b.example.com", "be2"}}
+	for i := range 1500 { // large enough to need several payloads
+		want = append(want, MapEntry{fmt.Sprintf("h%04d.example.com", i), "be2"})
+	}
+	adds, err := AddMapCommands(ver, hostsMap, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(adds) < 2 {
+		t.Fatalf("%d add map commands, want the payload split", len(adds))
+	}
+	execOK(t, r.rt, append(adds, "commit map @"+ver+" "+hostsMap)...)
+
+	got, err := r.rt.ShowMap(ctx, hostsMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("show map: %d entries, want %d; first %v", len(got), len(want), got[:min(3, len(got))])
+	}
+	if got := r.get(t, "b.example.com"); got != "200 b1" {
+		t.Errorf("after commit: GET b.example.com = %q, want b1 via be2", got)
+	}
+	if _, err := r.rt.ShowMap(ctx, "/nope.map"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("ShowMap(unknown) err = %v, want not found", err)
+	}
+}
+
+func TestSSLCertUpdate(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	serial := func() int64 {
+		t.Helper()
+		conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", r.HTTPS), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // self-signed test cert
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+	}
+	if got := serial(); got != 1 {
+		t.Fatalf("initial serial = %d, want 1", got)
+	}
+	site := filepath.Join(r.Run, "site.pem")
+	set, err := SSLCertCommand(site, selfSigned(t, 42))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resps := execOK(t, r.rt, set, "commit ssl cert "+site)
+	if !strings.HasSuffix(resps[1].Output, "Success!") {
+		t.Errorf("commit reply = %q", resps[1].Output)
+	}
+	if got := serial(); got != 42 {
+		t.Errorf("serial after set/commit ssl cert = %d, want 42", got)
+	}
+}
+
+func TestDynamicCookieKey(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	cookie := func() string {
+		t.Helper()
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", r.HTTP))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		for _, c := range resp.Cookies() {
+			if c.Name == "SRV" {
+				return c.Value
+			}
+		}
+		t.Fatalf("no SRV cookie in %v", resp.Header)
+		return ""
+	}
+	before := cookie()
+	execOK(t, r.rt, "set dynamic-cookie-key backend be otherkey", "enable dynamic-cookie backend be")
+	after := cookie()
+	if before == "" || after == before {
+		t.Errorf("cookie before %q, after key change %q: want a different non-empty value", before, after)
+	}
+}
+
+func TestExecuteContextCancel(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.rt.Execute(ctx, []string{"show info"}); err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Errorf("Execute(cancelled ctx) = %v, want context canceled", err)
+	}
+}

@@ -1,0 +1,283 @@
+// Package metrics holds haroute's own Prometheus metrics: how reloads,
+// runtime updates and snapshots go. HAProxy's traffic metrics come from its
+// built-in exporter on the stats port; these describe the router itself.
+//
+// Metrics live in a registry of their own (never the global default one), so
+// tests and embedders can build as many daemons as they like in one process.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+const namespace = "haroute"
+
+// Metrics is the set of collectors the daemon updates. Its methods are safe
+// for concurrent use (the underlying collectors are).
+type Metrics struct {
+	registry *prometheus.Registry
+
+	reloadSeconds       prometheus.Histogram
+	reloadFailures      prometheus.Counter
+	lastReloadOK        prometheus.Gauge
+	lastReloadSuccessTS prometheus.Gauge
+	writeConfigSeconds  prometheus.Histogram
+	reloads             *prometheus.CounterVec
+	runtimeUpdates      *prometheus.CounterVec
+	runtimeFallbacks    *prometheus.CounterVec
+	configInfo          *prometheus.GaugeVec
+	snapshotErrors      prometheus.Counter
+	routes              *prometheus.GaugeVec
+	processes           *prometheus.GaugeVec
+	watchEvents         prometheus.Counter
+}
+
+// New builds the metrics and registers them, with the Go runtime and process
+// collectors, in a fresh registry.
+func New() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		reloadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace,
+			Name:      "reload_seconds",
+			Help:      "Time from asking HAProxy to reload until the new worker was confirmed (or the reload failed).",
+			// Reloads take tens of milliseconds when idle and seconds on a
+			// loaded host with many certificates.
+			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+		}),
+		reloadFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "reload_failures_total",
+			Help:      "Reloads that failed (candidate rejected by haproxy -c, or the new worker did not come up).",
+		}),
+		lastReloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "last_reload_successful",
+			Help:      "1 if the last reload succeeded, 0 if it failed.",
+		}),
+		lastReloadSuccessTS: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "last_reload_success_timestamp_seconds",
+			Help:      "Unix time of the last successful reload.",
+		}),
+		writeConfigSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace,
+			Name:      "write_config_seconds",
+			Help:      "Time to write a rendered bundle (haproxy.cfg, maps, certificates) to disk.",
+			Buckets:   []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1},
+		}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "reloads_total",
+			Help:      "Reloads attempted, by kind of reason (a reload with several kinds of reason counts once under each).",
+		}, []string{"reason"}),
+		runtimeUpdates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "runtime_updates_total",
+			Help:      "Changes applied through the HAProxy runtime API instead of a reload, by operation.",
+		}, []string{"op"}),
+		runtimeFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "runtime_fallbacks_total",
+			Help:      "Runtime plans that fell back to a reload, by kind of reason.",
+		}, []string{"reason"}),
+		configInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "config_info",
+			Help:      "Always 1, labelled with the hash and generation of the configuration HAProxy runs.",
+		}, []string{"hash", "generation"}),
+		snapshotErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "snapshot_errors_total",
+			Help:      "Snapshots of the config directory that could not be read or had files that failed to load.",
+		}),
+		routes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "routes",
+			Help:      "Routes seen in the last applied snapshot, by admission status.",
+		}, []string{"status"}),
+		processes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "haproxy_processes",
+			Help:      "HAProxy worker processes: the current one and old ones still draining connections after reloads.",
+		}, []string{"role"}),
+		watchEvents: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "watch_events_total",
+			Help:      "File system events and resync ticks that triggered a look at the config directory.",
+		}),
+	}
+	m.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.reloadSeconds,
+		m.reloadFailures,
+		m.lastReloadOK,
+		m.lastReloadSuccessTS,
+		m.writeConfigSeconds,
+		m.reloads,
+		m.runtimeUpdates,
+		m.runtimeFallbacks,
+		m.configInfo,
+		m.snapshotErrors,
+		m.routes,
+		m.processes,
+		m.watchEvents,
+	)
+	// Both roles exist from the start so dashboards see 0, not "no data".
+	m.processes.WithLabelValues("current").Set(0)
+	m.processes.WithLabelValues("old").Set(0)
+	return m
+}
+
+// Registry returns the registry for gathering (tests, or an embedder that
+// wants to merge it into its own endpoint).
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+// Handler serves the registry in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// ObserveReload records one reload attempt: how long it took, why it
+// happened, and whether it succeeded. now is passed in (not read here) so
+// the timestamp is the one the daemon logged and shows in status.
+func (m *Metrics) ObserveReload(d time.Duration, reasons []string, ok bool, now time.Time) {
+	m.reloadSeconds.Observe(d.Seconds())
+	for _, kind := range reasonKinds(reasons) {
+		m.reloads.WithLabelValues(kind).Inc()
+	}
+	if ok {
+		m.lastReloadOK.Set(1)
+		m.lastReloadSuccessTS.Set(float64(now.UnixNano()) / 1e9)
+		return
+	}
+	m.reloadFailures.Inc()
+	m.lastReloadOK.Set(0)
+}
+
+// ObserveWrite records the time taken to write one bundle to disk.
+func (m *Metrics) ObserveWrite(d time.Duration) {
+	m.writeConfigSeconds.Observe(d.Seconds())
+}
+
+// RuntimeUpdate counts n runtime API operations of one kind, e.g.
+// ("add-server", 3). Non-positive n is ignored.
+func (m *Metrics) RuntimeUpdate(op string, n int) {
+	if n <= 0 {
+		return
+	}
+	m.runtimeUpdates.WithLabelValues(op).Add(float64(n))
+}
+
+// RuntimeFallback counts a runtime plan that had to become a reload. The
+// reason is reduced to its kind (see ReasonKind).
+func (m *Metrics) RuntimeFallback(reason string) {
+	m.runtimeFallbacks.WithLabelValues(ReasonKind(reason)).Inc()
+}
+
+// SetConfig publishes the hash and generation of the configuration now
+// applied. Only the current pair is exported: older label sets are dropped,
+// so `haroute_config_info` always has exactly one series.
+func (m *Metrics) SetConfig(hash string, generation uint64) {
+	m.configInfo.Reset()
+	m.configInfo.WithLabelValues(hash, strconv.FormatUint(generation, 10)).Set(1)
+}
+
+// SnapshotError counts one snapshot that failed (wholly or in part).
+func (m *Metrics) SnapshotError() { m.snapshotErrors.Inc() }
+
+// SetRoutes publishes route counts by admission status ("admitted",
+// "admitted-with-warnings", "rejected"). Statuses missing from counts drop
+// out, so a status that no longer occurs does not linger.
+func (m *Metrics) SetRoutes(counts map[string]int) {
+	m.routes.Reset()
+	for status, n := range counts {
+		m.routes.WithLabelValues(status).Set(float64(n))
+	}
+}
+
+// SetProcesses publishes the number of current and old (draining) HAProxy
+// workers.
+func (m *Metrics) SetProcesses(current, old int) {
+	m.processes.WithLabelValues("current").Set(float64(current))
+	m.processes.WithLabelValues("old").Set(float64(old))
+}
+
+// WatchEvent counts one trigger from the watcher.
+func (m *Metrics) WatchEvent() { m.watchEvents.Inc() }
+
+// maxKindLen bounds a reason label: kinds are short phrases, and anything
+// longer is almost certainly free text that slipped through.
+const maxKindLen = 48
+
+// ReasonKind reduces a reload or fallback reason to a low-cardinality label
+// value. Reasons read "kind: detail" ("route added: default/shop",
+// "runtime-fallback: add server refused"); the detail names objects and would
+// create a series per route, so only the kind is kept, lowercased, with
+// spaces and underscores turned into dashes ("route-added"). Words that carry
+// names or numbers (containing '/', '.', digits and the like) are dropped
+// even from the kind, so a reason written without a colon stays bounded too.
+// An empty result becomes "other".
+func ReasonKind(reason string) string {
+	kind, _, _ := strings.Cut(reason, ":")
+	var words []string
+	for _, w := range strings.FieldsFunc(kind, func(r rune) bool {
+		return r == ' ' || r == '\t' || r == '_' || r == '-'
+	}) {
+		if !isPlainWord(w) {
+			continue
+		}
+		words = append(words, strings.ToLower(w))
+	}
+	out := strings.Join(words, "-")
+	if len(out) > maxKindLen {
+		// Cut at a word boundary so the label still reads as words.
+		out = out[:maxKindLen+1]
+		if i := strings.LastIndexByte(out, '-'); i > 0 {
+			out = out[:i]
+		} else {
+			out = out[:maxKindLen]
+		}
+	}
+	if out == "" {
+		return "other"
+	}
+	return out
+}
+
+// isPlainWord reports whether w is made of ASCII letters only.
+func isPlainWord(w string) bool {
+	for _, r := range w {
+		if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') {
+			return false
+		}
+	}
+	return w != ""
+}
+
+// reasonKinds returns the distinct kinds of reasons, in first-seen order, so
+// one reload counts once per kind however many routes it touched.
+func reasonKinds(reasons []string) []string {
+	if len(reasons) == 0 {
+		return []string{"other"}
+	}
+	seen := make(map[string]bool, len(reasons))
+	var kinds []string
+	for _, r := range reasons {
+		k := ReasonKind(r)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		kinds = append(kinds, k)
+	}
+	return kinds
+}

@@ -1,0 +1,267 @@
+package model
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// Admission decides which routes are served. Three rules, as in OpenShift:
+//
+//   - A route with a validation error is rejected alone; the rest serve.
+//   - Two routes claiming the same host and path (for wildcard routes, the
+//     wildcard domain) conflict, and so do a passthrough and a
+//     non-passthrough route on the same host, since the SNI can send a host
+//     only one way. The older route (metadata.creationTimestamp; a route
+//     without one is treated as the newest) wins, then namespace/name order;
+//     the loser is rejected with a reason naming the winner.
+//   - Routes that do not match the RouterConfig's routeSelector or
+//     namespaces allow-list belong to another router sharing the tree: they
+//     get no status, only a note, and claim nothing.
+//
+// Rejections are errors in the diagnostics, so `haroute check` fails on
+// them, and they are listed as reasons in the route's status.
+
+// Admit validates objects, applies defaults, resolves services to endpoints
+// and decides admission. Invalid routes are rejected alone; an invalid
+// RouterConfig leaves prev (the last good settings; nil = defaults) in force.
+func Admit(objs Objects, prev *Settings) (*Desired, Diagnostics) {
+	settings, ds := resolveSettings(objs.RouterConfigs, prev)
+	idx, eds := buildEndpointIndex(&objs)
+	ds = append(ds, eds...)
+
+	cands := validateRoutes(objs.Routes, &settings, &ds)
+	decideConflicts(cands)
+
+	d := &Desired{
+		Router:   settings,
+		Routes:   make([]AdmittedRoute, 0, len(cands)),
+		Statuses: make([]RouteStatus, 0, len(cands)),
+	}
+	for _, c := range cands {
+		if !c.check.bad {
+			resolveServices(c, idx)
+		}
+		ds = append(ds, c.check.diags...)
+		st := c.status()
+		if st.State != RouteRejected {
+			d.Routes = append(d.Routes, c.admitted)
+		}
+		d.Statuses = append(d.Statuses, st)
+	}
+	ds.Sort()
+	return d, ds
+}
+
+// candidate is one selected route on its way through admission.
+type candidate struct {
+	route    *Route
+	admitted AdmittedRoute
+	check    *routeCheck
+}
+
+// validateRoutes validates every selected route, in namespace/name order.
+// Routes defined twice (same namespace and name) keep their first
+// definition by position; the others are errors.
+func validateRoutes(routes []Route, settings *Settings, ds *Diagnostics) []*candidate {
+	sorted := make([]*Route, len(routes))
+	for i := range routes {
+		r := routes[i] // a copy: defaulting must not write into the caller's objects
+		r.Meta.Namespace = namespaceOrDefault(r.Meta.Namespace)
+		sorted[i] = &r
+	}
+	sort.SliceStable(sorted, func(i, j int) bool {
+		a, b := sorted[i], sorted[j]
+		if a.Meta.Namespace != b.Meta.Namespace {
+			return a.Meta.Namespace < b.Meta.Namespace
+		}
+		if a.Meta.Name != b.Meta.Name {
+			return a.Meta.Name < b.Meta.Name
+		}
+		return positionLess(a.Source.Pos, b.Source.Pos)
+	})
+
+	allowed := make(map[string]bool, len(settings.Namespaces))
+	for _, ns := range settings.Namespaces {
+		allowed[ns] = true
+	}
+	cands := make([]*candidate, 0, len(sorted))
+	for i, r := range sorted {
+		key := RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}
+		if i > 0 && sorted[i-1].Meta.Namespace == r.Meta.Namespace && sorted[i-1].Meta.Name == r.Meta.Name {
+			*ds = append(*ds, Diagnostic{Pos: r.Source.Pos, Severity: SeverityError, Route: key.String(),
+				Message: fmt.Sprintf("route %s is already defined at %s; this definition is ignored", key, firstOf(sorted, i).Source.Pos)})
+			continue
+		}
+		if len(allowed) > 0 && !allowed[r.Meta.Namespace] {
+			*ds = append(*ds, Diagnostic{Pos: r.Source.Pos, Severity: SeverityNote, Route: key.String(),
+				Message: fmt.Sprintf("route not served by this router: namespace %q is not in the RouterConfig's spec.namespaces", r.Meta.Namespace)})
+			continue
+		}
+		if !settings.RouteSelector.Matches(r.Meta.Labels) {
+			*ds = append(*ds, Diagnostic{Pos: r.Source.Pos, Severity: SeverityNote, Route: key.String(),
+				Message: "route not served by this router: its labels do not match the RouterConfig's spec.routeSelector"})
+			continue
+		}
+		ar, check := validateRoute(r, settings)
+		cands = append(cands, &candidate{route: r, admitted: ar, check: check})
+	}
+	return cands
+}
+
+// firstOf returns the first definition of the route at sorted[i].
+func firstOf(sorted []*Route, i int) *Route {
+	for i > 0 && sorted[i-1].Meta.Namespace == sorted[i].Meta.Namespace && sorted[i-1].Meta.Name == sorted[i].Meta.Name {
+		i--
+	}
+	return sorted[i]
+}
+
+// hostPath is what a route claims in the HAProxy maps.
+type hostPath struct {
+	host string // the host, or the wildcard domain "*.example.com"
+	path string
+}
+
+// claimHost returns the host a valid route claims.
+func (c *candidate) claimHost() string {
+	if c.admitted.Wildcard {
+		return WildcardDomain(c.admitted.Host)
+	}
+	return c.admitted.Host
+}
+
+// decideConflicts rejects the losers among valid routes claiming the same
+// host and path, or sharing a host across passthrough and termination.
+func decideConflicts(cands []*candidate) {
+	byAge := make([]*candidate, 0, len(cands))
+	for _, c := range cands {
+		if !c.check.bad {
+			byAge = append(byAge, c)
+		}
+	}
+	sort.SliceStable(byAge, func(i, j int) bool { return olderFirst(byAge[i].admitted, byAge[j].admitted) })
+
+	claims := make(map[hostPath]*candidate, len(byAge))
+	hosts := make(map[string]*candidate, len(byAge))
+	for _, c := range byAge {
+		host := c.claimHost()
+		hp := hostPath{host: host, path: c.admitted.Path}
+		if w, ok := claims[hp]; ok {
+			what := fmt.Sprintf("host %q", host)
+			if hp.path != "" {
+				what += fmt.Sprintf(" path %q", hp.path)
+			}
+			c.check.errorf("spec.host", "%s is already claimed by route %s, which wins (older creationTimestamp, then namespace/name order)",
+				what, w.admitted.Key)
+			continue
+		}
+		passthrough := c.admitted.Termination == TerminationPassthrough
+		if w, ok := hosts[host]; ok && (w.admitted.Termination == TerminationPassthrough) != passthrough {
+			kind := "passthrough route"
+			if passthrough {
+				kind = "non-passthrough route"
+			}
+			c.check.errorf("spec.host", "host %q is already served by %s %s, which wins (older creationTimestamp, then namespace/name order): passthrough and non-passthrough routes cannot share a host, the SNI sends it one way",
+				host, kind, w.admitted.Key)
+			continue
+		}
+		claims[hp] = c
+		if _, ok := hosts[host]; !ok {
+			hosts[host] = c
+		}
+	}
+}
+
+// olderFirst orders routes for conflicts: older creationTimestamp first, a
+// missing timestamp last, then namespace/name.
+func olderFirst(a, b AdmittedRoute) bool {
+	ta, tb := a.CreationTimestamp, b.CreationTimestamp
+	if ta.IsZero() != tb.IsZero() {
+		return !ta.IsZero()
+	}
+	if !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	if a.Key.Namespace != b.Key.Namespace {
+		return a.Key.Namespace < b.Key.Namespace
+	}
+	return a.Key.Name < b.Key.Name
+}
+
+// resolveServices fills in the servers of an admitted route and warns about
+// services that have none.
+func resolveServices(c *candidate, idx endpointIndex) {
+	ar := &c.admitted
+	ns := ar.Key.Namespace
+	var maxW int32
+	for _, s := range ar.Services {
+		maxW = max(maxW, s.Weight)
+	}
+	seen := make(map[ServerName]string, 3*len(ar.Services))
+	for i := range ar.Services {
+		svc := &ar.Services[i]
+		field := "spec.to.name"
+		if i > 0 {
+			field = "spec.alternateBackends[" + strconv.Itoa(i-1) + "].name"
+		}
+		res := idx.resolve(ns, svc.Name, c.route.Spec.Port)
+		switch {
+		case !res.found:
+			c.check.warnf(field, "no Endpoints or EndpointSlice found for service %q; the route answers 503 until one appears", svc.Name)
+		case res.portMiss:
+			c.check.warnf(field, "service %q has no port matching targetPort %s", svc.Name, describeTargetPort(c.route.Spec.Port))
+		case len(res.endpoints) == 0:
+			c.check.warnf(field, "service %q has no ready endpoints", svc.Name)
+		}
+		svc.Servers = make([]Server, 0, len(res.endpoints))
+		for _, e := range res.endpoints {
+			addr := e.addr.String()
+			name := ServerNameFor(addr, e.port)
+			if other, dup := seen[name]; dup {
+				// Server names must be unique in a backend; the
+				// endpoint already receives traffic via the other service.
+				c.check.warnf(field, "endpoint %s:%d of service %q is also an endpoint of service %q; it is used once, for %q",
+					addr, e.port, svc.Name, other, other)
+				continue
+			}
+			seen[name] = svc.Name
+			svc.Servers = append(svc.Servers, Server{Name: name, Address: addr, Port: e.port})
+		}
+		w := serverWeight(svc.Weight, maxW, len(svc.Servers))
+		for j := range svc.Servers {
+			svc.Servers[j].Weight = w
+		}
+	}
+}
+
+// status reports the route's admission outcome.
+func (c *candidate) status() RouteStatus {
+	r := c.route
+	st := RouteStatus{
+		Key:    c.admitted.Key,
+		Host:   r.Spec.Host,
+		Path:   r.Spec.Path,
+		State:  RouteAdmitted,
+		Source: r.Source.Pos,
+	}
+	for _, d := range c.check.diags {
+		msg := d.Message
+		if d.Field != "" {
+			msg = d.Field + ": " + msg
+		}
+		switch d.Severity {
+		case SeverityError:
+			st.Reasons = append(st.Reasons, msg)
+		case SeverityWarning:
+			st.Warnings = append(st.Warnings, msg)
+		}
+	}
+	switch {
+	case len(st.Reasons) > 0:
+		st.State = RouteRejected
+	case len(st.Warnings) > 0:
+		st.State = RouteAdmittedWithWarnings
+	}
+	return st
+}

@@ -1,0 +1,425 @@
+package model
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Route annotations, with OpenShift's names and meanings so that routes
+// exported from OpenShift keep working. An invalid value is ignored with a
+// warning on the route (which stays admitted): one typo in a timeout must
+// not take a site down, and must not pass unnoticed either.
+
+const (
+	AnnotationHealthCheckInterval     = "router.openshift.io/haproxy.health.check.interval"
+	AnnotationBalance                 = "haproxy.router.openshift.io/balance"
+	AnnotationTimeout                 = "haproxy.router.openshift.io/timeout"
+	AnnotationTimeoutTunnel           = "haproxy.router.openshift.io/timeout-tunnel"
+	AnnotationIPAllowlist             = "haproxy.router.openshift.io/ip_allowlist"
+	AnnotationIPWhitelist             = "haproxy.router.openshift.io/ip_whitelist" // legacy spelling
+	AnnotationHSTSHeader              = "haproxy.router.openshift.io/hsts_header"
+	AnnotationDisableCookies          = "haproxy.router.openshift.io/disable_cookies"
+	AnnotationCookieName              = "router.openshift.io/cookie_name"
+	AnnotationCookieSameSite          = "router.openshift.io/cookie-same-site"
+	AnnotationRateLimit               = "haproxy.router.openshift.io/rate-limit-connections"
+	AnnotationRateLimitConcurrentTCP  = "haproxy.router.openshift.io/rate-limit-connections.concurrent-tcp"
+	AnnotationRateLimitRateTCP        = "haproxy.router.openshift.io/rate-limit-connections.rate-tcp"
+	AnnotationRateLimitRateHTTP       = "haproxy.router.openshift.io/rate-limit-connections.rate-http"
+	AnnotationPodConcurrentConnection = "haproxy.router.openshift.io/pod-concurrent-connections"
+	AnnotationRewriteTarget           = "haproxy.router.openshift.io/rewrite-target"
+	AnnotationSetForwardedHeaders     = "haproxy.router.openshift.io/set-forwarded-headers"
+)
+
+// isKnownAnnotation reports whether key is one of the annotations above;
+// others under OpenShift's router prefixes get a note saying haroute
+// ignores them.
+func isKnownAnnotation(key string) bool {
+	switch key {
+	case AnnotationHealthCheckInterval, AnnotationBalance, AnnotationTimeout,
+		AnnotationTimeoutTunnel, AnnotationIPAllowlist, AnnotationIPWhitelist,
+		AnnotationHSTSHeader, AnnotationDisableCookies, AnnotationCookieName,
+		AnnotationCookieSameSite, AnnotationRateLimit, AnnotationRateLimitConcurrentTCP,
+		AnnotationRateLimitRateTCP, AnnotationRateLimitRateHTTP,
+		AnnotationPodConcurrentConnection, AnnotationRewriteTarget,
+		AnnotationSetForwardedHeaders:
+		return true
+	}
+	return false
+}
+
+// maxHAProxyTime is the largest time HAProxy accepts (2^31-1 ms).
+const maxHAProxyTime = 2147483647 * time.Millisecond
+
+// Default balance algorithms, OpenShift 4.x's: random for routes HAProxy
+// terminates, source for passthrough (HAProxy sees no HTTP there, and the
+// same client should keep reaching the same TLS server).
+const (
+	DefaultBalance            = BalanceRandom
+	DefaultPassthroughBalance = BalanceSource
+)
+
+// annotationField is the field path (and Source.Fields key) of an annotation.
+func annotationField(key string) string { return "metadata.annotations." + key }
+
+// parseAnnotations turns r's annotations into backend settings, warning about
+// each value it has to ignore.
+func parseAnnotations(c *routeCheck, r *Route, term Termination, settings *Settings) BackendSettings {
+	b := BackendSettings{Balance: DefaultBalance, HealthCheckInterval: settings.HealthCheckInterval}
+	if term == TerminationPassthrough {
+		b.Balance = DefaultPassthroughBalance
+	}
+	ann := r.Meta.Annotations
+	if len(ann) == 0 {
+		return b
+	}
+	ignore := func(key, format string, args ...any) {
+		c.warnf(annotationField(key), format+"; annotation ignored", args...)
+	}
+	httpOnly := func(key string) bool {
+		if term == TerminationPassthrough {
+			ignore(key, "has no effect on passthrough routes, whose traffic HAProxy does not decrypt")
+			return false
+		}
+		return true
+	}
+
+	if v, ok := ann[AnnotationHealthCheckInterval]; ok {
+		if d, err := parseInterval(v); err != nil {
+			ignore(AnnotationHealthCheckInterval, "%v", err)
+		} else {
+			b.HealthCheckInterval = d
+		}
+	}
+	if v, ok := ann[AnnotationBalance]; ok {
+		switch a := BalanceAlgorithm(strings.TrimSpace(v)); a {
+		case BalanceRoundRobin, BalanceLeastConn, BalanceSource, BalanceRandom:
+			b.Balance = a
+		default:
+			ignore(AnnotationBalance, "balance %q is not one of roundrobin, leastconn, source, random", v)
+		}
+	}
+	for _, t := range []struct {
+		key string
+		dst *time.Duration
+	}{{AnnotationTimeout, &b.Timeout}, {AnnotationTimeoutTunnel, &b.TunnelTimeout}} {
+		if v, ok := ann[t.key]; ok {
+			if d, err := parseHAProxyTime(v); err != nil {
+				ignore(t.key, "%v", err)
+			} else {
+				*t.dst = d
+			}
+		}
+	}
+
+	allowKey := AnnotationIPAllowlist
+	if _, ok := ann[allowKey]; !ok {
+		allowKey = AnnotationIPWhitelist
+	} else if _, legacy := ann[AnnotationIPWhitelist]; legacy {
+		ignore(AnnotationIPWhitelist, "%s is set and takes precedence", AnnotationIPAllowlist)
+	}
+	if v, ok := ann[allowKey]; ok {
+		if list, err := parseIPAllowlist(v); err != nil {
+			ignore(allowKey, "%v", err)
+		} else {
+			b.IPAllowlist = list
+		}
+	}
+
+	if v, ok := ann[AnnotationHSTSHeader]; ok {
+		if term != TerminationEdge && term != TerminationReencrypt {
+			ignore(AnnotationHSTSHeader, "HSTS applies only to edge and reencrypt routes, where HAProxy writes the response headers")
+		} else if h, err := parseHSTS(v); err != nil {
+			ignore(AnnotationHSTSHeader, "%v", err)
+		} else {
+			b.HSTSHeader = h
+		}
+	}
+
+	if v, ok := ann[AnnotationDisableCookies]; ok && httpOnly(AnnotationDisableCookies) {
+		if on, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
+			ignore(AnnotationDisableCookies, "value %q is not true or false", v)
+		} else {
+			b.DisableCookies = on
+		}
+	}
+	if v, ok := ann[AnnotationCookieName]; ok && httpOnly(AnnotationCookieName) {
+		if !isToken(v) {
+			ignore(AnnotationCookieName, "cookie name %q must be non-empty and use only token characters (letters, digits and !#$%%&'*+-.^_`|~)", v)
+		} else {
+			b.CookieName = v
+		}
+	}
+	if v, ok := ann[AnnotationCookieSameSite]; ok && httpOnly(AnnotationCookieSameSite) {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "lax":
+			b.CookieSameSite = "Lax"
+		case "strict":
+			b.CookieSameSite = "Strict"
+		case "none":
+			b.CookieSameSite = "None"
+		default:
+			ignore(AnnotationCookieSameSite, "value %q is not one of Lax, Strict, None", v)
+		}
+	}
+
+	b.RateLimit = parseRateLimit(ann, term, ignore)
+
+	if v, ok := ann[AnnotationPodConcurrentConnection]; ok {
+		if n, err := positiveInt(v); err != nil {
+			ignore(AnnotationPodConcurrentConnection, "%v", err)
+		} else {
+			b.PodConcurrentConnections = n
+		}
+	}
+	if v, ok := ann[AnnotationRewriteTarget]; ok && httpOnly(AnnotationRewriteTarget) {
+		if msg := rewriteTargetProblem(v); msg != "" {
+			ignore(AnnotationRewriteTarget, "%s", msg)
+		} else {
+			target := v
+			b.RewriteTarget = &target
+		}
+	}
+	if v, ok := ann[AnnotationSetForwardedHeaders]; ok && httpOnly(AnnotationSetForwardedHeaders) {
+		switch s := strings.TrimSpace(v); s {
+		case "append", "replace", "never", "if-none":
+			b.ForwardedHeaders = s
+		default:
+			ignore(AnnotationSetForwardedHeaders, "value %q is not one of append, replace, never, if-none", v)
+		}
+	}
+
+	unknown := make([]string, 0)
+	for k := range ann {
+		if !isKnownAnnotation(k) && (strings.HasPrefix(k, "haproxy.router.openshift.io/") || strings.HasPrefix(k, "router.openshift.io/")) {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		f := annotationField(k)
+		c.add(SeverityNote, c.pos(f), f, "annotation is not supported by haroute; ignored")
+	}
+	return b
+}
+
+func parseRateLimit(ann map[string]string, term Termination, ignore func(key, format string, args ...any)) *RateLimit {
+	v, enabled := ann[AnnotationRateLimit]
+	subs := []struct {
+		key  string
+		http bool
+	}{
+		{AnnotationRateLimitConcurrentTCP, false},
+		{AnnotationRateLimitRateTCP, false},
+		{AnnotationRateLimitRateHTTP, true},
+	}
+	if enabled {
+		switch strings.TrimSpace(v) {
+		case "true":
+		case "false":
+			enabled = false
+		default:
+			ignore(AnnotationRateLimit, "value %q is not true or false", v)
+			enabled = false
+		}
+	}
+	if !enabled {
+		for _, s := range subs {
+			if _, ok := ann[s.key]; ok {
+				ignore(s.key, "has no effect unless %s is \"true\"", AnnotationRateLimit)
+			}
+		}
+		return nil
+	}
+	var rl RateLimit
+	dst := []*int{&rl.ConcurrentTCP, &rl.RateTCP, &rl.RateHTTP}
+	set := false
+	for i, s := range subs {
+		sv, ok := ann[s.key]
+		if !ok {
+			continue
+		}
+		if s.http && term == TerminationPassthrough {
+			ignore(s.key, "has no effect on passthrough routes, whose traffic HAProxy does not decrypt")
+			continue
+		}
+		n, err := positiveInt(sv)
+		if err != nil {
+			ignore(s.key, "%v", err)
+			continue
+		}
+		*dst[i] = n
+		set = true
+	}
+	if !set {
+		ignore(AnnotationRateLimit, "none of .concurrent-tcp, .rate-tcp, .rate-http is set to a limit")
+		return nil
+	}
+	return &rl
+}
+
+// parseHAProxyTime parses HAProxy's time format: digits with an optional
+// unit us, ms, s, m, h or d; no unit means milliseconds. Zero is refused:
+// for HAProxy it means "no timeout", never what a route annotation wants.
+func parseHAProxyTime(v string) (time.Duration, error) {
+	s := strings.TrimSpace(v)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("value %q is not an HAProxy time (digits with an optional unit us, ms, s, m, h, d)", v)
+	}
+	unit := time.Millisecond
+	switch s[i:] {
+	case "":
+	case "us":
+		unit = time.Microsecond
+	case "ms":
+	case "s":
+		unit = time.Second
+	case "m":
+		unit = time.Minute
+	case "h":
+		unit = time.Hour
+	case "d":
+		unit = 24 * time.Hour
+	default:
+		return 0, fmt.Errorf("value %q is not an HAProxy time (digits with an optional unit us, ms, s, m, h, d)", v)
+	}
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	if err != nil || n > int64(maxHAProxyTime/unit) {
+		return 0, fmt.Errorf("value %q is more than HAProxy's maximum of 2147483647ms", v)
+	}
+	d := time.Duration(n) * unit
+	if d == 0 {
+		return 0, fmt.Errorf("value %q must be greater than zero", v)
+	}
+	if d > maxHAProxyTime {
+		return 0, fmt.Errorf("value %q is more than HAProxy's maximum of 2147483647ms", v)
+	}
+	return d, nil
+}
+
+// parseInterval accepts an HAProxy time ("5s", "500ms", "500") or a Go
+// duration ("1m30s", "1.5s"), as the health check interval annotation does
+// in OpenShift.
+func parseInterval(v string) (time.Duration, error) {
+	if d, err := parseHAProxyTime(v); err == nil {
+		return d, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("value %q is not a duration (e.g. 5s, 500ms, 1m30s)", v)
+	case d <= 0:
+		return 0, fmt.Errorf("value %q must be greater than zero", v)
+	case d > maxHAProxyTime:
+		return 0, fmt.Errorf("value %q is more than HAProxy's maximum of 2147483647ms", v)
+	}
+	return d, nil
+}
+
+// parseIPAllowlist parses a space-separated list of IPs and CIDRs. One bad
+// entry voids the whole list: applying part of an allowlist would lock out
+// clients the operator meant to admit.
+func parseIPAllowlist(v string) ([]string, error) {
+	fields := strings.Fields(v)
+	if len(fields) == 0 {
+		return nil, fmt.Errorf("value is empty")
+	}
+	out := make([]string, 0, len(fields))
+	for _, f := range fields {
+		if strings.Contains(f, "/") {
+			p, err := netip.ParsePrefix(f)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not an IP address or CIDR", f)
+			}
+			out = append(out, p.String())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil || a.Zone() != "" {
+			return nil, fmt.Errorf("%q is not an IP address or CIDR", f)
+		}
+		out = append(out, a.String())
+	}
+	return out, nil
+}
+
+// parseHSTS validates a Strict-Transport-Security value of the form
+// max-age=N[;includeSubDomains][;preload] (directives case-insensitive, in
+// any order, spaces around ';' allowed) and returns it normalized.
+func parseHSTS(v string) (string, error) {
+	var maxAge string
+	var sub, preload bool
+	for _, part := range strings.Split(v, ";") {
+		d := strings.TrimSpace(part)
+		name, value, hasValue := strings.Cut(d, "=")
+		switch {
+		case strings.EqualFold(name, "max-age") && hasValue:
+			value = strings.Trim(strings.TrimSpace(value), `"`)
+			if _, ok := allDigits(value); !ok || maxAge != "" {
+				return "", fmt.Errorf("value %q: max-age must be given once, as a number of seconds", v)
+			}
+			maxAge = value
+		case strings.EqualFold(d, "includeSubDomains") && !sub:
+			sub = true
+		case strings.EqualFold(d, "preload") && !preload:
+			preload = true
+		default:
+			return "", fmt.Errorf("value %q is not max-age=N[;includeSubDomains][;preload]", v)
+		}
+	}
+	if maxAge == "" {
+		return "", fmt.Errorf("value %q has no max-age", v)
+	}
+	h := "max-age=" + maxAge
+	if sub {
+		h += ";includeSubDomains"
+	}
+	if preload {
+		h += ";preload"
+	}
+	return h, nil
+}
+
+// isToken reports whether s is an RFC 9110 token, what a cookie name must be.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isAlnum(c) || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func positiveInt(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("value %q is not a positive integer", v)
+	}
+	return n, nil
+}
+
+// rewriteTargetProblem checks the rewrite-target annotation, a path prefix
+// that replaces the route's path in requests.
+func rewriteTargetProblem(v string) string {
+	if v == "" || v[0] != '/' {
+		return fmt.Sprintf("rewrite target %q must start with \"/\"", v)
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c <= ' ' || c == 0x7f {
+			return fmt.Sprintf("rewrite target %q must not contain whitespace or control characters", v)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,198 @@
+package model
+
+import (
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+)
+
+// TestAnnotations checks each annotation: the settings a valid value gives,
+// and the exact warning an invalid one gives. Annotation n (sorted by key)
+// is positioned on line 30+n of ns-r.yaml.
+func TestAnnotations(t *testing.T) {
+	const (
+		hc  = AnnotationHealthCheckInterval
+		bal = AnnotationBalance
+	)
+	def := func(mod func(b *BackendSettings)) BackendSettings {
+		b := BackendSettings{Balance: BalanceRandom, HealthCheckInterval: 5 * time.Second}
+		if mod != nil {
+			mod(&b)
+		}
+		return b
+	}
+	tests := []struct {
+		name string
+		term Termination
+		ann  map[string]string
+		want BackendSettings
+		diag []string
+	}{
+		{name: "no annotations: random balance", want: def(nil)},
+		{name: "passthrough defaults to source", term: TerminationPassthrough, ann: map[string]string{},
+			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second}},
+		{name: "health check interval as HAProxy time", ann: map[string]string{hc: "500ms"},
+			want: def(func(b *BackendSettings) { b.HealthCheckInterval = 500 * time.Millisecond })},
+		{name: "health check interval as Go duration", ann: map[string]string{hc: "1m30s"},
+			want: def(func(b *BackendSettings) { b.HealthCheckInterval = 90 * time.Second })},
+		{name: "health check interval bare number is milliseconds", ann: map[string]string{hc: "2000"},
+			want: def(func(b *BackendSettings) { b.HealthCheckInterval = 2 * time.Second })},
+		{name: "health check interval invalid", ann: map[string]string{hc: "fast"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/haproxy.health.check.interval: value "fast" is not a duration (e.g. 5s, 500ms, 1m30s); annotation ignored`,
+		}},
+		{name: "health check interval zero", ann: map[string]string{hc: "0s"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/haproxy.health.check.interval: value "0s" must be greater than zero; annotation ignored`,
+		}},
+		{name: "balance leastconn", ann: map[string]string{bal: "leastconn"},
+			want: def(func(b *BackendSettings) { b.Balance = BalanceLeastConn })},
+		{name: "balance invalid", ann: map[string]string{bal: "uri"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/balance: balance "uri" is not one of roundrobin, leastconn, source, random; annotation ignored`,
+		}},
+		{name: "timeouts", ann: map[string]string{AnnotationTimeout: "90s", AnnotationTimeoutTunnel: "2h"},
+			want: def(func(b *BackendSettings) { b.Timeout, b.TunnelTimeout = 90*time.Second, 2*time.Hour })},
+		{name: "timeout units", ann: map[string]string{AnnotationTimeout: "1500", AnnotationTimeoutTunnel: "1d"},
+			want: def(func(b *BackendSettings) { b.Timeout, b.TunnelTimeout = 1500*time.Millisecond, 24*time.Hour })},
+		{name: "timeout invalid", ann: map[string]string{AnnotationTimeout: "1m30s", AnnotationTimeoutTunnel: "0"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout: value "1m30s" is not an HAProxy time (digits with an optional unit us, ms, s, m, h, d); annotation ignored`,
+			`ns-r.yaml:31:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout-tunnel: value "0" must be greater than zero; annotation ignored`,
+		}},
+		{name: "timeout too large", ann: map[string]string{AnnotationTimeout: "25d"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout: value "25d" is more than HAProxy's maximum of 2147483647ms; annotation ignored`,
+		}},
+		{name: "allowlist", ann: map[string]string{AnnotationIPAllowlist: " 10.0.0.0/8  192.168.1.7 fd00::/64 "},
+			want: def(func(b *BackendSettings) { b.IPAllowlist = []string{"10.0.0.0/8", "192.168.1.7", "fd00::/64"} })},
+		{name: "legacy whitelist", ann: map[string]string{AnnotationIPWhitelist: "10.1.2.3"},
+			want: def(func(b *BackendSettings) { b.IPAllowlist = []string{"10.1.2.3"} })},
+		{name: "allowlist wins over whitelist", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.1", AnnotationIPWhitelist: "10.0.0.2"},
+			want: def(func(b *BackendSettings) { b.IPAllowlist = []string{"10.0.0.1"} }), diag: []string{
+				`ns-r.yaml:31:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_whitelist: haproxy.router.openshift.io/ip_allowlist is set and takes precedence; annotation ignored`,
+			}},
+		{name: "allowlist with one bad entry is ignored whole", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.0/8 10.0.0.300"},
+			want: def(nil), diag: []string{
+				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_allowlist: "10.0.0.300" is not an IP address or CIDR; annotation ignored`,
+			}},
+		{name: "hsts", term: TerminationEdge, ann: map[string]string{AnnotationHSTSHeader: "max-age=31536000 ; includesubdomains;preload"},
+			want: def(func(b *BackendSettings) { b.HSTSHeader = "max-age=31536000;includeSubDomains;preload" })},
+		{name: "hsts invalid", term: TerminationReencrypt, ann: map[string]string{AnnotationHSTSHeader: "max-age=1y"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: value "max-age=1y": max-age must be given once, as a number of seconds; annotation ignored`,
+		}},
+		{name: "hsts without max-age", term: TerminationEdge, ann: map[string]string{AnnotationHSTSHeader: "preload"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: value "preload" has no max-age; annotation ignored`,
+		}},
+		{name: "hsts unknown directive", term: TerminationEdge, ann: map[string]string{AnnotationHSTSHeader: "max-age=1;always"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: value "max-age=1;always" is not max-age=N[;includeSubDomains][;preload]; annotation ignored`,
+		}},
+		{name: "hsts on plain http", ann: map[string]string{AnnotationHSTSHeader: "max-age=1"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: HSTS applies only to edge and reencrypt routes, where HAProxy writes the response headers; annotation ignored`,
+		}},
+		{name: "cookies", ann: map[string]string{AnnotationDisableCookies: "true", AnnotationCookieName: "SESSION_ID", AnnotationCookieSameSite: "strict"},
+			want: def(func(b *BackendSettings) {
+				b.DisableCookies, b.CookieName, b.CookieSameSite = true, "SESSION_ID", "Strict"
+			})},
+		{name: "cookies invalid", ann: map[string]string{AnnotationDisableCookies: "yes", AnnotationCookieName: "my cookie", AnnotationCookieSameSite: "Sometimes"},
+			want: def(nil), diag: []string{
+				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/disable_cookies: value "yes" is not true or false; annotation ignored`,
+				`ns-r.yaml:31:5: warning: metadata.annotations.router.openshift.io/cookie-same-site: value "Sometimes" is not one of Lax, Strict, None; annotation ignored`,
+				`ns-r.yaml:32:5: warning: metadata.annotations.router.openshift.io/cookie_name: cookie name "my cookie" must be non-empty and use only token characters (letters, digits and !#$%&'*+-.^_` + "`" + `|~); annotation ignored`,
+			}},
+		{name: "cookies on passthrough", term: TerminationPassthrough, ann: map[string]string{AnnotationCookieName: "c"},
+			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second}, diag: []string{
+				`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/cookie_name: has no effect on passthrough routes, whose traffic HAProxy does not decrypt; annotation ignored`,
+			}},
+		{name: "rate limits", ann: map[string]string{
+			AnnotationRateLimit: "true", AnnotationRateLimitConcurrentTCP: "10", AnnotationRateLimitRateTCP: "100", AnnotationRateLimitRateHTTP: "50",
+		}, want: def(func(b *BackendSettings) { b.RateLimit = &RateLimit{ConcurrentTCP: 10, RateTCP: 100, RateHTTP: 50} })},
+		{name: "rate limits partly invalid", ann: map[string]string{
+			AnnotationRateLimit: "true", AnnotationRateLimitConcurrentTCP: "-3", AnnotationRateLimitRateTCP: "100",
+		}, want: def(func(b *BackendSettings) { b.RateLimit = &RateLimit{RateTCP: 100} }), diag: []string{
+			`ns-r.yaml:31:5: warning: metadata.annotations.haproxy.router.openshift.io/rate-limit-connections.concurrent-tcp: value "-3" is not a positive integer; annotation ignored`,
+		}},
+		{name: "rate limit values without the switch", ann: map[string]string{AnnotationRateLimitRateHTTP: "5"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rate-limit-connections.rate-http: has no effect unless haproxy.router.openshift.io/rate-limit-connections is "true"; annotation ignored`,
+		}},
+		{name: "rate limit switch without values", ann: map[string]string{AnnotationRateLimit: "true"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rate-limit-connections: none of .concurrent-tcp, .rate-tcp, .rate-http is set to a limit; annotation ignored`,
+		}},
+		{name: "rate limit switch invalid", ann: map[string]string{AnnotationRateLimit: "on"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rate-limit-connections: value "on" is not true or false; annotation ignored`,
+		}},
+		{name: "pod concurrent connections", ann: map[string]string{AnnotationPodConcurrentConnection: "100"},
+			want: def(func(b *BackendSettings) { b.PodConcurrentConnections = 100 })},
+		{name: "pod concurrent connections invalid", ann: map[string]string{AnnotationPodConcurrentConnection: "0"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/pod-concurrent-connections: value "0" is not a positive integer; annotation ignored`,
+		}},
+		{name: "rewrite target", ann: map[string]string{AnnotationRewriteTarget: "/v2/"},
+			want: def(func(b *BackendSettings) { b.RewriteTarget = ptr("/v2/") })},
+		{name: "rewrite target invalid", ann: map[string]string{AnnotationRewriteTarget: "v2"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "v2" must start with "/"; annotation ignored`,
+		}},
+		{name: "rewrite target with space", ann: map[string]string{AnnotationRewriteTarget: "/a b"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "/a b" must not contain whitespace or control characters; annotation ignored`,
+		}},
+		{name: "forwarded headers", ann: map[string]string{AnnotationSetForwardedHeaders: "if-none"},
+			want: def(func(b *BackendSettings) { b.ForwardedHeaders = "if-none" })},
+		{name: "forwarded headers invalid", ann: map[string]string{AnnotationSetForwardedHeaders: "always"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/set-forwarded-headers: value "always" is not one of append, replace, never, if-none; annotation ignored`,
+		}},
+		{name: "unsupported OpenShift annotation is a note; others are ignored", ann: map[string]string{
+			"haproxy.router.openshift.io/hsts_preload": "x", "example.com/owner": "me",
+		}, want: def(nil), diag: []string{
+			`ns-r.yaml:31:5: note: metadata.annotations.haproxy.router.openshift.io/hsts_preload: annotation is not supported by haroute; ignored`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := testRoute("ns", "r", "a.example.com")
+			r.Meta.Annotations = tt.ann
+			keys := make([]string, 0, len(tt.ann))
+			for k := range tt.ann {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for i, k := range keys {
+				r.Source.Fields[annotationField(k)] = Position{Path: "ns-r.yaml", Line: 30 + i, Col: 5}
+			}
+			c := newRouteCheck(&r)
+			s := DefaultSettings()
+			got := parseAnnotations(c, &r, tt.term, &s)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("settings:\n got %+v\nwant %+v", got, tt.want)
+			}
+			equalLines(t, c.diags, tt.diag)
+			if c.bad {
+				t.Errorf("annotations must never reject a route")
+			}
+		})
+	}
+}
+
+func TestParseHAProxyTime(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"10":           10 * time.Millisecond,
+		"10us":         10 * time.Microsecond,
+		"10ms":         10 * time.Millisecond,
+		"10s":          10 * time.Second,
+		"10m":          10 * time.Minute,
+		"10h":          10 * time.Hour,
+		"1d":           24 * time.Hour,
+		"2147483647":   2147483647 * time.Millisecond,
+		"2147483648":   -1,
+		"1.5s":         -1,
+		"s":            -1,
+		"":             -1,
+		"10 s":         -1,
+		"99999999999d": -1,
+	} {
+		got, err := parseHAProxyTime(in)
+		if want < 0 {
+			if err == nil {
+				t.Errorf("parseHAProxyTime(%q) = %v, want an error", in, got)
+			}
+			continue
+		}
+		if err != nil || got != want {
+			t.Errorf("parseHAProxyTime(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+}

@@ -1,0 +1,683 @@
+package model
+
+import (
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The schemas of the kinds haroute reads. Field names are written out as
+// constants where they can be, so decoding a route allocates no names.
+
+const (
+	apiRoute         = "route.openshift.io/v1"
+	apiRouteLegacy   = "v1" // OpenShift still accepts the pre-group spelling
+	apiCore          = "v1"
+	apiDiscovery     = "discovery.k8s.io/v1"
+	apiRouterConfig  = "haroute.io/v1alpha1"
+	defaultNamespace = "default"
+)
+
+// document decodes one parsed YAML document. Empty documents are fine.
+func (w *walker) document(root *yaml.Node) {
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return
+		}
+		root = root.Content[0]
+	}
+	if root.Kind == 0 || isNull(resolve(root)) {
+		return
+	}
+	w.object(root)
+}
+
+// object decodes one Kubernetes object (or a List of them) at n.
+func (w *walker) object(n *yaml.Node) {
+	m := resolve(n)
+	if m.Kind != yaml.MappingNode {
+		w.report(SeverityError, n, "", "expected a Kubernetes object (a map), got %s", describe(m))
+		return
+	}
+	var kindNode, apiNode *yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		switch resolve(m.Content[i]).Value {
+		case "kind":
+			kindNode = m.Content[i+1]
+		case "apiVersion":
+			apiNode = m.Content[i+1]
+		}
+	}
+	w.fields = w.fields[:0]
+	w.unknown = SeverityWarning
+	kind, apiVersion, ok := w.typeMeta(m, kindNode, apiNode)
+	if !ok {
+		return
+	}
+
+	switch kind {
+	case "Route":
+		if w.checkAPIVersion(apiNode, kind, apiVersion, apiRoute, apiRouteLegacy) {
+			w.route(m)
+		}
+	case "Endpoints":
+		if w.checkAPIVersion(apiNode, kind, apiVersion, apiCore) {
+			w.endpoints(m)
+		}
+	case "EndpointSlice":
+		if w.checkAPIVersion(apiNode, kind, apiVersion, apiDiscovery) {
+			w.endpointSlice(m)
+		}
+	case "RouterConfig":
+		if w.checkAPIVersion(apiNode, kind, apiVersion, apiRouterConfig) {
+			w.unknown = SeverityError
+			w.routerConfig(m)
+		}
+	default:
+		if strings.HasSuffix(kind, "List") {
+			w.listKind(m)
+			return
+		}
+		w.report(SeverityNote, m, "", "skipped %s %q: haroute reads only Route, Endpoints, EndpointSlice and RouterConfig", kind, objectName(m))
+	}
+}
+
+// typeMeta checks that kind and apiVersion are present strings.
+func (w *walker) typeMeta(m, kindNode, apiNode *yaml.Node) (kind, apiVersion string, ok bool) {
+	ok = true
+	if kindNode == nil {
+		w.report(SeverityError, m, "kind", "required")
+		ok = false
+	} else if kind, _ = w.str(kindNode, "kind"); kind == "" {
+		if isNull(resolve(kindNode)) || resolve(kindNode).Tag == "!!str" {
+			w.report(SeverityError, kindNode, "kind", "required")
+		}
+		ok = false
+	}
+	if apiNode == nil {
+		w.report(SeverityError, m, "apiVersion", "required")
+		ok = false
+	} else if apiVersion, _ = w.str(apiNode, "apiVersion"); apiVersion == "" {
+		if isNull(resolve(apiNode)) || resolve(apiNode).Tag == "!!str" {
+			w.report(SeverityError, apiNode, "apiVersion", "required")
+		}
+		ok = false
+	}
+	return kind, apiVersion, ok
+}
+
+func (w *walker) checkAPIVersion(n *yaml.Node, kind, got string, want ...string) bool {
+	for _, v := range want {
+		if got == v {
+			return true
+		}
+	}
+	w.report(SeverityError, resolve(n), "apiVersion", "unsupported apiVersion %q for kind %s, want %s", got, kind, want[0])
+	return false
+}
+
+// objectName finds metadata.name for notes about skipped objects.
+func objectName(m *yaml.Node) string {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if resolve(m.Content[i]).Value != "metadata" {
+			continue
+		}
+		md := resolve(m.Content[i+1])
+		for j := 0; j+1 < len(md.Content); j += 2 {
+			if resolve(md.Content[j]).Value == "name" {
+				return resolve(md.Content[j+1]).Value
+			}
+		}
+	}
+	return ""
+}
+
+// listKind decodes a List (kubectl get -o yaml): each item is an object.
+func (w *walker) listKind(m *yaml.Node) {
+	w.eachPair(m, "", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "apiVersion", "kind", "metadata":
+		case "items":
+			for _, item := range w.list(v, "items") {
+				w.object(item)
+			}
+		default:
+			w.report(SeverityWarning, k, key, "unknown field")
+		}
+	})
+}
+
+// meta decodes metadata; server-side fields are ignored silently.
+func (w *walker) meta(k, v *yaml.Node, meta *ObjectMeta) {
+	w.record("metadata", k)
+	if m, ok := w.mapping(v, "metadata"); ok {
+		w.eachPair(m, "metadata", func(key string, k, v *yaml.Node) {
+			switch key {
+			case "name":
+				meta.Name, _ = w.str(v, "metadata.name")
+			case "namespace":
+				meta.Namespace, _ = w.str(v, "metadata.namespace")
+			case "labels":
+				w.record("metadata.labels", k)
+				meta.Labels = w.stringMap(v, "metadata.labels")
+			case "annotations":
+				w.record("metadata.annotations", k)
+				meta.Annotations = w.stringMap(v, "metadata.annotations")
+			case "creationTimestamp":
+				meta.CreationTimestamp = w.timestamp(v, "metadata.creationTimestamp")
+			case "managedFields", "resourceVersion", "uid", "generation", "selfLink",
+				"ownerReferences", "finalizers", "generateName", "deletionTimestamp",
+				"deletionGracePeriodSeconds", "clusterName":
+			default:
+				w.unknownField(k, "metadata."+key)
+			}
+		})
+	}
+}
+
+// finish completes an object: defaults the namespace, requires a name and
+// builds its Source. Diagnostics since start are tagged with the route.
+func (w *walker) finish(m *yaml.Node, meta *ObjectMeta, start int, isRoute bool) Source {
+	if meta.Namespace == "" {
+		meta.Namespace = defaultNamespace
+	}
+	src := w.source(m)
+	if meta.Name == "" && !w.reported(start, "metadata.name") {
+		pos := src.At("metadata.name")
+		if _, ok := src.Fields["metadata.name"]; !ok {
+			pos = src.At("metadata")
+		}
+		w.diags = append(w.diags, Diagnostic{Pos: pos, Severity: SeverityError, Field: "metadata.name", Message: "required"})
+	}
+	if isRoute {
+		key := RouteKey{Namespace: meta.Namespace, Name: meta.Name}.String()
+		for i := start; i < len(w.diags); i++ {
+			w.diags[i].Route = key
+		}
+	}
+	return src
+}
+
+// reported tells whether a diagnostic about field was made since start.
+func (w *walker) reported(start int, field string) bool {
+	for _, d := range w.diags[start:] {
+		if d.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *walker) route(m *yaml.Node) {
+	var r Route
+	start := len(w.diags)
+	w.eachPair(m, "", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "apiVersion", "kind", "status":
+		case "metadata":
+			w.meta(k, v, &r.Meta)
+		case "spec":
+			w.record("spec", k)
+			w.routeSpec(v, &r.Spec)
+		default:
+			w.unknownField(k, key)
+		}
+	})
+	if r.Spec.WildcardPolicy == "" {
+		r.Spec.WildcardPolicy = WildcardPolicyNone
+	}
+	r.Source = w.finish(m, &r.Meta, start, true)
+	w.objs.Routes = append(w.objs.Routes, r)
+}
+
+func (w *walker) routeSpec(n *yaml.Node, spec *RouteSpec) {
+	m, ok := w.mapping(n, "spec")
+	if !ok {
+		return
+	}
+	w.eachPair(m, "spec", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "host":
+			spec.Host, _ = w.str(v, "spec.host")
+		case "path":
+			spec.Path, _ = w.str(v, "spec.path")
+		case "to":
+			w.record("spec.to", k)
+			w.target(v, "spec.to", &spec.To)
+		case "alternateBackends":
+			w.record("spec.alternateBackends", k)
+			items := w.list(v, "spec.alternateBackends")
+			for i, item := range items {
+				f := index("spec.alternateBackends", i)
+				w.record(f, item)
+				var t RouteTargetReference
+				w.target(item, f, &t)
+				spec.AlternateBackends = append(spec.AlternateBackends, t)
+			}
+		case "port":
+			w.record("spec.port", k)
+			if pm, ok := w.mapping(v, "spec.port"); ok {
+				spec.Port = &RoutePort{}
+				w.eachPair(pm, "spec.port", func(key string, k, v *yaml.Node) {
+					if key == "targetPort" {
+						spec.Port.TargetPort = w.intOrString(v, "spec.port.targetPort")
+					} else {
+						w.unknownField(k, "spec.port."+key)
+					}
+				})
+			}
+		case "tls":
+			w.record("spec.tls", k)
+			spec.TLS = w.tls(v)
+		case "wildcardPolicy":
+			s, _ := w.str(v, "spec.wildcardPolicy")
+			spec.WildcardPolicy = WildcardPolicy(s)
+		case "subdomain", "httpHeaders":
+			w.unsupported(k, "spec."+key)
+		default:
+			w.unknownField(k, "spec."+key)
+		}
+	})
+}
+
+// target decodes spec.to or one of spec.alternateBackends.
+func (w *walker) target(n *yaml.Node, field string, t *RouteTargetReference) {
+	m, ok := w.mapping(n, field)
+	if !ok {
+		return
+	}
+	w.eachPair(m, field, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "kind":
+			t.Kind, _ = w.str(v, field+".kind")
+		case "name":
+			t.Name, _ = w.str(v, field+".name")
+		case "weight":
+			t.Weight = w.int32Ptr(v, field+".weight")
+		default:
+			w.unknownField(k, field+"."+key)
+		}
+	})
+}
+
+func (w *walker) tls(n *yaml.Node) *TLSConfig {
+	m, ok := w.mapping(n, "spec.tls")
+	if !ok {
+		return nil
+	}
+	var t TLSConfig
+	w.eachPair(m, "spec.tls", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "termination":
+			s, _ := w.str(v, "spec.tls.termination")
+			t.Termination = Termination(s)
+		case "certificate":
+			t.Certificate, _ = w.str(v, "spec.tls.certificate")
+		case "key":
+			t.Key, _ = w.str(v, "spec.tls.key")
+		case "caCertificate":
+			t.CACertificate, _ = w.str(v, "spec.tls.caCertificate")
+		case "destinationCACertificate":
+			t.DestinationCACertificate, _ = w.str(v, "spec.tls.destinationCACertificate")
+		case "insecureEdgeTerminationPolicy":
+			s, _ := w.str(v, "spec.tls.insecureEdgeTerminationPolicy")
+			t.InsecureEdgeTerminationPolicy = InsecureEdgeTerminationPolicy(s)
+		case "externalCertificate":
+			w.unsupported(k, "spec.tls."+key)
+		default:
+			w.unknownField(k, "spec.tls."+key)
+		}
+	})
+	return &t
+}
+
+func (w *walker) endpoints(m *yaml.Node) {
+	var e Endpoints
+	start := len(w.diags)
+	w.eachPair(m, "", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "apiVersion", "kind":
+		case "metadata":
+			w.meta(k, v, &e.Meta)
+		case "subsets":
+			w.record("subsets", k)
+			items := w.list(v, "subsets")
+			e.Subsets = make([]EndpointSubset, 0, len(items))
+			for i, item := range items {
+				f := index("subsets", i)
+				w.record(f, item)
+				e.Subsets = append(e.Subsets, w.subset(item, f))
+			}
+		default:
+			w.unknownField(k, key)
+		}
+	})
+	e.Source = w.finish(m, &e.Meta, start, false)
+	w.objs.Endpoints = append(w.objs.Endpoints, e)
+}
+
+func (w *walker) subset(n *yaml.Node, field string) EndpointSubset {
+	var s EndpointSubset
+	m, ok := w.mapping(n, field)
+	if !ok {
+		return s
+	}
+	w.eachPair(m, field, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "addresses":
+			s.Addresses = w.addresses(k, v, field+".addresses")
+		case "notReadyAddresses":
+			s.NotReadyAddresses = w.addresses(k, v, field+".notReadyAddresses")
+		case "ports":
+			s.Ports = w.ports(k, v, field+".ports")
+		default:
+			w.unknownField(k, field+"."+key)
+		}
+	})
+	return s
+}
+
+func (w *walker) addresses(k, v *yaml.Node, field string) []EndpointAddress {
+	w.record(field, k)
+	items := w.list(v, field)
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]EndpointAddress, 0, len(items))
+	for i, item := range items {
+		f := index(field, i)
+		w.record(f, item)
+		m, ok := w.mapping(item, f)
+		if !ok {
+			continue
+		}
+		var a EndpointAddress
+		w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+			switch key {
+			case "ip":
+				a.IP, _ = w.str(v, f+".ip")
+			case "hostname":
+				a.Hostname, _ = w.str(v, f+".hostname")
+			case "nodeName", "targetRef":
+			default:
+				w.unknownField(k, f+"."+key)
+			}
+		})
+		out = append(out, a)
+	}
+	return out
+}
+
+// ports decodes the ports of an Endpoints subset or an EndpointSlice.
+func (w *walker) ports(k, v *yaml.Node, field string) []EndpointPort {
+	w.record(field, k)
+	items := w.list(v, field)
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]EndpointPort, 0, len(items))
+	for i, item := range items {
+		f := index(field, i)
+		w.record(f, item)
+		m, ok := w.mapping(item, f)
+		if !ok {
+			continue
+		}
+		var p EndpointPort
+		w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+			switch key {
+			case "name":
+				p.Name, _ = w.str(v, f+".name")
+			case "port":
+				if n, ok := w.integer(v, f+".port", minInt32, maxInt32); ok {
+					p.Port = int32(n)
+				}
+			case "protocol":
+				p.Protocol, _ = w.str(v, f+".protocol")
+			case "appProtocol":
+			default:
+				w.unknownField(k, f+"."+key)
+			}
+		})
+		if p.Protocol == "" {
+			p.Protocol = "TCP"
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func (w *walker) endpointSlice(m *yaml.Node) {
+	var s EndpointSlice
+	start := len(w.diags)
+	w.eachPair(m, "", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "apiVersion", "kind":
+		case "metadata":
+			w.meta(k, v, &s.Meta)
+		case "addressType":
+			s.AddressType, _ = w.str(v, "addressType")
+		case "endpoints":
+			w.record("endpoints", k)
+			items := w.list(v, "endpoints")
+			s.Endpoints = make([]SliceEndpoint, 0, len(items))
+			for i, item := range items {
+				f := index("endpoints", i)
+				w.record(f, item)
+				s.Endpoints = append(s.Endpoints, w.sliceEndpoint(item, f))
+			}
+		case "ports":
+			s.Ports = w.ports(k, v, "ports")
+		default:
+			w.unknownField(k, key)
+		}
+	})
+	s.Source = w.finish(m, &s.Meta, start, false)
+	w.objs.EndpointSlices = append(w.objs.EndpointSlices, s)
+}
+
+func (w *walker) sliceEndpoint(n *yaml.Node, field string) SliceEndpoint {
+	var e SliceEndpoint
+	m, ok := w.mapping(n, field)
+	if !ok {
+		return e
+	}
+	w.eachPair(m, field, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "addresses":
+			w.record(field+".addresses", k)
+			e.Addresses = w.stringList(v, field+".addresses")
+		case "conditions":
+			f := field + ".conditions"
+			w.record(f, k)
+			if cm, ok := w.mapping(v, f); ok {
+				w.eachPair(cm, f, func(key string, k, v *yaml.Node) {
+					switch key {
+					case "ready":
+						e.Ready = w.boolPtr(v, f+".ready")
+					case "serving", "terminating":
+						w.boolean(v, f+"."+key)
+					default:
+						w.unknownField(k, f+"."+key)
+					}
+				})
+			}
+		case "hostname", "nodeName", "zone", "targetRef", "hints", "deprecatedTopology":
+		default:
+			w.unknownField(k, field+"."+key)
+		}
+	})
+	return e
+}
+
+func (w *walker) routerConfig(m *yaml.Node) {
+	var rc RouterConfig
+	start := len(w.diags)
+	w.eachPair(m, "", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "apiVersion", "kind", "status":
+		case "metadata":
+			w.meta(k, v, &rc.Meta)
+		case "spec":
+			w.record("spec", k)
+			w.routerConfigSpec(v, &rc.Spec)
+		default:
+			w.unknownField(k, key)
+		}
+	})
+	rc.Source = w.finish(m, &rc.Meta, start, false)
+	w.objs.RouterConfigs = append(w.objs.RouterConfigs, rc)
+}
+
+func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
+	m, ok := w.mapping(n, "spec")
+	if !ok {
+		return
+	}
+	w.eachPair(m, "spec", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "bindOptions":
+			w.record("spec.bindOptions", k)
+			w.bindOptions(v, &spec.BindOptions)
+		case "tuningOptions":
+			w.record("spec.tuningOptions", k)
+			w.tuningOptions(v, &spec.TuningOptions)
+		case "dynamicConfigManager":
+			spec.DynamicConfigManager = w.boolPtr(v, "spec.dynamicConfigManager")
+		case "defaultCertificate":
+			spec.DefaultCertificate, _ = w.str(v, "spec.defaultCertificate")
+		case "defaultDestinationCA":
+			spec.DefaultDestinationCA, _ = w.str(v, "spec.defaultDestinationCA")
+		case "routeSelector":
+			w.record("spec.routeSelector", k)
+			spec.RouteSelector = w.labelSelector(v, "spec.routeSelector")
+		case "namespaces":
+			w.record("spec.namespaces", k)
+			spec.Namespaces = w.stringList(v, "spec.namespaces")
+		case "allowWildcardRoutes":
+			spec.AllowWildcardRoutes, _ = w.boolean(v, "spec.allowWildcardRoutes")
+		default:
+			w.unknownField(k, "spec."+key)
+		}
+	})
+}
+
+func (w *walker) bindOptions(n *yaml.Node, b *BindOptions) {
+	m, ok := w.mapping(n, "spec.bindOptions")
+	if !ok {
+		return
+	}
+	w.eachPair(m, "spec.bindOptions", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "address":
+			b.Address, _ = w.str(v, "spec.bindOptions.address")
+		case "ports":
+			w.record("spec.bindOptions.ports", k)
+			pm, ok := w.mapping(v, "spec.bindOptions.ports")
+			if !ok {
+				return
+			}
+			w.eachPair(pm, "spec.bindOptions.ports", func(key string, k, v *yaml.Node) {
+				switch key {
+				case "http":
+					b.Ports.HTTP = w.intPtr(v, "spec.bindOptions.ports.http")
+				case "https":
+					b.Ports.HTTPS = w.intPtr(v, "spec.bindOptions.ports.https")
+				case "stats":
+					b.Ports.Stats = w.intPtr(v, "spec.bindOptions.ports.stats")
+				default:
+					w.unknownField(k, "spec.bindOptions.ports."+key)
+				}
+			})
+		default:
+			w.unknownField(k, "spec.bindOptions."+key)
+		}
+	})
+}
+
+func (w *walker) tuningOptions(n *yaml.Node, t *TuningOptions) {
+	const f = "spec.tuningOptions."
+	m, ok := w.mapping(n, "spec.tuningOptions")
+	if !ok {
+		return
+	}
+	w.eachPair(m, "spec.tuningOptions", func(key string, k, v *yaml.Node) {
+		var dst *string
+		switch key {
+		case "maxConnections":
+			t.MaxConnections = w.intPtr(v, f+"maxConnections")
+			return
+		case "threadCount":
+			t.ThreadCount = w.intPtr(v, f+"threadCount")
+			return
+		case "reloadInterval":
+			dst = &t.ReloadInterval
+		case "healthCheckInterval":
+			dst = &t.HealthCheckInterval
+		case "clientTimeout":
+			dst = &t.ClientTimeout
+		case "serverTimeout":
+			dst = &t.ServerTimeout
+		case "connectTimeout":
+			dst = &t.ConnectTimeout
+		case "tunnelTimeout":
+			dst = &t.TunnelTimeout
+		case "clientFinTimeout":
+			dst = &t.ClientFinTimeout
+		case "serverFinTimeout":
+			dst = &t.ServerFinTimeout
+		case "tlsInspectDelay":
+			dst = &t.TLSInspectDelay
+		case "hardStopAfter":
+			dst = &t.HardStopAfter
+		default:
+			w.unknownField(k, f+key)
+			return
+		}
+		*dst = w.durationText(v, f+key)
+	})
+}
+
+func (w *walker) labelSelector(n *yaml.Node, field string) *LabelSelector {
+	m, ok := w.mapping(n, field)
+	if !ok {
+		return nil
+	}
+	var sel LabelSelector
+	w.eachPair(m, field, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "matchLabels":
+			w.record(field+".matchLabels", k)
+			sel.MatchLabels = w.stringMap(v, field+".matchLabels")
+		case "matchExpressions":
+			f := field + ".matchExpressions"
+			w.record(f, k)
+			for i, item := range w.list(v, f) {
+				fi := index(f, i)
+				w.record(fi, item)
+				em, ok := w.mapping(item, fi)
+				if !ok {
+					continue
+				}
+				var req LabelSelectorRequirement
+				w.eachPair(em, fi, func(key string, k, v *yaml.Node) {
+					switch key {
+					case "key":
+						req.Key, _ = w.str(v, fi+".key")
+					case "operator":
+						req.Operator, _ = w.str(v, fi+".operator")
+					case "values":
+						w.record(fi+".values", k)
+						req.Values = w.stringList(v, fi+".values")
+					default:
+						w.unknownField(k, fi+"."+key)
+					}
+				})
+				sel.MatchExpressions = append(sel.MatchExpressions, req)
+			}
+		default:
+			w.unknownField(k, field+"."+key)
+		}
+	})
+	return &sel
+}

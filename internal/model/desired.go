@@ -1,0 +1,259 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Desired is the validated, admitted state of one snapshot: what HAProxy
+// should serve. Render turns it into files; plan diffs two of them.
+type Desired struct {
+	Router Settings
+	// Routes holds the admitted routes, sorted by namespace then name.
+	Routes []AdmittedRoute
+	// Statuses holds one entry per route seen, admitted or not, sorted
+	// by namespace then name.
+	Statuses []RouteStatus
+}
+
+// Settings is a RouterConfig with defaults applied and values clamped.
+type Settings struct {
+	BindAddress string // "" = all addresses
+	HTTPPort    int
+	HTTPSPort   int
+	StatsPort   int
+
+	ReloadInterval      time.Duration
+	HealthCheckInterval time.Duration
+
+	MaxConnections   int
+	ThreadCount      int // 0 = HAProxy's default
+	ClientTimeout    time.Duration
+	ServerTimeout    time.Duration
+	ConnectTimeout   time.Duration
+	TunnelTimeout    time.Duration
+	ClientFinTimeout time.Duration
+	ServerFinTimeout time.Duration
+	TLSInspectDelay  time.Duration
+	HardStopAfter    time.Duration // 0 = unset
+
+	DynamicConfigManager bool
+
+	// DefaultCertificate is PEM (certificate chain + key). Empty means the
+	// daemon supplies a generated self-signed one from the state dir.
+	DefaultCertificate string
+	// DefaultCertificateFile is set when the RouterConfig named a path;
+	// the caller (not model, which does no I/O) reads it.
+	DefaultCertificateFile string
+	// DefaultDestinationCA is PEM; empty means the system trust store.
+	DefaultDestinationCA     string
+	DefaultDestinationCAFile string
+
+	RouteSelector       *LabelSelector
+	Namespaces          []string
+	AllowWildcardRoutes bool
+}
+
+// Defaults as documented in DESIGN §3 (OpenShift's IngressController values).
+const (
+	DefaultHTTPPort            = 80
+	DefaultHTTPSPort           = 443
+	DefaultStatsPort           = 1936
+	DefaultReloadInterval      = 5 * time.Second
+	DefaultHealthCheckInterval = 5 * time.Second
+	DefaultMaxConnections      = 50000
+	DefaultClientTimeout       = 30 * time.Second
+	DefaultServerTimeout       = 30 * time.Second
+	DefaultConnectTimeout      = 5 * time.Second
+	DefaultTunnelTimeout       = time.Hour
+	DefaultClientFinTimeout    = time.Second
+	DefaultServerFinTimeout    = time.Second
+	DefaultTLSInspectDelay     = 5 * time.Second
+)
+
+// DefaultSettings returns the settings used when no RouterConfig exists.
+func DefaultSettings() Settings {
+	return Settings{
+		HTTPPort:             DefaultHTTPPort,
+		HTTPSPort:            DefaultHTTPSPort,
+		StatsPort:            DefaultStatsPort,
+		ReloadInterval:       DefaultReloadInterval,
+		HealthCheckInterval:  DefaultHealthCheckInterval,
+		MaxConnections:       DefaultMaxConnections,
+		ClientTimeout:        DefaultClientTimeout,
+		ServerTimeout:        DefaultServerTimeout,
+		ConnectTimeout:       DefaultConnectTimeout,
+		TunnelTimeout:        DefaultTunnelTimeout,
+		ClientFinTimeout:     DefaultClientFinTimeout,
+		ServerFinTimeout:     DefaultServerFinTimeout,
+		TLSInspectDelay:      DefaultTLSInspectDelay,
+		DynamicConfigManager: true,
+	}
+}
+
+// RouteKey identifies a route.
+type RouteKey struct {
+	Namespace string
+	Name      string
+}
+
+func (k RouteKey) String() string { return k.Namespace + "/" + k.Name }
+
+// BackendName is the HAProxy backend of one route, e.g. "be_http:ns:name".
+type BackendName string
+
+// ServerName is the HAProxy server name of one endpoint. It is derived from
+// the endpoint address alone, so a server keeps its name across reloads and
+// runtime additions.
+type ServerName string
+
+// ServerNameFor derives the stable server name for an endpoint:
+// "ep_10.0.0.1_8080", or "ep_fd00--1_8080" for IPv6 (':' is replaced so the
+// name stays readable in `be/srv` runtime arguments).
+func ServerNameFor(ip string, port int) ServerName {
+	return ServerName(fmt.Sprintf("ep_%s_%d", strings.ReplaceAll(ip, ":", "-"), port))
+}
+
+// AdmittedRoute is a route that passed validation and admission, with its
+// services resolved to endpoints and its annotations parsed.
+type AdmittedRoute struct {
+	Key               RouteKey
+	CreationTimestamp time.Time
+	Labels            map[string]string
+
+	Host string // lowercased, no port
+	Path string // "" or starting with "/"
+	// Wildcard is true for wildcardPolicy Subdomain: the route also serves
+	// every host in the parent domain of Host ("*.example.com" for
+	// "www.example.com").
+	Wildcard bool
+
+	Termination    Termination
+	InsecurePolicy InsecureEdgeTerminationPolicy // "" for non-edge/reencrypt
+	TLS            RouteTLS
+
+	Backend BackendSettings
+	// Services is spec.to followed by spec.alternateBackends.
+	Services []ServiceBackend
+}
+
+// BackendName returns the one backend this route renders to.
+func (r AdmittedRoute) BackendName() BackendName {
+	prefix := "be_http"
+	switch r.Termination {
+	case TerminationEdge:
+		prefix = "be_edge_http"
+	case TerminationReencrypt:
+		prefix = "be_secure"
+	case TerminationPassthrough:
+		prefix = "be_tcp"
+	}
+	return BackendName(prefix + ":" + r.Key.Namespace + ":" + r.Key.Name)
+}
+
+// Servers returns every server of the route across its services, in order.
+func (r AdmittedRoute) Servers() []Server {
+	var out []Server
+	for _, s := range r.Services {
+		out = append(out, s.Servers...)
+	}
+	return out
+}
+
+// ActiveServers counts servers with a non-zero weight: the endpoints that
+// receive traffic, which decide whether health checks run (two or more).
+func (r AdmittedRoute) ActiveServers() int {
+	n := 0
+	for _, s := range r.Servers() {
+		if s.Weight > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// HealthChecked reports whether the route's servers are actively checked:
+// only when two or more endpoints share the traffic (DESIGN §3).
+func (r AdmittedRoute) HealthChecked() bool { return r.ActiveServers() >= 2 }
+
+// RouteTLS holds PEM material as written in the route (already validated).
+type RouteTLS struct {
+	Certificate              string
+	Key                      string
+	CACertificate            string
+	DestinationCACertificate string
+}
+
+// ServiceBackend is one service behind a route with its ready endpoints.
+type ServiceBackend struct {
+	Name    string
+	Weight  int32 // the route's weight for this service, 0..256
+	Servers []Server
+}
+
+// Server is one ready endpoint address of a service.
+type Server struct {
+	Name    ServerName
+	Address string // IP literal
+	Port    int
+	// Weight is the HAProxy server weight, 0..256: the service weight
+	// spread over the service's endpoints (OpenShift's scheme).
+	Weight int
+}
+
+// BalanceAlgorithm is one of the dynamic-server compatible algorithms.
+type BalanceAlgorithm string
+
+const (
+	BalanceRoundRobin BalanceAlgorithm = "roundrobin"
+	BalanceLeastConn  BalanceAlgorithm = "leastconn"
+	BalanceSource     BalanceAlgorithm = "source"
+	BalanceRandom     BalanceAlgorithm = "random"
+)
+
+// BackendSettings is what the route's annotations set. Zero values mean
+// "not set, use the router default".
+type BackendSettings struct {
+	Balance             BalanceAlgorithm // "" = leastconn for passthrough/reencrypt? see render; validation fills it
+	Timeout             time.Duration    // haproxy.router.openshift.io/timeout (timeout server)
+	TunnelTimeout       time.Duration    // …/timeout-tunnel
+	HealthCheckInterval time.Duration    // resolved: annotation > RouterConfig > 5s
+	IPAllowlist         []string         // CIDRs or IPs
+	HSTSHeader          string           // value of Strict-Transport-Security
+	DisableCookies      bool
+	CookieName          string
+	CookieSameSite      string // Lax, Strict, None
+	RateLimit           *RateLimit
+	// PodConcurrentConnections caps connections per server (maxconn).
+	PodConcurrentConnections int
+	RewriteTarget            *string // nil = unset
+	ForwardedHeaders         string  // append (default), replace, never, if-none
+}
+
+// RateLimit is the rate-limit-connections family of annotations.
+type RateLimit struct {
+	ConcurrentTCP int
+	RateTCP       int
+	RateHTTP      int
+}
+
+// RouteState is the outcome of admission for one route.
+type RouteState string
+
+const (
+	RouteAdmitted             RouteState = "admitted"
+	RouteAdmittedWithWarnings RouteState = "admitted-with-warnings"
+	RouteRejected             RouteState = "rejected"
+)
+
+// RouteStatus is what `status` and metrics show for each route.
+type RouteStatus struct {
+	Key      RouteKey
+	Host     string
+	Path     string
+	State    RouteState
+	Reasons  []string // why rejected
+	Warnings []string
+	Source   Position
+}

@@ -1,0 +1,91 @@
+package model
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Severity orders diagnostics: errors make `check` fail, warnings are shown
+// and counted, notes explain harmless decisions (a skipped kind, say).
+type Severity int
+
+const (
+	SeverityNote Severity = iota
+	SeverityWarning
+	SeverityError
+)
+
+func (s Severity) String() string {
+	switch s {
+	case SeverityError:
+		return "error"
+	case SeverityWarning:
+		return "warning"
+	default:
+		return "note"
+	}
+}
+
+// Position names a place in an input file. Line and Col are 1-based; zero
+// means unknown (the whole file).
+type Position struct {
+	Path string
+	Line int
+	Col  int
+}
+
+func (p Position) String() string {
+	return fmt.Sprintf("%s:%d:%d", p.Path, p.Line, p.Col)
+}
+
+// Diagnostic is one problem found in the input. Its String form is the
+// `path:line:col: severity: message` line that operators grep for.
+type Diagnostic struct {
+	Pos      Position
+	Severity Severity
+	// Field is the YAML path of the offending field, e.g. "spec.tls.key".
+	Field   string
+	Message string
+	// Route names the route the diagnostic belongs to ("ns/name"), if any,
+	// so statuses can carry their own warnings.
+	Route string
+}
+
+func (d Diagnostic) String() string {
+	if d.Field != "" {
+		return fmt.Sprintf("%s: %s: %s: %s", d.Pos, d.Severity, d.Field, d.Message)
+	}
+	return fmt.Sprintf("%s: %s: %s", d.Pos, d.Severity, d.Message)
+}
+
+// Diagnostics is a list with helpers for the common questions.
+type Diagnostics []Diagnostic
+
+// HasErrors reports whether any diagnostic is an error. Under strict
+// checking, warnings count as errors too.
+func (ds Diagnostics) HasErrors(strict bool) bool {
+	for _, d := range ds {
+		if d.Severity == SeverityError || (strict && d.Severity == SeverityWarning) {
+			return true
+		}
+	}
+	return false
+}
+
+// Sort orders diagnostics by file, line, column, then message, so output
+// is deterministic.
+func (ds Diagnostics) Sort() {
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i], ds[j]
+		if a.Pos.Path != b.Pos.Path {
+			return a.Pos.Path < b.Pos.Path
+		}
+		if a.Pos.Line != b.Pos.Line {
+			return a.Pos.Line < b.Pos.Line
+		}
+		if a.Pos.Col != b.Pos.Col {
+			return a.Pos.Col < b.Pos.Col
+		}
+		return a.Message < b.Message
+	})
+}

@@ -1,0 +1,142 @@
+package model
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+)
+
+// SourceFile is one input file of a snapshot. Path is relative to the
+// snapshot root, slash-separated; Hash is a content hash (hex sha256).
+type SourceFile struct {
+	Path string
+	Data []byte
+	Hash string
+}
+
+// Result is the outcome of loading one snapshot.
+type Result struct {
+	Desired     *Desired
+	Objects     Objects
+	Diagnostics Diagnostics
+}
+
+// Loader decodes snapshots incrementally. It is not safe for concurrent use.
+//
+// It remembers, per path, the content hash of the last load and the objects
+// of the last content that decoded cleanly, so that unchanged files are not
+// parsed again and a file that breaks does not take its routes down.
+type Loader struct {
+	limits Limits
+	files  map[string]*fileState
+	// prev is the last good router settings, handed to Admit so that an
+	// invalid RouterConfig keeps the last good one in force.
+	prev *Settings
+	// parsed counts files decoded, so tests can see what was skipped.
+	parsed int
+}
+
+// fileState is what the Loader keeps about one path.
+type fileState struct {
+	hash   string
+	diags  Diagnostics // of the current content
+	failed bool        // the current content has errors
+	good   *Objects    // of the last content without errors; nil if none yet
+}
+
+// NewLoader returns a Loader with the default limits.
+func NewLoader() *Loader {
+	return &Loader{limits: DefaultLimits(), files: make(map[string]*fileState)}
+}
+
+// Load decodes files (unchanged hashes are not parsed again), keeps the last
+// good objects of files that now fail, and admits the result. Objects are in
+// path order, then document order; diagnostics are sorted. The objects
+// handed to Admit are shared with later loads and must not be modified.
+func (l *Loader) Load(files []SourceFile) Result {
+	objs, diags := l.decode(files)
+	desired, admitDiags := Admit(objs, l.prev)
+	if desired != nil {
+		settings := desired.Router
+		l.prev = &settings
+	}
+	diags = append(diags, admitDiags...)
+	diags.Sort()
+	return Result{Desired: desired, Objects: objs, Diagnostics: diags}
+}
+
+// decode brings the per-path cache in step with files and returns the
+// objects in force and the decoding diagnostics.
+func (l *Loader) decode(files []SourceFile) (Objects, Diagnostics) {
+	present := make(map[string]bool, len(files))
+	var changed []SourceFile
+	var hashes []string
+	for _, f := range files {
+		if present[f.Path] {
+			continue // the snapshot reader never lists a path twice
+		}
+		present[f.Path] = true
+		hash := f.Hash
+		if hash == "" {
+			sum := sha256.Sum256(f.Data)
+			hash = hex.EncodeToString(sum[:])
+		}
+		if st := l.files[f.Path]; st != nil && st.hash == hash {
+			continue
+		}
+		changed = append(changed, f)
+		hashes = append(hashes, hash)
+	}
+
+	for i, r := range decodeFiles(changed, l.limits) {
+		l.parsed++
+		st := l.files[changed[i].Path]
+		if st == nil {
+			st = &fileState{}
+			l.files[changed[i].Path] = st
+		}
+		st.hash, st.diags, st.failed = hashes[i], r.diags, r.failed
+		if !r.failed {
+			objs := r.objs
+			st.good = &objs
+		}
+	}
+	for path := range l.files {
+		if !present[path] {
+			delete(l.files, path)
+		}
+	}
+
+	paths := make([]string, 0, len(l.files))
+	for path := range l.files {
+		paths = append(paths, path)
+	}
+	slices.Sort(paths)
+	var objs Objects
+	var diags Diagnostics
+	for _, path := range paths {
+		st := l.files[path]
+		diags = append(diags, st.diags...)
+		if st.failed {
+			diags = append(diags, keptNote(path, st.good != nil))
+		}
+		if st.good != nil {
+			objs.append(*st.good)
+		}
+	}
+	return objs, diags
+}
+
+// keptNote says what a failed file contributes, so operators know the
+// served state differs from the file as written.
+func keptNote(path string, kept bool) Diagnostic {
+	d := Diagnostic{Pos: Position{Path: path, Line: 1, Col: 1}}
+	if kept {
+		d.Severity = SeverityWarning
+		d.Message = "file has errors: its last good content stays in force"
+	} else {
+		d.Severity = SeverityNote
+		d.Message = "file has errors: it contributes nothing until fixed"
+	}
+	return d
+}

@@ -1,0 +1,209 @@
+package model
+
+import "time"
+
+// The types in this file mirror the Kubernetes/OpenShift objects as they are
+// written in YAML. They are what the decoder produces; validation and
+// admission turn them into the Desired state that render consumes.
+
+// ObjectMeta is the part of Kubernetes metadata haroute uses. Server-side
+// fields (uid, resourceVersion, managedFields, …) are ignored by the decoder.
+type ObjectMeta struct {
+	Name              string
+	Namespace         string // "default" when absent
+	Labels            map[string]string
+	Annotations       map[string]string
+	CreationTimestamp time.Time // zero when absent: such routes lose ties
+}
+
+// Source locates an object, and its fields, in the input.
+type Source struct {
+	Pos Position
+	// Fields maps a dotted field path ("spec.tls.key",
+	// "metadata.annotations.haproxy.router.openshift.io/timeout") to where
+	// its value was written, so later stages can report exact positions.
+	Fields map[string]Position
+}
+
+// At returns the position of field, falling back to the object itself.
+func (s Source) At(field string) Position {
+	if p, ok := s.Fields[field]; ok {
+		return p
+	}
+	return s.Pos
+}
+
+// IntOrString is Kubernetes' intstr: a port given by number or by name.
+type IntOrString struct {
+	IsString bool
+	Int      int32
+	Str      string
+}
+
+// Route is route.openshift.io/v1 Route (also read under apiVersion: v1).
+type Route struct {
+	Meta   ObjectMeta
+	Spec   RouteSpec
+	Source Source
+}
+
+type RouteSpec struct {
+	Host              string
+	Path              string
+	To                RouteTargetReference
+	AlternateBackends []RouteTargetReference
+	Port              *RoutePort
+	TLS               *TLSConfig
+	WildcardPolicy    WildcardPolicy // "None" when absent
+}
+
+type RouteTargetReference struct {
+	Kind   string // "Service"
+	Name   string
+	Weight *int32 // nil = 100; 0..256
+}
+
+type RoutePort struct {
+	TargetPort IntOrString
+}
+
+type Termination string
+
+const (
+	TerminationNone        Termination = "" // plain HTTP route
+	TerminationEdge        Termination = "edge"
+	TerminationReencrypt   Termination = "reencrypt"
+	TerminationPassthrough Termination = "passthrough"
+)
+
+type InsecureEdgeTerminationPolicy string
+
+const (
+	InsecurePolicyNone     InsecureEdgeTerminationPolicy = "None"
+	InsecurePolicyAllow    InsecureEdgeTerminationPolicy = "Allow"
+	InsecurePolicyRedirect InsecureEdgeTerminationPolicy = "Redirect"
+)
+
+type WildcardPolicy string
+
+const (
+	WildcardPolicyNone      WildcardPolicy = "None"
+	WildcardPolicySubdomain WildcardPolicy = "Subdomain"
+)
+
+type TLSConfig struct {
+	Termination                   Termination
+	Certificate                   string
+	Key                           string
+	CACertificate                 string
+	DestinationCACertificate      string
+	InsecureEdgeTerminationPolicy InsecureEdgeTerminationPolicy
+}
+
+// Endpoints is core v1 Endpoints.
+type Endpoints struct {
+	Meta    ObjectMeta
+	Subsets []EndpointSubset
+	Source  Source
+}
+
+type EndpointSubset struct {
+	Addresses         []EndpointAddress
+	NotReadyAddresses []EndpointAddress
+	Ports             []EndpointPort
+}
+
+type EndpointAddress struct {
+	IP       string
+	Hostname string
+}
+
+type EndpointPort struct {
+	Name     string
+	Port     int32
+	Protocol string // TCP when absent
+}
+
+// EndpointSlice is discovery.k8s.io/v1 EndpointSlice. The service it belongs
+// to is the label kubernetes.io/service-name.
+type EndpointSlice struct {
+	Meta        ObjectMeta
+	AddressType string
+	Endpoints   []SliceEndpoint
+	Ports       []EndpointPort
+	Source      Source
+}
+
+type SliceEndpoint struct {
+	Addresses []string
+	Ready     *bool // nil counts as ready, as in Kubernetes
+}
+
+// ServiceNameLabel ties an EndpointSlice to its Service.
+const ServiceNameLabel = "kubernetes.io/service-name"
+
+// RouterConfig is haroute.io/v1alpha1 RouterConfig. Pointer fields are nil
+// when the field was not written, so "unset" and "explicit zero" differ.
+type RouterConfig struct {
+	Meta   ObjectMeta
+	Spec   RouterConfigSpec
+	Source Source
+}
+
+type RouterConfigSpec struct {
+	BindOptions          BindOptions
+	TuningOptions        TuningOptions
+	DynamicConfigManager *bool
+	DefaultCertificate   string // inline PEM (cert + key) or a file path
+	DefaultDestinationCA string // inline PEM or a file path
+	RouteSelector        *LabelSelector
+	Namespaces           []string
+	AllowWildcardRoutes  bool
+}
+
+type BindOptions struct {
+	Address string
+	Ports   BindPorts
+}
+
+type BindPorts struct {
+	HTTP  *int
+	HTTPS *int
+	Stats *int
+}
+
+// TuningOptions holds durations as written; validation parses them.
+type TuningOptions struct {
+	MaxConnections      *int
+	ThreadCount         *int
+	ReloadInterval      string
+	HealthCheckInterval string
+	ClientTimeout       string
+	ServerTimeout       string
+	ConnectTimeout      string
+	TunnelTimeout       string
+	ClientFinTimeout    string
+	ServerFinTimeout    string
+	TLSInspectDelay     string
+	HardStopAfter       string
+}
+
+// LabelSelector is metav1.LabelSelector.
+type LabelSelector struct {
+	MatchLabels      map[string]string
+	MatchExpressions []LabelSelectorRequirement
+}
+
+type LabelSelectorRequirement struct {
+	Key      string
+	Operator string // In, NotIn, Exists, DoesNotExist
+	Values   []string
+}
+
+// Objects is everything decoded from one snapshot (or one file).
+type Objects struct {
+	Routes         []Route
+	Endpoints      []Endpoints
+	EndpointSlices []EndpointSlice
+	RouterConfigs  []RouterConfig
+}

@@ -1,0 +1,346 @@
+package model
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// RouterConfig validation. Misconfiguring the router itself must never
+// pass quietly, and must never take the running router down either: any
+// error leaves the previous settings in force.
+
+// reloadIntervalPattern is the pattern OpenShift's IngressController
+// applies to tuningOptions.reloadInterval. Compiled once; never mutated.
+var reloadIntervalPattern = regexp.MustCompile(`^(0|([0-9]+(\.[0-9]+)?(s|m))+)$`)
+
+const (
+	minReloadInterval      = time.Second
+	maxReloadInterval      = 120 * time.Second
+	minHealthCheckInterval = time.Second
+	// Below this, checks from every worker towards every server start to
+	// look like a SYN flood to the backends.
+	quietHealthCheckInterval = 5 * time.Second
+	maxThreadCount           = 64
+	nodePortMin              = 30000
+	nodePortMax              = 32767
+)
+
+// resolveSettings returns the settings in force for a snapshot: defaults
+// when there is no RouterConfig, the RouterConfig's when it is valid, and
+// prev (or defaults) when it is not.
+func resolveSettings(rcs []RouterConfig, prev *Settings) (Settings, Diagnostics) {
+	if len(rcs) == 0 {
+		return DefaultSettings(), nil
+	}
+	fallback := DefaultSettings()
+	if prev != nil {
+		fallback = *prev
+	}
+	sorted := make([]*RouterConfig, len(rcs))
+	for i := range rcs {
+		sorted[i] = &rcs[i]
+	}
+	sort.SliceStable(sorted, func(i, j int) bool { return positionLess(sorted[i].Source.Pos, sorted[j].Source.Pos) })
+
+	var ds Diagnostics
+	var s Settings
+	for i, rc := range sorted {
+		var rds Diagnostics
+		s, rds = settingsFrom(rc)
+		ds = append(ds, rds...)
+		if i > 0 {
+			ds = append(ds, Diagnostic{
+				Pos: rc.Source.Pos, Severity: SeverityError, Field: "kind",
+				Message: fmt.Sprintf("more than one RouterConfig (%s and %s): at most one is allowed; the previous settings stay in force",
+					sorted[0].Source.Pos, rc.Source.Pos),
+			})
+		}
+	}
+	if len(sorted) > 1 || ds.HasErrors(false) {
+		if len(sorted) == 1 {
+			ds = append(ds, Diagnostic{
+				Pos: sorted[0].Source.Pos, Severity: SeverityNote,
+				Message: "RouterConfig has errors; the previous settings stay in force",
+			})
+		}
+		return fallback, ds
+	}
+	return s, ds
+}
+
+func positionLess(a, b Position) bool {
+	if a.Path != b.Path {
+		return a.Path < b.Path
+	}
+	if a.Line != b.Line {
+		return a.Line < b.Line
+	}
+	return a.Col < b.Col
+}
+
+// settingsFrom applies defaults to one RouterConfig and validates it.
+func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
+	v := rcCheck{src: rc.Source}
+	s := DefaultSettings()
+	spec := &rc.Spec
+
+	if a := spec.BindOptions.Address; a != "" {
+		if ip, err := netip.ParseAddr(a); err != nil || ip.Zone() != "" {
+			v.errorf("spec.bindOptions.address", "address %q is not an IP address", a)
+		} else {
+			s.BindAddress = ip.String()
+		}
+	}
+	v.ports(spec.BindOptions.Ports, &s)
+
+	if d, ok := v.reloadInterval(spec.TuningOptions.ReloadInterval); ok {
+		s.ReloadInterval = d
+	}
+	if d, ok := v.healthCheckInterval(spec.TuningOptions.HealthCheckInterval); ok {
+		s.HealthCheckInterval = d
+	}
+
+	if p := spec.TuningOptions.MaxConnections; p != nil {
+		if *p < 1 {
+			v.errorf("spec.tuningOptions.maxConnections", "maxConnections %d must be a positive integer", *p)
+		} else {
+			s.MaxConnections = *p
+		}
+	}
+	if p := spec.TuningOptions.ThreadCount; p != nil {
+		if *p < 0 || *p > maxThreadCount {
+			v.errorf("spec.tuningOptions.threadCount", "threadCount %d is out of range 1-%d (0 or unset: HAProxy's default)", *p, maxThreadCount)
+		} else {
+			s.ThreadCount = *p
+		}
+	}
+	t := &spec.TuningOptions
+	for _, d := range []struct {
+		name  string
+		value string
+		dst   *time.Duration
+	}{
+		{"clientTimeout", t.ClientTimeout, &s.ClientTimeout},
+		{"serverTimeout", t.ServerTimeout, &s.ServerTimeout},
+		{"connectTimeout", t.ConnectTimeout, &s.ConnectTimeout},
+		{"tunnelTimeout", t.TunnelTimeout, &s.TunnelTimeout},
+		{"clientFinTimeout", t.ClientFinTimeout, &s.ClientFinTimeout},
+		{"serverFinTimeout", t.ServerFinTimeout, &s.ServerFinTimeout},
+		{"tlsInspectDelay", t.TLSInspectDelay, &s.TLSInspectDelay},
+		{"hardStopAfter", t.HardStopAfter, &s.HardStopAfter},
+	} {
+		if got, ok := v.timeout(d.name, d.value); ok {
+			*d.dst = got
+		}
+	}
+
+	if spec.DynamicConfigManager != nil {
+		s.DynamicConfigManager = *spec.DynamicConfigManager
+	}
+
+	if c := spec.DefaultCertificate; c != "" {
+		const f = "spec.defaultCertificate"
+		if looksLikePEM(c) {
+			if err := checkCertificateBundle(c); err != nil {
+				v.errorf(f, "defaultCertificate %v", err)
+			} else {
+				s.DefaultCertificate = c
+			}
+		} else if msg := filePathProblem("defaultCertificate", c); msg != "" {
+			v.errorf(f, "%s", msg)
+		} else {
+			s.DefaultCertificateFile = c
+		}
+	}
+	if c := spec.DefaultDestinationCA; c != "" {
+		const f = "spec.defaultDestinationCA"
+		if looksLikePEM(c) {
+			if _, err := parseCertificates(c); err != nil {
+				v.errorf(f, "defaultDestinationCA %v", err)
+			} else {
+				s.DefaultDestinationCA = c
+			}
+		} else if msg := filePathProblem("defaultDestinationCA", c); msg != "" {
+			v.errorf(f, "%s", msg)
+		} else {
+			s.DefaultDestinationCAFile = c
+		}
+	}
+
+	if sel := spec.RouteSelector; sel != nil {
+		v.ds = append(v.ds, validateSelector(sel, rc.Source, "spec.routeSelector")...)
+		s.RouteSelector = sel
+	}
+	for i, ns := range spec.Namespaces {
+		if msg := namespaceProblem(ns); msg != "" {
+			v.errorf(fmt.Sprintf("spec.namespaces[%d]", i), "%s", msg)
+		}
+	}
+	if len(spec.Namespaces) > 0 {
+		s.Namespaces = append([]string(nil), spec.Namespaces...)
+	}
+	s.AllowWildcardRoutes = spec.AllowWildcardRoutes
+	return s, v.ds
+}
+
+// filePathProblem checks a value that is not inline PEM, so must be a file
+// path for the daemon to read. Relative paths would depend on the daemon's
+// working directory, which systemd does not promise.
+func filePathProblem(name, p string) string {
+	switch {
+	case strings.IndexByte(p, 0) >= 0:
+		return fmt.Sprintf("%s file path must not contain a NUL byte", name)
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Sprintf("%s %q is neither inline PEM (-----BEGIN …) nor an absolute file path", name, p)
+	}
+	return ""
+}
+
+// rcCheck collects the diagnostics of one RouterConfig.
+type rcCheck struct {
+	src Source
+	ds  Diagnostics
+}
+
+func (v *rcCheck) add(sev Severity, field, format string, args ...any) {
+	v.ds = append(v.ds, Diagnostic{Pos: v.src.At(field), Severity: sev, Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *rcCheck) errorf(field, format string, args ...any) {
+	v.add(SeverityError, field, format, args...)
+}
+
+func (v *rcCheck) warnf(field, format string, args ...any) {
+	v.add(SeverityWarning, field, format, args...)
+}
+
+func (v *rcCheck) ports(p BindPorts, s *Settings) {
+	type port struct {
+		name     string
+		field    string
+		value    *int
+		dst      *int
+		explicit bool
+	}
+	ports := []*port{
+		{name: "http", value: p.HTTP, dst: &s.HTTPPort},
+		{name: "https", value: p.HTTPS, dst: &s.HTTPSPort},
+		{name: "stats", value: p.Stats, dst: &s.StatsPort},
+	}
+	for _, pt := range ports {
+		pt.field = "spec.bindOptions.ports." + pt.name
+		if pt.value == nil {
+			continue
+		}
+		n := *pt.value
+		switch {
+		case n == 0:
+			v.errorf(pt.field, "port 0 is not allowed: omit the field for the default %d", *pt.dst)
+		case n < 1 || n > 65535:
+			v.errorf(pt.field, "port %d is out of range 1-65535", n)
+		default:
+			*pt.dst = n
+			pt.explicit = true
+			if n >= nodePortMin && n <= nodePortMax {
+				v.warnf(pt.field, "port %d is inside the Kubernetes NodePort range %d-%d", n, nodePortMin, nodePortMax)
+			}
+		}
+	}
+	for j := 1; j < len(ports); j++ {
+		for i := 0; i < j; i++ {
+			a, b := ports[i], ports[j]
+			if *a.dst != *b.dst {
+				continue
+			}
+			at := b
+			if !b.explicit {
+				at = a
+			}
+			v.errorf(at.field, "port clash: %s and %s are both port %d", a.name, b.name, *b.dst)
+		}
+	}
+}
+
+func (v *rcCheck) reloadInterval(raw string) (time.Duration, bool) {
+	const f = "spec.tuningOptions.reloadInterval"
+	if raw == "" {
+		return 0, false
+	}
+	if !reloadIntervalPattern.MatchString(raw) {
+		v.errorf(f, "reloadInterval %q does not match %s (e.g. 5s, 1m, 1.5m)", raw, reloadIntervalPattern)
+		return 0, false
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil {
+		// "0" alone and sums like "1m30s" parse; this is unreachable
+		// unless the pattern and the parser disagree.
+		v.errorf(f, "reloadInterval %q: %v", raw, err)
+		return 0, false
+	}
+	switch {
+	case d == 0:
+		return 0, false
+	case d < minReloadInterval:
+		v.warnf(f, "reloadInterval %q is below 1s; using 1s", raw)
+		return minReloadInterval, true
+	case d > maxReloadInterval:
+		v.warnf(f, "reloadInterval %q is above 120s; using 120s", raw)
+		return maxReloadInterval, true
+	}
+	return d, true
+}
+
+func (v *rcCheck) healthCheckInterval(raw string) (time.Duration, bool) {
+	const f = "spec.tuningOptions.healthCheckInterval"
+	if raw == "" {
+		return 0, false
+	}
+	d, err := time.ParseDuration(raw)
+	switch {
+	case err != nil:
+		v.errorf(f, "healthCheckInterval %q is not a duration (e.g. 5s, 500ms, 1m30s)", raw)
+		return 0, false
+	case d < 0:
+		v.errorf(f, "healthCheckInterval %q must not be negative", raw)
+		return 0, false
+	case d == 0:
+		return 0, false
+	case d < minHealthCheckInterval:
+		v.warnf(f, "healthCheckInterval %q is below 1s; using 1s", raw)
+		return minHealthCheckInterval, true
+	case d > maxHAProxyTime:
+		v.warnf(f, "healthCheckInterval %q is above HAProxy's maximum of 2147483647ms; using 2147483647ms", raw)
+		return maxHAProxyTime, true
+	case d < quietHealthCheckInterval:
+		v.warnf(f, "healthCheckInterval %q is below 5s: checks from every worker to every server can look like a SYN flood to backends", raw)
+	}
+	return d, true
+}
+
+func (v *rcCheck) timeout(name, raw string) (time.Duration, bool) {
+	f := "spec.tuningOptions." + name
+	if raw == "" {
+		return 0, false
+	}
+	d, err := time.ParseDuration(raw)
+	switch {
+	case err != nil:
+		v.errorf(f, "%s %q is not a duration (e.g. 30s, 1m, 1h)", name, raw)
+		return 0, false
+	case d < 0:
+		v.errorf(f, "%s %q must not be negative", name, raw)
+		return 0, false
+	case d > maxHAProxyTime:
+		v.errorf(f, "%s %q is above HAProxy's maximum of 2147483647ms", name, raw)
+		return 0, false
+	case d == 0 && name != "hardStopAfter":
+		// Zero would mean "no timeout" to HAProxy; the API treats
+		// it as unset, and so do we.
+		return 0, false
+	}
+	return d, true
+}

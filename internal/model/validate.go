@@ -1,0 +1,269 @@
+package model
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Route validation. Every rule reports at the field it is about, so an
+// operator can go from `haroute check` output straight to the line. Errors
+// reject the route alone; warnings leave it admitted and are listed in its
+// status.
+
+// maxAlternateBackends is OpenShift's limit on spec.alternateBackends.
+const maxAlternateBackends = 3
+
+// defaultServiceWeight is the weight of a service whose weight is not written.
+const defaultServiceWeight = 100
+
+// maxServiceWeight is the highest service (and HAProxy server) weight.
+const maxServiceWeight = 256
+
+// routeCheck collects the diagnostics of one route.
+type routeCheck struct {
+	src   Source
+	key   string
+	diags Diagnostics
+	bad   bool // an error was reported: the route is rejected
+}
+
+func newRouteCheck(r *Route) *routeCheck {
+	return &routeCheck{src: r.Source, key: RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}.String()}
+}
+
+// pos returns where field was written, or where the first of the fallback
+// fields was, or the object: a missing field is reported at its parent.
+func (c *routeCheck) pos(field string, fallbacks ...string) Position {
+	return positionOf(c.src, field, fallbacks...)
+}
+
+func positionOf(src Source, field string, fallbacks ...string) Position {
+	if p, ok := src.Fields[field]; ok {
+		return p
+	}
+	for _, f := range fallbacks {
+		if p, ok := src.Fields[f]; ok {
+			return p
+		}
+	}
+	return src.Pos
+}
+
+func (c *routeCheck) add(sev Severity, pos Position, field, msg string) {
+	if sev == SeverityError {
+		c.bad = true
+	}
+	c.diags = append(c.diags, Diagnostic{Pos: pos, Severity: sev, Field: field, Message: msg, Route: c.key})
+}
+
+func (c *routeCheck) errorf(field string, format string, args ...any) {
+	c.add(SeverityError, c.pos(field), field, fmt.Sprintf(format, args...))
+}
+
+func (c *routeCheck) warnf(field string, format string, args ...any) {
+	c.add(SeverityWarning, c.pos(field), field, fmt.Sprintf(format, args...))
+}
+
+// validateRoute checks r against settings and returns it in admitted form,
+// with services named and weighted but not yet resolved to endpoints.
+// check.bad tells whether it must be rejected.
+func validateRoute(r *Route, settings *Settings) (AdmittedRoute, *routeCheck) {
+	c := newRouteCheck(r)
+	if msg := nameProblem(r.Meta.Name); msg != "" {
+		c.errorf("metadata.name", "%s", msg)
+	}
+	if msg := namespaceProblem(r.Meta.Namespace); msg != "" {
+		c.errorf("metadata.namespace", "%s", msg)
+	}
+	spec := &r.Spec
+	ar := AdmittedRoute{
+		Key:               RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name},
+		CreationTimestamp: r.Meta.CreationTimestamp,
+		Labels:            r.Meta.Labels,
+		Host:              spec.Host,
+		Path:              spec.Path,
+	}
+	if msg := hostProblem(spec.Host); msg != "" {
+		c.add(SeverityError, c.pos("spec.host", "spec"), "spec.host", msg)
+	}
+	if msg := pathProblem(spec.Path); msg != "" {
+		c.errorf("spec.path", "%s", msg)
+	}
+
+	validateTLS(c, spec, &ar)
+	validateWildcard(c, spec, settings, &ar)
+	ar.Services = validateServices(c, spec)
+	validateTargetPort(c, spec.Port)
+	ar.Backend = parseAnnotations(c, r, ar.Termination, settings)
+	return ar, c
+}
+
+func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
+	tls := spec.TLS
+	if tls == nil {
+		return
+	}
+	switch tls.Termination {
+	case TerminationEdge, TerminationReencrypt, TerminationPassthrough:
+		ar.Termination = tls.Termination
+	case TerminationNone:
+		c.add(SeverityError, c.pos("spec.tls.termination", "spec.tls"), "spec.tls.termination",
+			"termination is required when tls is set (edge, reencrypt or passthrough)")
+	default:
+		c.errorf("spec.tls.termination", "termination %q is not one of edge, reencrypt, passthrough", tls.Termination)
+	}
+
+	switch tls.InsecureEdgeTerminationPolicy {
+	case "", InsecurePolicyNone:
+		ar.InsecurePolicy = InsecurePolicyNone
+	case InsecurePolicyRedirect:
+		ar.InsecurePolicy = InsecurePolicyRedirect
+	case InsecurePolicyAllow:
+		ar.InsecurePolicy = InsecurePolicyAllow
+		if tls.Termination == TerminationPassthrough {
+			c.errorf("spec.tls.insecureEdgeTerminationPolicy",
+				"insecureEdgeTerminationPolicy Allow is not supported for passthrough routes (use None or Redirect)")
+		}
+	default:
+		c.errorf("spec.tls.insecureEdgeTerminationPolicy",
+			"insecureEdgeTerminationPolicy %q is not one of None, Allow, Redirect", tls.InsecureEdgeTerminationPolicy)
+	}
+
+	if tls.Termination == TerminationPassthrough {
+		if spec.Path != "" {
+			c.errorf("spec.path", "passthrough routes cannot have a path: TLS is not terminated, so only the SNI host is visible")
+		}
+		for _, f := range []struct{ field, value string }{
+			{"spec.tls.certificate", tls.Certificate},
+			{"spec.tls.key", tls.Key},
+			{"spec.tls.caCertificate", tls.CACertificate},
+			{"spec.tls.destinationCACertificate", tls.DestinationCACertificate},
+		} {
+			if f.value != "" {
+				c.errorf(f.field, "passthrough routes cannot have a %s: the backend terminates TLS", f.field[len("spec.tls."):])
+			}
+		}
+		return
+	}
+
+	switch {
+	case tls.Certificate != "" && tls.Key == "":
+		c.add(SeverityError, c.pos("spec.tls.key", "spec.tls.certificate"), "spec.tls.key", "key is required when certificate is set")
+	case tls.Certificate == "" && tls.Key != "":
+		c.add(SeverityError, c.pos("spec.tls.certificate", "spec.tls.key"), "spec.tls.certificate", "certificate is required when key is set")
+	case tls.Certificate != "":
+		if p := checkCertificateAndKey(tls.Certificate, tls.Key); p != nil {
+			field := "spec.tls.certificate"
+			if p.onKey {
+				field = "spec.tls.key"
+			}
+			c.errorf(field, "%s", p.msg)
+		}
+	}
+	if tls.CACertificate != "" {
+		if _, err := parseCertificates(tls.CACertificate); err != nil {
+			c.errorf("spec.tls.caCertificate", "caCertificate %v", err)
+		}
+	}
+	if tls.DestinationCACertificate != "" {
+		if tls.Termination == TerminationEdge {
+			c.errorf("spec.tls.destinationCACertificate",
+				"destinationCACertificate is only valid for reencrypt routes: edge routes talk plain HTTP to the backend")
+		} else if _, err := parseCertificates(tls.DestinationCACertificate); err != nil {
+			c.errorf("spec.tls.destinationCACertificate", "destinationCACertificate %v", err)
+		}
+	}
+	ar.TLS = RouteTLS{
+		Certificate:              tls.Certificate,
+		Key:                      tls.Key,
+		CACertificate:            tls.CACertificate,
+		DestinationCACertificate: tls.DestinationCACertificate,
+	}
+}
+
+func validateWildcard(c *routeCheck, spec *RouteSpec, settings *Settings, ar *AdmittedRoute) {
+	switch spec.WildcardPolicy {
+	case "", WildcardPolicyNone:
+	case WildcardPolicySubdomain:
+		ar.Wildcard = true
+		if !settings.AllowWildcardRoutes {
+			c.errorf("spec.wildcardPolicy",
+				"wildcard routes are not allowed: set spec.allowWildcardRoutes: true in the RouterConfig")
+		}
+		if n := countLabels(spec.Host); spec.Host != "" && n < 3 {
+			c.errorf("spec.wildcardPolicy",
+				"wildcardPolicy Subdomain needs a host with at least three labels (www.example.com serves *.example.com), got %q", spec.Host)
+		}
+	default:
+		c.errorf("spec.wildcardPolicy", "wildcardPolicy %q is not one of None, Subdomain", spec.WildcardPolicy)
+	}
+}
+
+func countLabels(host string) int {
+	n := 1
+	for i := 0; i < len(host); i++ {
+		if host[i] == '.' {
+			n++
+		}
+	}
+	return n
+}
+
+// validateServices checks spec.to and spec.alternateBackends and returns
+// them as ServiceBackends (without servers).
+func validateServices(c *routeCheck, spec *RouteSpec) []ServiceBackend {
+	refs := make([]RouteTargetReference, 0, 1+len(spec.AlternateBackends))
+	refs = append(refs, spec.To)
+	refs = append(refs, spec.AlternateBackends...)
+	if len(spec.AlternateBackends) > maxAlternateBackends {
+		f := fmt.Sprintf("spec.alternateBackends[%d]", maxAlternateBackends)
+		c.add(SeverityError, c.pos(f, f+".name", "spec.alternateBackends"), "spec.alternateBackends",
+			fmt.Sprintf("at most %d alternateBackends are allowed, got %d", maxAlternateBackends, len(spec.AlternateBackends)))
+	}
+	out := make([]ServiceBackend, 0, len(refs))
+	seen := make(map[string]string, len(refs))
+	for i, ref := range refs {
+		prefix := "spec.to"
+		if i > 0 {
+			prefix = "spec.alternateBackends[" + strconv.Itoa(i-1) + "]"
+		}
+		switch ref.Kind {
+		case "", "Service":
+		default:
+			c.errorf(prefix+".kind", "kind %q is not supported: only Service", ref.Kind)
+		}
+		if msg := serviceNameProblem(ref.Name); msg != "" {
+			c.add(SeverityError, c.pos(prefix+".name", prefix), prefix+".name", msg)
+		} else if first, dup := seen[ref.Name]; dup {
+			c.errorf(prefix+".name", "service %q is already named in %s", ref.Name, first)
+		} else {
+			seen[ref.Name] = prefix
+		}
+		w := int32(defaultServiceWeight)
+		if ref.Weight != nil {
+			w = *ref.Weight
+			if w < 0 || w > maxServiceWeight {
+				c.errorf(prefix+".weight", "weight %d is out of range 0-%d", w, maxServiceWeight)
+			}
+		}
+		out = append(out, ServiceBackend{Name: ref.Name, Weight: w})
+	}
+	return out
+}
+
+func validateTargetPort(c *routeCheck, port *RoutePort) {
+	if port == nil {
+		return
+	}
+	tp := port.TargetPort
+	const field = "spec.port.targetPort"
+	if tp.IsString {
+		if msg := portNameProblem(tp.Str); msg != "" {
+			c.add(SeverityError, c.pos(field, "spec.port"), field, msg)
+		}
+		return
+	}
+	if tp.Int < 1 || tp.Int > 65535 {
+		c.add(SeverityError, c.pos(field, "spec.port"), field, fmt.Sprintf("targetPort %d is out of range 1-65535", tp.Int))
+	}
+}

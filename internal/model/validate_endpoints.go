@@ -1,0 +1,248 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Endpoint resolution: a route names services; Endpoints and EndpointSlices
+// name the ready addresses behind them. Both kinds are read and united, so
+// a directory written by `kubectl get endpoints` or by an EndpointSlice
+// mirror works alike. Bad entries are skipped and reported on the object
+// they came from; the rest of the object still serves.
+
+// endpointGroup is one Endpoints subset or one EndpointSlice: ready
+// addresses that all listen on the same ports.
+type endpointGroup struct {
+	ports []EndpointPort // TCP ports with a valid number, in written order
+	addrs []netip.Addr
+}
+
+// endpointIndex maps "namespace/service" to the groups of that service.
+type endpointIndex map[string][]endpointGroup
+
+// endpoint is one resolved address:port.
+type endpoint struct {
+	addr netip.Addr
+	port int
+}
+
+func serviceKey(ns, name string) string { return ns + "/" + name }
+
+// buildEndpointIndex validates every Endpoints and EndpointSlice and
+// indexes their ready addresses by service.
+func buildEndpointIndex(objs *Objects) (endpointIndex, Diagnostics) {
+	idx := make(endpointIndex, len(objs.Endpoints)+len(objs.EndpointSlices))
+	var ds Diagnostics
+	for i := range objs.Endpoints {
+		ep := &objs.Endpoints[i]
+		key := serviceKey(namespaceOrDefault(ep.Meta.Namespace), ep.Meta.Name)
+		for si, sub := range ep.Subsets {
+			prefix := "subsets[" + strconv.Itoa(si) + "]"
+			g := endpointGroup{ports: validPorts(sub.Ports, ep.Source, prefix+".ports", &ds)}
+			g.addrs = make([]netip.Addr, 0, len(sub.Addresses))
+			for ai, a := range sub.Addresses {
+				field := prefix + ".addresses[" + strconv.Itoa(ai) + "].ip"
+				if addr, ok := endpointIP(a.IP, ep.Source, field, &ds); ok {
+					g.addrs = append(g.addrs, addr)
+				}
+			}
+			idx[key] = append(idx[key], g)
+		}
+		if len(ep.Subsets) == 0 {
+			// Present but empty: the service exists and has no endpoints,
+			// which is different from no object at all.
+			idx[key] = append(idx[key], endpointGroup{})
+		}
+	}
+	for i := range objs.EndpointSlices {
+		sl := &objs.EndpointSlices[i]
+		svc := sl.Meta.Labels[ServiceNameLabel]
+		if svc == "" {
+			ds = append(ds, Diagnostic{Pos: sl.Source.At("metadata.labels"), Severity: SeverityWarning, Field: "metadata.labels",
+				Message: fmt.Sprintf("EndpointSlice has no %s label, so it belongs to no service; ignored", ServiceNameLabel)})
+			continue
+		}
+		key := serviceKey(namespaceOrDefault(sl.Meta.Namespace), svc)
+		g := endpointGroup{ports: validPorts(sl.Ports, sl.Source, "ports", &ds)}
+		for ei, e := range sl.Endpoints {
+			if e.Ready != nil && !*e.Ready {
+				continue
+			}
+			for ai, a := range e.Addresses {
+				field := "endpoints[" + strconv.Itoa(ei) + "].addresses[" + strconv.Itoa(ai) + "]"
+				if addr, ok := endpointIP(a, sl.Source, field, &ds); ok {
+					g.addrs = append(g.addrs, addr)
+				}
+			}
+		}
+		idx[key] = append(idx[key], g)
+	}
+	return idx, ds
+}
+
+func namespaceOrDefault(ns string) string {
+	if ns == "" {
+		return "default"
+	}
+	return ns
+}
+
+// validPorts returns the TCP ports of a subset or slice with valid numbers.
+// UDP and SCTP ports are skipped silently: services commonly list them
+// (DNS), and a TCP router simply has nothing to do with them.
+func validPorts(ports []EndpointPort, src Source, prefix string, ds *Diagnostics) []EndpointPort {
+	out := make([]EndpointPort, 0, len(ports))
+	for i, p := range ports {
+		if p.Protocol != "" && p.Protocol != "TCP" {
+			continue
+		}
+		if p.Port < 1 || p.Port > 65535 {
+			field := prefix + "[" + strconv.Itoa(i) + "].port"
+			*ds = append(*ds, Diagnostic{Pos: positionOf(src, field, prefix+"["+strconv.Itoa(i)+"]"), Severity: SeverityError, Field: field,
+				Message: fmt.Sprintf("port %d is out of range 1-65535", p.Port)})
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// endpointIP parses an endpoint address. HAProxy servers here are IP
+// literals: a hostname would need DNS resolution at runtime, which the
+// runtime API cannot add servers with. Hostnames are skipped with a
+// warning; anything else is an error.
+func endpointIP(s string, src Source, field string, ds *Diagnostics) (netip.Addr, bool) {
+	addr, err := netip.ParseAddr(s)
+	if err == nil && addr.Zone() == "" {
+		return addr.Unmap(), true
+	}
+	d := Diagnostic{Pos: src.At(field), Field: field}
+	switch {
+	case err == nil:
+		d.Severity = SeverityError
+		d.Message = fmt.Sprintf("address %q has a zone; only plain IP addresses are supported", s)
+	case looksLikeHostname(s):
+		d.Severity = SeverityWarning
+		d.Message = fmt.Sprintf("address %q is a hostname; only IP addresses are supported, skipped", s)
+	default:
+		d.Severity = SeverityError
+		d.Message = fmt.Sprintf("address %q is not an IP address", s)
+	}
+	*ds = append(*ds, d)
+	return netip.Addr{}, false
+}
+
+// looksLikeHostname: a DNS name whose last label is not all digits (no
+// top-level domain is), so "10.0.0.300" is a broken IP, not a host.
+func looksLikeHostname(s string) bool {
+	if !isDNS1123Subdomain(s) {
+		return false
+	}
+	last := s[strings.LastIndexByte(s, '.')+1:]
+	_, numeric := allDigits(last)
+	return !numeric
+}
+
+// resolution is the outcome of resolving one service.
+type resolution struct {
+	endpoints []endpoint
+	found     bool // an Endpoints or EndpointSlice exists for the service
+	portMiss  bool // addresses exist, but none on the wanted port
+}
+
+// resolve returns the ready endpoints of ns/svc on the route's target port,
+// sorted by IP then port, without duplicates.
+func (ix endpointIndex) resolve(ns, svc string, port *RoutePort) resolution {
+	groups, ok := ix[serviceKey(ns, svc)]
+	if !ok {
+		return resolution{}
+	}
+	res := resolution{found: true}
+	n := 0
+	for _, g := range groups {
+		n += len(g.addrs)
+	}
+	res.endpoints = make([]endpoint, 0, n)
+	for _, g := range groups {
+		if len(g.addrs) == 0 {
+			continue
+		}
+		p, ok := pickPort(g.ports, port)
+		if !ok {
+			res.portMiss = true
+			continue
+		}
+		for _, a := range g.addrs {
+			res.endpoints = append(res.endpoints, endpoint{addr: a, port: p})
+		}
+	}
+	if len(res.endpoints) > 0 {
+		res.portMiss = false
+	}
+	sort.Slice(res.endpoints, func(i, j int) bool {
+		a, b := res.endpoints[i], res.endpoints[j]
+		if c := a.addr.Compare(b.addr); c != 0 {
+			return c < 0
+		}
+		return a.port < b.port
+	})
+	out := res.endpoints[:0]
+	for i, e := range res.endpoints {
+		if i > 0 && e == res.endpoints[i-1] {
+			continue
+		}
+		out = append(out, e)
+	}
+	res.endpoints = out
+	return res
+}
+
+// pickPort chooses the port of a group for a route: by name or number when
+// the route sets targetPort, else the first port.
+func pickPort(ports []EndpointPort, tp *RoutePort) (int, bool) {
+	if len(ports) == 0 {
+		return 0, false
+	}
+	if tp == nil {
+		return int(ports[0].Port), true
+	}
+	t := tp.TargetPort
+	for _, p := range ports {
+		if t.IsString {
+			// As the OpenShift router does, a string of digits also
+			// matches the port number.
+			if p.Name == t.Str || (t.Str != "" && strconv.Itoa(int(p.Port)) == t.Str) {
+				return int(p.Port), true
+			}
+		} else if p.Port == t.Int {
+			return int(p.Port), true
+		}
+	}
+	return 0, false
+}
+
+// serverWeight spreads a service weight over its endpoints, OpenShift's
+// scheme: weights are scaled so the route's largest service weight is 256,
+// then divided among the service's n endpoints, never below 1 for a
+// service that should get traffic.
+func serverWeight(w, maxW int32, n int) int {
+	if w <= 0 || maxW <= 0 || n <= 0 {
+		return 0
+	}
+	scaled := float64(w) * maxServiceWeight / float64(maxW)
+	sw := int(math.Round(scaled / float64(n)))
+	return max(1, min(sw, maxServiceWeight))
+}
+
+// describeTargetPort renders targetPort for messages.
+func describeTargetPort(p *RoutePort) string {
+	if p.TargetPort.IsString {
+		return strconv.Quote(p.TargetPort.Str)
+	}
+	return strconv.Itoa(int(p.TargetPort.Int))
+}

@@ -1,0 +1,184 @@
+package plan
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/render"
+)
+
+// bundles compares the rendered files. Maps and certificates of files the
+// running config already loads are runtime work; anything else that
+// differs (the skeleton, the crt-list, CA files, files appearing or going
+// away) needs a reload.
+func (d *differ) bundles() {
+	a, b := d.applied.Bundle, d.desired.Bundle
+	d.skeletonChanged = !bytes.Equal(a.Skeleton, b.Skeleton)
+
+	if !bytes.Equal(fileData(a, render.CrtListFile), fileData(b, render.CrtListFile)) {
+		d.add(Change{Mode: ModeReload, Kind: KindCrtList, Subject: render.CrtListFile})
+	}
+	d.mapFiles(a.Maps, b.Maps)
+	d.certFiles(a.Certs, b.Certs)
+	d.otherFiles(a, b)
+}
+
+func fileData(b *render.Bundle, name string) []byte {
+	if f := b.File(name); f != nil {
+		return f.Data
+	}
+	return nil
+}
+
+// absPath is how haproxy.cfg, and so the runtime API, names a bundle file.
+func absPath(dir, name string) string { return dir + "/" + name }
+
+func (d *differ) mapFiles(olds, news []render.Map) {
+	oldByName := make(map[string]*render.Map, len(olds))
+	for i := range olds {
+		oldByName[olds[i].Name] = &olds[i]
+	}
+	newNames := make(map[string]bool, len(news))
+	for i := range news {
+		m := &news[i]
+		newNames[m.Name] = true
+		old, ok := oldByName[m.Name]
+		if !ok {
+			d.add(Change{Mode: ModeReload, Kind: KindMapFile, Subject: m.Name, Detail: "added"})
+			continue
+		}
+		if entriesEqual(old.Entries, m.Entries) {
+			continue
+		}
+		added, removed, explained := d.entryDiff(old.Entries, m.Entries)
+		if explained {
+			// Every difference belongs to a backend that appears or goes
+			// away: the route change's reload rewrites this map anyway.
+			continue
+		}
+		d.maps = append(d.maps, MapReplace{Path: absPath(d.desired.Input.Dir, m.Name), Entries: m.Entries})
+		detail := fmt.Sprintf("+%d -%d entries", added, removed)
+		if added == 0 && removed == 0 {
+			detail = "entries reordered"
+		}
+		d.add(Change{Mode: ModeRuntime, Kind: KindMap, Subject: m.Name, Detail: detail})
+	}
+	for i := range olds {
+		if !newNames[olds[i].Name] {
+			d.add(Change{Mode: ModeReload, Kind: KindMapFile, Subject: olds[i].Name, Detail: "removed"})
+		}
+	}
+}
+
+func entriesEqual(a, b []render.MapEntry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// entryDiff counts the entries only one side has, and reports whether all
+// of them point at backends that an added, deleted or re-terminated route
+// creates or removes.
+func (d *differ) entryDiff(olds, news []render.MapEntry) (added, removed int, explained bool) {
+	oldSet := make(map[render.MapEntry]int, len(olds))
+	for _, e := range olds {
+		oldSet[e]++
+	}
+	explained = true
+	for _, e := range news {
+		if oldSet[e] > 0 {
+			oldSet[e]--
+			continue
+		}
+		added++
+		if !d.newBackends[model.BackendName(e.Value)] {
+			explained = false
+		}
+	}
+	for e, n := range oldSet {
+		if n == 0 {
+			continue
+		}
+		removed += n
+		if d.isRouteBackend(model.BackendName(e.Value)) || e.Value == render.RedirectValue {
+			explained = false
+		}
+	}
+	return added, removed, explained && added+removed > 0
+}
+
+func (d *differ) certFiles(olds, news []render.Cert) {
+	oldByName := make(map[string]*render.Cert, len(olds))
+	for i := range olds {
+		oldByName[olds[i].Name] = &olds[i]
+	}
+	newNames := make(map[string]bool, len(news))
+	for i := range news {
+		c := &news[i]
+		newNames[c.Name] = true
+		old, ok := oldByName[c.Name]
+		switch {
+		case !ok:
+			// A new file means a new crt-list line or a new config
+			// reference: only a reload loads it.
+			d.add(Change{Mode: ModeReload, Kind: KindCertificateFile, Subject: c.Name, Detail: "added"})
+		case !bytes.Equal(old.PEM, c.PEM):
+			d.certs = append(d.certs, SetCert{Path: absPath(d.desired.Input.Dir, c.Name), PEM: c.PEM})
+			d.add(Change{Mode: ModeRuntime, Kind: KindCertificate, Subject: c.Name})
+		}
+	}
+	for i := range olds {
+		if !newNames[olds[i].Name] {
+			d.add(Change{Mode: ModeReload, Kind: KindCertificateFile, Subject: olds[i].Name, Detail: "removed"})
+		}
+	}
+}
+
+// otherFiles compares the files that are neither haproxy.cfg, the crt-list,
+// a map nor a certificate: the CA files. HAProxy reads them at startup only.
+func (d *differ) otherFiles(a, b *render.Bundle) {
+	skip := map[string]bool{render.ConfigFile: true, render.CrtListFile: true}
+	for _, bb := range []*render.Bundle{a, b} {
+		for _, m := range bb.Maps {
+			skip[m.Name] = true
+		}
+		for _, c := range bb.Certs {
+			skip[c.Name] = true
+		}
+	}
+	kind := func(name string) Kind {
+		if strings.HasPrefix(name, "cas/") {
+			return KindCAFile
+		}
+		return KindFile
+	}
+	i, j := 0, 0
+	for i < len(a.Files) || j < len(b.Files) {
+		switch {
+		case i < len(a.Files) && skip[a.Files[i].Name]:
+			i++
+		case j < len(b.Files) && skip[b.Files[j].Name]:
+			j++
+		case j == len(b.Files) || (i < len(a.Files) && a.Files[i].Name < b.Files[j].Name):
+			d.add(Change{Mode: ModeReload, Kind: kind(a.Files[i].Name), Subject: a.Files[i].Name, Detail: "removed"})
+			i++
+		case i == len(a.Files) || a.Files[i].Name > b.Files[j].Name:
+			d.add(Change{Mode: ModeReload, Kind: kind(b.Files[j].Name), Subject: b.Files[j].Name, Detail: "added"})
+			j++
+		default:
+			if !bytes.Equal(a.Files[i].Data, b.Files[j].Data) {
+				d.add(Change{Mode: ModeReload, Kind: kind(b.Files[j].Name), Subject: b.Files[j].Name, Detail: "content"})
+			}
+			i++
+			j++
+		}
+	}
+}

@@ -1,0 +1,252 @@
+package plan
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/render"
+	"github.com/haroute/haroute/internal/testutil"
+)
+
+// TestRuntimePlanOnHAProxy applies a runtime plan to a real HAProxy and
+// checks that every command is accepted, that the read-back passes Verify,
+// and that the servers end up exactly as a fresh HAProxy started from the
+// desired files (plus the health fixup the daemon applies after a start)
+// has them: the runtime path and the reload path must agree.
+func TestRuntimePlanOnHAProxy(t *testing.T) {
+	bin := testutil.HAProxy(t)
+	certA, certB := selfSigned(t, "a.example"), selfSigned(t, "b.example")
+
+	small := func() *model.Desired {
+		d := baseDesired()
+		d.Routes = slices.DeleteFunc(d.Routes, func(r model.AdmittedRoute) bool {
+			return r.Termination != model.TerminationNone // fake PEMs: keep plain HTTP routes
+		})
+		d.Router.MaxConnections = 1000 // within the test's file descriptor limit
+		return d
+	}
+	old, cur := small(), small()
+	// Runtime changes of every kind at once.
+	hello := routeByName(t, cur, "hello")
+	hello.Services[0].Servers = append(hello.Services[0].Servers, srv("127.0.0.1", 18082, 256)) // 1 -> 2
+	pair := routeByName(t, cur, "pair")
+	pair.Services[0].Servers = pair.Services[0].Servers[:1] // 2 -> 1
+	routeByName(t, cur, "ab").Services[0].Servers[0].Weight = 7
+	routeByName(t, cur, "other").Host, routeByName(t, cur, "ab").Host = "ab.example.com", "other.example.com"
+
+	live := startHAProxy(t, bin, old, certA)
+	cur.Router.HTTPPort, cur.Router.HTTPSPort, cur.Router.StatsPort = old.Router.HTTPPort, old.Router.HTTPSPort, old.Router.StatsPort
+	plan := Compute(live.state, stateFor(t, cur, certB, live.dir, live.runDir))
+	if plan.Reload {
+		t.Fatalf("plan reloads: %v", reasonStrings(plan))
+	}
+	for _, op := range plan.Ops {
+		switch o := op.(type) {
+		case MapReplace:
+			ver, err := ParsePrepareReply(live.cmd(t, o.PrepareCommand()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range o.Commands(ver) {
+				live.mustCmd(t, c)
+			}
+		case CommandOp:
+			for _, c := range o.Commands() {
+				live.mustCmd(t, c)
+			}
+		}
+	}
+
+	desired := stateFor(t, cur, certB, live.dir, live.runDir)
+	backends, maps := plan.Touched()
+	observed, observedMaps := live.readBack(t, backends, maps)
+	if err := Verify(Expect(desired).Only(backends, maps), observed, observedMaps); err != nil {
+		t.Fatalf("Verify after runtime plan: %v", err)
+	}
+	if got := live.cmd(t, "show ssl cert "+desired.Input.Dir+"/"+render.DefaultCertFile); !strings.Contains(got, "b.example") {
+		t.Errorf("default certificate not rotated:\n%s", got)
+	}
+
+	t.Logf("applied %d ops:\n%s", len(plan.Ops), strings.Join(commands(plan), "\n"))
+	t.Logf("read back: %+v", observed)
+
+	fresh := startHAProxy(t, bin, cur, certB)
+	want, _ := fresh.readBack(t, backends, nil)
+	for _, be := range backends {
+		got := slices.DeleteFunc(observed[be], func(s ObservedServer) bool { return s.Admin == AdminMaint })
+		if !slices.Equal(got, want[be]) {
+			t.Errorf("%s after runtime plan:\n %+v\nafter a fresh start:\n %+v", be, got, want[be])
+		}
+	}
+}
+
+type liveHAProxy struct {
+	dir, runDir string
+	state       State
+}
+
+// startHAProxy writes d's bundle, starts HAProxy on free ports and applies
+// the post-start health fixup.
+func startHAProxy(t *testing.T, bin string, d *model.Desired, cert []byte) *liveHAProxy {
+	t.Helper()
+	root, err := os.MkdirTemp("", "hr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	d.Router.HTTPPort, d.Router.HTTPSPort, d.Router.StatsPort = freePort(t), freePort(t), freePort(t)
+	h := &liveHAProxy{dir: root + "/b", runDir: root + "/r"}
+	h.state = stateFor(t, d, cert, h.dir, h.runDir)
+	for _, dir := range []string{h.runDir, h.dir + "/maps", h.dir + "/certs"} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range h.state.Bundle.Files {
+		if err := os.WriteFile(filepath.Join(h.dir, f.Name), f.Data, f.Mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "-db", "-f", filepath.Join(h.dir, render.ConfigFile))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("unix", h.runDir+"/"+render.AdminSocket); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("haproxy did not open its admin socket:\n%s", stderr.String())
+		}
+	}
+	for be, servers := range render.UncheckedServers(d) {
+		for _, s := range servers {
+			h.mustCmd(t, "disable health "+serverRef(be, s))
+		}
+	}
+	return h
+}
+
+func stateFor(t *testing.T, d *model.Desired, cert []byte, dir, runDir string) State {
+	return stateOf(t, render.Input{Desired: d, Dir: dir, RunDir: runDir, DefaultCertificate: cert})
+}
+
+// cmd sends one command on its own connection and returns the reply.
+func (h *liveHAProxy) cmd(t *testing.T, command string) string {
+	t.Helper()
+	c, err := net.Dial("unix", h.runDir+"/"+render.AdminSocket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, command+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(reply)
+}
+
+// mustCmd fails on replies that are not one of the success messages.
+func (h *liveHAProxy) mustCmd(t *testing.T, command string) {
+	t.Helper()
+	reply := strings.TrimSpace(h.cmd(t, command))
+	ok := reply == "" || reply == "New server registered." || strings.HasPrefix(reply, "Transaction ") ||
+		strings.Contains(reply, "Success!")
+	if !ok {
+		t.Fatalf("%q: %s", strings.SplitN(command, "\n", 2)[0], reply)
+	}
+}
+
+// readBack reads servers and maps the way the daemon does.
+func (h *liveHAProxy) readBack(t *testing.T, backends []model.BackendName, maps []string) (map[model.BackendName][]ObservedServer, map[string][]render.MapEntry) {
+	t.Helper()
+	servers := make(map[model.BackendName][]ObservedServer)
+	for _, be := range backends {
+		list := []ObservedServer{}
+		sc := bufio.NewScanner(strings.NewReader(h.cmd(t, "show servers state "+string(be))))
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) < 19 || f[0] == "#" {
+				continue
+			}
+			admin, _ := strconv.ParseUint(f[6], 10, 32)
+			check, _ := strconv.ParseUint(f[13], 10, 32)
+			weight, _ := strconv.Atoi(f[7])
+			port, _ := strconv.Atoi(f[18])
+			state := AdminReady
+			if admin&0x7 != 0 { // forced, inherited or config maintenance
+				state = AdminMaint
+			}
+			list = append(list, ObservedServer{Name: model.ServerName(f[3]), Addr: f[4], Port: port,
+				Weight: weight, Admin: state, Checked: check&0x4 != 0})
+		}
+		slices.SortFunc(list, func(a, b ObservedServer) int { return strings.Compare(string(a.Name), string(b.Name)) })
+		servers[be] = list
+	}
+	out := make(map[string][]render.MapEntry)
+	for _, m := range maps {
+		entries := []render.MapEntry{}
+		for line := range strings.Lines(h.cmd(t, "show map "+m)) {
+			if f := strings.Fields(line); len(f) == 3 {
+				entries = append(entries, render.MapEntry{Key: f[1], Value: f[2]})
+			}
+		}
+		out[m] = entries
+	}
+	return servers, out
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// selfSigned returns a PEM certificate and key for name.
+func selfSigned(t *testing.T, name string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		DNSNames: []string{name}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})...)
+}

@@ -1,0 +1,288 @@
+package plan
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/render"
+)
+
+// Op is one runtime operation. Every op but MapReplace is a CommandOp: a
+// fixed list of runtime API commands. MapReplace needs the version that
+// HAProxy returns from `prepare map`, so the daemon drives it in two steps.
+//
+// Commands use HAProxy 2.6 syntax that stays valid on 2.8 and 3.x. Each
+// command string is sent as one request followed by a newline.
+type Op interface {
+	// String is a short description for logs.
+	String() string
+	isOp()
+}
+
+// CommandOp is an Op whose commands are known when the plan is made.
+type CommandOp interface {
+	Op
+	Commands() []string
+}
+
+// AddServer adds a server for a new endpoint of an existing backend.
+type AddServer struct {
+	Backend model.BackendName
+	Server  model.ServerName
+	Addr    string
+	Port    int
+	// Args is the option string after addr:port, identical to the one the
+	// rendered config carries for the same server (render.ServerArgs).
+	Args string
+	// Checked is true when the route has two or more active endpoints
+	// after the change, so the new server is health checked.
+	Checked bool
+}
+
+// Commands adds the server, sets its health checking explicitly and takes it
+// out of maintenance. Dynamic servers start in maintenance with health
+// checks disabled; `enable server` is used instead of the `enabled` keyword,
+// which 3.0 removed.
+func (o AddServer) Commands() []string {
+	line := fmt.Sprintf("add server %s %s", serverRef(o.Backend, o.Server), hostPort(o.Addr, o.Port))
+	if o.Args != "" {
+		line += " " + o.Args
+	}
+	return []string{
+		line,
+		healthCommand(o.Backend, o.Server, o.Checked),
+		"enable server " + serverRef(o.Backend, o.Server),
+	}
+}
+
+func (o AddServer) String() string {
+	return fmt.Sprintf("add server %s %s", serverRef(o.Backend, o.Server), hostPort(o.Addr, o.Port))
+}
+
+// SetDynamicCookieKey re-sends a backend's dynamic cookie key. On 2.6 a
+// server added at runtime gets its cookie value only after the key is sent
+// again (DESIGN §4); the value then equals the one the config gives it.
+type SetDynamicCookieKey struct {
+	Backend model.BackendName
+	Key     string
+}
+
+func (o SetDynamicCookieKey) Commands() []string {
+	return []string{
+		fmt.Sprintf("set dynamic-cookie-key backend %s %s", o.Backend, cliEscape(o.Key)),
+		fmt.Sprintf("enable dynamic-cookie backend %s", o.Backend),
+	}
+}
+
+func (o SetDynamicCookieKey) String() string {
+	return fmt.Sprintf("set dynamic-cookie-key backend %s", o.Backend)
+}
+
+// RemoveServer drains a server whose endpoint went away. It is only put in
+// maintenance: established (possibly long-lived) connections keep running,
+// and the daemon deletes it with DeleteServerCommand once it has none.
+type RemoveServer struct {
+	Backend model.BackendName
+	Server  model.ServerName
+}
+
+func (o RemoveServer) Commands() []string {
+	return []string{fmt.Sprintf("set server %s state maint", serverRef(o.Backend, o.Server))}
+}
+
+func (o RemoveServer) String() string {
+	return "drain server " + serverRef(o.Backend, o.Server)
+}
+
+// DeleteServerCommand is the command that finally deletes a drained server.
+// HAProxy refuses it while the server still has connections; the daemon
+// retries in the background.
+func DeleteServerCommand(backend model.BackendName, server model.ServerName) string {
+	return "del server " + serverRef(backend, server)
+}
+
+// ReenableServer brings back a server that was drained but not yet deleted:
+// it still exists in HAProxy, so adding it again would fail. Its weight and
+// health checking are set explicitly because they may have changed since it
+// was drained.
+type ReenableServer struct {
+	Backend model.BackendName
+	Server  model.ServerName
+	Weight  int
+	Checked bool
+}
+
+func (o ReenableServer) Commands() []string {
+	ref := serverRef(o.Backend, o.Server)
+	return []string{
+		fmt.Sprintf("set server %s weight %d", ref, o.Weight),
+		healthCommand(o.Backend, o.Server, o.Checked),
+		fmt.Sprintf("set server %s state ready", ref),
+	}
+}
+
+func (o ReenableServer) String() string {
+	return "re-enable server " + serverRef(o.Backend, o.Server)
+}
+
+// SetWeight changes a server's weight (service weights, A/B splits).
+type SetWeight struct {
+	Backend model.BackendName
+	Server  model.ServerName
+	Weight  int
+}
+
+func (o SetWeight) Commands() []string {
+	return []string{fmt.Sprintf("set server %s weight %d", serverRef(o.Backend, o.Server), o.Weight)}
+}
+
+func (o SetWeight) String() string {
+	return fmt.Sprintf("set weight %s %d", serverRef(o.Backend, o.Server), o.Weight)
+}
+
+// EnableHealth turns health checks on for an existing server, when its route
+// goes from one active endpoint to two or more.
+type EnableHealth struct {
+	Backend model.BackendName
+	Server  model.ServerName
+}
+
+func (o EnableHealth) Commands() []string {
+	return []string{healthCommand(o.Backend, o.Server, true)}
+}
+
+func (o EnableHealth) String() string { return "enable health " + serverRef(o.Backend, o.Server) }
+
+// DisableHealth turns health checks off for an existing server, when its
+// route drops to a single active endpoint.
+type DisableHealth struct {
+	Backend model.BackendName
+	Server  model.ServerName
+}
+
+func (o DisableHealth) Commands() []string {
+	return []string{healthCommand(o.Backend, o.Server, false)}
+}
+
+func (o DisableHealth) String() string { return "disable health " + serverRef(o.Backend, o.Server) }
+
+// MapReplace replaces the whole content of a loaded map file atomically:
+// `prepare map` opens a new version, the entries are added to it in file
+// order (order decides which prefix matches first), and `commit map` swaps
+// it in.
+type MapReplace struct {
+	// Path is the absolute path the config loads the map from, which is
+	// how the runtime API names it.
+	Path    string
+	Entries []render.MapEntry
+}
+
+// PrepareCommand opens a new, empty version of the map.
+func (o MapReplace) PrepareCommand() string { return "prepare map " + o.Path }
+
+// ParsePrepareReply extracts the version from the reply to PrepareCommand,
+// "New version created: <ver>".
+func ParsePrepareReply(reply string) (string, error) {
+	const prefix = "New version created:"
+	reply = strings.TrimSpace(reply)
+	rest, ok := strings.CutPrefix(reply, prefix)
+	if !ok {
+		return "", fmt.Errorf("parse prepare map reply %q: missing %q", reply, prefix)
+	}
+	ver := strings.TrimSpace(rest)
+	if _, err := strconv.ParseUint(ver, 10, 64); err != nil {
+		return "", fmt.Errorf("parse prepare map reply %q: bad version: %w", reply, err)
+	}
+	return ver, nil
+}
+
+// Commands fills version ver with the entries and commits it.
+func (o MapReplace) Commands(ver string) []string {
+	out := make([]string, 0, len(o.Entries)+1)
+	for _, e := range o.Entries {
+		out = append(out, fmt.Sprintf("add map @%s %s %s %s", ver, o.Path, cliEscape(e.Key), cliEscape(e.Value)))
+	}
+	return append(out, fmt.Sprintf("commit map @%s %s", ver, o.Path))
+}
+
+func (o MapReplace) String() string {
+	return fmt.Sprintf("replace map %s (%d entries)", o.Path, len(o.Entries))
+}
+
+// SetCert replaces the PEM (chain + key) of a certificate file the running
+// config already loaded, then commits the transaction.
+type SetCert struct {
+	Path string
+	PEM  []byte
+}
+
+// Commands sends the PEM as a payload: the request line ends in "<<" and the
+// payload ends at the first empty line, so blank lines inside the PEM are
+// dropped (PEM parsers ignore them) and the command ends with one newline
+// that, with the newline the client appends, closes the payload.
+func (o SetCert) Commands() []string {
+	var b strings.Builder
+	b.WriteString("set ssl cert ")
+	b.WriteString(o.Path)
+	b.WriteString(" <<\n")
+	for line := range bytes.Lines(o.PEM) {
+		line = bytes.TrimRight(line, "\r\n")
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return []string{b.String(), "commit ssl cert " + o.Path}
+}
+
+func (o SetCert) String() string { return "set ssl cert " + o.Path }
+
+func (AddServer) isOp()           {}
+func (SetDynamicCookieKey) isOp() {}
+func (RemoveServer) isOp()        {}
+func (ReenableServer) isOp()      {}
+func (SetWeight) isOp()           {}
+func (EnableHealth) isOp()        {}
+func (DisableHealth) isOp()       {}
+func (MapReplace) isOp()          {}
+func (SetCert) isOp()             {}
+
+func serverRef(be model.BackendName, srv model.ServerName) string {
+	return string(be) + "/" + string(srv)
+}
+
+func healthCommand(be model.BackendName, srv model.ServerName, checked bool) string {
+	if checked {
+		return "enable health " + serverRef(be, srv)
+	}
+	return "disable health " + serverRef(be, srv)
+}
+
+// hostPort brackets IPv6 literals, which HAProxy accepts and which keeps the
+// port unambiguous.
+func hostPort(addr string, port int) string {
+	return net.JoinHostPort(addr, strconv.Itoa(port))
+}
+
+// cliEscape protects the characters the runtime API's argument parser
+// treats specially: spaces split arguments, ';' splits commands and '\'
+// escapes.
+func cliEscape(s string) string {
+	if !strings.ContainsAny(s, " \t;\\") {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case ' ', '\t', ';', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

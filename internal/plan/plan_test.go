@@ -1,0 +1,560 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/render"
+)
+
+const (
+	beAB     = "be_http:default:ab"
+	beHello  = "be_http:default:hello"
+	bePair   = "be_http:default:pair"
+	httpMap  = testDir + "/maps/http.map"
+	certPath = testDir + "/certs/default_secure.pem"
+)
+
+func cookieKey(be string) string { return render.DynamicCookieKey(model.BackendName(be)) }
+
+// TestCompute has one row per change type of DESIGN §5, each applied to the
+// same base state, with the exact runtime commands or reload reasons.
+func TestCompute(t *testing.T) {
+	tests := []struct {
+		name string
+		// change edits the desired state; applied stays baseDesired.
+		change  func(t *testing.T, d *model.Desired, in *render.Input)
+		applied func(t *testing.T, d *model.Desired)
+		pending map[model.BackendName]map[model.ServerName]bool
+
+		wantReasons  []string
+		wantCommands []string
+		wantChanges  []string
+		wantSummary  string
+	}{
+		{
+			name:        "no change",
+			change:      func(t *testing.T, d *model.Desired, in *render.Input) {},
+			wantSummary: "plan: no changes",
+		},
+		{
+			name: "endpoint added",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				r := routeByName(t, d, "ab")
+				r.Services[1].Servers = append(r.Services[1].Servers, srv("127.0.0.1", 18088, 50))
+			},
+			wantCommands: []string{
+				"add server " + beAB + "/ep_127.0.0.1_18088 127.0.0.1:18088 weight 50 check inter 5s",
+				"enable health " + beAB + "/ep_127.0.0.1_18088",
+				"enable server " + beAB + "/ep_127.0.0.1_18088",
+				"set dynamic-cookie-key backend " + beAB + " " + cookieKey(beAB),
+				"enable dynamic-cookie backend " + beAB,
+			},
+			wantChanges: []string{"runtime | endpoint added | default/ab | ep_127.0.0.1_18088"},
+			wantSummary: "plan: runtime (2 operations, no reload)",
+		},
+		{
+			name: "endpoint removed",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				r := routeByName(t, d, "ab")
+				r.Services[1].Servers = r.Services[1].Servers[:1]
+			},
+			wantCommands: []string{"set server " + beAB + "/ep_127.0.0.1_18089 state maint"},
+			wantChanges:  []string{"runtime | endpoint removed | default/ab | ep_127.0.0.1_18089"},
+			wantSummary:  "plan: runtime (1 operation, no reload)",
+		},
+		{
+			name: "endpoint address changed is an add and a drain",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				r := routeByName(t, d, "ab")
+				r.Services[1].Servers[1] = srv("127.0.0.2", 18089, 50)
+			},
+			wantCommands: []string{
+				"add server " + beAB + "/ep_127.0.0.2_18089 127.0.0.2:18089 weight 50 check inter 5s",
+				"enable health " + beAB + "/ep_127.0.0.2_18089",
+				"enable server " + beAB + "/ep_127.0.0.2_18089",
+				"set dynamic-cookie-key backend " + beAB + " " + cookieKey(beAB),
+				"enable dynamic-cookie backend " + beAB,
+				"set server " + beAB + "/ep_127.0.0.1_18089 state maint",
+			},
+			wantChanges: []string{
+				"runtime | endpoint added | default/ab | ep_127.0.0.2_18089",
+				"runtime | endpoint removed | default/ab | ep_127.0.0.1_18089",
+			},
+			wantSummary: "plan: runtime (3 operations, no reload)",
+		},
+		{
+			name: "weight",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				routeByName(t, d, "ab").Services[0].Servers[0].Weight = 50
+			},
+			wantCommands: []string{"set server " + beAB + "/ep_127.0.0.1_18083 weight 50"},
+			wantChanges:  []string{"runtime | weight changed | default/ab | ep_127.0.0.1_18083 100 -> 50"},
+			wantSummary:  "plan: runtime (1 operation, no reload)",
+		},
+		{
+			name: "hosts moved between existing backends",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				routeByName(t, d, "hello").Host = "other.example.com"
+				routeByName(t, d, "other").Host = "hello.example.com"
+			},
+			wantCommands: []string{
+				"prepare map " + httpMap,
+				"add map @1 " + httpMap + " ab.example.com/ be_http:default:ab",
+				"add map @1 " + httpMap + " hello.example.com/ be_http:default:other",
+				"add map @1 " + httpMap + " other.example.com/ be_http:default:hello",
+				"add map @1 " + httpMap + " pair.example.com/ be_http:default:pair",
+				"add map @1 " + httpMap + " secure.example.com/ be_edge_http:default:secure",
+				"commit map @1 " + httpMap,
+			},
+			wantChanges: []string{
+				"runtime | host/path changed | default/hello | hello.example.com -> other.example.com",
+				"runtime | host/path changed | default/other | other.example.com -> hello.example.com",
+				"runtime | map changed | maps/http.map | +2 -2 entries",
+			},
+			wantSummary: "plan: runtime (1 operation, no reload)",
+		},
+		{
+			name: "redirect policy",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				routeByName(t, d, "secure").InsecurePolicy = model.InsecurePolicyRedirect
+			},
+			wantCommands: []string{
+				"prepare map " + httpMap,
+				"add map @1 " + httpMap + " ab.example.com/ be_http:default:ab",
+				"add map @1 " + httpMap + " hello.example.com/ be_http:default:hello",
+				"add map @1 " + httpMap + " other.example.com/ be_http:default:other",
+				"add map @1 " + httpMap + " pair.example.com/ be_http:default:pair",
+				"add map @1 " + httpMap + " secure.example.com/ redirect-https",
+				"commit map @1 " + httpMap,
+			},
+			wantChanges: []string{
+				"runtime | redirect policy changed | default/secure | Allow -> Redirect",
+				"runtime | map changed | maps/http.map | +1 -1 entries",
+			},
+			wantSummary: "plan: runtime (1 operation, no reload)",
+		},
+		{
+			name: "certificate of an existing route",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				routeByName(t, d, "secure").TLS.Certificate = "-----BEGIN CERTIFICATE-----\nUk9UQVRFRA==\n-----END CERTIFICATE-----"
+			},
+			wantCommands: []string{
+				"set ssl cert " + certPath + " <<\n-----BEGIN CERTIFICATE-----\nUk9UQVRFRA==\n-----END CERTIFICATE-----\n" + testRouteKey + "\n",
+				"commit ssl cert " + certPath,
+			},
+			wantChanges: []string{"runtime | certificate changed | certs/default_secure.pem"},
+			wantSummary: "plan: runtime (1 operation, no reload)",
+		},
+		{
+			name: "default certificate",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				in.DefaultCertificate = []byte("-----BEGIN CERTIFICATE-----\nTkVX\n-----END CERTIFICATE-----\n\n-----BEGIN PRIVATE KEY-----\nTkVXS0VZ\n-----END PRIVATE KEY-----\n")
+			},
+			wantCommands: []string{
+				"set ssl cert " + testDir + "/certs/default.pem <<\n-----BEGIN CERTIFICATE-----\nTkVX\n-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\nTkVXS0VZ\n-----END PRIVATE KEY-----\n",
+				"commit ssl cert " + testDir + "/certs/default.pem",
+			},
+			wantChanges: []string{"runtime | certificate changed | certs/default.pem"},
+			wantSummary: "plan: runtime (1 operation, no reload)",
+		},
+		{
+			name: "new route",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Routes = append(d.Routes, httpRoute("zz-new", "new.example.com", svc("new", 100, srv("127.0.0.1", 18099, 256))))
+			},
+			wantReasons: []string{"route added: default/zz-new"},
+			wantChanges: []string{"reload | route added | default/zz-new"},
+			wantSummary: "plan: reload (1 reason: route added: default/zz-new)",
+		},
+		{
+			name: "deleted route",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Routes = slices.DeleteFunc(d.Routes, func(r model.AdmittedRoute) bool { return r.Key.Name == "other" })
+			},
+			wantReasons: []string{"route deleted: default/other"},
+			wantChanges: []string{"reload | route deleted | default/other"},
+			wantSummary: "plan: reload (1 reason: route deleted: default/other)",
+		},
+		{
+			name: "annotation changing backend settings",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				r := routeByName(t, d, "ab")
+				r.Backend.Balance = model.BalanceRoundRobin
+				r.Backend.Timeout = time.Minute
+			},
+			wantReasons: []string{"backend settings changed: default/ab (balance, timeout)"},
+			wantChanges: []string{`reload | backend settings changed | default/ab | (balance, timeout) | balance "" -> roundrobin; timeout 0s -> 1m0s`},
+			wantSummary: "plan: reload (1 reason: backend settings changed: default/ab (balance, timeout))",
+		},
+		{
+			name: "server-only annotation (pod-concurrent-connections)",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				routeByName(t, d, "pair").Backend.PodConcurrentConnections = 10
+			},
+			wantReasons: []string{"backend settings changed: default/pair (pod-concurrent-connections)"},
+			wantChanges: []string{
+				"reload | backend settings changed | default/pair | (pod-concurrent-connections) | pod-concurrent-connections 0 -> 10",
+			},
+			wantSummary: "plan: reload (1 reason: backend settings changed: default/pair (pod-concurrent-connections))",
+		},
+		{
+			name: "route drops its destination CA",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				routeByName(t, d, "reen").TLS.DestinationCACertificate = ""
+			},
+			wantReasons: []string{"server options changed: default/reen", "CA file changed: cas/default_reen.pem"},
+			wantChanges: []string{
+				"reload | server options changed | default/reen | ep_127.0.0.1_18092",
+				"reload | CA file changed | cas/default_reen.pem | removed",
+			},
+			wantSummary: "plan: reload (2 reasons: server options changed: default/reen; CA file changed: cas/default_reen.pem)",
+		},
+		{
+			name: "RouterConfig tuning",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.MaxConnections = 20000
+			},
+			wantReasons: []string{"router settings changed: maxConnections"},
+			wantChanges: []string{"reload | router settings changed | maxConnections | 50000 -> 20000"},
+			wantSummary: "plan: reload (1 reason: router settings changed: maxConnections)",
+		},
+		{
+			name: "router health check interval is one reason, not one per route",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.HealthCheckInterval = 10 * time.Second
+				for i := range d.Routes {
+					d.Routes[i].Backend.HealthCheckInterval = 10 * time.Second
+				}
+			},
+			wantReasons: []string{"router settings changed: healthCheckInterval"},
+			wantChanges: []string{"reload | router settings changed | healthCheckInterval | 5s -> 10s"},
+			wantSummary: "plan: reload (1 reason: router settings changed: healthCheckInterval)",
+		},
+		{
+			name: "ports",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.HTTPPort = 8080
+				d.Router.StatsPort = 9936
+			},
+			wantReasons: []string{"router settings changed: ports"},
+			wantChanges: []string{"reload | router settings changed | ports | http 80 -> 8080, stats 1936 -> 9936"},
+			wantSummary: "plan: reload (1 reason: router settings changed: ports)",
+		},
+		{
+			name: "reload interval only concerns the daemon",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.ReloadInterval = 10 * time.Second
+			},
+			wantChanges: []string{"daemon | router settings changed | reloadInterval | 5s -> 10s"},
+			wantSummary: "plan: no HAProxy changes",
+		},
+		{
+			name: "DCM turned off reloads a runtime change",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.DynamicConfigManager = false
+				routeByName(t, d, "ab").Services[0].Servers[0].Weight = 50
+			},
+			wantReasons: []string{"dynamic config manager disabled", "weight changed: default/ab"},
+			wantChanges: []string{
+				"reload | dynamic config manager disabled",
+				"daemon | router settings changed | dynamicConfigManager | true -> false",
+				"reload | weight changed | default/ab | ep_127.0.0.1_18083 100 -> 50",
+			},
+			wantSummary: "plan: reload (2 reasons: dynamic config manager disabled; weight changed: default/ab)",
+		},
+		{
+			name: "DCM off: an endpoint change reloads",
+			applied: func(t *testing.T, d *model.Desired) {
+				d.Router.DynamicConfigManager = false
+			},
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.DynamicConfigManager = false
+				r := routeByName(t, d, "ab")
+				r.Services[1].Servers = r.Services[1].Servers[:1]
+			},
+			wantReasons: []string{"dynamic config manager disabled", "endpoint removed: default/ab"},
+			wantChanges: []string{
+				"reload | dynamic config manager disabled",
+				"reload | endpoint removed | default/ab | ep_127.0.0.1_18089",
+			},
+			wantSummary: "plan: reload (2 reasons: dynamic config manager disabled; endpoint removed: default/ab)",
+		},
+		{
+			name: "DCM off without changes",
+			applied: func(t *testing.T, d *model.Desired) {
+				d.Router.DynamicConfigManager = false
+			},
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.DynamicConfigManager = false
+			},
+			wantSummary: "plan: no changes",
+		},
+		{
+			name: "one to two endpoints turns health checks on everywhere",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				r := routeByName(t, d, "hello")
+				r.Services[0].Servers = append(r.Services[0].Servers, srv("127.0.0.1", 18082, 256))
+			},
+			wantCommands: []string{
+				"add server " + beHello + "/ep_127.0.0.1_18082 127.0.0.1:18082 weight 256 check inter 5s",
+				"enable health " + beHello + "/ep_127.0.0.1_18082",
+				"enable server " + beHello + "/ep_127.0.0.1_18082",
+				"set dynamic-cookie-key backend " + beHello + " " + cookieKey(beHello),
+				"enable dynamic-cookie backend " + beHello,
+				"enable health " + beHello + "/ep_127.0.0.1_18081",
+			},
+			wantChanges: []string{
+				"runtime | endpoint added | default/hello | ep_127.0.0.1_18082",
+				"runtime | health checks changed | default/hello | off -> on (2 active endpoints)",
+			},
+			wantSummary: "plan: runtime (3 operations, no reload)",
+		},
+		{
+			name: "two to one endpoint turns health checks off",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				r := routeByName(t, d, "pair")
+				r.Services[0].Servers = r.Services[0].Servers[:1]
+			},
+			wantCommands: []string{
+				"disable health " + bePair + "/ep_127.0.0.1_18090",
+				"set server " + bePair + "/ep_127.0.0.1_18091 state maint",
+			},
+			wantChanges: []string{
+				"runtime | endpoint removed | default/pair | ep_127.0.0.1_18091",
+				"runtime | health checks changed | default/pair | on -> off (1 active endpoints)",
+			},
+			wantSummary: "plan: runtime (2 operations, no reload)",
+		},
+		{
+			name: "weight zero leaves one active endpoint",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				routeByName(t, d, "pair").Services[0].Servers[1].Weight = 0
+			},
+			wantCommands: []string{
+				"set server " + bePair + "/ep_127.0.0.1_18091 weight 0",
+				"disable health " + bePair + "/ep_127.0.0.1_18090",
+				"disable health " + bePair + "/ep_127.0.0.1_18091",
+			},
+			wantChanges: []string{
+				"runtime | weight changed | default/pair | ep_127.0.0.1_18091 256 -> 0",
+				"runtime | health checks changed | default/pair | on -> off (1 active endpoints)",
+			},
+			wantSummary: "plan: runtime (3 operations, no reload)",
+		},
+		{
+			name: "endpoint back while pending deletion is re-enabled",
+			applied: func(t *testing.T, d *model.Desired) {
+				r := routeByName(t, d, "ab")
+				r.Services[1].Servers = r.Services[1].Servers[:1]
+			},
+			pending: map[model.BackendName]map[model.ServerName]bool{beAB: {"ep_127.0.0.1_18089": true}},
+			change:  func(t *testing.T, d *model.Desired, in *render.Input) {},
+			wantCommands: []string{
+				"set server " + beAB + "/ep_127.0.0.1_18089 weight 50",
+				"enable health " + beAB + "/ep_127.0.0.1_18089",
+				"set server " + beAB + "/ep_127.0.0.1_18089 state ready",
+			},
+			wantChanges: []string{"runtime | endpoint re-enabled | default/ab | ep_127.0.0.1_18089"},
+			wantSummary: "plan: runtime (1 operation, no reload)",
+		},
+		{
+			name: "termination changed",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				routeByName(t, d, "secure").Termination = model.TerminationReencrypt
+			},
+			wantReasons: []string{"termination changed: default/secure"},
+			wantChanges: []string{"reload | termination changed | default/secure | edge -> reencrypt"},
+			wantSummary: "plan: reload (1 reason: termination changed: default/secure)",
+		},
+		{
+			name: "destination CA changed",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				routeByName(t, d, "reen").TLS.DestinationCACertificate = "-----BEGIN CERTIFICATE-----\nTkVXQ0E=\n-----END CERTIFICATE-----"
+			},
+			wantReasons: []string{"CA file changed: cas/default_reen.pem"},
+			wantChanges: []string{"reload | CA file changed | cas/default_reen.pem | content"},
+			wantSummary: "plan: reload (1 reason: CA file changed: cas/default_reen.pem)",
+		},
+		{
+			name: "route gains its own certificate",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				r := routeByName(t, d, "reen")
+				r.TLS.Certificate, r.TLS.Key = testRouteCert, testRouteKey
+			},
+			wantReasons: []string{"crt-list changed: crt-list", "certificate file changed: certs/default_reen.pem"},
+			wantChanges: []string{
+				"reload | crt-list changed | crt-list",
+				"reload | certificate file changed | certs/default_reen.pem | added",
+			},
+			wantSummary: "plan: reload (2 reasons: crt-list changed: crt-list; certificate file changed: certs/default_reen.pem)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := baseDesired()
+			if tt.applied != nil {
+				tt.applied(t, old)
+			}
+			applied := stateOf(t, testInput(old))
+			applied.PendingDeletes = tt.pending
+
+			cur := baseDesired()
+			in := testInput(cur)
+			tt.change(t, cur, &in)
+			p := Compute(applied, stateOf(t, in))
+
+			if got := reasonStrings(p); !slices.Equal(got, tt.wantReasons) {
+				t.Errorf("reasons:\n got %q\nwant %q", got, tt.wantReasons)
+			}
+			if p.Reload != (len(tt.wantReasons) > 0) {
+				t.Errorf("Reload = %v with reasons %q", p.Reload, reasonStrings(p))
+			}
+			if got := commands(p); !slices.Equal(got, tt.wantCommands) {
+				t.Errorf("commands:\n got %q\nwant %q", got, tt.wantCommands)
+			}
+			if got := changeLines(p); !slices.Equal(got, tt.wantChanges) {
+				t.Errorf("changes:\n got %q\nwant %q", got, tt.wantChanges)
+			}
+			if got := p.Summary(); got != tt.wantSummary {
+				t.Errorf("summary:\n got %q\nwant %q", got, tt.wantSummary)
+			}
+		})
+	}
+}
+
+func TestComputeInitial(t *testing.T) {
+	p := Compute(State{}, stateOf(t, testInput(baseDesired())))
+	if !p.Reload || len(p.Ops) != 0 {
+		t.Fatalf("Reload = %v, %d ops; want a reload without ops", p.Reload, len(p.Ops))
+	}
+	if got, want := reasonStrings(p), []string{"initial configuration"}; !slices.Equal(got, want) {
+		t.Errorf("reasons = %q, want %q", got, want)
+	}
+}
+
+// TestCookieKeyMatchesConfig checks that the key a runtime add sends is the
+// one the rendered config holds for that backend: only then does a server
+// added at runtime get the cookie a reload would give it.
+func TestCookieKeyMatchesConfig(t *testing.T) {
+	applied := stateOf(t, testInput(baseDesired()))
+	cur := baseDesired()
+	r := routeByName(t, cur, "secure")
+	r.Services[0].Servers = append(r.Services[0].Servers, srv("127.0.0.1", 18093, 256))
+	desired := stateOf(t, testInput(cur))
+	p := Compute(applied, desired)
+
+	var got []SetDynamicCookieKey
+	for _, op := range p.Ops {
+		if o, ok := op.(SetDynamicCookieKey); ok {
+			got = append(got, o)
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("got %d SetDynamicCookieKey ops, want 1: %v", len(got), p.Ops)
+	}
+	want := configCookieKey(t, desired.Bundle.Skeleton, got[0].Backend)
+	if got[0].Backend != "be_edge_http:default:secure" || got[0].Key != want {
+		t.Errorf("op = %+v, want backend be_edge_http:default:secure key %q (from haproxy.cfg)", got[0], want)
+	}
+}
+
+// configCookieKey reads "dynamic-cookie-key" from a backend's section.
+func configCookieKey(t *testing.T, cfg []byte, be model.BackendName) string {
+	t.Helper()
+	for _, s := range sections(cfg) {
+		if s.header != "backend "+string(be) {
+			continue
+		}
+		for line := range strings.Lines(string(s.body)) {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "dynamic-cookie-key" {
+				return f[1]
+			}
+		}
+	}
+	t.Fatalf("no dynamic-cookie-key for %s in the config", be)
+	return ""
+}
+
+// A passthrough backend has no cookies: adding a server sends no key.
+func TestNoCookieKeyForPassthrough(t *testing.T) {
+	applied := stateOf(t, testInput(baseDesired()))
+	cur := baseDesired()
+	r := routeByName(t, cur, "tcp")
+	r.Services[0].Servers = append(r.Services[0].Servers, srv("fd00::1", 18094, 256))
+	p := Compute(applied, stateOf(t, testInput(cur)))
+	want := []string{
+		"add server be_tcp:default:tcp/ep_fd00--1_18094 [fd00::1]:18094 weight 256 check inter 5s",
+		"enable health be_tcp:default:tcp/ep_fd00--1_18094",
+		"enable server be_tcp:default:tcp/ep_fd00--1_18094",
+		"enable health be_tcp:default:tcp/ep_127.0.0.1_18087",
+	}
+	if got := commands(p); !slices.Equal(got, want) {
+		t.Errorf("commands:\n got %q\nwant %q", got, want)
+	}
+}
+
+// An unexplained skeleton change still reloads, naming the section.
+func TestComputeUnexplainedSkeleton(t *testing.T) {
+	applied := stateOf(t, testInput(baseDesired()))
+	desired := stateOf(t, testInput(baseDesired()))
+	b := *desired.Bundle
+	b.Skeleton = []byte(strings.Replace(string(b.Skeleton), "retries 3", "retries 4", 1))
+	desired.Bundle = &b
+	p := Compute(applied, desired)
+	if got, want := reasonStrings(p), []string{"haproxy.cfg changed: defaults"}; !slices.Equal(got, want) {
+		t.Errorf("reasons = %q, want %q", got, want)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	p := Plan{
+		Reload: true,
+		Changes: []Change{
+			{Mode: ModeRuntime, Kind: KindEndpointAdded, Subject: "default/hello", Detail: "ep_127.0.0.1_18082"},
+			{Mode: ModeRuntime, Kind: KindWeight, Subject: "default/ab", Detail: "ep_127.0.0.1_18084 100 -> 50"},
+			{Mode: ModeReload, Kind: KindRouteAdded, Subject: "default/new"},
+		},
+		Reasons: []Reason{{Kind: KindRouteAdded, Subject: "default/new"}},
+	}
+	var b strings.Builder
+	p.Format(&b)
+	want := "" +
+		"runtime  endpoint added  default/hello  ep_127.0.0.1_18082\n" +
+		"runtime  weight changed  default/ab     ep_127.0.0.1_18084 100 -> 50\n" +
+		"reload   route added     default/new\n" +
+		"plan: reload (1 reason: route added: default/new)\n"
+	if b.String() != want {
+		t.Errorf("Format:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestSummaryCapsReasons(t *testing.T) {
+	var p Plan
+	p.Reload = true
+	for i := range 7 {
+		p.Reasons = append(p.Reasons, Reason{Kind: KindRouteAdded, Subject: "default/r" + string(rune('a'+i))})
+	}
+	want := "plan: reload (7 reasons: route added: default/ra; route added: default/rb; route added: default/rc; " +
+		"route added: default/rd; route added: default/re; and 2 more)"
+	if got := p.Summary(); got != want {
+		t.Errorf("Summary() =\n%q\nwant\n%q", got, want)
+	}
+}
+
+// Routes out of order (Desired promises sorted ones) still pair up by key.
+func TestComputeUnsortedRoutes(t *testing.T) {
+	applied := stateOf(t, testInput(baseDesired()))
+	cur := baseDesired()
+	routeByName(t, cur, "ab").Services[0].Servers[0].Weight = 50
+	desired := stateOf(t, testInput(cur))
+	slices.Reverse(cur.Routes)
+	p := Compute(applied, desired)
+	want := []string{"set server " + beAB + "/ep_127.0.0.1_18083 weight 50"}
+	if got := commands(p); p.Reload || !slices.Equal(got, want) {
+		t.Errorf("reload %v (%q), commands %q; want %q", p.Reload, reasonStrings(p), got, want)
+	}
+}

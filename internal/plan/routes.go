@@ -1,0 +1,279 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/render"
+)
+
+// routes walks the applied and desired routes together, by key.
+func (d *differ) routes() {
+	olds := sortedRoutes(d.applied.Desired.Routes)
+	news := sortedRoutes(d.desired.Desired.Routes)
+
+	i, j := 0, 0
+	for i < len(olds) || j < len(news) {
+		switch {
+		case j == len(news) || (i < len(olds) && compareKeys(olds[i].Key, news[j].Key) < 0):
+			d.add(Change{Mode: ModeReload, Kind: KindRouteDeleted, Subject: olds[i].Key.String()})
+			i++
+		case i == len(olds) || compareKeys(olds[i].Key, news[j].Key) > 0:
+			d.add(Change{Mode: ModeReload, Kind: KindRouteAdded, Subject: news[j].Key.String()})
+			d.newBackends[news[j].BackendName()] = true
+			j++
+		default:
+			d.route(&olds[i], &news[j])
+			i++
+			j++
+		}
+	}
+}
+
+func compareKeys(a, b model.RouteKey) int {
+	if c := cmp.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
+}
+
+// sortedRoutes returns routes ordered by key. Desired promises that order;
+// a copy is sorted only when the promise was broken.
+func sortedRoutes(rs []model.AdmittedRoute) []model.AdmittedRoute {
+	sorted := true
+	for i := 1; i < len(rs) && sorted; i++ {
+		sorted = compareKeys(rs[i-1].Key, rs[i].Key) <= 0
+	}
+	if sorted {
+		return rs
+	}
+	out := slices.Clone(rs)
+	slices.SortStableFunc(out, func(a, b model.AdmittedRoute) int { return compareKeys(a.Key, b.Key) })
+	return out
+}
+
+// route diffs one route present on both sides.
+func (d *differ) route(old, cur *model.AdmittedRoute) {
+	if routeEqual(old, cur) {
+		return
+	}
+	key := cur.Key.String()
+	if oldBe, newBe := old.BackendName(), cur.BackendName(); oldBe != newBe {
+		// A new backend replaces the old one: a reload, whatever else
+		// changed in the route.
+		d.add(Change{Mode: ModeReload, Kind: KindTermination, Subject: key,
+			Detail: fmt.Sprintf("%s -> %s", terminationName(old.Termination), terminationName(cur.Termination))})
+		d.newBackends[newBe] = true
+		return
+	}
+	fields, detail := d.backendDiff(old.Backend, cur.Backend)
+	if len(fields) > 0 {
+		d.add(Change{Mode: ModeReload, Kind: KindBackendSettings, Subject: key,
+			Field: strings.Join(fields, ", "), Detail: strings.Join(detail, "; ")})
+	}
+	// Hosts, paths and redirect policies live in map files; the map diff
+	// makes the ops, these changes say why.
+	if old.Host != cur.Host || old.Path != cur.Path || old.Wildcard != cur.Wildcard {
+		d.add(Change{Mode: ModeRuntime, Kind: KindHostPath, Subject: key,
+			Detail: fmt.Sprintf("%s -> %s", hostPath(old), hostPath(cur))})
+	}
+	if old.InsecurePolicy != cur.InsecurePolicy {
+		d.add(Change{Mode: ModeRuntime, Kind: KindRedirectPolicy, Subject: key,
+			Detail: fmt.Sprintf("%s -> %s", show(string(old.InsecurePolicy)), show(string(cur.InsecurePolicy)))})
+	}
+	// TLS material is compared as files (certificates, CA files, crt-list)
+	// in the bundle diff.
+	// A settings change already explains (and reloads for) server lines
+	// that change with it.
+	d.servers(old, cur, len(fields) > 0 || d.routerReload)
+}
+
+func terminationName(t model.Termination) string {
+	if t == model.TerminationNone {
+		return "http"
+	}
+	return string(t)
+}
+
+func hostPath(r *model.AdmittedRoute) string {
+	host := r.Host
+	if i := strings.IndexByte(host, '.'); r.Wildcard && i >= 0 {
+		host = "*" + host[i:]
+	}
+	return host + r.Path
+}
+
+// servers diffs the endpoints of a route whose backend stays.
+func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
+	be := cur.BackendName()
+	key := cur.Key.String()
+	oldServers := render.RouteServers(*old)
+	newServers := render.RouteServers(*cur)
+	oldIndex := make(map[model.ServerName]model.Server, len(oldServers))
+	for _, s := range oldServers {
+		oldIndex[s.Name] = s
+	}
+	newNames := make(map[model.ServerName]bool, len(newServers))
+	oldChecked, newChecked := old.HealthChecked(), cur.HealthChecked()
+	pending := d.applied.PendingDeletes[be]
+
+	added := false
+	var optionsChanged []string
+	for _, s := range newServers {
+		newNames[s.Name] = true
+		o, ok := oldIndex[s.Name]
+		if !ok {
+			if pending[s.Name] {
+				d.adds = append(d.adds, ReenableServer{Backend: be, Server: s.Name, Weight: s.Weight, Checked: newChecked})
+				d.add(Change{Mode: ModeRuntime, Kind: KindEndpointRestored, Subject: key, Detail: string(s.Name)})
+				continue
+			}
+			d.adds = append(d.adds, AddServer{Backend: be, Server: s.Name, Addr: s.Address, Port: s.Port,
+				Args: render.ServerArgs(*cur, s, d.desired.Input), Checked: newChecked})
+			d.add(Change{Mode: ModeRuntime, Kind: KindEndpointAdded, Subject: key, Detail: string(s.Name)})
+			added = true
+			continue
+		}
+		if o.Address != s.Address || o.Port != s.Port {
+			// Names derive from ip:port, so this only happens if that
+			// rule changes; the runtime cannot rename, so reload.
+			d.add(Change{Mode: ModeReload, Kind: KindEndpointAddress, Subject: key,
+				Detail: fmt.Sprintf("%s %s -> %s", s.Name, hostPort(o.Address, o.Port), hostPort(s.Address, s.Port))})
+			continue
+		}
+		// Anything besides the weight that differs on the server line
+		// (maxconn, ssl, ca-file, check interval) cannot be changed at
+		// runtime. Settings changes already name the cause.
+		if !settingsChanged {
+			was := o
+			was.Weight = s.Weight
+			if render.ServerArgs(*old, was, d.applied.Input) != render.ServerArgs(*cur, s, d.desired.Input) {
+				optionsChanged = append(optionsChanged, string(s.Name))
+			}
+		}
+		if o.Weight != s.Weight {
+			d.weights = append(d.weights, SetWeight{Backend: be, Server: s.Name, Weight: s.Weight})
+			d.add(Change{Mode: ModeRuntime, Kind: KindWeight, Subject: key,
+				Detail: fmt.Sprintf("%s %d -> %d", s.Name, o.Weight, s.Weight)})
+		}
+		if oldChecked != newChecked {
+			if newChecked {
+				d.health = append(d.health, EnableHealth{Backend: be, Server: s.Name})
+			} else {
+				d.health = append(d.health, DisableHealth{Backend: be, Server: s.Name})
+			}
+		}
+	}
+	for _, o := range oldServers {
+		if !newNames[o.Name] {
+			d.removes = append(d.removes, RemoveServer{Backend: be, Server: o.Name})
+			d.add(Change{Mode: ModeRuntime, Kind: KindEndpointRemoved, Subject: key, Detail: string(o.Name)})
+		}
+	}
+	if len(optionsChanged) > 0 {
+		d.add(Change{Mode: ModeReload, Kind: KindServerOptions, Subject: key, Detail: strings.Join(optionsChanged, ", ")})
+	}
+	if oldChecked != newChecked {
+		d.add(Change{Mode: ModeRuntime, Kind: KindHealthChecks, Subject: key,
+			Detail: fmt.Sprintf("%s -> %s (%d active endpoints)", onOff(oldChecked), onOff(newChecked), cur.ActiveServers())})
+	}
+	// Render gives every HTTP backend without disable_cookies dynamic
+	// cookies; servers added at runtime need the key sent again.
+	if added && cur.Termination != model.TerminationPassthrough && !cur.Backend.DisableCookies {
+		d.adds = append(d.adds, SetDynamicCookieKey{Backend: be, Key: render.DynamicCookieKey(be)})
+	}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// backendDiff names the backend settings that differ. A health check
+// interval that only follows the router's default is reported once, as the
+// router setting, not again for every route.
+func (d *differ) backendDiff(a, b model.BackendSettings) (fields, detail []string) {
+	diff := func(field string, changed bool, from, to any) {
+		if changed {
+			fields = append(fields, field)
+			detail = append(detail, fmt.Sprintf("%s %s -> %s", field, show(from), show(to)))
+		}
+	}
+	diff("balance", a.Balance != b.Balance, string(a.Balance), string(b.Balance))
+	diff("timeout", a.Timeout != b.Timeout, a.Timeout, b.Timeout)
+	diff("timeout-tunnel", a.TunnelTimeout != b.TunnelTimeout, a.TunnelTimeout, b.TunnelTimeout)
+	ra, rb := d.applied.Desired.Router.HealthCheckInterval, d.desired.Desired.Router.HealthCheckInterval
+	inherited := ra != rb && a.HealthCheckInterval == ra && b.HealthCheckInterval == rb
+	diff("health.check.interval", a.HealthCheckInterval != b.HealthCheckInterval && !inherited, a.HealthCheckInterval, b.HealthCheckInterval)
+	diff("ip_allowlist", !stringsEqual(a.IPAllowlist, b.IPAllowlist), a.IPAllowlist, b.IPAllowlist)
+	diff("hsts_header", a.HSTSHeader != b.HSTSHeader, a.HSTSHeader, b.HSTSHeader)
+	diff("disable_cookies", a.DisableCookies != b.DisableCookies, a.DisableCookies, b.DisableCookies)
+	diff("cookie_name", a.CookieName != b.CookieName, a.CookieName, b.CookieName)
+	diff("cookie-same-site", a.CookieSameSite != b.CookieSameSite, a.CookieSameSite, b.CookieSameSite)
+	diff("rate-limit-connections", !rateLimitEqual(a.RateLimit, b.RateLimit), rateLimitString(a.RateLimit), rateLimitString(b.RateLimit))
+	diff("pod-concurrent-connections", a.PodConcurrentConnections != b.PodConcurrentConnections, a.PodConcurrentConnections, b.PodConcurrentConnections)
+	diff("rewrite-target", !stringPtrEqual(a.RewriteTarget, b.RewriteTarget), stringPtrString(a.RewriteTarget), stringPtrString(b.RewriteTarget))
+	diff("set-forwarded-headers", a.ForwardedHeaders != b.ForwardedHeaders, a.ForwardedHeaders, b.ForwardedHeaders)
+	return fields, detail
+}
+
+func rateLimitEqual(a, b *model.RateLimit) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func rateLimitString(r *model.RateLimit) string {
+	if r == nil {
+		return "off"
+	}
+	return fmt.Sprintf("concurrent-tcp=%d rate-tcp=%d rate-http=%d", r.ConcurrentTCP, r.RateTCP, r.RateHTTP)
+}
+
+func stringPtrEqual(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func stringPtrString(p *string) string {
+	if p == nil {
+		return "unset"
+	}
+	return show(*p)
+}
+
+// routeEqual reports whether two routes render the same. Labels and the
+// creation time only matter to admission, whose outcome is the route set.
+func routeEqual(a, b *model.AdmittedRoute) bool {
+	if a.Key != b.Key || a.Host != b.Host || a.Path != b.Path || a.Wildcard != b.Wildcard ||
+		a.Termination != b.Termination || a.InsecurePolicy != b.InsecurePolicy || a.TLS != b.TLS {
+		return false
+	}
+	x, y := a.Backend, b.Backend
+	if x.Balance != y.Balance || x.Timeout != y.Timeout || x.TunnelTimeout != y.TunnelTimeout ||
+		x.HealthCheckInterval != y.HealthCheckInterval || !stringsEqual(x.IPAllowlist, y.IPAllowlist) ||
+		x.HSTSHeader != y.HSTSHeader || x.DisableCookies != y.DisableCookies || x.CookieName != y.CookieName ||
+		x.CookieSameSite != y.CookieSameSite || !rateLimitEqual(x.RateLimit, y.RateLimit) ||
+		x.PodConcurrentConnections != y.PodConcurrentConnections || !stringPtrEqual(x.RewriteTarget, y.RewriteTarget) ||
+		x.ForwardedHeaders != y.ForwardedHeaders {
+		return false
+	}
+	if len(a.Services) != len(b.Services) {
+		return false
+	}
+	for i := range a.Services {
+		s, t := &a.Services[i], &b.Services[i]
+		if s.Name != t.Name || s.Weight != t.Weight || !slices.Equal(s.Servers, t.Servers) {
+			return false
+		}
+	}
+	return true
+}

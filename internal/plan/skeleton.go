@@ -1,0 +1,83 @@
+package plan
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// section is one top-level block of haproxy.cfg: its header line
+// ("backend be_http:ns:name") and everything up to the next header.
+type section struct {
+	header string
+	body   []byte
+}
+
+// sections splits a config into its top-level blocks. A header is any line
+// that starts without indentation and is not a comment.
+func sections(cfg []byte) []section {
+	var out []section
+	start := -1
+	header := ""
+	pos := 0
+	for pos < len(cfg) {
+		end := bytes.IndexByte(cfg[pos:], '\n')
+		if end < 0 {
+			end = len(cfg)
+		} else {
+			end += pos + 1
+		}
+		line := cfg[pos:end]
+		if len(line) > 0 && line[0] != ' ' && line[0] != '\t' && line[0] != '#' && len(bytes.TrimSpace(line)) > 0 {
+			if start >= 0 {
+				out = append(out, section{header: header, body: cfg[start:pos]})
+			}
+			start = pos
+			header = string(bytes.TrimSpace(line))
+		}
+		pos = end
+	}
+	if start >= 0 {
+		out = append(out, section{header: header, body: cfg[start:]})
+	}
+	return out
+}
+
+// maxConfigChanges bounds the reasons an unexplained skeleton change gives.
+const maxConfigChanges = 10
+
+// configChanges names the sections of haproxy.cfg that differ, for a
+// skeleton change that no model change explains.
+func configChanges(old, cur []byte) []Change {
+	oldSecs := sections(old)
+	oldBody := make(map[string][]byte, len(oldSecs))
+	for _, s := range oldSecs {
+		oldBody[s.header] = s.body
+	}
+	var out []Change
+	seen := make(map[string]bool)
+	for _, s := range sections(cur) {
+		seen[s.header] = true
+		body, ok := oldBody[s.header]
+		switch {
+		case !ok:
+			out = append(out, Change{Mode: ModeReload, Kind: KindConfig, Subject: s.header, Detail: "added"})
+		case !bytes.Equal(body, s.body):
+			out = append(out, Change{Mode: ModeReload, Kind: KindConfig, Subject: s.header, Detail: "changed"})
+		}
+	}
+	for _, s := range oldSecs {
+		if !seen[s.header] {
+			out = append(out, Change{Mode: ModeReload, Kind: KindConfig, Subject: s.header, Detail: "removed"})
+		}
+	}
+	if len(out) == 0 {
+		// Same sections, same bodies: only the order moved.
+		out = append(out, Change{Mode: ModeReload, Kind: KindConfig, Subject: "section order"})
+	}
+	if len(out) > maxConfigChanges {
+		rest := len(out) - maxConfigChanges + 1
+		out = append(out[:maxConfigChanges-1], Change{Mode: ModeReload, Kind: KindConfig,
+			Subject: fmt.Sprintf("%d more sections", rest)})
+	}
+	return out
+}

@@ -1,0 +1,201 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/render"
+)
+
+// AdminState is a server's administrative state as the runtime API shows
+// it: ready, or in maintenance (drained, or not enabled yet).
+type AdminState string
+
+const (
+	AdminReady AdminState = "ready"
+	AdminMaint AdminState = "maint"
+)
+
+// ExpectedServer is what a read-back must show for one server.
+type ExpectedServer struct {
+	Name   model.ServerName
+	Addr   string
+	Port   int
+	Weight int
+	Admin  AdminState
+	// Checked is whether its health checks are enabled.
+	Checked bool
+}
+
+// ObservedServer is one server as read back from HAProxy (`show servers
+// state`): the haproxy package fills it in from srv_addr, srv_port,
+// srv_uweight, srv_admin_state (any maintenance bit = AdminMaint) and
+// srv_check_state (the "enabled" bit = Checked).
+type ObservedServer struct {
+	Name    model.ServerName
+	Addr    string
+	Port    int
+	Weight  int
+	Admin   AdminState
+	Checked bool
+}
+
+// Expectation is what HAProxy must show once a desired state is applied.
+type Expectation struct {
+	Servers map[model.BackendName][]ExpectedServer
+	// Maps holds entries in file order, by the map's absolute path.
+	Maps map[string][]render.MapEntry
+}
+
+// Expect computes the expectation for every backend and map of a desired
+// state. Narrow it with Only to what a plan touched.
+func Expect(desired State) Expectation {
+	exp := Expectation{
+		Servers: make(map[model.BackendName][]ExpectedServer, len(desired.Desired.Routes)),
+		Maps:    make(map[string][]render.MapEntry),
+	}
+	for _, r := range desired.Desired.Routes {
+		checked := r.HealthChecked()
+		servers := render.RouteServers(r)
+		list := make([]ExpectedServer, 0, len(servers))
+		for _, s := range servers {
+			list = append(list, ExpectedServer{Name: s.Name, Addr: s.Address, Port: s.Port,
+				Weight: s.Weight, Admin: AdminReady, Checked: checked})
+		}
+		exp.Servers[r.BackendName()] = list
+	}
+	if desired.Bundle != nil {
+		for _, m := range desired.Bundle.Maps {
+			exp.Maps[absPath(desired.Input.Dir, m.Name)] = m.Entries
+		}
+	}
+	return exp
+}
+
+// Only keeps the listed backends and maps (see Plan.Touched).
+func (e Expectation) Only(backends []model.BackendName, maps []string) Expectation {
+	out := Expectation{
+		Servers: make(map[model.BackendName][]ExpectedServer, len(backends)),
+		Maps:    make(map[string][]render.MapEntry, len(maps)),
+	}
+	for _, be := range backends {
+		if s, ok := e.Servers[be]; ok {
+			out.Servers[be] = s
+		}
+	}
+	for _, p := range maps {
+		if m, ok := e.Maps[p]; ok {
+			out.Maps[p] = m
+		}
+	}
+	return out
+}
+
+// maxMismatches bounds how many differences a Verify error lists.
+const maxMismatches = 5
+
+// Verify compares a read-back with an expectation. Every expected backend
+// and map must have been read. Servers that are not expected may exist
+// only in maintenance: they are drained servers waiting for deletion.
+// The error lists the first differences, for the reload reason
+// "runtime-fallback: …".
+func Verify(exp Expectation, servers map[model.BackendName][]ObservedServer, maps map[string][]render.MapEntry) error {
+	var bad []string
+	for _, be := range sortedKeys(exp.Servers) {
+		observed, ok := servers[be]
+		if !ok {
+			bad = append(bad, fmt.Sprintf("backend %s: not read back", be))
+			continue
+		}
+		bad = append(bad, verifyBackend(be, exp.Servers[be], observed)...)
+	}
+	for _, path := range sortedKeys(exp.Maps) {
+		observed, ok := maps[path]
+		if !ok {
+			bad = append(bad, fmt.Sprintf("map %s: not read back", path))
+			continue
+		}
+		if msg := verifyMap(exp.Maps[path], observed); msg != "" {
+			bad = append(bad, fmt.Sprintf("map %s: %s", path, msg))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	if len(bad) > maxMismatches {
+		bad = append(bad[:maxMismatches], fmt.Sprintf("and %d more", len(bad)-maxMismatches))
+	}
+	return errors.New(strings.Join(bad, "; "))
+}
+
+func verifyBackend(be model.BackendName, want []ExpectedServer, got []ObservedServer) []string {
+	var bad []string
+	byName := make(map[model.ServerName]ObservedServer, len(got))
+	for _, o := range got {
+		byName[o.Name] = o
+	}
+	expected := make(map[model.ServerName]bool, len(want))
+	for _, w := range want {
+		expected[w.Name] = true
+		ref := serverRef(be, w.Name)
+		o, ok := byName[w.Name]
+		if !ok {
+			bad = append(bad, ref+": missing")
+			continue
+		}
+		if !sameAddr(o.Addr, w.Addr) || o.Port != w.Port {
+			bad = append(bad, fmt.Sprintf("%s: address %s, want %s", ref, hostPort(o.Addr, o.Port), hostPort(w.Addr, w.Port)))
+		}
+		if o.Weight != w.Weight {
+			bad = append(bad, fmt.Sprintf("%s: weight %d, want %d", ref, o.Weight, w.Weight))
+		}
+		if o.Admin != w.Admin {
+			bad = append(bad, fmt.Sprintf("%s: state %s, want %s", ref, o.Admin, w.Admin))
+		}
+		if o.Checked != w.Checked {
+			bad = append(bad, fmt.Sprintf("%s: health checks %s, want %s", ref, onOff(o.Checked), onOff(w.Checked)))
+		}
+	}
+	for _, o := range got {
+		if !expected[o.Name] && o.Admin != AdminMaint {
+			bad = append(bad, fmt.Sprintf("%s: unexpected server in state %s", serverRef(be, o.Name), o.Admin))
+		}
+	}
+	return bad
+}
+
+func verifyMap(want, got []render.MapEntry) string {
+	for i := range min(len(want), len(got)) {
+		if want[i] != got[i] {
+			return fmt.Sprintf("entry %d is %q, want %q", i+1, got[i].Key+" "+got[i].Value, want[i].Key+" "+want[i].Value)
+		}
+	}
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d entries, want %d", len(got), len(want))
+	}
+	return ""
+}
+
+// sameAddr compares IP literals by value, so "::ffff:10.0.0.1" or a
+// differently abbreviated IPv6 address read back still matches.
+func sameAddr(a, b string) bool {
+	if a == b {
+		return true
+	}
+	x, errX := netip.ParseAddr(a)
+	y, errY := netip.ParseAddr(b)
+	return errX == nil && errY == nil && x.Unmap() == y.Unmap()
+}
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

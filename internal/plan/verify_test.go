@@ -1,0 +1,158 @@
+package plan
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/render"
+)
+
+func TestVerify(t *testing.T) {
+	desired := stateOf(t, testInput(baseDesired()))
+	p := Plan{Ops: []Op{
+		SetWeight{Backend: beAB, Server: "ep_127.0.0.1_18083", Weight: 100},
+		MapReplace{Path: httpMap},
+	}}
+	exp := Expect(desired).Only(p.Touched())
+	if len(exp.Servers) != 1 || len(exp.Maps) != 1 {
+		t.Fatalf("Only(Touched()) kept %d backends and %d maps, want 1 and 1", len(exp.Servers), len(exp.Maps))
+	}
+
+	good := func() map[model.BackendName][]ObservedServer {
+		return map[model.BackendName][]ObservedServer{beAB: {
+			{Name: "ep_127.0.0.1_18083", Addr: "127.0.0.1", Port: 18083, Weight: 100, Admin: AdminReady, Checked: true},
+			{Name: "ep_127.0.0.1_18084", Addr: "127.0.0.1", Port: 18084, Weight: 50, Admin: AdminReady, Checked: true},
+			{Name: "ep_127.0.0.1_18089", Addr: "::ffff:127.0.0.1", Port: 18089, Weight: 50, Admin: AdminReady, Checked: true},
+			// Drained, waiting for deletion: allowed.
+			{Name: "ep_127.0.0.1_18070", Addr: "127.0.0.1", Port: 18070, Weight: 1, Admin: AdminMaint},
+		}}
+	}
+	goodMaps := func() map[string][]render.MapEntry {
+		return map[string][]render.MapEntry{httpMap: append([]render.MapEntry(nil), desired.Bundle.Maps[0].Entries...)}
+	}
+
+	tests := []struct {
+		name    string
+		edit    func(s map[model.BackendName][]ObservedServer, m map[string][]render.MapEntry)
+		wantErr string
+	}{
+		{name: "matches", edit: func(s map[model.BackendName][]ObservedServer, m map[string][]render.MapEntry) {}},
+		{
+			name: "weight, state and health differ",
+			edit: func(s map[model.BackendName][]ObservedServer, m map[string][]render.MapEntry) {
+				s[beAB][0].Weight = 1
+				s[beAB][1].Admin = AdminMaint
+				s[beAB][2].Checked = false
+			},
+			wantErr: beAB + "/ep_127.0.0.1_18083: weight 1, want 100; " +
+				beAB + "/ep_127.0.0.1_18084: state maint, want ready; " +
+				beAB + "/ep_127.0.0.1_18089: health checks off, want on",
+		},
+		{
+			name: "missing and unexpected servers",
+			edit: func(s map[model.BackendName][]ObservedServer, m map[string][]render.MapEntry) {
+				s[beAB] = s[beAB][1:]
+				s[beAB][0].Port = 1
+				s[beAB][2].Admin = AdminReady
+			},
+			wantErr: beAB + "/ep_127.0.0.1_18083: missing; " +
+				beAB + "/ep_127.0.0.1_18084: address 127.0.0.1:1, want 127.0.0.1:18084; " +
+				beAB + "/ep_127.0.0.1_18070: unexpected server in state ready",
+		},
+		{
+			name: "map entry and length differ",
+			edit: func(s map[model.BackendName][]ObservedServer, m map[string][]render.MapEntry) {
+				m[httpMap][1].Value = "be_http:default:other"
+			},
+			wantErr: "map " + httpMap + `: entry 2 is "hello.example.com/ be_http:default:other", want "hello.example.com/ be_http:default:hello"`,
+		},
+		{
+			name: "map shorter",
+			edit: func(s map[model.BackendName][]ObservedServer, m map[string][]render.MapEntry) {
+				m[httpMap] = m[httpMap][:2]
+			},
+			wantErr: "map " + httpMap + ": 2 entries, want 5",
+		},
+		{
+			name: "not read back",
+			edit: func(s map[model.BackendName][]ObservedServer, m map[string][]render.MapEntry) {
+				delete(s, beAB)
+				delete(m, httpMap)
+			},
+			wantErr: "backend " + beAB + ": not read back; map " + httpMap + ": not read back",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, m := good(), goodMaps()
+			tt.edit(s, m)
+			err := Verify(exp, s, m)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.wantErr {
+				t.Errorf("Verify() error:\n got %q\nwant %q", got, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestVerifyCapsMismatches(t *testing.T) {
+	exp := Expectation{Servers: map[model.BackendName][]ExpectedServer{}}
+	for i := range 7 {
+		exp.Servers[model.BackendName(fmt.Sprintf("be%d", i))] = nil
+	}
+	err := Verify(exp, nil, nil)
+	want := "backend be0: not read back; backend be1: not read back; backend be2: not read back; " +
+		"backend be3: not read back; backend be4: not read back; and 2 more"
+	if err == nil || err.Error() != want {
+		t.Errorf("Verify() = %v, want %q", err, want)
+	}
+}
+
+func TestExpectHealth(t *testing.T) {
+	exp := Expect(stateOf(t, testInput(baseDesired())))
+	for be, want := range map[model.BackendName]bool{beAB: true, beHello: false, bePair: true} {
+		for _, s := range exp.Servers[be] {
+			if s.Checked != want || s.Admin != AdminReady {
+				t.Errorf("%s/%s: checked %v admin %s, want checked %v admin ready", be, s.Name, s.Checked, s.Admin, want)
+			}
+		}
+	}
+	if got := len(exp.Maps); got != 6 {
+		t.Errorf("Expect has %d maps, want the 6 rendered ones", got)
+	}
+}
+
+func TestParsePrepareReply(t *testing.T) {
+	tests := []struct {
+		reply, want, wantErr string
+	}{
+		{reply: "New version created: 3\n\n", want: "3"},
+		{reply: "Unknown map identifier. Please use #<id> or <file>.\n", wantErr: `parse prepare map reply "Unknown map identifier. Please use #<id> or <file>.": missing "New version created:"`},
+		{reply: "New version created: x", wantErr: `parse prepare map reply "New version created: x": bad version: strconv.ParseUint: parsing "x": invalid syntax`},
+	}
+	for _, tt := range tests {
+		got, err := ParsePrepareReply(tt.reply)
+		gotErr := ""
+		if err != nil {
+			gotErr = err.Error()
+		}
+		if got != tt.want || gotErr != tt.wantErr {
+			t.Errorf("ParsePrepareReply(%q) = %q, %q; want %q, %q", tt.reply, got, gotErr, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestCommandsEscapeAndDelete(t *testing.T) {
+	m := MapReplace{Path: "/b/maps/x.map", Entries: []render.MapEntry{{Key: `a b;c\d`, Value: "v"}}}
+	want := []string{`add map @7 /b/maps/x.map a\ b\;c\\d v`, "commit map @7 /b/maps/x.map"}
+	if got := m.Commands("7"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Commands = %q, want %q", got, want)
+	}
+	if got, want := DeleteServerCommand(beAB, "ep_127.0.0.1_1"), "del server "+beAB+"/ep_127.0.0.1_1"; got != want {
+		t.Errorf("DeleteServerCommand = %q, want %q", got, want)
+	}
+}

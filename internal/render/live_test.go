@@ -1,0 +1,287 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/certgen"
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/testutil"
+)
+
+// TestLiveRouting starts a real HAProxy on the rendered config, with Go
+// backends on 127.0.0.1, and checks the routing decisions the maps and
+// frontends encode: path boundaries, host normalisation, wildcards,
+// redirects, edge/reencrypt/passthrough TLS, and that servers described by
+// ServerArgs are accepted by the runtime `add server`.
+func TestLiveRouting(t *testing.T) {
+	bin := testutil.HAProxy(t)
+	tc := loadTestCerts(t)
+	pair, err := tls.X509KeyPair([]byte(tc.Cert), []byte(tc.Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM([]byte(tc.CA))
+
+	backend := func(name string, tlsCert *tls.Certificate) string {
+		s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "%s %s xff=%s xfp=%s", name, r.URL.Path, r.Header.Get("X-Forwarded-For"), r.Header.Get("X-Forwarded-Proto"))
+		}))
+		if tlsCert != nil {
+			s.TLS = &tls.Config{Certificates: []tls.Certificate{*tlsCert}}
+			s.StartTLS()
+		} else {
+			s.Start()
+		}
+		t.Cleanup(s.Close)
+		return s.Listener.Addr().String()
+	}
+	ptCertPEM, ptKeyPEM, err := certgen.SelfSigned(time.Now(), []string{"pt.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptPair, err := tls.X509KeyPair(ptCertPEM, ptKeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	own := model.RouteTLS{Certificate: tc.Cert, Key: tc.Key}
+	s := model.DefaultSettings()
+	s.BindAddress = "127.0.0.1"
+	s.HTTPPort, s.HTTPSPort, s.StatsPort = freePort(t), freePort(t), freePort(t)
+	d := desired(s,
+		route("t", "exact", "exact.wild.example.com", "", svc("s", 100, backend("exact", nil))),
+		route("t", "foo", "hello.example.com", "/foo", svc("s", 100, backend("foo", nil))),
+		route("t", "hello", "hello.example.com", "", svc("s", 100, backend("hello", nil), backend("hello", nil))),
+		route("t", "none", "none.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("s", 100, backend("none", nil))),
+		route("t", "pt", "pt.example.com", "", passthrough(model.InsecurePolicyNone), svc("s", 100, backend("pt", &ptPair))),
+		route("t", "re", "re.example.com", "", reencrypt(model.InsecurePolicyNone,
+			model.RouteTLS{Certificate: tc.Cert, Key: tc.Key, DestinationCACertificate: tc.CA}), svc("s", 100, backend("re", &pair))),
+		route("t", "secure", "secure.example.com", "", edge(model.InsecurePolicyRedirect, own),
+			backendSettings(func(b *model.BackendSettings) { b.HSTSHeader = "max-age=60" }), svc("s", 100, backend("secure", nil))),
+		route("t", "wild", "www.wild.example.com", "", wildcard, svc("s", 100, backend("wild", nil))),
+	)
+
+	tmp, err := os.MkdirTemp("", "hr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	in := Input{Desired: d, Dir: tmp + "/b", RunDir: tmp + "/r", DefaultCertificate: []byte(tc.Default)}
+	b := mustRender(t, in)
+	writeBundle(t, in.Dir, b)
+	if err := os.MkdirAll(in.RunDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	startHAProxy(t, bin, in)
+
+	httpClient := client(s.HTTPPort, nil)
+	httpsClient := client(s.HTTPSPort, &tls.Config{RootCAs: pool})
+
+	for _, c := range []struct {
+		name, url, host string
+		https           bool
+		wantStatus      int
+		wantBody        string
+	}{
+		{"host only", "http://hello.example.com/", "", false, 200, "hello / xff=127.0.0.1 xfp=http"},
+		{"path exact", "http://hello.example.com/foo", "", false, 200, "foo /foo "},
+		{"path slash", "http://hello.example.com/foo/", "", false, 200, "foo /foo/ "},
+		{"path below", "http://hello.example.com/foo/bar?x=1", "", false, 200, "foo /foo/bar "},
+		{"path prefix is not a match", "http://hello.example.com/foobar", "", false, 200, "hello /foobar "},
+		{"host case and port", "http://hello.example.com/foo", "HELLO.Example.COM:80", false, 200, "foo /foo "},
+		{"host with slash refused", "http://hello.example.com/x", "hello.example.com/foo", false, 400, ""},
+		{"wildcard", "http://anything.wild.example.com/", "", false, 200, "wild / "},
+		{"wildcard parent itself", "http://www.wild.example.com/", "", false, 200, "wild / "},
+		{"exact before wildcard", "http://exact.wild.example.com/", "", false, 200, "exact / "},
+		{"wildcard is one label", "http://a.b.wild.example.com/", "", false, 503, ""},
+		{"unknown host", "http://nope.example.com/", "", false, 503, ""},
+		{"edge None not on http", "http://none.example.com/", "", false, 503, ""},
+		{"edge redirect", "http://secure.example.com/p?q=1", "", false, 302, ""},
+		{"edge over https", "https://secure.example.com/p", "", true, 200, "secure /p xff=127.0.0.1 xfp=https"},
+		{"reencrypt", "https://re.example.com/r", "", true, 200, "re /r xff=127.0.0.1 xfp=https"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := httpClient
+			if c.https {
+				cl = httpsClient
+			}
+			status, body, hdr := get(t, cl, c.url, c.host)
+			if status != c.wantStatus {
+				t.Fatalf("status %d, want %d (body %q)", status, c.wantStatus, body)
+			}
+			if c.wantBody != "" && !strings.HasPrefix(body, c.wantBody) {
+				t.Errorf("body %q, want prefix %q", body, c.wantBody)
+			}
+			if c.name == "edge redirect" {
+				want := fmt.Sprintf("https://secure.example.com:%d/p?q=1", s.HTTPSPort)
+				if loc := hdr.Get("Location"); loc != want {
+					t.Errorf("Location %q, want %q", loc, want)
+				}
+			}
+			if c.name == "edge over https" && hdr.Get("Strict-Transport-Security") != "max-age=60" {
+				t.Errorf("Strict-Transport-Security = %q, want max-age=60", hdr.Get("Strict-Transport-Security"))
+			}
+		})
+	}
+
+	t.Run("default certificate without a route certificate", func(t *testing.T) {
+		cl := client(s.HTTPSPort, &tls.Config{InsecureSkipVerify: true})
+		resp, err := cl.Get("https://none.example.com/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if cn := resp.TLS.PeerCertificates[0].Subject.CommonName; cn != "haroute test default" {
+			t.Errorf("served certificate %q, want the default one", cn)
+		}
+		if !strings.HasPrefix(string(body), "none / ") {
+			t.Errorf("body %q, want the none backend", body)
+		}
+	})
+
+	t.Run("passthrough", func(t *testing.T) {
+		ptPool := x509.NewCertPool()
+		ptPool.AppendCertsFromPEM(ptCertPEM)
+		cl := client(s.HTTPSPort, &tls.Config{RootCAs: ptPool})
+		status, body, _ := get(t, cl, "https://pt.example.com/x", "")
+		// The backend's own certificate verified: TLS went through untouched.
+		if status != 200 || !strings.HasPrefix(body, "pt /x xff= xfp=") {
+			t.Errorf("got %d %q, want 200 from pt without forwarded headers", status, body)
+		}
+	})
+
+	t.Run("runtime add server uses ServerArgs", func(t *testing.T) {
+		for _, r := range d.Routes {
+			if r.Key.Name != "hello" && r.Key.Name != "re" {
+				continue
+			}
+			addr := backend("added-"+r.Key.Name, nil)
+			host, port := splitHostPort(addr)
+			srv := model.Server{Name: model.ServerName("added_" + r.Key.Name), Address: host, Port: port, Weight: 1}
+			cmd := fmt.Sprintf("add server %s/%s %s %s", r.BackendName(), srv.Name, ServerAddress(srv), ServerArgs(r, srv, in))
+			out := adminCommand(t, in.RunDir, cmd)
+			if !strings.Contains(out, "New server registered") {
+				t.Errorf("%s\n→ %s", cmd, out)
+			}
+		}
+	})
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// client dials every request to 127.0.0.1:port, whatever the URL host, so
+// the URL can carry the virtual host (and the SNI).
+func client(port int, tlsConf *tls.Config) *http.Client {
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, fmt.Sprintf("127.0.0.1:%d", port))
+	}
+	return &http.Client{
+		Timeout:       5 * time.Second,
+		Transport:     &http.Transport{DialContext: dial, TLSClientConfig: tlsConf, DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+func get(t *testing.T, cl *http.Client, url, host string) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), resp.Header
+}
+
+func startHAProxy(t *testing.T, bin string, in Input) {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "-W", "-S", filepath.Join(in.RunDir, "master.sock"), "-f", filepath.Join(in.Dir, ConfigFile))
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("haproxy output:\n%s", stderr.String())
+		}
+	})
+	stats := fmt.Sprintf("http://127.0.0.1:%d/healthz", in.Desired.Router.StatsPort)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("haproxy exited: %v\n%s", err, stderr.String())
+		default:
+		}
+		resp, err := http.Get(stats)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("haproxy not ready after 10s: %v\n%s", err, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Let the first health checks pass so every server is up.
+	time.Sleep(300 * time.Millisecond)
+}
+
+func adminCommand(t *testing.T, runDir, cmd string) string {
+	t.Helper()
+	c, err := net.Dial("unix", filepath.Join(runDir, AdminSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, cmd+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(c)
+	return string(out)
+}

@@ -1,0 +1,358 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/haroute/haroute/internal/model"
+)
+
+// Names of the files of a bundle besides ConfigFile and CrtListFile, and
+// values shared with the code that drives HAProxy at runtime.
+const (
+	DefaultCertFile          = "certs/default.pem"
+	DefaultDestinationCAFile = "cas/default-destination.pem"
+
+	// HTTPMap routes plain HTTP by "host/path/" (map_beg); values are
+	// backend names or RedirectValue. HTTPWildcardMap is consulted when it
+	// finds nothing, keyed on the parent domain of the request host.
+	HTTPMap         = "maps/http.map"
+	HTTPWildcardMap = "maps/http_wildcard.map"
+	// HTTPSMap and HTTPSWildcardMap route requests the fe_sni frontend
+	// decrypted (edge and reencrypt routes).
+	HTTPSMap         = "maps/https.map"
+	HTTPSWildcardMap = "maps/https_wildcard.map"
+	// SNIPassthroughMap routes TLS by SNI (map_str, exact) to passthrough
+	// backends; SNIPassthroughWildcardMap is keyed on the parent domain.
+	SNIPassthroughMap         = "maps/sni_passthrough.map"
+	SNIPassthroughWildcardMap = "maps/sni_passthrough_wildcard.map"
+
+	// RedirectValue in an HTTP map sends the client to HTTPS instead of a
+	// backend (insecureEdgeTerminationPolicy Redirect), so switching a
+	// route between None, Allow and Redirect is a map change only.
+	RedirectValue = "redirect-https"
+
+	// AdminSocket and SNISocket live in Input.RunDir.
+	AdminSocket = "admin.sock"
+	SNISocket   = "fe_sni.sock"
+
+	// SNIBackend is the TCP backend that hands non-passthrough TLS to the
+	// fe_sni frontend over SNISocket; SNIServer is its only server.
+	SNIBackend = "be_sni"
+	SNIServer  = "fe_sni"
+)
+
+// routeCertName is the bundle file holding a route's certificate and key.
+func routeCertName(r model.AdmittedRoute) string {
+	return "certs/" + fileStem(r.Key.Namespace, r.Key.Name) + ".pem"
+}
+
+// routeCAName is the bundle file holding a reencrypt route's destination CA.
+func routeCAName(r model.AdmittedRoute) string {
+	return "cas/" + fileStem(r.Key.Namespace, r.Key.Name) + ".pem"
+}
+
+// hasOwnCert reports whether the route's TLS is terminated with its own
+// certificate (else the default certificate answers for it).
+func hasOwnCert(r model.AdmittedRoute) bool {
+	return (r.Termination == model.TerminationEdge || r.Termination == model.TerminationReencrypt) &&
+		r.TLS.Certificate != "" && r.TLS.Key != ""
+}
+
+// Render turns the desired state into a complete bundle. It is pure and
+// deterministic; it fails only on input that upstream validation should
+// have refused, rather than write a config that would break HAProxy.
+func Render(in Input) (*Bundle, error) {
+	if err := checkInput(in); err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	stems := make(map[string]model.RouteKey, len(in.Desired.Routes))
+	for _, r := range in.Desired.Routes {
+		if err := checkRoute(r); err != nil {
+			return nil, fmt.Errorf("render route %s: %w", r.Key, err)
+		}
+		stem := fileStem(r.Key.Namespace, r.Key.Name)
+		if other, dup := stems[stem]; dup {
+			return nil, fmt.Errorf("render route %s: file name %q already used by route %s", r.Key, stem, other)
+		}
+		stems[stem] = r.Key
+	}
+
+	b := &Bundle{Maps: buildMaps(in.Desired.Routes)}
+	for _, m := range b.Maps {
+		b.Files = append(b.Files, File{Name: m.Name, Data: mapFileData(m), Mode: 0o644})
+	}
+	b.Certs, b.Files = buildTLS(in, b.Files)
+
+	full, skeleton := buildConfig(in)
+	b.Skeleton = skeleton
+	b.Files = append(b.Files, File{Name: ConfigFile, Data: full, Mode: 0o644})
+	sort.Slice(b.Files, func(i, j int) bool { return b.Files[i].Name < b.Files[j].Name })
+	return b, nil
+}
+
+func checkInput(in Input) error {
+	if in.Desired == nil {
+		return errors.New("no desired state")
+	}
+	for _, d := range []struct{ what, dir string }{{"bundle dir", in.Dir}, {"run dir", in.RunDir}} {
+		if err := checkWord(d.what, d.dir); err != nil {
+			return err
+		}
+		if !path.IsAbs(d.dir) || path.Clean(d.dir) != d.dir {
+			return fmt.Errorf("%s %q must be an absolute, clean path", d.what, d.dir)
+		}
+	}
+	if len(in.DefaultCertificate) == 0 {
+		return errors.New("no default certificate")
+	}
+	s := in.Desired.Router
+	if s.BindAddress != "" && net.ParseIP(s.BindAddress) == nil {
+		return fmt.Errorf("bind address %q is not an IP address", s.BindAddress)
+	}
+	for _, p := range []struct {
+		what string
+		port int
+	}{{"http port", s.HTTPPort}, {"https port", s.HTTPSPort}, {"stats port", s.StatsPort}} {
+		if p.port < 1 || p.port > 65535 {
+			return fmt.Errorf("%s %d out of range 1-65535", p.what, p.port)
+		}
+	}
+	return nil
+}
+
+var (
+	validBalance = map[model.BalanceAlgorithm]bool{"": true, model.BalanceRoundRobin: true,
+		model.BalanceLeastConn: true, model.BalanceSource: true, model.BalanceRandom: true}
+	validSameSite  = map[string]bool{"": true, "Lax": true, "Strict": true, "None": true}
+	validForwarded = map[string]bool{"": true, "append": true, "replace": true, "never": true, "if-none": true}
+)
+
+// checkRoute refuses anything that would not render to valid, unambiguous
+// HAProxy syntax.
+func checkRoute(r model.AdmittedRoute) error {
+	if err := checkWord("host", r.Host); err != nil {
+		return err
+	}
+	if strings.ContainsAny(r.Host, "/:") {
+		return fmt.Errorf("host %q must not contain '/' or ':'", r.Host)
+	}
+	if r.Host != strings.ToLower(r.Host) {
+		return fmt.Errorf("host %q is not lowercase", r.Host)
+	}
+	if r.Path != "" {
+		if err := checkWord("path", r.Path); err != nil {
+			return err
+		}
+		if r.Path[0] != '/' {
+			return fmt.Errorf("path %q does not start with '/'", r.Path)
+		}
+	}
+	if err := checkWord("backend name", string(r.BackendName())); err != nil {
+		return err
+	}
+	for _, s := range r.Servers() {
+		if err := checkWord("server name", string(s.Name)); err != nil {
+			return err
+		}
+		if net.ParseIP(s.Address) == nil {
+			return fmt.Errorf("server %s address %q is not an IP address", s.Name, s.Address)
+		}
+		if s.Port < 1 || s.Port > 65535 {
+			return fmt.Errorf("server %s port %d out of range 1-65535", s.Name, s.Port)
+		}
+		if s.Weight < 0 || s.Weight > 256 {
+			return fmt.Errorf("server %s weight %d out of range 0-256", s.Name, s.Weight)
+		}
+	}
+	bs := r.Backend
+	if !validBalance[bs.Balance] {
+		return fmt.Errorf("unknown balance algorithm %q", bs.Balance)
+	}
+	if !validSameSite[bs.CookieSameSite] {
+		return fmt.Errorf("unknown cookie SameSite value %q", bs.CookieSameSite)
+	}
+	if !validForwarded[bs.ForwardedHeaders] {
+		return fmt.Errorf("unknown set-forwarded-headers value %q", bs.ForwardedHeaders)
+	}
+	if bs.CookieName != "" {
+		if err := checkWord("cookie name", bs.CookieName); err != nil {
+			return err
+		}
+		if strings.ContainsAny(bs.CookieName, ";,=") {
+			return fmt.Errorf("cookie name %q contains ';', ',' or '='", bs.CookieName)
+		}
+	}
+	for _, e := range bs.IPAllowlist {
+		if err := checkAllowEntry(e); err != nil {
+			return err
+		}
+	}
+	if bs.HSTSHeader != "" {
+		if _, err := singleQuoted("hsts header", bs.HSTSHeader, true); err != nil {
+			return err
+		}
+	}
+	if t := bs.RewriteTarget; t != nil && *t != "" {
+		if err := checkWord("rewrite target", *t); err != nil {
+			return err
+		}
+	}
+	if rl := bs.RateLimit; rl != nil && (rl.ConcurrentTCP < 0 || rl.RateTCP < 0 || rl.RateHTTP < 0) {
+		return errors.New("rate limits must not be negative")
+	}
+	return nil
+}
+
+// buildMaps computes every map, including empty ones: HAProxy needs each
+// map file the config names to exist.
+func buildMaps(routes []model.AdmittedRoute) []Map {
+	entries := map[string][]MapEntry{}
+	add := func(name, key, value string) { entries[name] = append(entries[name], MapEntry{Key: key, Value: value}) }
+	for _, r := range routes {
+		host, httpMap, httpsMap, sniMap := r.Host, HTTPMap, HTTPSMap, SNIPassthroughMap
+		if r.Wildcard {
+			if parent, ok := parentDomain(r.Host); ok {
+				host, httpMap, httpsMap, sniMap = parent, HTTPWildcardMap, HTTPSWildcardMap, SNIPassthroughWildcardMap
+			}
+		}
+		key := host + routeKeyPath(r.Path)
+		be := string(r.BackendName())
+		switch r.Termination {
+		case model.TerminationEdge, model.TerminationReencrypt:
+			add(httpsMap, key, be)
+			switch r.InsecurePolicy {
+			case model.InsecurePolicyAllow:
+				add(httpMap, key, be)
+			case model.InsecurePolicyRedirect:
+				add(httpMap, key, RedirectValue)
+			}
+		case model.TerminationPassthrough:
+			// The SNI carries no path: a passthrough route owns the host.
+			add(sniMap, host, be)
+			if r.InsecurePolicy == model.InsecurePolicyRedirect {
+				add(httpMap, host+"/", RedirectValue)
+			}
+		default:
+			add(httpMap, key, be)
+		}
+	}
+	names := []string{HTTPMap, HTTPWildcardMap, HTTPSMap, HTTPSWildcardMap, SNIPassthroughMap, SNIPassthroughWildcardMap}
+	sort.Strings(names)
+	maps := make([]Map, 0, len(names))
+	for _, name := range names {
+		maps = append(maps, Map{Name: name, Entries: sortEntries(entries[name])})
+	}
+	return maps
+}
+
+// sortEntries orders a map so it reads like the routing decision: by host,
+// then longest path first. HAProxy's tree lookups do not depend on file
+// order, but a list-matched map would still pick the right entry. The first
+// route (in namespace/name order) keeps a duplicated key: admission has
+// already rejected real conflicts.
+func sortEntries(es []MapEntry) []MapEntry {
+	seen := make(map[string]bool, len(es))
+	out := make([]MapEntry, 0, len(es))
+	for _, e := range es {
+		if !seen[e.Key] {
+			seen[e.Key] = true
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		hi, pi := splitKey(out[i].Key)
+		hj, pj := splitKey(out[j].Key)
+		if hi != hj {
+			return hi < hj
+		}
+		if len(pi) != len(pj) {
+			return len(pi) > len(pj)
+		}
+		return pi < pj
+	})
+	return out
+}
+
+func splitKey(k string) (host, path string) {
+	if i := strings.IndexByte(k, '/'); i >= 0 {
+		return k[:i], k[i:]
+	}
+	return k, ""
+}
+
+func mapFileData(m Map) []byte {
+	n := 0
+	for _, e := range m.Entries {
+		n += len(e.Key) + len(e.Value) + 2
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, e := range m.Entries {
+		b.WriteString(e.Key)
+		b.WriteByte(' ')
+		b.WriteString(e.Value)
+		b.WriteByte('\n')
+	}
+	return []byte(b.String())
+}
+
+// buildTLS adds the default certificate, route certificates, destination
+// CAs and the crt-list to files, and returns the certificate list.
+func buildTLS(in Input, files []File) ([]Cert, []File) {
+	certs := []Cert{{Name: DefaultCertFile, PEM: in.DefaultCertificate}}
+	files = append(files, File{Name: DefaultCertFile, Data: in.DefaultCertificate, Mode: 0o600})
+	if len(in.DefaultDestinationCA) > 0 {
+		files = append(files, File{Name: DefaultDestinationCAFile, Data: in.DefaultDestinationCA, Mode: 0o644})
+	}
+	var crtList strings.Builder
+	for _, r := range in.Desired.Routes {
+		if r.Termination == model.TerminationReencrypt && r.TLS.DestinationCACertificate != "" {
+			files = append(files, File{Name: routeCAName(r), Data: joinPEM(r.TLS.DestinationCACertificate), Mode: 0o644})
+		}
+		if !hasOwnCert(r) {
+			continue
+		}
+		name := routeCertName(r)
+		pem := joinPEM(r.TLS.Certificate, r.TLS.Key, r.TLS.CACertificate)
+		certs = append(certs, Cert{Name: name, PEM: pem})
+		files = append(files, File{Name: name, Data: pem, Mode: 0o600})
+		sni := r.Host
+		if r.Wildcard {
+			if parent, ok := parentDomain(r.Host); ok {
+				sni = "*." + parent
+			}
+		}
+		crtList.WriteString(in.Dir + "/" + name + " " + sni + "\n")
+	}
+	files = append(files, File{Name: CrtListFile, Data: []byte(crtList.String()), Mode: 0o644})
+	sort.Slice(certs, func(i, j int) bool { return certs[i].Name < certs[j].Name })
+	return certs, files
+}
+
+// joinPEM concatenates PEM blocks, each ending in a newline.
+func joinPEM(parts ...string) []byte {
+	var b strings.Builder
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		b.WriteString(p)
+		b.WriteByte('\n')
+	}
+	return []byte(b.String())
+}
+
+// bindAddress renders a listen address; "" listens on all IPv4 addresses.
+func bindAddress(addr string, port int) string {
+	if addr == "" {
+		return ":" + strconv.Itoa(port)
+	}
+	return hostPort(addr, port)
+}

@@ -1,0 +1,359 @@
+package render
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+)
+
+func baseInput(t *testing.T, routes ...model.AdmittedRoute) Input {
+	t.Helper()
+	tc := loadTestCerts(t)
+	return Input{
+		Desired:            desired(model.DefaultSettings(), routes...),
+		Dir:                goldenDir,
+		RunDir:             goldenRunDir,
+		DefaultCertificate: []byte(tc.Default),
+	}
+}
+
+func mustRender(t *testing.T, in Input) *Bundle {
+	t.Helper()
+	b, err := Render(in)
+	if err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	return b
+}
+
+func TestRenderIsDeterministic(t *testing.T) {
+	tc := loadTestCerts(t)
+	for _, c := range goldenCases() {
+		in := Input{Desired: c.desired(tc), Dir: goldenDir, RunDir: goldenRunDir, DefaultCertificate: []byte(tc.Default)}
+		a, b := mustRender(t, in), mustRender(t, in)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: two renders of the same input differ", c.name)
+		}
+	}
+}
+
+func TestFilesSortedWithModes(t *testing.T) {
+	tc := loadTestCerts(t)
+	in := baseInput(t, route("ns", "r", "r.example.com", "", edge(model.InsecurePolicyNone,
+		model.RouteTLS{Certificate: tc.Cert, Key: tc.Key}), svc("s", 100, "10.0.0.1:80")),
+		route("ns", "re", "re.example.com", "", reencrypt(model.InsecurePolicyNone,
+			model.RouteTLS{DestinationCACertificate: tc.CA}), svc("s", 100, "10.0.0.1:443")))
+	in.DefaultDestinationCA = []byte(tc.CA)
+	b := mustRender(t, in)
+	var got []string
+	for _, f := range b.Files {
+		got = append(got, f.Name+" "+f.Mode.String())
+	}
+	want := []string{
+		"cas/default-destination.pem -rw-r--r--",
+		"cas/ns_re.pem -rw-r--r--",
+		"certs/default.pem -rw-------",
+		"certs/ns_r.pem -rw-------",
+		"crt-list -rw-r--r--",
+		"haproxy.cfg -rw-r--r--",
+		"maps/http.map -rw-r--r--",
+		"maps/http_wildcard.map -rw-r--r--",
+		"maps/https.map -rw-r--r--",
+		"maps/https_wildcard.map -rw-r--r--",
+		"maps/sni_passthrough.map -rw-r--r--",
+		"maps/sni_passthrough_wildcard.map -rw-r--r--",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("files:\n got %q\nwant %q", got, want)
+	}
+	var certs []string
+	for _, c := range b.Certs {
+		certs = append(certs, c.Name)
+	}
+	if want := []string{"certs/default.pem", "certs/ns_r.pem"}; !reflect.DeepEqual(certs, want) {
+		t.Errorf("certs = %q, want %q", certs, want)
+	}
+	if pem := string(b.File("certs/ns_r.pem").Data); !strings.Contains(pem, "BEGIN CERTIFICATE") || !strings.Contains(pem, "PRIVATE KEY") {
+		t.Errorf("route PEM lacks certificate or key:\n%s", pem)
+	}
+	for _, m := range b.Maps {
+		if f := b.File(m.Name); f == nil || !bytes.Equal(f.Data, mapFileData(m)) {
+			t.Errorf("map %s: Bundle.Maps and the file disagree", m.Name)
+		}
+	}
+}
+
+// The skeleton must not move when only endpoints or weights change (that
+// is runtime work), and must move when a backend setting changes.
+func TestSkeleton(t *testing.T) {
+	withEndpoints := func(extra ...func(*model.AdmittedRoute)) Input {
+		return baseInput(t, route("ns", "r", "r.example.com", "", extra...))
+	}
+	base := mustRender(t, withEndpoints(svc("a", 100, "10.0.0.1:80", "10.0.0.2:80")))
+
+	if bytes.Contains(base.Skeleton, []byte("10.0.0.1")) || bytes.Contains(base.Skeleton, []byte("ep_")) {
+		t.Errorf("skeleton holds route server data:\n%s", base.Skeleton)
+	}
+	if !bytes.Contains(base.Skeleton, []byte("  server fe_sni unix@/run/haroute/fe_sni.sock send-proxy-v2\n")) {
+		t.Error("skeleton lost the be_sni server")
+	}
+	full := string(base.File(ConfigFile).Data)
+	if !strings.Contains(full, "  server ep_10.0.0.1_80 10.0.0.1:80 weight 50 check inter 5s\n") {
+		t.Errorf("full config lacks the server line:\n%s", full)
+	}
+	var stripped []string
+	for _, l := range strings.SplitAfter(full, "\n") {
+		if !strings.HasPrefix(l, "  server ep_") {
+			stripped = append(stripped, l)
+		}
+	}
+	if strings.Join(stripped, "") != string(base.Skeleton) {
+		t.Error("skeleton is not the config minus route server lines")
+	}
+
+	for _, tc := range []struct {
+		name         string
+		in           Input
+		sameSkeleton bool
+	}{
+		{"endpoint added", withEndpoints(svc("a", 100, "10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:80")), true},
+		{"endpoints gone", withEndpoints(), true},
+		{"single endpoint (checks off)", withEndpoints(svc("a", 100, "10.0.0.9:80")), true},
+		{"weights", withEndpoints(svc("a", 100, "10.0.0.1:80"), svc("b", 3, "10.0.0.2:80")), true},
+		{"redirect policy", withEndpoints(edge(model.InsecurePolicyRedirect, model.RouteTLS{}), svc("a", 100, "10.0.0.1:80")), false},
+		{"timeout annotation", withEndpoints(svc("a", 100, "10.0.0.1:80", "10.0.0.2:80"),
+			backendSettings(func(b *model.BackendSettings) { b.Timeout = time.Minute })), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := mustRender(t, tc.in)
+			if same := bytes.Equal(b.Skeleton, base.Skeleton); same != tc.sameSkeleton {
+				t.Errorf("skeleton unchanged = %v, want %v", same, tc.sameSkeleton)
+			}
+		})
+	}
+}
+
+// Switching an edge route between None, Allow and Redirect changes maps
+// only: the config, its skeleton and the crt-list stay byte-identical.
+func TestInsecurePolicyIsMapOnly(t *testing.T) {
+	render := func(p model.InsecureEdgeTerminationPolicy) *Bundle {
+		return mustRender(t, baseInput(t, route("ns", "r", "r.example.com", "/p", edge(p, model.RouteTLS{}), svc("a", 100, "10.0.0.1:80"))))
+	}
+	want := map[model.InsecureEdgeTerminationPolicy][]MapEntry{
+		model.InsecurePolicyNone:     nil,
+		model.InsecurePolicyAllow:    {{Key: "r.example.com/p/", Value: "be_edge_http:ns:r"}},
+		model.InsecurePolicyRedirect: {{Key: "r.example.com/p/", Value: RedirectValue}},
+	}
+	none := render(model.InsecurePolicyNone)
+	for p, entries := range want {
+		b := render(p)
+		if !bytes.Equal(b.File(ConfigFile).Data, none.File(ConfigFile).Data) {
+			t.Errorf("%s: haproxy.cfg differs from policy None", p)
+		}
+		if !bytes.Equal(b.File(CrtListFile).Data, none.File(CrtListFile).Data) {
+			t.Errorf("%s: crt-list differs from policy None", p)
+		}
+		for _, m := range b.Maps {
+			switch m.Name {
+			case HTTPMap:
+				if !reflect.DeepEqual(m.Entries, entries) && len(m.Entries)+len(entries) > 0 {
+					t.Errorf("%s: http map = %v, want %v", p, m.Entries, entries)
+				}
+			case HTTPSMap:
+				if w := []MapEntry{{Key: "r.example.com/p/", Value: "be_edge_http:ns:r"}}; !reflect.DeepEqual(m.Entries, w) {
+					t.Errorf("%s: https map = %v, want %v", p, m.Entries, w)
+				}
+			}
+		}
+	}
+}
+
+func TestMapKeys(t *testing.T) {
+	b := mustRender(t, baseInput(t,
+		route("a", "deep", "h.example.com", "/x/y", svc("s", 1, "10.0.0.1:80")),
+		route("a", "dup", "h.example.com", "/x", svc("s", 1, "10.0.0.1:80")),
+		route("a", "other", "a.example.com", "/zzzzzz", svc("s", 1, "10.0.0.1:80")),
+		route("a", "root", "h.example.com", "", svc("s", 1, "10.0.0.1:80")),
+		route("a", "slash", "h.example.com", "/x/", svc("s", 1, "10.0.0.1:80")),
+		route("a", "wild", "www.w.example.com", "/api", wildcard, svc("s", 1, "10.0.0.1:80")),
+	))
+	got := map[string][]MapEntry{}
+	for _, m := range b.Maps {
+		got[m.Name] = m.Entries
+	}
+	// "/x/" and "/x" are the same route path for OpenShift: the first
+	// route in namespace/name order (dup) keeps the key.
+	wantHTTP := []MapEntry{
+		{"a.example.com/zzzzzz/", "be_http:a:other"},
+		{"h.example.com/x/y/", "be_http:a:deep"},
+		{"h.example.com/x/", "be_http:a:dup"},
+		{"h.example.com/", "be_http:a:root"},
+	}
+	if !reflect.DeepEqual(got[HTTPMap], wantHTTP) {
+		t.Errorf("http map:\n got %v\nwant %v", got[HTTPMap], wantHTTP)
+	}
+	if want := []MapEntry{{"w.example.com/api/", "be_http:a:wild"}}; !reflect.DeepEqual(got[HTTPWildcardMap], want) {
+		t.Errorf("wildcard map = %v, want %v", got[HTTPWildcardMap], want)
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	ok := func(*model.AdmittedRoute) {}
+	set := func(f func(*model.BackendSettings)) func(*model.AdmittedRoute) { return backendSettings(f) }
+	str := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		name string
+		in   func(in *Input)
+		want string
+	}{
+		{"nil desired", func(in *Input) { in.Desired = nil }, "render: no desired state"},
+		{"relative dir", func(in *Input) { in.Dir = "bundle" }, `render: bundle dir "bundle" must be an absolute, clean path`},
+		{"dir with space", func(in *Input) { in.Dir = "/var/lib/my bundle" }, `render: bundle dir "/var/lib/my bundle" contains a character not allowed in haproxy syntax (' ')`},
+		{"unclean run dir", func(in *Input) { in.RunDir = "/run/../etc" }, `render: run dir "/run/../etc" must be an absolute, clean path`},
+		{"no default cert", func(in *Input) { in.DefaultCertificate = nil }, "render: no default certificate"},
+		{"bad port", func(in *Input) { in.Desired.Router.StatsPort = 0 }, "render: stats port 0 out of range 1-65535"},
+		{"bad bind address", func(in *Input) { in.Desired.Router.BindAddress = "localhost" }, `render: bind address "localhost" is not an IP address`},
+		{"host with newline", routeWith("a.example.com\nglobal", "", ok), `render route ns/r: host "a.example.com\nglobal" contains a character not allowed in haproxy syntax ('\n')`},
+		{"host with port", routeWith("a.example.com:80", "", ok), `render route ns/r: host "a.example.com:80" must not contain '/' or ':'`},
+		{"uppercase host", routeWith("A.example.com", "", ok), `render route ns/r: host "A.example.com" is not lowercase`},
+		{"path with hash", routeWith("a.example.com", "/a#b", ok), `render route ns/r: path "/a#b" contains a character not allowed in haproxy syntax ('#')`},
+		{"path with space", routeWith("a.example.com", "/a b", ok), `render route ns/r: path "/a b" contains a character not allowed in haproxy syntax (' ')`},
+		{"relative path", routeWith("a.example.com", "a", ok), `render route ns/r: path "a" does not start with '/'`},
+		{"NUL in cookie name", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.CookieName = "a\x00" })),
+			`render route ns/r: cookie name "a\x00" contains a character not allowed in haproxy syntax ('\x00')`},
+		{"cookie name with =", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.CookieName = "a=b" })),
+			`render route ns/r: cookie name "a=b" contains ';', ',' or '='`},
+		{"hsts with quote", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.HSTSHeader = "max-age=1'" })),
+			`render route ns/r: hsts header "max-age=1'" contains a character not allowed in a quoted haproxy argument ('\'')`},
+		{"rewrite with space", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.RewriteTarget = str("/a b") })),
+			`render route ns/r: rewrite target "/a b" contains a character not allowed in haproxy syntax (' ')`},
+		{"bad allowlist", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.IPAllowlist = []string{"10.0.0.1 or 1"} })),
+			`render route ns/r: ip allowlist entry "10.0.0.1 or 1" is neither an IP nor a CIDR`},
+		{"bad balance", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.Balance = "uri" })),
+			`render route ns/r: unknown balance algorithm "uri"`},
+		{"bad samesite", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.CookieSameSite = "lax" })),
+			`render route ns/r: unknown cookie SameSite value "lax"`},
+		{"bad forwarded", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.ForwardedHeaders = "always" })),
+			`render route ns/r: unknown set-forwarded-headers value "always"`},
+		{"bad server address", routeWith("a.example.com", "", func(r *model.AdmittedRoute) {
+			r.Services = []model.ServiceBackend{{Name: "s", Servers: []model.Server{{Name: "x", Address: "10.0.0.1 backup", Port: 80}}}}
+		}), `render route ns/r: server x address "10.0.0.1 backup" is not an IP address`},
+		{"bad server weight", routeWith("a.example.com", "", func(r *model.AdmittedRoute) {
+			r.Services = []model.ServiceBackend{{Name: "s", Servers: []model.Server{{Name: "x", Address: "10.0.0.1", Port: 80, Weight: 257}}}}
+		}), `render route ns/r: server x weight 257 out of range 0-256`},
+		{"file name collision", func(in *Input) {
+			in.Desired.Routes = []model.AdmittedRoute{route("a", "b/c", "x.example.com", ""), route("a", "b-c", "y.example.com", "")}
+		}, `render route a/b-c: file name "a_b-c" already used by route a/b/c`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := baseInput(t)
+			tc.in(&in)
+			_, err := Render(in)
+			if err == nil {
+				t.Fatalf("Render succeeded, want error %q", tc.want)
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error:\n got %s\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func routeWith(host, path string, opt func(*model.AdmittedRoute)) func(*Input) {
+	return func(in *Input) {
+		in.Desired.Routes = []model.AdmittedRoute{route("ns", "r", host, path, opt)}
+	}
+}
+
+func TestFileStemCannotEscape(t *testing.T) {
+	for _, tc := range []struct{ ns, name, want string }{
+		{"default", "web", "default_web"},
+		{"..", "..", "--_--"},
+		{"a/../b", "c", "a----b_c"},
+		{".hidden", "x.y", "-.hidden_x.y"},
+		{"", "x", "-_x"},
+	} {
+		got := fileStem(tc.ns, tc.name)
+		if got != tc.want {
+			t.Errorf("fileStem(%q, %q) = %q, want %q", tc.ns, tc.name, got, tc.want)
+		}
+		if strings.Contains(got, "/") || strings.Contains(got, "..") {
+			t.Errorf("fileStem(%q, %q) = %q escapes its directory", tc.ns, tc.name, got)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0"}, {time.Hour, "1h"}, {90 * time.Minute, "90m"}, {30 * time.Second, "30s"},
+		{1500 * time.Millisecond, "1500ms"}, {time.Microsecond, "1ms"}, {2*time.Hour + time.Second, "7201s"},
+	} {
+		if got := duration(tc.d); got != tc.want {
+			t.Errorf("duration(%s) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
+
+func TestServerArgs(t *testing.T) {
+	tc := loadTestCerts(t)
+	srv := model.Server{Name: "ep_10.0.0.1_80", Address: "10.0.0.1", Port: 80, Weight: 7}
+	in := baseInput(t)
+	in.Desired.Router.HealthCheckInterval = 3 * time.Second
+	withCA := in
+	withCA.DefaultDestinationCA = []byte(tc.CA)
+	for _, c := range []struct {
+		name string
+		r    model.AdmittedRoute
+		in   Input
+		want string
+	}{
+		{"http", route("ns", "r", "h", ""), in, "weight 7 check inter 5s"},
+		{"router interval", route("ns", "r", "h", "", backendSettings(func(b *model.BackendSettings) { b.HealthCheckInterval = 0 })), in,
+			"weight 7 check inter 3s"},
+		{"maxconn", route("ns", "r", "h", "", backendSettings(func(b *model.BackendSettings) { b.PodConcurrentConnections = 9 })), in,
+			"weight 7 check inter 5s maxconn 9"},
+		{"reencrypt system CA", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{})), in,
+			"weight 7 check inter 5s ssl verify required ca-file @system-ca sni req.hdr(host),field(1,:),lower no-check-ssl"},
+		{"reencrypt default CA", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{})), withCA,
+			"weight 7 check inter 5s ssl verify required ca-file /var/lib/haroute/bundle/cas/default-destination.pem sni req.hdr(host),field(1,:),lower no-check-ssl"},
+		{"reencrypt own CA", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{DestinationCACertificate: tc.CA})), withCA,
+			"weight 7 check inter 5s ssl verify required ca-file /var/lib/haroute/bundle/cas/ns_r.pem sni req.hdr(host),field(1,:),lower no-check-ssl"},
+		{"passthrough", route("ns", "r", "h", "", passthrough(model.InsecurePolicyNone)), in, "weight 7 check inter 5s"},
+	} {
+		if got := ServerArgs(c.r, srv, c.in); got != c.want {
+			t.Errorf("%s: ServerArgs =\n %q\nwant\n %q", c.name, got, c.want)
+		}
+	}
+	if got, want := ServerAddress(model.Server{Address: "fd00::1", Port: 8080}), "[fd00::1]:8080"; got != want {
+		t.Errorf("ServerAddress = %q, want %q", got, want)
+	}
+}
+
+func TestUncheckedServers(t *testing.T) {
+	d := desired(model.DefaultSettings(),
+		route("ns", "multi", "a", "", svc("s", 100, "10.0.0.2:80", "10.0.0.1:80")),
+		route("ns", "single", "b", "", svc("s", 100, "10.0.0.3:80"), svc("off", 0, "10.0.0.5:80", "10.0.0.4:80")),
+		route("ns", "none", "c", ""),
+	)
+	got := UncheckedServers(d)
+	want := map[model.BackendName][]model.ServerName{
+		"be_http:ns:single": {"ep_10.0.0.3_80", "ep_10.0.0.4_80", "ep_10.0.0.5_80"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("UncheckedServers = %v, want %v", got, want)
+	}
+}
+
+func TestDuplicateServerRenderedOnce(t *testing.T) {
+	b := mustRender(t, baseInput(t, route("ns", "r", "r.example.com", "", svc("a", 100, "10.0.0.1:80"), svc("b", 100, "10.0.0.1:80"))))
+	if n := strings.Count(string(b.File(ConfigFile).Data), "server ep_10.0.0.1_80 "); n != 1 {
+		t.Errorf("server rendered %d times, want once", n)
+	}
+}

@@ -1,0 +1,118 @@
+package render
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+)
+
+// SystemCAFile is what reencrypt servers verify against when neither the
+// route nor the RouterConfig names a destination CA. HAProxy 2.6 accepts
+// "@system-ca" (OpenSSL's default trust store) in server lines.
+const SystemCAFile = "@system-ca"
+
+// ServerArgs returns the options of one server line, everything after the
+// address: the rendered config and the runtime `add server` both use it,
+// so a server added at runtime is identical to the one a reload creates.
+//
+// Every server carries `check inter …`: health checks must be configured
+// everywhere, because HAProxy refuses `enable health` on a server without
+// `check`. Routes with fewer than two active endpoints have their checks
+// disabled at runtime instead (see UncheckedServers). Cookies need nothing
+// here: backends use dynamic cookies, derived from the server address and
+// the backend's dynamic-cookie-key.
+func ServerArgs(r model.AdmittedRoute, s model.Server, in Input) string {
+	var b strings.Builder
+	b.WriteString("weight ")
+	b.WriteString(strconv.Itoa(s.Weight))
+	b.WriteString(" check inter ")
+	b.WriteString(duration(healthCheckInterval(r, in)))
+	if n := r.Backend.PodConcurrentConnections; n > 0 {
+		b.WriteString(" maxconn ")
+		b.WriteString(strconv.Itoa(n))
+	}
+	if r.Termination == model.TerminationReencrypt {
+		// Checks stay plain TCP connects (DESIGN §3); without no-check-ssl
+		// an ssl server would check with a TLS handshake.
+		b.WriteString(" ssl verify required ca-file ")
+		b.WriteString(destinationCAPath(r, in))
+		b.WriteString(" sni req.hdr(host),field(1,:),lower no-check-ssl")
+	}
+	return b.String()
+}
+
+// ServerAddress renders a server's address as it appears on the server line
+// and in `add server` (IPv6 bracketed).
+func ServerAddress(s model.Server) string { return hostPort(s.Address, s.Port) }
+
+func healthCheckInterval(r model.AdmittedRoute, in Input) time.Duration {
+	if d := r.Backend.HealthCheckInterval; d > 0 {
+		return d
+	}
+	if in.Desired != nil && in.Desired.Router.HealthCheckInterval > 0 {
+		return in.Desired.Router.HealthCheckInterval
+	}
+	return model.DefaultHealthCheckInterval
+}
+
+// destinationCAPath is the CA file a reencrypt route's servers verify
+// against: the route's own, else the router's default, else the system store.
+func destinationCAPath(r model.AdmittedRoute, in Input) string {
+	switch {
+	case r.TLS.DestinationCACertificate != "":
+		return in.Dir + "/" + routeCAName(r)
+	case len(in.DefaultDestinationCA) > 0:
+		return in.Dir + "/" + DefaultDestinationCAFile
+	default:
+		return SystemCAFile
+	}
+}
+
+// RouteServers returns the servers rendered for a route: every server of
+// every service, in order, keeping the first of any duplicate name (the
+// same endpoint behind two services of one route would otherwise be a
+// duplicate server, which HAProxy refuses).
+func RouteServers(r model.AdmittedRoute) []model.Server {
+	all := r.Servers()
+	seen := make(map[model.ServerName]bool, len(all))
+	out := all[:0:0]
+	for _, s := range all {
+		if seen[s.Name] {
+			continue
+		}
+		seen[s.Name] = true
+		out = append(out, s)
+	}
+	return out
+}
+
+// UncheckedServers lists, per backend, the servers whose health checks the
+// daemon must disable (`disable health`) after every start or reload and
+// after adding them at runtime: those of routes with fewer than two active
+// endpoints, which send no check traffic (DESIGN §3). Names are sorted.
+// Backends without servers are left out.
+func UncheckedServers(d *model.Desired) map[model.BackendName][]model.ServerName {
+	out := make(map[model.BackendName][]model.ServerName)
+	if d == nil {
+		return out
+	}
+	for _, r := range d.Routes {
+		if r.HealthChecked() {
+			continue
+		}
+		servers := RouteServers(r)
+		if len(servers) == 0 {
+			continue
+		}
+		names := make([]model.ServerName, 0, len(servers))
+		for _, s := range servers {
+			names = append(names, s.Name)
+		}
+		sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+		out[r.BackendName()] = names
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// checkWord rejects a value that would break, or change the meaning of, an
+// unquoted word in haproxy.cfg, a map file or the crt-list. Upstream
+// validation already refuses such values; this is the last line of defence,
+// so a bad value is an error here rather than a corrupt config.
+func checkWord(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%s is empty", what)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c == 0x7f || c == '#' || c == '\'' || c == '"' || c == '\\' {
+			return fmt.Errorf("%s %q contains a character not allowed in haproxy syntax (%q)", what, s, c)
+		}
+	}
+	return nil
+}
+
+// singleQuoted quotes s for haproxy.cfg with single quotes, inside which
+// HAProxy does no escaping and no environment expansion. When s is also a
+// log-format string (set-header values, replace-path replacements), '%'
+// is doubled so it stays literal.
+func singleQuoted(what, s string, logFormat bool) (string, error) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < ' ' || c == 0x7f || c == '\'' {
+			return "", fmt.Errorf("%s %q contains a character not allowed in a quoted haproxy argument (%q)", what, s, c)
+		}
+	}
+	if logFormat {
+		s = strings.ReplaceAll(s, "%", "%%")
+	}
+	return "'" + s + "'", nil
+}
+
+// duration renders d in the largest HAProxy time unit that is exact, so
+// the config reads "5s" and "1h" rather than "5000ms". Sub-millisecond
+// values round up to 1ms: HAProxy's timers count milliseconds.
+func duration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0"
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	case d%time.Second == 0:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	default:
+		ms := (d + time.Millisecond - 1) / time.Millisecond
+		return strconv.FormatInt(int64(ms), 10) + "ms"
+	}
+}
+
+// hostPort renders an address for a bind or server line; IPv6 literals are
+// bracketed, which HAProxy 2.6 accepts and which keeps the port unambiguous.
+func hostPort(host string, port int) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + strconv.Itoa(port)
+	}
+	return host + ":" + strconv.Itoa(port)
+}
+
+// fileStem derives a file name stem from a route's namespace and name.
+// Both are DNS-1123 after validation, which makes the "_" separator
+// unambiguous; anything else is replaced so a derived path can never
+// contain "/" or ".." and escape its directory. Collisions caused by such
+// replacements are detected by the caller.
+func fileStem(namespace, name string) string {
+	return safeSegment(namespace) + "_" + safeSegment(name)
+}
+
+func safeSegment(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.'
+		if !ok {
+			b[i] = '-'
+		}
+	}
+	out := strings.ReplaceAll(string(b), "..", "--")
+	if out == "" || out[0] == '.' {
+		out = "-" + out
+	}
+	return out
+}
+
+// parentDomain returns the domain a wildcard route serves: "example.com"
+// for "www.example.com". ok is false for a single-label host.
+func parentDomain(host string) (string, bool) {
+	i := strings.IndexByte(host, '.')
+	if i < 0 || i == len(host)-1 {
+		return "", false
+	}
+	return host[i+1:], true
+}
+
+// routeKeyPath turns a route path into the map key suffix: the path without
+// its trailing slash, followed by "/". See the package documentation.
+func routeKeyPath(path string) string {
+	return strings.TrimSuffix(path, "/") + "/"
+}
+
+// hashHex is a short, stable identifier derived from s.
+func hashHex(salt, s string) string {
+	sum := sha256.Sum256([]byte(salt + "\x00" + s))
+	return hex.EncodeToString(sum[:16])
+}
+
+// checkAllowEntry accepts an IP or a CIDR, as HAProxy's src ACL does.
+func checkAllowEntry(s string) error {
+	if net.ParseIP(s) != nil {
+		return nil
+	}
+	if _, _, err := net.ParseCIDR(s); err == nil {
+		return nil
+	}
+	return fmt.Errorf("ip allowlist entry %q is neither an IP nor a CIDR", s)
+}
+
+// quoteRegexp escapes a literal for an HAProxy (PCRE) regex.
+func quoteRegexp(s string) string { return regexp.QuoteMeta(s) }

@@ -1,0 +1,345 @@
+package snapshot
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+)
+
+// Defaults for a zero Reader (DESIGN §2); the size limits are the model's,
+// so the reader and the decoder agree on what "too large" means.
+const (
+	DefaultMaxFileSize  int64 = model.MaxFileSize
+	DefaultMaxTotalSize int64 = model.MaxTotalSize
+	DefaultRetries            = 5
+	DefaultBackoff            = 10 * time.Millisecond
+)
+
+// Reader reads consistent snapshots. The zero value uses the defaults; a
+// Reader holds no state between reads and is safe for concurrent use.
+type Reader struct {
+	// MaxFileSize bounds one file; a larger file becomes a FileError.
+	MaxFileSize int64
+	// MaxTotalSize bounds all files together; exceeding it fails the read.
+	MaxTotalSize int64
+	// Retries is how many times a read starts over when a new generation
+	// appears under it (0 means DefaultRetries, negative means none).
+	Retries int
+	// Backoff is the first pause before starting over; it doubles each time.
+	Backoff time.Duration
+}
+
+func (r *Reader) maxFileSize() int64 {
+	if r.MaxFileSize > 0 {
+		return r.MaxFileSize
+	}
+	return DefaultMaxFileSize
+}
+
+func (r *Reader) maxTotalSize() int64 {
+	if r.MaxTotalSize > 0 {
+		return r.MaxTotalSize
+	}
+	return DefaultMaxTotalSize
+}
+
+func (r *Reader) retries() int {
+	switch {
+	case r.Retries > 0:
+		return r.Retries
+	case r.Retries < 0:
+		return 0
+	default:
+		return DefaultRetries
+	}
+}
+
+func (r *Reader) backoff() time.Duration {
+	if r.Backoff > 0 {
+		return r.Backoff
+	}
+	return DefaultBackoff
+}
+
+// errMoved aborts a walk whose generation was replaced under it.
+var errMoved = errors.New("generation replaced during read")
+
+// Read returns one consistent generation of dir. The link (dir/..data in
+// atomic mode, dir itself in link mode) is resolved once, every file is read
+// from the resolved target, and the link is resolved again; if it moved, or
+// a file vanished because the old generation was reclaimed, the read starts
+// over on the new target, at most Retries times, pausing with a doubling
+// backoff. It never returns a mix of two generations. ModeAuto detects the
+// layout on every attempt.
+func (r *Reader) Read(ctx context.Context, dir string, mode Mode) (*Snapshot, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read config dir %s: %w", dir, err)
+	}
+	pause := r.backoff()
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read config dir %s: %w", dir, err)
+		}
+		m := mode
+		if m == ModeAuto || m == "" {
+			if m, err = Detect(abs); err != nil {
+				return nil, err
+			}
+		}
+		root, err := resolve(abs, m)
+		if err != nil {
+			return nil, err
+		}
+		w := walker{
+			ctx:          ctx,
+			dir:          abs,
+			mode:         m,
+			root:         root,
+			maxFileSize:  r.maxFileSize(),
+			maxTotalSize: r.maxTotalSize(),
+			snap:         &Snapshot{Root: root, Mode: m},
+		}
+		err = w.walk("")
+		if err != nil && !errors.Is(err, errMoved) {
+			return nil, err
+		}
+		if err == nil && !w.moved() {
+			w.snap.sortAndHash()
+			w.snap.Attempts = attempt + 1
+			return w.snap, nil
+		}
+		if attempt >= r.retries() {
+			return nil, fmt.Errorf("read config dir %s: %w (%d attempts)", dir, ErrUnstable, attempt+1)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("read config dir %s: %w", dir, ctx.Err())
+		case <-time.After(pause):
+		}
+		pause *= 2
+	}
+}
+
+// resolve returns the physical directory that holds the current generation.
+// Every link on the way is resolved, so "inside the root" checks on symlinked
+// files compare physical paths.
+func resolve(dir string, mode Mode) (string, error) {
+	link := dir
+	if mode == ModeAtomic {
+		link = filepath.Join(dir, DataLink)
+	}
+	root, err := filepath.EvalSymlinks(link)
+	if err != nil {
+		return "", rootError("resolve", link, err)
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return "", rootError("resolve", link, err)
+	}
+	if !fi.IsDir() {
+		return "", rootError("resolve", link, errNotDir)
+	}
+	return root, nil
+}
+
+// walker reads the files below one resolved root.
+type walker struct {
+	ctx                       context.Context
+	dir                       string
+	mode                      Mode
+	root                      string
+	maxFileSize, maxTotalSize int64
+	total                     int64
+	snap                      *Snapshot
+}
+
+// moved reports whether the link no longer leads to the root being read. A
+// plain directory has no link and never moves.
+func (w *walker) moved() bool {
+	if w.mode == ModePlain {
+		return false
+	}
+	now, err := resolve(w.dir, w.mode)
+	return err != nil || now != w.root
+}
+
+// vanished reports whether err means a path disappeared under the reader.
+func vanished(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+func (w *walker) fileError(rel string, err error) {
+	w.snap.Errors = append(w.snap.Errors, FileError{Path: rel, Err: err})
+}
+
+// walk reads the directory rel (slash-separated, "" for the root). Only
+// errors that make the whole snapshot unusable are returned.
+func (w *walker) walk(rel string) error {
+	if err := w.ctx.Err(); err != nil {
+		return fmt.Errorf("read config dir %s: %w", w.dir, err)
+	}
+	entries, err := os.ReadDir(filepath.Join(w.root, filepath.FromSlash(rel)))
+	switch {
+	case err == nil:
+	case rel == "" && vanished(err):
+		// The generation was reclaimed (or the plain dir removed): the
+		// caller resolves again and either retries or reports ErrNotFound.
+		return errMoved
+	case rel == "":
+		return rootError("read", w.root, err)
+	case vanished(err):
+		if w.moved() {
+			return errMoved
+		}
+		return nil // removed in place since its parent was listed
+	default:
+		w.fileError(rel, fmt.Errorf("list directory: %w", err))
+		return nil
+	}
+	for _, e := range entries {
+		name := e.Name()
+		// Dot names are the writers' bookkeeping: ..data, ..2026_…,
+		// ..data_tmp, .git, .worktrees, editors' swap files.
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		child := path.Join(rel, name)
+		var err error
+		switch t := e.Type(); {
+		case t.IsDir():
+			err = w.walk(child)
+		case !hasConfigExt(name):
+			continue
+		case t&fs.ModeSymlink != 0:
+			err = w.readLink(child)
+		case t.IsRegular():
+			err = w.readFile(child, filepath.Join(w.root, filepath.FromSlash(child)))
+		default:
+			// FIFOs, sockets and devices: reading a FIFO would block.
+			w.fileError(child, errNotRegular)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func hasConfigExt(name string) bool {
+	switch strings.ToLower(path.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// readLink reads a symlinked file, but only when it resolves inside the
+// root: a hostile link must not make the router read /etc/shadow. Links to
+// directories are not followed (they could loop).
+func (w *walker) readLink(rel string) error {
+	link := filepath.Join(w.root, filepath.FromSlash(rel))
+	target, err := filepath.EvalSymlinks(link)
+	if err != nil {
+		if !vanished(err) {
+			w.fileError(rel, fmt.Errorf("resolve symlink: %w", err))
+			return nil
+		}
+		if w.moved() {
+			return errMoved
+		}
+		if _, lerr := os.Lstat(link); vanished(lerr) {
+			return nil // the link itself was removed in place
+		}
+		dest, _ := os.Readlink(link)
+		w.fileError(rel, fmt.Errorf("dangling symlink to %s", dest))
+		return nil
+	}
+	inside, err := filepath.Rel(w.root, target)
+	if err != nil || inside == ".." || strings.HasPrefix(inside, ".."+string(filepath.Separator)) || filepath.IsAbs(inside) {
+		w.fileError(rel, fmt.Errorf("%w: %s", errOutsideRoot, target))
+		return nil
+	}
+	fi, err := os.Stat(target)
+	switch {
+	case err != nil && vanished(err) && w.moved():
+		return errMoved
+	case err != nil:
+		w.fileError(rel, fmt.Errorf("resolve symlink: %w", err))
+		return nil
+	case fi.IsDir():
+		return nil // a directory named like a config file: not followed
+	}
+	return w.readFile(rel, target)
+}
+
+// readFile reads one file through a limited reader, so a file that grows
+// while it is read cannot exhaust memory.
+func (w *walker) readFile(rel, file string) error {
+	if err := w.ctx.Err(); err != nil {
+		return fmt.Errorf("read config dir %s: %w", w.dir, err)
+	}
+	f, err := openNoFollow(file)
+	if err != nil {
+		if vanished(err) {
+			if w.moved() {
+				return errMoved
+			}
+			return nil // deleted in place since its directory was listed
+		}
+		w.fileError(rel, fmt.Errorf("open: %w", err))
+		return nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		w.fileError(rel, fmt.Errorf("stat: %w", err))
+		return nil
+	}
+	if !fi.Mode().IsRegular() {
+		w.fileError(rel, errNotRegular)
+		return nil
+	}
+	if fi.Size() > w.maxFileSize {
+		w.fileError(rel, sizeError{size: fi.Size(), limit: w.maxFileSize})
+		return nil
+	}
+	if err := w.checkTotal(fi.Size()); err != nil {
+		return err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, w.maxFileSize+1))
+	if err != nil {
+		w.fileError(rel, fmt.Errorf("read: %w", err))
+		return nil
+	}
+	if int64(len(data)) > w.maxFileSize {
+		w.fileError(rel, sizeError{size: max(fi.Size(), int64(len(data))), limit: w.maxFileSize})
+		return nil
+	}
+	if err := w.checkTotal(int64(len(data))); err != nil {
+		return err
+	}
+	w.total += int64(len(data))
+	sum := sha256.Sum256(data)
+	w.snap.Files = append(w.snap.Files, model.SourceFile{Path: rel, Data: data, Hash: hex.EncodeToString(sum[:])})
+	return nil
+}
+
+func (w *walker) checkTotal(more int64) error {
+	if w.total+more > w.maxTotalSize {
+		return fmt.Errorf("read config dir %s: %w: files total more than %s", w.dir, ErrTooLarge, formatSize(w.maxTotalSize))
+	}
+	return nil
+}

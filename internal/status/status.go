@@ -1,0 +1,149 @@
+// Package status publishes what the daemon is doing — which configuration
+// HAProxy runs, how each route fared, how reloads go, the last error — over
+// a small HTTP endpoint, and reads it back for `haroute status`.
+//
+// The daemon owns the truth and writes it into a Store; the HTTP side only
+// copies it out, so a slow client never holds up reconciling.
+package status
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+)
+
+// Status is the daemon's published state. It is the JSON body of /status.
+type Status struct {
+	// Ready is true once the first snapshot has been applied and HAProxy is
+	// up; /readyz answers 200 only then.
+	Ready bool `json:"ready"`
+	// NotReadyReason says what is still missing while Ready is false.
+	NotReadyReason string `json:"notReadyReason,omitempty"`
+
+	// Generation counts applied configurations, starting at 1.
+	Generation uint64 `json:"generation"`
+	// ConfigHash is the content hash of the bundle HAProxy runs.
+	ConfigHash string    `json:"configHash,omitempty"`
+	AppliedAt  time.Time `json:"appliedAt,omitzero"`
+
+	Routes []Route `json:"routes"`
+
+	LastReload *Reload `json:"lastReload,omitempty"`
+	// Reloads, RuntimeUpdates and Fallbacks count since the daemon started.
+	Reloads        uint64 `json:"reloads"`
+	RuntimeUpdates uint64 `json:"runtimeUpdates"`
+	Fallbacks      uint64 `json:"fallbacks"`
+
+	LastError *Error `json:"lastError,omitempty"`
+
+	HAProxy HAProxy `json:"haproxy"`
+}
+
+// Route is the admission outcome of one route.
+type Route struct {
+	// Key is "namespace/name".
+	Key      string           `json:"key"`
+	Host     string           `json:"host"`
+	Path     string           `json:"path,omitempty"`
+	State    model.RouteState `json:"state"`
+	Warnings []string         `json:"warnings,omitempty"`
+	Reasons  []string         `json:"reasons,omitempty"`
+}
+
+// Reload describes one reload attempt.
+type Reload struct {
+	Time     time.Time     `json:"time"`
+	Duration time.Duration `json:"duration"`
+	Reasons  []string      `json:"reasons"`
+	OK       bool          `json:"ok"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// Error is the last error the daemon handled (and kept serving through).
+type Error struct {
+	Time    time.Time `json:"time"`
+	Message string    `json:"message"`
+}
+
+// HAProxy describes the supervised HAProxy processes.
+type HAProxy struct {
+	// PID is the master process.
+	PID int `json:"pid"`
+	// Workers are the current worker PIDs; OldWorkers are workers of earlier
+	// generations still draining long-lived connections.
+	Workers    []int `json:"workers"`
+	OldWorkers []int `json:"oldWorkers"`
+}
+
+// RoutesFrom converts admission results into their published form.
+func RoutesFrom(statuses []model.RouteStatus) []Route {
+	out := make([]Route, 0, len(statuses))
+	for _, s := range statuses {
+		out = append(out, Route{
+			Key:      s.Key.String(),
+			Host:     s.Host,
+			Path:     s.Path,
+			State:    s.State,
+			Warnings: slices.Clone(s.Warnings),
+			Reasons:  slices.Clone(s.Reasons),
+		})
+	}
+	return out
+}
+
+// RouteCounts counts routes by state, in the shape metrics.SetRoutes takes.
+func RouteCounts(routes []Route) map[string]int {
+	counts := make(map[string]int)
+	for _, r := range routes {
+		counts[string(r.State)]++
+	}
+	return counts
+}
+
+// Store holds the current Status behind a lock. The zero value is ready to
+// use and reports "not ready".
+type Store struct {
+	mu     sync.RWMutex
+	status Status
+}
+
+// Set changes the status under the lock. f must not keep the pointer.
+func (s *Store) Set(f func(*Status)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&s.status)
+}
+
+// Get returns a deep copy, so callers may read it while the daemon goes on
+// updating the store.
+func (s *Store) Get() Status {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.status.clone()
+}
+
+func (s Status) clone() Status {
+	c := s
+	if s.Routes != nil {
+		c.Routes = make([]Route, len(s.Routes))
+		for i, r := range s.Routes {
+			r.Warnings = slices.Clone(r.Warnings)
+			r.Reasons = slices.Clone(r.Reasons)
+			c.Routes[i] = r
+		}
+	}
+	if s.LastReload != nil {
+		r := *s.LastReload
+		r.Reasons = slices.Clone(r.Reasons)
+		c.LastReload = &r
+	}
+	if s.LastError != nil {
+		e := *s.LastError
+		c.LastError = &e
+	}
+	c.HAProxy.Workers = slices.Clone(s.HAProxy.Workers)
+	c.HAProxy.OldWorkers = slices.Clone(s.HAProxy.OldWorkers)
+	return c
+}

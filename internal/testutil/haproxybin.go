@@ -1,0 +1,32 @@
+// Package testutil holds helpers shared by tests that drive real processes.
+package testutil
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// HAProxy returns the path of the haproxy binary. A test that needs it skips
+// when it is absent locally, but fails under CI=true: CI must never pass by
+// skipping.
+func HAProxy(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv("HAROUTE_HAPROXY")
+	if path == "" {
+		var err error
+		path, err = exec.LookPath("haproxy")
+		if err != nil {
+			for _, p := range []string{"/usr/sbin/haproxy", "/usr/local/sbin/haproxy"} {
+				if _, statErr := os.Stat(p); statErr == nil {
+					return p
+				}
+			}
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("haproxy not found and CI=true: tests must not pass by skipping: %v", err)
+			}
+			t.Skipf("haproxy not found: %v", err)
+		}
+	}
+	return path
+}

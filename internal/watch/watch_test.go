@@ -1,0 +1,296 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/snapshot"
+	"github.com/haroute/haroute/test/publish"
+)
+
+// Generous: these wait for real inotify events on a loaded 2-core machine.
+const patience = 10 * time.Second
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// harness runs Watch and counts every trigger with a consumer that drains
+// the channel at once, so collapsed bursts show up as one count.
+type harness struct {
+	t        *testing.T
+	triggers atomic.Int64
+	events   atomic.Int64
+	got      chan struct{} // one value per trigger received
+}
+
+func start(t *testing.T, opts Options) *harness {
+	t.Helper()
+	h := &harness{t: t, got: make(chan struct{}, 1000)}
+	opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	opts.OnEvent = func() { h.events.Add(1) }
+	if opts.Resync == 0 {
+		opts.Resync = time.Hour // only the tests' own actions trigger
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() { done <- Watch(ctx, opts, out) }()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-out:
+				h.triggers.Add(1)
+				h.got <- struct{}{}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Watch returned %v", err)
+		}
+	})
+	h.expect("initial trigger")
+	return h
+}
+
+// expect waits for one trigger.
+func (h *harness) expect(why string) {
+	h.t.Helper()
+	select {
+	case <-h.got:
+	case <-time.After(patience):
+		h.t.Fatalf("no trigger within %v after %s", patience, why)
+	}
+}
+
+// settle waits until no trigger arrived for quiet, so a late trigger from
+// an earlier step cannot pass for the effect of the next one.
+func (h *harness) settle(quiet time.Duration) {
+	h.t.Helper()
+	for {
+		select {
+		case <-h.got:
+		case <-time.After(quiet):
+			return
+		}
+	}
+}
+
+// expectNone asserts that no trigger arrives within d.
+func (h *harness) expectNone(d time.Duration, why string) {
+	h.t.Helper()
+	select {
+	case <-h.got:
+		h.t.Fatalf("unexpected trigger after %s", why)
+	case <-time.After(d):
+	}
+}
+
+func gen(n int) map[string][]byte {
+	return map[string][]byte{
+		"route.yaml":         []byte(fmt.Sprintf("generation: %d\n", n)),
+		"endpoints/web.yaml": []byte(fmt.Sprintf("generation: %d\n", n)),
+	}
+}
+
+func TestAtomicPublishTriggers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	w := publish.NewAtomicWriter(dir)
+	if err := w.Publish(gen(0)); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, Options{Dir: dir})
+	for n := 1; n <= 5; n++ {
+		if err := w.Publish(gen(n)); err != nil {
+			t.Fatal(err)
+		}
+		h.expect(fmt.Sprintf("publishing generation %d", n))
+	}
+	if got := h.events.Load(); got < 5 {
+		t.Errorf("OnEvent called %d times for 5 generations", got)
+	}
+	h.settle(300 * time.Millisecond)
+	// Only ..data is the commit point; other names in dir are ignored.
+	if err := os.WriteFile(filepath.Join(dir, "stray.yaml"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.expectNone(time.Second, "writing a file next to ..data")
+}
+
+func TestLinkPublishTriggers(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	g := publish.NewGitSync(root, "current")
+	if err := g.Publish(gen(0)); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, Options{Dir: g.Link(), Mode: snapshot.ModeLink})
+	for n := 1; n <= 5; n++ {
+		if err := g.Publish(gen(n)); err != nil {
+			t.Fatal(err)
+		}
+		h.expect(fmt.Sprintf("publishing generation %d", n))
+	}
+	h.settle(300 * time.Millisecond)
+	if err := os.WriteFile(filepath.Join(root, "sibling.yaml"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.expectNone(time.Second, "writing a sibling of the link")
+}
+
+func TestPlainBurstTriggersOnceAfterDebounce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const debounce = 300 * time.Millisecond
+	h := start(t, Options{Dir: dir, Debounce: debounce})
+
+	before := h.events.Load()
+	for i := range 20 {
+		name := filepath.Join(dir, fmt.Sprintf("route-%d.yaml", i%5))
+		if err := os.WriteFile(name, []byte(fmt.Sprint(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.expect("a burst of 20 writes")
+	h.expectNone(3*debounce, "the burst's one trigger")
+	if got := h.triggers.Load(); got != 2 {
+		t.Errorf("%d triggers, want 2 (initial + one for the burst)", got)
+	}
+	if got := h.events.Load() - before; got < 20 {
+		t.Errorf("OnEvent counted %d events for 20 writes", got)
+	}
+
+	// A new subdirectory gets its own watch.
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.expect("creating a subdirectory")
+	h.settle(3 * debounce)
+	if err := os.WriteFile(filepath.Join(dir, "sub", "x.yaml"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.expect("writing into the new subdirectory")
+
+	// Dot names are never read, so they do not trigger.
+	h.settle(3 * debounce)
+	if err := os.WriteFile(filepath.Join(dir, ".route-1.yaml.swp"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.expectNone(3*debounce, "writing a dot file")
+}
+
+func TestResyncFires(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h := start(t, Options{Dir: dir, Resync: 100 * time.Millisecond})
+	for i := range 3 {
+		h.expect(fmt.Sprintf("resync %d", i+1))
+	}
+	if got := h.events.Load(); got != 0 {
+		t.Errorf("resyncs counted as %d filesystem events", got)
+	}
+}
+
+func TestVanishedDirRecovers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		mode    snapshot.Mode
+		publish func(dir string, n int) error
+	}{
+		{"plain", snapshot.ModeAuto, func(dir string, n int) error {
+			return publish.NewPlain(dir).Publish(gen(n))
+		}},
+		{"atomic", snapshot.ModeAuto, func(dir string, n int) error {
+			return publish.NewAtomicWriter(dir).Publish(gen(n))
+		}},
+		{"atomic-forced", snapshot.ModeAtomic, func(dir string, n int) error {
+			return publish.NewAtomicWriter(dir).Publish(gen(n))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "config")
+			if err := tc.publish(dir, 0); err != nil {
+				t.Fatal(err)
+			}
+			h := start(t, Options{Dir: dir, Mode: tc.mode, Debounce: 50 * time.Millisecond, Poll: 100 * time.Millisecond})
+			for round := 1; round <= 2; round++ {
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+				h.expect("removing the config dir")
+				h.settle(500 * time.Millisecond)
+				if err := tc.publish(dir, round); err != nil {
+					t.Fatal(err)
+				}
+				h.expect("re-creating the config dir")
+				h.settle(500 * time.Millisecond)
+				// The watches are back: an ordinary change triggers again.
+				if err := tc.publish(dir, round+10); err != nil {
+					t.Fatal(err)
+				}
+				h.expect("publishing into the re-created dir")
+				h.settle(500 * time.Millisecond)
+			}
+		})
+	}
+}
+
+func TestMissingDirAndParentRecover(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	parent := filepath.Join(base, "parent")
+	dir := filepath.Join(parent, "config")
+	// Neither the directory nor its parent exists yet: only polling helps.
+	h := start(t, Options{Dir: dir, Poll: 100 * time.Millisecond})
+	w := publish.NewAtomicWriter(dir)
+	if err := w.Publish(gen(1)); err != nil {
+		t.Fatal(err)
+	}
+	h.expect("creating the config dir and its parent")
+	h.settle(500 * time.Millisecond)
+	if err := w.Publish(gen(2)); err != nil {
+		t.Fatal(err)
+	}
+	h.expect("publishing after the dir appeared")
+	h.settle(500 * time.Millisecond)
+
+	// The parent vanishes and comes back.
+	if err := os.RemoveAll(parent); err != nil {
+		t.Fatal(err)
+	}
+	h.expect("removing the parent")
+	h.settle(500 * time.Millisecond)
+	if err := w.Publish(gen(3)); err != nil {
+		t.Fatal(err)
+	}
+	h.expect("re-creating the parent and the dir")
+	h.settle(500 * time.Millisecond)
+	if err := w.Publish(gen(4)); err != nil {
+		t.Fatal(err)
+	}
+	h.expect("publishing after the parent came back")
+}
+
+func TestWatchErrors(t *testing.T) {
+	err := Watch(context.Background(), Options{}, make(chan struct{}, 1))
+	if err == nil || err.Error() != "watch: no config dir" {
+		t.Errorf("empty Dir: %v", err)
+	}
+}
