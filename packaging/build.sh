@@ -25,7 +25,9 @@ mkdir -p dist
 if [ -n "${HAROUTE_BINARY:-}" ]; then
 	cp "$HAROUTE_BINARY" dist/haroute
 else
-	CGO_ENABLED=0 GOOS=linux go build -trimpath -o dist/haroute ./cmd/haroute
+	CGO_ENABLED=0 GOOS=linux go build -trimpath \
+		-ldflags "-s -w -X github.com/haroute/haroute/internal/cli.Version=$HAROUTE_VERSION" \
+		-o dist/haroute ./cmd/haroute
 fi
 chmod 0755 dist/haroute
 

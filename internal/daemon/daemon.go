@@ -93,6 +93,10 @@ type Daemon struct {
 	throttle   throttle
 	generation uint64
 	restarts   int
+
+	hardNOFILE     uint64
+	warnedMaxConn  bool
+	lastMaxConnFit int
 }
 
 // New checks the options and prepares directories; it starts nothing.
@@ -143,17 +147,18 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{
-		opts:      opts,
-		log:       opts.Logger,
-		metrics:   opts.Metrics,
-		status:    opts.Status,
-		loader:    model.NewLoader(),
-		live:      newBundleDir(live),
-		cand:      newBundleDir(filepath.Join(opts.StateDir, "candidate")),
-		sup:       sup,
-		runtime:   haproxy.NewRuntime(filepath.Join(opts.RunDir, "admin.sock")),
-		lastFiles: map[string]model.SourceFile{},
-		pending:   map[model.BackendName]map[model.ServerName]bool{},
+		opts:       opts,
+		log:        opts.Logger,
+		metrics:    opts.Metrics,
+		status:     opts.Status,
+		loader:     model.NewLoader(),
+		live:       newBundleDir(live),
+		cand:       newBundleDir(filepath.Join(opts.StateDir, "candidate")),
+		sup:        sup,
+		runtime:    haproxy.NewRuntime(filepath.Join(opts.RunDir, "admin.sock")),
+		lastFiles:  map[string]model.SourceFile{},
+		pending:    map[model.BackendName]map[model.ServerName]bool{},
+		hardNOFILE: nofileHardLimit(),
 	}
 	d.status.Set(func(s *status.Status) { s.NotReadyReason = "no configuration applied yet" })
 	return d, nil

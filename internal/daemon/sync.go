@@ -45,7 +45,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 	if errs := countErrors(res.Diagnostics); errs > 0 {
 		d.recordError(fmt.Errorf("%d problem(s) in %s; first: %s", errs, d.opts.ConfigDir, firstError(res.Diagnostics)))
 	}
-	next, err := d.prepare(res.Desired, d.live.path)
+	next, err := d.prepare(d.fitted(res.Desired), d.live.path)
 	if err != nil {
 		d.recordError(err)
 		return nil

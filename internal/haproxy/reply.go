@@ -44,8 +44,10 @@ func contains(subs ...string) func(string) bool {
 //	                 "[3]: No such backend."  "[3]: unknown keyword 'bogus'."
 //	del server      ok "[6]: Server deleted."
 //	                 "[3]: Only servers in maintenance mode can be deleted."
+//	                 "[3]: Server still has connections attached to it, cannot remove it."
 //	                 "[3]: No such server."
-//	set server addr ok "[4]: IP changed from '…' to '…'…", "[4]: no need to change the addr…"
+//	set server addr ok "[4]: IP changed from '…' to '…'…",
+//	                 "[4]: no need to change the addr, port changed from '…' to '…'…"
 //	                 "[4]: Invalid addr 'bad' by 'stats socket command'" (a failure at severity 4!)
 //	set server weight/state, enable/disable health/server,
 //	set dynamic-cookie-key, enable dynamic-cookie: silent on success;

@@ -236,8 +236,8 @@ func TestDelServerWaitsForSessions(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("ServerConns(slow) with a request in flight = %d, %v; want 1", n, err)
 	}
-	resps := execOK(t, r.rt, "set server be2/slow state maint")
-	resps, err = r.rt.Execute(ctx, []string{"del server be2/slow"})
+	execOK(t, r.rt, "set server be2/slow state maint")
+	resps, err := r.rt.Execute(ctx, []string{"del server be2/slow"})
 	if err != nil {
 		t.Fatal(err)
 	}

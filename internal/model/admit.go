@@ -2,8 +2,9 @@ package model
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Admission decides which routes are served. Three rules, as in OpenShift:
@@ -64,21 +65,28 @@ type candidate struct {
 // Routes defined twice (same namespace and name) keep their first
 // definition by position; the others are errors.
 func validateRoutes(routes []Route, settings *Settings, ds *Diagnostics) []*candidate {
-	sorted := make([]*Route, len(routes))
-	for i := range routes {
-		r := routes[i] // a copy: defaulting must not write into the caller's objects
-		r.Meta.Namespace = namespaceOrDefault(r.Meta.Namespace)
-		sorted[i] = &r
+	// Copies: defaulting must not write into the caller's objects, which
+	// the Loader shares between loads.
+	copies := slices.Clone(routes)
+	sorted := make([]*Route, len(copies))
+	for i := range copies {
+		copies[i].Meta.Namespace = namespaceOrDefault(copies[i].Meta.Namespace)
+		sorted[i] = &copies[i]
 	}
-	sort.SliceStable(sorted, func(i, j int) bool {
-		a, b := sorted[i], sorted[j]
-		if a.Meta.Namespace != b.Meta.Namespace {
-			return a.Meta.Namespace < b.Meta.Namespace
+	slices.SortStableFunc(sorted, func(a, b *Route) int {
+		if c := strings.Compare(a.Meta.Namespace, b.Meta.Namespace); c != 0 {
+			return c
 		}
-		if a.Meta.Name != b.Meta.Name {
-			return a.Meta.Name < b.Meta.Name
+		if c := strings.Compare(a.Meta.Name, b.Meta.Name); c != 0 {
+			return c
 		}
-		return positionLess(a.Source.Pos, b.Source.Pos)
+		if positionLess(a.Source.Pos, b.Source.Pos) {
+			return -1
+		}
+		if positionLess(b.Source.Pos, a.Source.Pos) {
+			return 1
+		}
+		return 0
 	})
 
 	allowed := make(map[string]bool, len(settings.Namespaces))
@@ -140,7 +148,15 @@ func decideConflicts(cands []*candidate) {
 			byAge = append(byAge, c)
 		}
 	}
-	sort.SliceStable(byAge, func(i, j int) bool { return olderFirst(byAge[i].admitted, byAge[j].admitted) })
+	slices.SortStableFunc(byAge, func(a, b *candidate) int {
+		switch {
+		case olderFirst(&a.admitted, &b.admitted):
+			return -1
+		case olderFirst(&b.admitted, &a.admitted):
+			return 1
+		}
+		return 0
+	})
 
 	claims := make(map[hostPath]*candidate, len(byAge))
 	hosts := make(map[string]*candidate, len(byAge))
@@ -175,7 +191,7 @@ func decideConflicts(cands []*candidate) {
 
 // olderFirst orders routes for conflicts: older creationTimestamp first, a
 // missing timestamp last, then namespace/name.
-func olderFirst(a, b AdmittedRoute) bool {
+func olderFirst(a, b *AdmittedRoute) bool {
 	ta, tb := a.CreationTimestamp, b.CreationTimestamp
 	if ta.IsZero() != tb.IsZero() {
 		return !ta.IsZero()
@@ -198,7 +214,12 @@ func resolveServices(c *candidate, idx endpointIndex) {
 	for _, s := range ar.Services {
 		maxW = max(maxW, s.Weight)
 	}
-	seen := make(map[ServerName]string, 3*len(ar.Services))
+	// Which service each server name went to; only routes with
+	// alternateBackends can see a name twice.
+	var seen map[ServerName]string
+	if len(ar.Services) > 1 {
+		seen = make(map[ServerName]string)
+	}
 	for i := range ar.Services {
 		svc := &ar.Services[i]
 		field := "spec.to.name"
@@ -206,13 +227,17 @@ func resolveServices(c *candidate, idx endpointIndex) {
 			field = "spec.alternateBackends[" + strconv.Itoa(i-1) + "].name"
 		}
 		res := idx.resolve(ns, svc.Name, c.route.Spec.Port)
+		// A service without endpoints is a state, not a mistake (not yet
+		// deployed, scaled to zero): a note, and the route answers 503. A
+		// targetPort that matches nothing is most likely a mistake.
 		switch {
 		case !res.found:
-			c.check.warnf(field, "no Endpoints or EndpointSlice found for service %q; the route answers 503 until one appears", svc.Name)
+			c.check.add(SeverityNote, c.check.pos(field), field,
+				fmt.Sprintf("no Endpoints or EndpointSlice found for service %q; the route answers 503 until one appears", svc.Name))
 		case res.portMiss:
 			c.check.warnf(field, "service %q has no port matching targetPort %s", svc.Name, describeTargetPort(c.route.Spec.Port))
 		case len(res.endpoints) == 0:
-			c.check.warnf(field, "service %q has no ready endpoints", svc.Name)
+			c.check.add(SeverityNote, c.check.pos(field), field, fmt.Sprintf("service %q has no ready endpoints; the route answers 503", svc.Name))
 		}
 		svc.Servers = make([]Server, 0, len(res.endpoints))
 		for _, e := range res.endpoints {
@@ -225,7 +250,9 @@ func resolveServices(c *candidate, idx endpointIndex) {
 					addr, e.port, svc.Name, other, other)
 				continue
 			}
-			seen[name] = svc.Name
+			if seen != nil {
+				seen[name] = svc.Name
+			}
 			svc.Servers = append(svc.Servers, Server{Name: name, Address: addr, Port: e.port})
 		}
 		w := serverWeight(svc.Weight, maxW, len(svc.Servers))

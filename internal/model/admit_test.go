@@ -454,12 +454,12 @@ func TestAdmitEndpointResolution(t *testing.T) {
 		},
 		{
 			name:  "no endpoints object",
-			diags: []string{`ns-r.yaml:14:7: warning: spec.to.name: no Endpoints or EndpointSlice found for service "web"; the route answers 503 until one appears`},
+			diags: []string{`ns-r.yaml:14:7: note: spec.to.name: no Endpoints or EndpointSlice found for service "web"; the route answers 503 until one appears`},
 		},
 		{
 			name:  "endpoints without ready addresses",
 			eps:   []Endpoints{{Meta: ObjectMeta{Name: "web", Namespace: "ns"}}},
-			diags: []string{`ns-r.yaml:14:7: warning: spec.to.name: service "web" has no ready endpoints`},
+			diags: []string{`ns-r.yaml:14:7: note: spec.to.name: service "web" has no ready endpoints; the route answers 503`},
 		},
 		{
 			name: "bad addresses and ports are reported on their object and skipped",
@@ -485,7 +485,7 @@ func TestAdmitEndpointResolution(t *testing.T) {
 				Meta: ObjectMeta{Name: "orphan", Namespace: "ns"}, Source: testSource("sl.yaml", "metadata.labels"),
 			}},
 			diags: []string{
-				`ns-r.yaml:14:7: warning: spec.to.name: no Endpoints or EndpointSlice found for service "web"; the route answers 503 until one appears`,
+				`ns-r.yaml:14:7: note: spec.to.name: no Endpoints or EndpointSlice found for service "web"; the route answers 503 until one appears`,
 				`sl.yaml:10:7: warning: metadata.labels: EndpointSlice has no kubernetes.io/service-name label, so it belongs to no service; ignored`,
 			},
 		},

@@ -130,7 +130,7 @@ type AdmittedRoute struct {
 	Wildcard bool
 
 	Termination    Termination
-	InsecurePolicy InsecureEdgeTerminationPolicy // "" for non-edge/reencrypt
+	InsecurePolicy InsecureEdgeTerminationPolicy // "" for plain HTTP; None, Allow or Redirect for TLS routes (passthrough: None or Redirect)
 	TLS            RouteTLS
 
 	Backend BackendSettings
@@ -215,7 +215,7 @@ const (
 // BackendSettings is what the route's annotations set. Zero values mean
 // "not set, use the router default".
 type BackendSettings struct {
-	Balance             BalanceAlgorithm // "" = leastconn for passthrough/reencrypt? see render; validation fills it
+	Balance             BalanceAlgorithm // always set by validation: the annotation, else random (passthrough: source), as in OpenShift 4
 	Timeout             time.Duration    // haproxy.router.openshift.io/timeout (timeout server)
 	TunnelTimeout       time.Duration    // …/timeout-tunnel
 	HealthCheckInterval time.Duration    // resolved: annotation > RouterConfig > 5s

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -22,13 +23,14 @@ const maxServiceWeight = 256
 // routeCheck collects the diagnostics of one route.
 type routeCheck struct {
 	src   Source
-	key   string
+	route RouteKey
+	key   string // route.String(), made when the first diagnostic needs it
 	diags Diagnostics
 	bad   bool // an error was reported: the route is rejected
 }
 
 func newRouteCheck(r *Route) *routeCheck {
-	return &routeCheck{src: r.Source, key: RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}.String()}
+	return &routeCheck{src: r.Source, route: RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}}
 }
 
 // pos returns where field was written, or where the first of the fallback
@@ -52,6 +54,9 @@ func positionOf(src Source, field string, fallbacks ...string) Position {
 func (c *routeCheck) add(sev Severity, pos Position, field, msg string) {
 	if sev == SeverityError {
 		c.bad = true
+	}
+	if c.key == "" {
+		c.key = c.route.String()
 	}
 	c.diags = append(c.diags, Diagnostic{Pos: pos, Severity: sev, Field: field, Message: msg, Route: c.key})
 }
@@ -221,7 +226,6 @@ func validateServices(c *routeCheck, spec *RouteSpec) []ServiceBackend {
 			fmt.Sprintf("at most %d alternateBackends are allowed, got %d", maxAlternateBackends, len(spec.AlternateBackends)))
 	}
 	out := make([]ServiceBackend, 0, len(refs))
-	seen := make(map[string]string, len(refs))
 	for i, ref := range refs {
 		prefix := "spec.to"
 		if i > 0 {
@@ -234,10 +238,12 @@ func validateServices(c *routeCheck, spec *RouteSpec) []ServiceBackend {
 		}
 		if msg := serviceNameProblem(ref.Name); msg != "" {
 			c.add(SeverityError, c.pos(prefix+".name", prefix), prefix+".name", msg)
-		} else if first, dup := seen[ref.Name]; dup {
+		} else if j := slices.IndexFunc(refs[:i], func(o RouteTargetReference) bool { return o.Name == ref.Name }); j >= 0 {
+			first := "spec.to"
+			if j > 0 {
+				first = "spec.alternateBackends[" + strconv.Itoa(j-1) + "]"
+			}
 			c.errorf(prefix+".name", "service %q is already named in %s", ref.Name, first)
-		} else {
-			seen[ref.Name] = prefix
 		}
 		w := int32(defaultServiceWeight)
 		if ref.Weight != nil {

@@ -39,7 +39,8 @@ func isDNS1123Subdomain(s string) bool {
 	if len(s) == 0 || len(s) > maxDNS1123Subdomain {
 		return false
 	}
-	for _, label := range strings.Split(s, ".") {
+	for rest := s; ; {
+		label, after, more := strings.Cut(rest, ".")
 		if len(label) == 0 || !isLowerAlnum(label[0]) || !isLowerAlnum(label[len(label)-1]) {
 			return false
 		}
@@ -48,8 +49,11 @@ func isDNS1123Subdomain(s string) bool {
 				return false
 			}
 		}
+		if !more {
+			return true
+		}
+		rest = after
 	}
-	return true
 }
 
 func isLowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
@@ -97,12 +101,16 @@ func hostProblem(host string) string {
 	case !isDNS1123Subdomain(host):
 		return fmt.Sprintf("host %q is not a valid DNS-1123 subdomain (lowercase letters, digits, '-' and '.', each label starting and ending alphanumeric)", host)
 	}
-	for _, label := range strings.Split(host, ".") {
+	for rest := host; ; {
+		label, after, more := strings.Cut(rest, ".")
 		if len(label) > maxDNS1123Label {
 			return fmt.Sprintf("host label %q is %d characters long, more than %d", label, len(label), maxDNS1123Label)
 		}
+		if !more {
+			return ""
+		}
+		rest = after
 	}
-	return ""
 }
 
 // pathProblem checks spec.path. The path becomes a key in an HAProxy map

@@ -59,7 +59,8 @@ func Detect(dir string) (Mode, error) {
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		// A link must lead to a directory to be a layout at all; a dangling
 		// one is "not found", as the daemon must keep serving.
-		if _, err := os.Stat(dir); err != nil {
+		before, _ := os.Readlink(dir)
+		if _, err := os.Stat(dir); err != nil && !(vanished(err) && linkChanged(dir, before)) {
 			return "", rootError("detect layout of", dir, err)
 		}
 		return ModeLink, nil

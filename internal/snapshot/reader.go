@@ -100,26 +100,18 @@ func (r *Reader) Read(ctx context.Context, dir string, mode Mode) (*Snapshot, er
 			}
 		}
 		root, err := resolve(abs, m)
-		if err != nil {
-			return nil, err
-		}
-		w := walker{
-			ctx:          ctx,
-			dir:          abs,
-			mode:         m,
-			root:         root,
-			maxFileSize:  r.maxFileSize(),
-			maxTotalSize: r.maxTotalSize(),
-			snap:         &Snapshot{Root: root, Mode: m},
-		}
-		err = w.walk("")
 		if err != nil && !errors.Is(err, errMoved) {
 			return nil, err
 		}
-		if err == nil && !w.moved() {
-			w.snap.sortAndHash()
-			w.snap.Attempts = attempt + 1
-			return w.snap, nil
+		if err == nil {
+			snap, err := r.readRoot(ctx, abs, m, root)
+			if err == nil {
+				snap.Attempts = attempt + 1
+				return snap, nil
+			}
+			if !errors.Is(err, errMoved) {
+				return nil, err
+			}
 		}
 		if attempt >= r.retries() {
 			return nil, fmt.Errorf("read config dir %s: %w (%d attempts)", dir, ErrUnstable, attempt+1)
@@ -133,20 +125,59 @@ func (r *Reader) Read(ctx context.Context, dir string, mode Mode) (*Snapshot, er
 	}
 }
 
+// readRoot reads one generation from root; errMoved means the link moved
+// during the read and the caller should start over.
+func (r *Reader) readRoot(ctx context.Context, dir string, mode Mode, root string) (*Snapshot, error) {
+	w := walker{
+		ctx:          ctx,
+		dir:          dir,
+		mode:         mode,
+		root:         root,
+		maxFileSize:  r.maxFileSize(),
+		maxTotalSize: r.maxTotalSize(),
+		snap:         &Snapshot{Root: root, Mode: mode},
+	}
+	if err := w.walk(""); err != nil {
+		return nil, err
+	}
+	// The second resolution: only an unchanged link proves that every file
+	// came from the generation that is still current.
+	if w.moved() {
+		return nil, errMoved
+	}
+	w.snap.sortAndHash()
+	return w.snap, nil
+}
+
+// linkChanged reports whether link no longer holds the value before: the
+// sign of a swap in progress rather than a dangling link.
+func linkChanged(link, before string) bool {
+	now, _ := os.Readlink(link)
+	return now != before
+}
+
 // resolve returns the physical directory that holds the current generation.
 // Every link on the way is resolved, so "inside the root" checks on symlinked
 // files compare physical paths.
+//
+// A publisher may swap the link and delete the old target while it is being
+// resolved; that shows as a vanished target behind a link whose value
+// changed meanwhile, and is reported as errMoved (retry), not ErrNotFound.
 func resolve(dir string, mode Mode) (string, error) {
 	link := dir
 	if mode == ModeAtomic {
 		link = filepath.Join(dir, DataLink)
 	}
+	before, _ := os.Readlink(link)
 	root, err := filepath.EvalSymlinks(link)
-	if err != nil {
-		return "", rootError("resolve", link, err)
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = os.Stat(root)
 	}
-	fi, err := os.Stat(root)
 	if err != nil {
+		if vanished(err) && linkChanged(link, before) {
+			return "", errMoved
+		}
 		return "", rootError("resolve", link, err)
 	}
 	if !fi.IsDir() {

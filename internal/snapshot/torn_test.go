@@ -80,35 +80,45 @@ func TestNoTornReads(t *testing.T) {
 			deadline := time.Now().Add(30 * time.Second)
 			// At least `reads` reads, and keep going until enough swaps
 			// happened under them for the result to mean something.
-			for i := 0; i < reads || (published.Load() < 200 && time.Now().Before(deadline)); i++ {
+			// check returns what is wrong with one read, if anything.
+			check := func(s *Snapshot, err error) string {
+				if err != nil {
+					return fmt.Sprintf("read: %v", err)
+				}
+				if s.Mode != tc.mode {
+					return fmt.Sprintf("mode %s, want %s", s.Mode, tc.mode)
+				}
+				if len(s.Files) != 8 || len(s.Errors) != 0 {
+					return fmt.Sprintf("torn snapshot: %d files, errors %v", len(s.Files), s.Errors)
+				}
+				first := string(s.Files[0].Data)
+				for _, f := range s.Files[1:] {
+					if string(f.Data) != first {
+						return fmt.Sprintf("torn snapshot: %s holds %q, %s holds %q", s.Files[0].Path, first[:16], f.Path, string(f.Data)[:16])
+					}
+				}
+				seen[first] = true
+				return ""
+			}
+			var failure string
+			for i := 0; failure == "" && (i < reads || (published.Load() < 200 && time.Now().Before(deadline))); i++ {
 				s, err := r.Read(context.Background(), dir, ModeAuto)
 				if errors.Is(err, ErrUnstable) {
 					unstable++
 					continue
 				}
-				if err != nil {
-					t.Fatalf("read: %v", err)
-				}
-				ok++
-				if s.Attempts > 1 {
-					retried++
-				}
-				if s.Mode != tc.mode {
-					t.Fatalf("mode %s, want %s", s.Mode, tc.mode)
-				}
-				if len(s.Files) != 8 || len(s.Errors) != 0 {
-					t.Fatalf("torn snapshot: %d files, errors %v", len(s.Files), s.Errors)
-				}
-				first := string(s.Files[0].Data)
-				for _, f := range s.Files[1:] {
-					if string(f.Data) != first {
-						t.Fatalf("torn snapshot: %s holds %q, %s holds %q", s.Files[0].Path, first[:16], f.Path, string(f.Data)[:16])
+				if failure = check(s, err); failure == "" {
+					ok++
+					if s.Attempts > 1 {
+						retried++
 					}
 				}
-				seen[first] = true
 			}
 			close(stop)
-			wg.Wait()
+			wg.Wait() // before failing, so the publisher is not left writing
+			if failure != "" {
+				t.Fatal(failure)
+			}
 			if pubErr != nil {
 				t.Fatalf("publish: %v", pubErr)
 			}

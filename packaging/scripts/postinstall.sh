@@ -18,10 +18,11 @@ fi
 if [ -d /run/systemd/system ]; then
 	systemctl daemon-reload >/dev/null 2>&1 || true
 	upgrade=no
-	case "$1" in
-		configure) [ -n "$2" ] && upgrade=yes ;;
-		2) upgrade=yes ;;
-	esac
+	if [ "$1" = configure ] && [ -n "${2:-}" ]; then
+		upgrade=yes # deb: configure <old-version>
+	elif [ "$1" = 2 ]; then
+		upgrade=yes # rpm: 2 = upgrade
+	fi
 	if [ "$upgrade" = yes ]; then
 		# A running router picks up the new binary; a stopped one stays stopped.
 		systemctl try-restart haroute.service >/dev/null 2>&1 || true

@@ -1,0 +1,67 @@
+package daemon
+
+import (
+	"syscall"
+
+	"github.com/haroute/haroute/internal/model"
+)
+
+// fdsPerConn is what HAProxy reserves per connection: one for the client
+// side, one for the server side.
+const fdsPerConn = 2
+
+// fdReserve covers listeners, health checks, the sockets of the master CLI
+// and the runtime API, logging and the TLS hop, on top of the servers.
+const fdReserve = 256
+
+// rlimInfinity is RLIM_INFINITY as the kernel reports it in a uint64.
+const rlimInfinity = ^uint64(0)
+
+// fitMaxConn returns the largest maxconn HAProxy can honour under the hard
+// file-descriptor limit, and whether want had to be lowered. HAProxy refuses
+// to start rather than serve with fewer ("Cannot raise FD limit to 100044,
+// limit is 20000"); serving with a derived limit is better at 3 a.m.
+func fitMaxConn(want int, hardLimit uint64, servers int) (int, bool) {
+	if hardLimit == rlimInfinity || hardLimit == 0 {
+		return want, false
+	}
+	budget := int64(hardLimit) - fdReserve - int64(servers)
+	fit := budget / fdsPerConn
+	if fit < 1 {
+		fit = 1
+	}
+	if int64(want) <= fit {
+		return want, false
+	}
+	return int(fit), true
+}
+
+// nofileHardLimit reads RLIMIT_NOFILE's hard limit (0 when unknown).
+func nofileHardLimit() uint64 {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	return lim.Max
+}
+
+// fitted returns desired with MaxConnections lowered to what the host's
+// file-descriptor limit allows; desired itself is not modified.
+func (d *Daemon) fitted(desired *model.Desired) *model.Desired {
+	servers := 0
+	for _, r := range desired.Routes {
+		servers += len(r.Servers())
+	}
+	fit, lowered := fitMaxConn(desired.Router.MaxConnections, d.hardNOFILE, servers)
+	if !lowered {
+		return desired
+	}
+	if !d.warnedMaxConn || d.lastMaxConnFit != fit {
+		d.log.Warn("maxConnections lowered to fit the file-descriptor limit; raise LimitNOFILE to serve more",
+			"configured", desired.Router.MaxConnections, "used", fit, "nofile_hard_limit", d.hardNOFILE)
+		d.warnedMaxConn, d.lastMaxConnFit = true, fit
+	}
+	cp := *desired
+	cp.Router.MaxConnections = fit
+	return &cp
+}

@@ -1,0 +1,265 @@
+package haproxy
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseShowProc(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     ProcInfo
+		wantErr  string
+	}{{
+		name: "2.6.12 with old workers",
+		in: "#<PID>          <type>          <reloads>       <uptime>        <version>      \n" +
+			"6590            master          4 [failed: 0]   0d00h00m11s     2.6.12-1+deb12u4\n" +
+			"# workers\n" +
+			"7192            worker          0               0d00h00m00s     2.6.12-1+deb12u4\n" +
+			"# old workers\n" +
+			"6655            worker          1               0d00h00m07s     2.6.12-1+deb12u4\n" +
+			"# programs\n\n",
+		want: ProcInfo{
+			Master:        Proc{PID: 6590, Type: "master", Reloads: 4, Uptime: "0d00h00m11s", Version: "2.6.12-1+deb12u4"},
+			FailedReloads: 0,
+			Workers:       []Proc{{PID: 7192, Type: "worker", Reloads: 0, Uptime: "0d00h00m00s", Version: "2.6.12-1+deb12u4"}},
+			OldWorkers:    []Proc{{PID: 6655, Type: "worker", Reloads: 1, Uptime: "0d00h00m07s", Version: "2.6.12-1+deb12u4"}},
+		},
+	}, {
+		name: "2.6.12 after a failed reload",
+		in: "#<PID>          <type>          <reloads>       <uptime>        <version>      \n" +
+			"6590            master          2 [failed: 1]   0d00h00m04s     2.6.12-1+deb12u4\n" +
+			"# workers\n" +
+			"6618            worker          1               0d00h00m02s     2.6.12-1+deb12u4\n" +
+			"# programs\n",
+		want: ProcInfo{
+			Master:        Proc{PID: 6590, Type: "master", Reloads: 2, Uptime: "0d00h00m04s", Version: "2.6.12-1+deb12u4"},
+			FailedReloads: 1,
+			Workers:       []Proc{{PID: 6618, Type: "worker", Reloads: 1, Uptime: "0d00h00m02s", Version: "2.6.12-1+deb12u4"}},
+		},
+	}, {
+		name: "2.4 layout: relative PID column, no failed counter",
+		in: "#<PID>          <type>          <relative PID>  <reloads>       <uptime>        <version>\n" +
+			"100             master          0               3               0d00h01m00s     2.4.22\n" +
+			"# workers\n" +
+			"200             worker          1               0               0d00h00m10s     2.4.22\n" +
+			"# old workers\n" +
+			"# programs\n",
+		want: ProcInfo{
+			Master:        Proc{PID: 100, Type: "master", Reloads: 3, Uptime: "0d00h01m00s", Version: "2.4.22"},
+			FailedReloads: -1,
+			Workers:       []Proc{{PID: 200, Type: "worker", Reloads: 0, Uptime: "0d00h00m10s", Version: "2.4.22"}},
+		},
+	}, {
+		name:    "no master",
+		in:      "#<PID> <type> <reloads> <uptime> <version>\n# workers\n",
+		wantErr: "no master line",
+	}, {
+		name:    "no header",
+		in:      "1 master 0 0d 2.6\n",
+		wantErr: `process line before the column header: "1 master 0 0d 2.6"`,
+	}, {
+		name:    "bad pid",
+		in:      "#<PID> <type> <reloads> <uptime> <version>\nabc master 0 0d 2.6\n",
+		wantErr: `column PID: strconv.Atoi: parsing "abc": invalid syntax in "abc master 0 0d 2.6"`,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseShowProc(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestResponseErr(t *testing.T) {
+	tests := []struct {
+		cmd, raw string
+		payload  bool
+		wantOut  string
+		wantSev  int
+		wantErr  string
+	}{
+		{"add server be/s1 1.2.3.4:80", "[6]: New server registered.\n", false, "New server registered.", 6, ""},
+		{"add server be/s1 1.2.3.4:80", "[3]: No such backend.\n", false, "No such backend.", 3, "add server be/s1 1.2.3.4:80: No such backend."},
+		{"set server be/s1 weight 5", "", false, "", -1, ""},
+		{"set server be/s1 weight abc", "[3]: Empty weight string empty or preceded by garbage", false, "Empty weight string empty or preceded by garbage", 3, "set server be/s1 weight abc: Empty weight string empty or preceded by garbage"},
+		{"set server be/s1 addr bad", "[4]: Invalid addr 'bad' by 'stats socket command'\n", false, "Invalid addr 'bad' by 'stats socket command'", 4, "set server be/s1 addr bad: Invalid addr 'bad' by 'stats socket command'"},
+		{"set server be/s1 addr 10.0.0.2 port 80", "[4]: IP changed from '10.0.0.1' to '10.0.0.2' by 'stats socket command'\n", false, "IP changed from '10.0.0.1' to '10.0.0.2' by 'stats socket command'", 4, ""},
+		{"enable health be/s1", "unexpected text\n", false, "unexpected text", -1, "enable health be/s1: unexpected text"},
+		{"del server be/s1", "", false, "", -1, "del server be/s1: (empty reply)"},
+		{"set ssl cert /c.pem <<\nPEM", "+ + + [5]: Transaction created for certificate /c.pem!\n", true, "Transaction created for certificate /c.pem!", 5, ""},
+		{"commit ssl cert /c.pem", "Committing /c.pem.\nSuccess!\n", false, "Committing /c.pem.\nSuccess!", -1, ""},
+		{"show servers state be", "1\n# be_id\n", false, "1\n# be_id", -1, ""},
+		{"show servers state nobe", "[3]: Can't find backend.\n", false, "Can't find backend.", 3, "show servers state nobe: Can't find backend."},
+	}
+	for _, tc := range tests {
+		r := newResponse(tc.cmd, tc.raw, tc.payload)
+		gotErr := ""
+		if err := r.Err(); err != nil {
+			gotErr = err.Error()
+		}
+		if r.Output != tc.wantOut || r.Severity != tc.wantSev || gotErr != tc.wantErr {
+			t.Errorf("%q → output %q sev %d err %q\nwant output %q sev %d err %q",
+				tc.raw, r.Output, r.Severity, gotErr, tc.wantOut, tc.wantSev, tc.wantErr)
+		}
+	}
+}
+
+func TestFrameCommand(t *testing.T) {
+	tests := []struct{ in, want, wantErr string }{
+		{"show info", "show info\n", ""},
+		{"  show info  ", "show info\n", ""},
+		{"set ssl cert /a <<\nL1\nL2\n", "set ssl cert /a <<\nL1\nL2\n\n", ""},
+		{"", "", "empty command"},
+		{"show info; show stat", "", `"show info; show stat": ';' would split it into two commands`},
+		{"set ssl cert /a <<", "", `"set ssl cert /a <<": payload marker without payload`},
+		{"show info\nx", "", `"show info": a multi-line command must end its first line with " <<"`},
+		{"set ssl cert /a <<\nL1\n\nL2", "", `"set ssl cert /a <<": payload contains an empty line, which would end it early`},
+		{"set ssl cert /a <<\n\n", "", `"set ssl cert /a <<": empty payload`},
+	}
+	for _, tc := range tests {
+		got, err := frameCommand(tc.in)
+		gotErr := ""
+		if err != nil {
+			gotErr = err.Error()
+		}
+		if string(got) != tc.want || gotErr != tc.wantErr {
+			t.Errorf("frameCommand(%q) = %q, %q; want %q, %q", tc.in, got, gotErr, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestParseServersState(t *testing.T) {
+	in := "1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port\n" +
+		"3 be 1 s0 127.0.0.1 2 0 1 1 5 6 3 4 6 0 0 0 - 19999 - 0 0 - - 0\n" +
+		"3 be 3 s2 127.0.0.1 0 1 1 1 0 1 0 0 0 0 0 0 - 19998 - 0 0 - - 0\n"
+	got, err := parseServersState(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ServerState{
+		{Backend: "be", Name: "s0", Address: "127.0.0.1", Port: 19999, OpState: OpRunning, Weight: 1, InitialWeight: 1, CheckState: CheckConfigured | CheckEnabled},
+		{Backend: "be", Name: "s2", Address: "127.0.0.1", Port: 19998, OpState: OpStopped, AdminState: AdminForcedMaint, Weight: 1, InitialWeight: 1},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+	if !got[1].AdminState.Maint() || got[0].AdminState.Maint() {
+		t.Errorf("Maint() wrong for %+v", got)
+	}
+	for _, bad := range []struct{ in, wantErr string }{
+		{"2\n", `unsupported format version "2" (want 1)`},
+		{"1\n3 be 1 s0\n", `server line before the column header: "3 be 1 s0"`},
+		{"1\n# be_name srv_name\nbe s0\n", "no column srv_addr\nno column srv_port\nno column srv_op_state\nno column srv_admin_state\nno column srv_uweight\nno column srv_iweight\nno column srv_check_state"},
+	} {
+		if _, err := parseServersState(bad.in); err == nil || err.Error() != bad.wantErr {
+			t.Errorf("parseServersState(%q) err = %v, want %q", bad.in, err, bad.wantErr)
+		}
+	}
+}
+
+func TestParseMap(t *testing.T) {
+	// As 2.6.12 prints them, including a key-only line and a value with
+	// spaces.
+	in := "0x562f1f4da760 a.example.com be\n0x562f1f4da7f0 lonely \n0x562f1f4da880 sp.example.com has space\n"
+	got, err := parseMap(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []MapEntry{{"a.example.com", "be"}, {"lonely", ""}, {"sp.example.com", "has space"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if _, err := parseMap("garbage\n"); err == nil || err.Error() != `show map: malformed line "garbage"` {
+		t.Errorf("malformed: err = %v", err)
+	}
+}
+
+func TestAddMapCommands(t *testing.T) {
+	var entries []MapEntry
+	for i := 0; i < 1000; i++ {
+		entries = append(entries, MapEntry{Key: strings.Repeat("k", 20) + string(rune('a'+i%26)), Value: "be_http:ns:name"})
+	}
+	cmds, err := AddMapCommands("3", "/m.map", entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	for _, c := range cmds {
+		head, payload, _ := strings.Cut(c, "\n")
+		if head != "add map @3 /m.map <<" || len(payload) > MaxPayload {
+			t.Errorf("command head %q, payload %d bytes (max %d)", head, len(payload), MaxPayload)
+		}
+		lines += strings.Count(payload, "\n")
+	}
+	// 37-byte lines, 332 per 12 KiB payload: 4 commands.
+	if lines != len(entries) || len(cmds) != 4 {
+		t.Errorf("%d commands carrying %d lines, want 4 carrying %d", len(cmds), lines, len(entries))
+	}
+	for _, bad := range []struct {
+		e       MapEntry
+		wantErr string
+	}{
+		{MapEntry{"", "v"}, "map /m.map: empty key"},
+		{MapEntry{"a b", "v"}, `map /m.map: key "a b" contains white space`},
+		{MapEntry{"k", ""}, `map /m.map: empty value for "k"`},
+		{MapEntry{"k", "v\nw"}, `map /m.map: value of "k" contains a line break`},
+		{MapEntry{"k", " v"}, `map /m.map: value of "k" has leading or trailing white space, which HAProxy would drop`},
+	} {
+		if _, err := AddMapCommands("3", "/m.map", []MapEntry{bad.e}); err == nil || err.Error() != bad.wantErr {
+			t.Errorf("AddMapCommands(%q) err = %v, want %q", bad.e, err, bad.wantErr)
+		}
+	}
+}
+
+func TestSSLCertCommand(t *testing.T) {
+	got, err := SSLCertCommand("/c.pem", "-----BEGIN A-----\r\nx\n-----END A-----\n\n-----BEGIN B-----\ny\n-----END B-----\n")
+	want := "set ssl cert /c.pem <<\n-----BEGIN A-----\nx\n-----END A-----\n-----BEGIN B-----\ny\n-----END B-----\n"
+	if err != nil || got != want {
+		t.Errorf("got %q, %v\nwant %q", got, err, want)
+	}
+	if _, err := SSLCertCommand("/c.pem", "\n\n"); err == nil || err.Error() != "set ssl cert /c.pem: empty certificate" {
+		t.Errorf("empty: err = %v", err)
+	}
+}
+
+func TestMapVersion(t *testing.T) {
+	for _, tc := range []struct{ out, want, wantErr string }{
+		{"New version created: 12", "12", ""},
+		{"something else", "", "prepare map /m: something else"},
+		{"New version created: x", "", `prepare map: unexpected reply "New version created: x"`},
+	} {
+		got, err := MapVersion(Response{Command: "prepare map /m", Output: tc.out, Severity: 6})
+		gotErr := ""
+		if err != nil {
+			gotErr = err.Error()
+		}
+		if got != tc.want || gotErr != tc.wantErr {
+			t.Errorf("MapVersion(%q) = %q, %q; want %q, %q", tc.out, got, gotErr, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestCleanLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"[ALERT]    (1234) : config : parsing [x.cfg:2] : unknown keyword": "[ALERT] config : parsing [x.cfg:2] : unknown keyword",
+		"[NOTICE]   (8379) : New worker (8382) forked":                     "[NOTICE] New worker (8382) forked",
+		"  plain line  ": "plain line",
+	} {
+		if got := cleanLine(in); got != want {
+			t.Errorf("cleanLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

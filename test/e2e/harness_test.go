@@ -1,0 +1,351 @@
+// Package e2e drives the real daemon against a real HAProxy and real
+// backends on 127.0.0.1, publishing config generations exactly as kubelet's
+// AtomicWriter and git-sync do.
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/daemon"
+	"github.com/haroute/haroute/internal/haproxy"
+	"github.com/haroute/haroute/internal/status"
+	"github.com/haroute/haroute/internal/testutil"
+	"github.com/haroute/haroute/test/publish"
+)
+
+// backend is a named HTTP server on 127.0.0.1 that answers with its name.
+type backend struct {
+	name string
+	port int
+	srv  *http.Server
+	mu   sync.Mutex
+	hits int
+}
+
+func (b *backend) Hits() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.hits
+}
+
+func startBackend(t testing.TB, name string) *backend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &backend{name: name, port: ln.Addr().(*net.TCPAddr).Port}
+	b.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.mu.Lock()
+		b.hits++
+		b.mu.Unlock()
+		if r.URL.Path == "/stream" {
+			// A long-lived response: one line per tick until the client leaves.
+			fl := w.(http.Flusher)
+			for i := 0; ; i++ {
+				if _, err := fmt.Fprintf(w, "%s %d\n", name, i); err != nil {
+					return
+				}
+				fl.Flush()
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}
+		fmt.Fprint(w, name)
+	})}
+	go b.srv.Serve(ln)
+	t.Cleanup(func() { b.srv.Close() })
+	return b
+}
+
+var (
+	portsMu   sync.Mutex
+	portsUsed = map[int]bool{}
+)
+
+// freePort returns a port that was free a moment ago and that no other
+// test of this process has been given.
+func freePort(t testing.TB) int {
+	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !portsUsed[port] {
+			portsUsed[port] = true
+			return port
+		}
+	}
+}
+
+// router is one daemon serving a published directory.
+type router struct {
+	t                     testing.TB
+	dir                   string
+	runDir                string
+	http, https, stats    int
+	metrics               string
+	store                 *status.Store
+	cancel                context.CancelFunc
+	done                  chan error
+	mu                    sync.Mutex
+	applied               []daemon.Applied
+	client                *http.Client
+	extraRouterConfigSpec string
+}
+
+type routerOpts struct {
+	mode   string // "atomic" (default), "link", "plain"
+	reload string // reloadInterval, default "1s"
+	dcm    *bool
+}
+
+// newRouter prepares a config dir and ports; publish a first generation
+// with gen() and then call start().
+func newRouter(t testing.TB) *router {
+	t.Helper()
+	testutil.HAProxy(t)
+	// Unix socket paths are short: keep the run dir out of t.TempDir().
+	runDir, err := os.MkdirTemp("", "hre")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runDir) })
+	r := &router{
+		t: t, dir: filepath.Join(t.TempDir(), "config"), runDir: runDir,
+		http: freePort(t), https: freePort(t), stats: freePort(t),
+		metrics: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		store:   &status.Store{},
+		client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 16,
+		}},
+	}
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *router) start(mode string) {
+	r.startWith(mode, r.dir)
+}
+
+func (r *router) startWith(mode, dir string) {
+	t := r.t
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan error, 1)
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	d, err := daemon.New(daemon.Options{
+		ConfigDir: dir, WatchMode: snapshotMode(mode), RunDir: r.runDir,
+		StateDir: filepath.Join(t.TempDir(), "state"), MetricsAddress: r.metrics,
+		Resync: 2 * time.Second, Debounce: 100 * time.Millisecond,
+		Logger: logger, Status: r.store,
+		OnApply: func(a daemon.Applied) {
+			r.mu.Lock()
+			r.applied = append(r.applied, a)
+			r.mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.done <- d.Run(ctx) }()
+	t.Cleanup(r.stop)
+	r.eventually(30*time.Second, "router ready", func() error {
+		if st := r.store.Get(); !st.Ready {
+			return fmt.Errorf("not ready: %s (last error: %v)", st.NotReadyReason, st.LastError)
+		}
+		return nil
+	})
+}
+
+func (r *router) stop() {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	r.cancel = nil
+	select {
+	case err := <-r.done:
+		if err != nil {
+			r.t.Errorf("daemon stopped with error: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		r.t.Errorf("daemon did not stop within 30s")
+	}
+}
+
+// testWriter sends daemon logs to the test log, so a failure shows them.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// get fetches http://host/path through the router's HTTP port and returns
+// the body (the name of the backend that answered).
+func (r *router) get(host, path string) (string, error) {
+	req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d%s", r.http, path), nil)
+	req.Host = host
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != 200 {
+		return "", fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	return string(body), nil
+}
+
+// eventually retries f until it succeeds or the timeout passes.
+func (r *router) eventually(timeout time.Duration, what string, f func() error) {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.t.Fatalf("%s: not reached within %v: %v", what, timeout, err)
+}
+
+// serves waits until host/path is answered by want.
+func (r *router) serves(host, path, want string) {
+	r.t.Helper()
+	r.eventually(20*time.Second, fmt.Sprintf("%s%s served by %s", host, path, want), func() error {
+		got, err := r.get(host, path)
+		if err != nil {
+			return err
+		}
+		if got != want {
+			return fmt.Errorf("answered by %q", got)
+		}
+		return nil
+	})
+}
+
+// master returns the master CLI of the running HAProxy.
+func (r *router) master() *haproxy.Master {
+	return haproxy.NewMaster(filepath.Join(r.runDir, "master.sock"))
+}
+
+// reloads is the master's reload counter from `show proc`.
+func (r *router) reloads() int {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := r.master().ShowProc(ctx)
+	if err != nil {
+		r.t.Fatalf("show proc: %v", err)
+	}
+	return info.Master.Reloads
+}
+
+func (r *router) appliedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.applied)
+}
+
+func (r *router) appliedSnapshot() []daemon.Applied {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]daemon.Applied(nil), r.applied...)
+}
+
+// --- config generation ---------------------------------------------------
+
+func (r *router) routerConfig(extra string) string {
+	return fmt.Sprintf(`apiVersion: haroute.io/v1alpha1
+kind: RouterConfig
+metadata:
+  name: router
+spec:
+  bindOptions:
+    address: 127.0.0.1
+    ports:
+      http: %d
+      https: %d
+      stats: %d
+  tuningOptions:
+    reloadInterval: 1s
+%s`, r.http, r.https, r.stats, extra)
+}
+
+func routeYAML(name, host, path, service string) string {
+	p := ""
+	if path != "" {
+		p = "\n  path: " + path
+	}
+	return fmt.Sprintf(`apiVersion: route.openshift.io/v1
+kind: Route
+metadata:
+  name: %s
+  namespace: e2e
+spec:
+  host: %s%s
+  to:
+    kind: Service
+    name: %s
+`, name, host, p, service)
+}
+
+// endpointsYAML lists backends as ready addresses of one service: each
+// backend listens on 127.0.0.1 with its own port, so each is one subset.
+func endpointsYAML(service string, bs ...*backend) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Endpoints\nmetadata:\n  name: %s\n  namespace: e2e\nsubsets:\n", service)
+	for _, be := range bs {
+		fmt.Fprintf(&b, "  - addresses:\n      - ip: 127.0.0.1\n    ports:\n      - port: %d\n", be.port)
+	}
+	if len(bs) == 0 {
+		b.WriteString("  []\n")
+	}
+	return b.String()
+}
+
+func files(kv ...string) map[string][]byte {
+	m := map[string][]byte{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = []byte(kv[i+1])
+	}
+	return m
+}
+
+func join(docs ...string) string { return strings.Join(docs, "---\n") }
+
+func atomicWriter(t testing.TB, dir string) *publish.AtomicWriter {
+	return publish.NewAtomicWriter(dir)
+}
+
+var errNotYet = errors.New("not yet")

@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/snapshot"
+	"github.com/haroute/haroute/test/publish"
+)
+
+func snapshotMode(m string) snapshot.Mode {
+	if m == "" {
+		return snapshot.ModeAuto
+	}
+	return snapshot.Mode(m)
+}
+
+// A route added is served, a route removed stops being served, and an
+// endpoint change is followed — through a directory published the way
+// kubelet publishes a ConfigMap volume.
+func TestRouteLifecycleAtomicWriter(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one),
+	)))
+	r.start("atomic")
+	r.serves("one.e2e.test", "/", "one")
+
+	// Add a route (a reload) and point it at its own backend.
+	must(t, w.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", join(routeYAML("one", "one.e2e.test", "", "one"), routeYAML("two", "two.e2e.test", "", "two")),
+		"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("two", two)),
+	)))
+	r.serves("two.e2e.test", "/", "two")
+	r.serves("one.e2e.test", "/", "one")
+
+	// Endpoint change: route one now goes to backend two.
+	must(t, w.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", join(routeYAML("one", "one.e2e.test", "", "one"), routeYAML("two", "two.e2e.test", "", "two")),
+		"endpoints.yaml", join(endpointsYAML("one", two), endpointsYAML("two", two)),
+	)))
+	r.serves("one.e2e.test", "/", "two")
+
+	// Remove route two: it stops being served.
+	must(t, w.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", two),
+	)))
+	r.eventually(20*time.Second, "two.e2e.test no longer served", func() error {
+		if got, err := r.get("two.e2e.test", "/"); err == nil {
+			return fmt.Errorf("still served by %q", got)
+		}
+		return nil
+	})
+	r.serves("one.e2e.test", "/", "two")
+}
+
+// A generation with a broken file leaves the routes that were served in
+// place, and the error is visible in the status.
+func TestBadGenerationKeepsServing(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	good := files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one),
+	)
+	must(t, w.Publish(good))
+	r.start("atomic")
+	r.serves("one.e2e.test", "/", "one")
+
+	bad := files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", "apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: one, namespace: e2e\nspec: [",
+		"endpoints.yaml", endpointsYAML("one", one),
+	)
+	must(t, w.Publish(bad))
+	r.eventually(20*time.Second, "error visible in status", func() error {
+		st := r.store.Get()
+		if st.LastError == nil || !strings.Contains(st.LastError.Message, "routes.yaml") {
+			return fmt.Errorf("last error = %+v", st.LastError)
+		}
+		return nil
+	})
+	for i := 0; i < 20; i++ {
+		if got, err := r.get("one.e2e.test", "/"); err != nil || got != "one" {
+			t.Fatalf("after a bad generation: got %q, %v; want the old route still served", got, err)
+		}
+	}
+	// A broken RouterConfig (port 0) keeps the last good one: still served.
+	must(t, w.Publish(files(
+		"router.yaml", strings.Replace(r.routerConfig(""), fmt.Sprintf("http: %d", r.http), "http: 0", 1),
+		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one),
+	)))
+	time.Sleep(500 * time.Millisecond)
+	r.serves("one.e2e.test", "/", "one")
+}
+
+// git-sync publishes by renaming a temporary link over the configured one.
+func TestGitSyncLink(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	root := filepath.Dir(r.dir)
+	link := filepath.Join(root, "current")
+	g := publish.NewGitSync(root, link)
+	must(t, g.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes/one.yaml", routeYAML("one", "one.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one),
+	)))
+	r.startWith("link", link)
+	r.serves("one.e2e.test", "/", "one")
+	must(t, g.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes/one.yaml", routeYAML("one", "one.e2e.test", "", "one"),
+		"routes/two.yaml", routeYAML("two", "two.e2e.test", "/api", "two"),
+		"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("two", two)),
+	)))
+	r.serves("two.e2e.test", "/api/x", "two")
+	r.serves("one.e2e.test", "/", "one")
+}
+
+// HAProxy killed with SIGKILL comes back and serves the current state.
+func TestHAProxyKilledComesBack(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one),
+	)))
+	r.start("atomic")
+	r.serves("one.e2e.test", "/", "one")
+	pid := r.store.Get().HAProxy.PID
+	if pid == 0 {
+		t.Fatal("status has no HAProxy pid")
+	}
+	must(t, syscall.Kill(pid, syscall.SIGKILL))
+	r.eventually(30*time.Second, "haproxy restarted", func() error {
+		st := r.store.Get()
+		if st.HAProxy.PID == pid || st.HAProxy.PID == 0 || !st.Ready {
+			return fmt.Errorf("pid %d ready=%v", st.HAProxy.PID, st.Ready)
+		}
+		return nil
+	})
+	r.serves("one.e2e.test", "/", "one")
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+var _ = os.Getpid
