@@ -11,8 +11,10 @@ import (
 const fdsPerConn = 2
 
 // fdReserve covers listeners, health checks, the sockets of the master CLI
-// and the runtime API, logging and the TLS hop, on top of the servers.
-const fdReserve = 256
+// and the runtime API, logging and the TLS hop. It depends on the limit
+// only, never on the number of servers: a derived maxconn that moved with
+// the endpoints would turn every scale event into a reload.
+func fdReserve(hardLimit uint64) int64 { return 256 + int64(hardLimit/10) }
 
 // rlimInfinity is RLIM_INFINITY as the kernel reports it in a uint64.
 const rlimInfinity = ^uint64(0)
@@ -21,11 +23,11 @@ const rlimInfinity = ^uint64(0)
 // file-descriptor limit, and whether want had to be lowered. HAProxy refuses
 // to start rather than serve with fewer ("Cannot raise FD limit to 100044,
 // limit is 20000"); serving with a derived limit is better at 3 a.m.
-func fitMaxConn(want int, hardLimit uint64, servers int) (int, bool) {
+func fitMaxConn(want int, hardLimit uint64) (int, bool) {
 	if hardLimit == rlimInfinity || hardLimit == 0 {
 		return want, false
 	}
-	budget := int64(hardLimit) - fdReserve - int64(servers)
+	budget := int64(hardLimit) - fdReserve(hardLimit)
 	fit := budget / fdsPerConn
 	if fit < 1 {
 		fit = 1
@@ -48,11 +50,7 @@ func nofileHardLimit() uint64 {
 // fitted returns desired with MaxConnections lowered to what the host's
 // file-descriptor limit allows; desired itself is not modified.
 func (d *Daemon) fitted(desired *model.Desired) *model.Desired {
-	servers := 0
-	for _, r := range desired.Routes {
-		servers += len(r.Servers())
-	}
-	fit, lowered := fitMaxConn(desired.Router.MaxConnections, d.hardNOFILE, servers)
+	fit, lowered := fitMaxConn(desired.Router.MaxConnections, d.hardNOFILE)
 	if !lowered {
 		return desired
 	}

@@ -54,11 +54,15 @@ func isKnownAnnotation(key string) bool {
 // maxHAProxyTime is the largest time HAProxy accepts (2^31-1 ms).
 const maxHAProxyTime = 2147483647 * time.Millisecond
 
-// Default balance algorithms, OpenShift 4.x's: random for routes HAProxy
-// terminates, source for passthrough (HAProxy sees no HTTP there, and the
-// same client should keep reaching the same TLS server).
+// Default balance algorithms: leastconn for routes HAProxy terminates,
+// source for passthrough (HAProxy sees no HTTP there, and the same client
+// should keep reaching the same TLS server). OpenShift 4.x defaults to
+// random, but on HAProxy 2.6.12 `balance random` does not send traffic to
+// some servers added with `add server` (verified: 5 servers, 2 never
+// chosen), which would defeat runtime endpoint changes; leastconn balances
+// them evenly and suits long-lived connections.
 const (
-	DefaultBalance            = BalanceRandom
+	DefaultBalance            = BalanceLeastConn
 	DefaultPassthroughBalance = BalanceSource
 )
 

@@ -16,7 +16,7 @@ func TestAnnotations(t *testing.T) {
 		bal = AnnotationBalance
 	)
 	def := func(mod func(b *BackendSettings)) BackendSettings {
-		b := BackendSettings{Balance: BalanceRandom, HealthCheckInterval: 5 * time.Second}
+		b := BackendSettings{Balance: DefaultBalance, HealthCheckInterval: 5 * time.Second}
 		if mod != nil {
 			mod(&b)
 		}

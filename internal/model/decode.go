@@ -209,25 +209,26 @@ type chunkResult struct {
 // ends the chunk: the parser cannot resynchronise after one.
 func decodeChunk(path string, c chunk, lim Limits) chunkResult {
 	var res chunkResult
+	w := walker{path: path, lineOff: c.lineOff, objs: &res.objs}
 	dec := yaml.NewDecoder(bytes.NewReader(c.data))
 	for {
 		var root yaml.Node
 		err := parseDocument(dec, &root)
 		if errors.Is(err, io.EOF) {
-			return res
+			break
 		}
 		if err != nil {
-			res.diags = append(res.diags, syntaxError(path, c, err))
-			return res
+			w.diags = append(w.diags, syntaxError(path, c, err))
+			break
 		}
-		w := walker{path: path, lineOff: c.lineOff, objs: &res.objs}
 		if d, ok := checkTree(&root, lim); !ok {
-			res.diags = append(res.diags, w.diag(SeverityError, d.node, "", d.msg))
+			w.diags = append(w.diags, w.diag(SeverityError, d.node, "", d.msg))
 			continue
 		}
 		w.document(&root)
-		res.diags = append(res.diags, w.diags...)
 	}
+	res.diags = w.diags
+	return res
 }
 
 // parseDocument parses the next document. yaml.v3 signals some internal

@@ -27,10 +27,18 @@ type Source struct {
 
 // At returns the position of field, falling back to the object itself.
 func (s Source) At(field string) Position {
-	if p, ok := s.Fields[field]; ok {
+	if p, ok := s.Lookup(field); ok {
 		return p
 	}
 	return s.Pos
+}
+
+// Lookup returns the position of field and whether it was written. Callers
+// should use it (or At) rather than index Fields, so the representation
+// of recorded positions can change without touching them.
+func (s Source) Lookup(field string) (Position, bool) {
+	p, ok := s.Fields[field]
+	return p, ok
 }
 
 // IntOrString is Kubernetes' intstr: a port given by number or by name.

@@ -289,7 +289,7 @@ func TestValidateRouteAdmittedForm(t *testing.T) {
 		Termination:       TerminationEdge,
 		InsecurePolicy:    InsecurePolicyNone,
 		TLS:               RouteTLS{Certificate: pair.cert, Key: pair.key},
-		Backend:           BackendSettings{Balance: BalanceRandom, HealthCheckInterval: DefaultHealthCheckInterval},
+		Backend:           BackendSettings{Balance: DefaultBalance, HealthCheckInterval: DefaultHealthCheckInterval},
 		Services:          []ServiceBackend{{Name: "cart", Weight: 30}, {Name: "cart-canary", Weight: 100}},
 	}
 	if !reflect.DeepEqual(ar, want) {

@@ -101,7 +101,7 @@ func TestNoTornReads(t *testing.T) {
 				return ""
 			}
 			var failure string
-			for i := 0; failure == "" && (i < reads || (published.Load() < 200 && time.Now().Before(deadline))); i++ {
+			for i := 0; failure == "" && (i < reads || (published.Load() < 100 && time.Now().Before(deadline))); i++ {
 				s, err := r.Read(context.Background(), dir, ModeAuto)
 				if errors.Is(err, ErrUnstable) {
 					unstable++

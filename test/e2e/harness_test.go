@@ -349,3 +349,18 @@ func atomicWriter(t testing.TB, dir string) *publish.AtomicWriter {
 }
 
 var errNotYet = errors.New("not yet")
+
+// showServersState asks the admin socket directly, as an operator would.
+func showServersState(runDir, backend string) (string, error) {
+	conn, err := net.DialTimeout("unix", filepath.Join(runDir, "admin.sock"), 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := fmt.Fprintf(conn, "show servers state %s\n", backend); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(conn)
+	return string(b), err
+}

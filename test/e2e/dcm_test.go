@@ -1,0 +1,452 @@
+package e2e
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/test/publish"
+)
+
+// scaleFiles publishes one route over the first n backends.
+func scaleFiles(r *router, extra string, bs []*backend) map[string][]byte {
+	return files(
+		"router.yaml", r.routerConfig(extra),
+		"routes.yaml", routeYAML("web", "web.e2e.test", "", "web"),
+		"endpoints.yaml", endpointsYAML("web", bs...),
+	)
+}
+
+// Scaling 1 → 20 → 1 endpoints over many swaps never reloads; every new
+// server receives traffic and removed servers receive none.
+func TestScaleEndpointsWithoutReload(t *testing.T) {
+	r := newRouter(t)
+	var bs []*backend
+	for i := 0; i < 20; i++ {
+		bs = append(bs, startBackend(t, fmt.Sprintf("b%02d", i)))
+	}
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(scaleFiles(r, "", bs[:1])))
+	r.start("atomic")
+	r.serves("web.e2e.test", "/", "b00")
+	before := r.reloads()
+
+	for n := 2; n <= 20; n++ {
+		must(t, w.Publish(scaleFiles(r, "", bs[:n])))
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Every one of the 20 servers answers.
+	seen := map[string]bool{}
+	r.eventually(30*time.Second, "all 20 backends answer", func() error {
+		for i := 0; i < 40; i++ {
+			if got, err := r.get("web.e2e.test", "/"); err == nil {
+				seen[got] = true
+			}
+		}
+		if len(seen) < 20 {
+			state, _ := showServersState(r.runDir, "be_http:e2e:web")
+			return fmt.Errorf("%d of 20 backends answered; servers:\n%s", len(seen), state)
+		}
+		return nil
+	})
+	for n := 19; n >= 1; n-- {
+		must(t, w.Publish(scaleFiles(r, "", bs[:n])))
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.serves("web.e2e.test", "/", "b00")
+	hitsBefore := make([]int, len(bs))
+	for i, b := range bs {
+		hitsBefore[i] = b.Hits()
+	}
+	for i := 0; i < 100; i++ {
+		if got, err := r.get("web.e2e.test", "/"); err != nil || got != "b00" {
+			t.Fatalf("after scaling in: got %q, %v; want b00 only", got, err)
+		}
+	}
+	for i, b := range bs[1:] {
+		if b.Hits() != hitsBefore[i+1] {
+			t.Fatalf("removed backend %s still received traffic", b.name)
+		}
+	}
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("scaling 1 → 20 → 1 caused %d reloads, want 0", got)
+	}
+	if st := r.store.Get(); st.RuntimeUpdates == 0 {
+		t.Fatalf("status counts no runtime updates")
+	}
+}
+
+// A long-lived connection through a server that is removed keeps working
+// until the client closes it; the server is deleted only afterwards.
+func TestLongLivedConnectionSurvivesRemoval(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(scaleFiles(r, "", []*backend{one})))
+	r.start("atomic")
+	r.serves("web.e2e.test", "/", "one")
+	before := r.reloads()
+
+	req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/stream", r.http), nil)
+	req.Host = "web.e2e.test"
+	resp, err := (&http.Client{}).Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "one ") {
+		t.Fatalf("stream did not start on one: %q", lines.Text())
+	}
+	// Move the service to backend two: server one is drained, not cut.
+	must(t, w.Publish(scaleFiles(r, "", []*backend{two})))
+	r.serves("web.e2e.test", "/", "two")
+	deadline := time.Now().Add(3 * time.Second)
+	n := 0
+	for time.Now().Before(deadline) {
+		if !lines.Scan() {
+			t.Fatalf("long-lived connection cut after %d lines: %v", n, lines.Err())
+		}
+		if !strings.HasPrefix(lines.Text(), "one ") {
+			t.Fatalf("stream line %q", lines.Text())
+		}
+		n++
+	}
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("%d reloads, want 0", got)
+	}
+	resp.Body.Close()
+	// Once the client is gone, the drained server is deleted.
+	r.eventually(10*time.Second, "drained server deleted", func() error {
+		cfg := readShowServers(t, r, "be_http:e2e:web")
+		if strings.Contains(cfg, fmt.Sprintf("_%d ", one.port)) {
+			return fmt.Errorf("server still present:\n%s", cfg)
+		}
+		return nil
+	})
+}
+
+// A sticky cookie pins a client to a server added at runtime, and still
+// pins it after a reload.
+func TestStickyCookieRuntimeServerSurvivesReload(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(scaleFiles(r, "", []*backend{one})))
+	r.start("atomic")
+	r.serves("web.e2e.test", "/", "one")
+	before := r.reloads()
+	must(t, w.Publish(scaleFiles(r, "", []*backend{one, two})))
+
+	var cookie *http.Cookie
+	r.eventually(20*time.Second, "a cookie for the runtime-added server", func() error {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.http), nil)
+		req.Host = "web.e2e.test"
+		resp, err := r.client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body := readAll(resp)
+		if body != "two" {
+			return fmt.Errorf("answered by %q", body)
+		}
+		if len(resp.Cookies()) == 0 {
+			return fmt.Errorf("runtime-added server set no cookie")
+		}
+		cookie = resp.Cookies()[0]
+		return nil
+	})
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("adding an endpoint caused %d reloads", got)
+	}
+	pinned := func(when string) {
+		for i := 0; i < 20; i++ {
+			req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.http), nil)
+			req.Host = "web.e2e.test"
+			req.AddCookie(cookie)
+			resp, err := r.client.Do(req)
+			must(t, err)
+			if body := readAll(resp); body != "two" {
+				t.Fatalf("%s: cookie %s=%s led to %q, want two", when, cookie.Name, cookie.Value, body)
+			}
+		}
+	}
+	pinned("before reload")
+	// Force a reload: a new route.
+	must(t, w.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", join(routeYAML("web", "web.e2e.test", "", "web"), routeYAML("other", "other.e2e.test", "", "web")),
+		"endpoints.yaml", endpointsYAML("web", one, two),
+	)))
+	r.eventually(20*time.Second, "new route served", func() error {
+		_, err := r.get("other.e2e.test", "/")
+		return err
+	})
+	if r.reloads() == before {
+		t.Fatal("the new route did not reload")
+	}
+	pinned("after reload")
+}
+
+func readAll(resp *http.Response) string {
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	resp.Body.Close()
+	return b.String()
+}
+
+// abFiles is an A/B route: blue gets blueW, green gets greenW.
+func abFiles(r *router, blue, green *backend, blueW, greenW int) map[string][]byte {
+	route := fmt.Sprintf(`apiVersion: route.openshift.io/v1
+kind: Route
+metadata:
+  name: ab
+  namespace: e2e
+  annotations:
+    haproxy.router.openshift.io/disable_cookies: "true"
+    haproxy.router.openshift.io/balance: roundrobin
+spec:
+  host: ab.e2e.test
+  to:
+    kind: Service
+    name: blue
+    weight: %d
+  alternateBackends:
+    - kind: Service
+      name: green
+      weight: %d
+`, blueW, greenW)
+	return files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", route,
+		"endpoints.yaml", join(endpointsYAML("blue", blue), endpointsYAML("green", green)),
+	)
+}
+
+// Changing service weights moves the traffic split without a reload.
+func TestWeightChangeMovesSplit(t *testing.T) {
+	r := newRouter(t)
+	blue, green := startBackend(t, "blue"), startBackend(t, "green")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(abFiles(r, blue, green, 100, 0)))
+	r.start("atomic")
+	r.serves("ab.e2e.test", "/", "blue")
+	before := r.reloads()
+	split := func() (b, g int) {
+		for i := 0; i < 40; i++ {
+			got, err := r.get("ab.e2e.test", "/")
+			must(t, err)
+			if got == "blue" {
+				b++
+			} else {
+				g++
+			}
+		}
+		return
+	}
+	if b, g := split(); g != 0 {
+		t.Fatalf("100/0: blue %d green %d", b, g)
+	}
+	must(t, w.Publish(abFiles(r, blue, green, 0, 100)))
+	r.serves("ab.e2e.test", "/", "green")
+	if b, g := split(); b != 0 {
+		t.Fatalf("0/100: blue %d green %d", b, g)
+	}
+	must(t, w.Publish(abFiles(r, blue, green, 50, 50)))
+	r.eventually(10*time.Second, "50/50 split", func() error {
+		b, g := split()
+		if b < 10 || g < 10 {
+			return fmt.Errorf("50/50: blue %d green %d", b, g)
+		}
+		return nil
+	})
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("weight changes caused %d reloads, want 0", got)
+	}
+}
+
+// Moving hosts between existing backends is a map update, not a reload.
+func TestHostMovedWithoutReload(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	pub := func(hostA, hostB string) {
+		must(t, w.Publish(files(
+			"router.yaml", r.routerConfig(""),
+			"routes.yaml", join(routeYAML("a", hostA, "", "one"), routeYAML("b", hostB, "", "two")),
+			"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("two", two)),
+		)))
+	}
+	pub("x.e2e.test", "y.e2e.test")
+	r.start("atomic")
+	r.serves("x.e2e.test", "/", "one")
+	r.serves("y.e2e.test", "/", "two")
+	before := r.reloads()
+	pub("y.e2e.test", "x.e2e.test")
+	r.serves("x.e2e.test", "/", "two")
+	r.serves("y.e2e.test", "/", "one")
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("moving hosts caused %d reloads, want 0", got)
+	}
+}
+
+// A replaced route certificate is served, checked with a TLS client,
+// without a reload.
+func TestCertificateReplacedWithoutReload(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	pub := func(certPEM, keyPEM string) {
+		route := fmt.Sprintf(`apiVersion: route.openshift.io/v1
+kind: Route
+metadata:
+  name: tls
+  namespace: e2e
+spec:
+  host: tls.e2e.test
+  to:
+    kind: Service
+    name: one
+  tls:
+    termination: edge
+    certificate: |
+%s
+    key: |
+%s
+`, indent(certPEM, 6), indent(keyPEM, 6))
+		must(t, w.Publish(files(
+			"router.yaml", r.routerConfig(""),
+			"routes.yaml", route,
+			"endpoints.yaml", endpointsYAML("one", one),
+		)))
+	}
+	c1, k1 := makeCert(t, "tls.e2e.test", 1001)
+	pub(c1, k1)
+	r.start("atomic")
+	r.eventually(20*time.Second, "first certificate served", func() error { return servedSerial(r, "tls.e2e.test", 1001) })
+	before := r.reloads()
+	c2, k2 := makeCert(t, "tls.e2e.test", 2002)
+	pub(c2, k2)
+	r.eventually(20*time.Second, "new certificate served", func() error { return servedSerial(r, "tls.e2e.test", 2002) })
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("certificate rotation caused %d reloads, want 0", got)
+	}
+	// And the route still answers over TLS.
+	req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d/", r.https), nil)
+	req.Host = "tls.e2e.test"
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, ServerName: "tls.e2e.test"},
+	}}
+	resp, err := client.Do(req)
+	must(t, err)
+	if body := readAll(resp); body != "one" {
+		t.Fatalf("https answered %q", body)
+	}
+}
+
+func servedSerial(r *router, host string, want int64) error {
+	conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", r.https), &tls.Config{ServerName: host, InsecureSkipVerify: true})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	got := conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+	if got != want {
+		return fmt.Errorf("served serial %d, want %d", got, want)
+	}
+	return nil
+}
+
+func makeCert(t testing.TB, host string, serial int64) (certPEM, keyPEM string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	must(t, err)
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	must(t, err)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}))
+}
+
+func indent(s string, n int) string {
+	pad := strings.Repeat(" ", n)
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return pad + strings.Join(lines, "\n"+pad)
+}
+
+// With the admin socket unusable, a runtime change still converges, through
+// a reload whose reason says runtime-fallback.
+func TestAdminSocketUnusableFallsBackToReload(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(scaleFiles(r, "", []*backend{one})))
+	r.start("atomic")
+	r.serves("web.e2e.test", "/", "one")
+	before := r.reloads()
+	sock := filepath.Join(r.runDir, "admin.sock")
+	must(t, os.Rename(sock, sock+".hidden"))
+	must(t, w.Publish(scaleFiles(r, "", []*backend{two})))
+	r.serves("web.e2e.test", "/", "two")
+	if got := r.reloads() - before; got < 1 {
+		t.Fatalf("no reload after the runtime path failed")
+	}
+	st := r.store.Get()
+	if st.LastReload == nil || !strings.Contains(strings.Join(st.LastReload.Reasons, ";"), "runtime-fallback") {
+		t.Fatalf("last reload reasons = %+v, want runtime-fallback", st.LastReload)
+	}
+	if st.Fallbacks == 0 {
+		t.Fatal("status counts no fallback")
+	}
+}
+
+// With the dynamic config manager off, the same endpoint change reloads.
+func TestDynamicConfigManagerOffReloads(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	off := "  dynamicConfigManager: false\n"
+	must(t, w.Publish(scaleFiles(r, off, []*backend{one})))
+	r.start("atomic")
+	r.serves("web.e2e.test", "/", "one")
+	before := r.reloads()
+	must(t, w.Publish(scaleFiles(r, off, []*backend{two})))
+	r.serves("web.e2e.test", "/", "two")
+	if got := r.reloads() - before; got < 1 {
+		t.Fatalf("endpoint change with DCM off caused %d reloads, want ≥1", got)
+	}
+}
+
+func readShowServers(t testing.TB, r *router, be string) string {
+	t.Helper()
+	out, err := showServersState(r.runDir, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
