@@ -63,6 +63,7 @@ func TestLiveRouting(t *testing.T) {
 	own := model.RouteTLS{Certificate: tc.Cert, Key: tc.Key}
 	s := model.DefaultSettings()
 	s.BindAddress = "127.0.0.1"
+	s.MaxConnections = 2000 // the default 50000 needs more FDs than test hosts allow
 	s.HTTPPort, s.HTTPSPort, s.StatsPort = freePort(t), freePort(t), freePort(t)
 	d := desired(s,
 		route("t", "exact", "exact.wild.example.com", "", svc("s", 100, backend("exact", nil))),
@@ -71,7 +72,10 @@ func TestLiveRouting(t *testing.T) {
 		route("t", "none", "none.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("s", 100, backend("none", nil))),
 		route("t", "pt", "pt.example.com", "", passthrough(model.InsecurePolicyNone), svc("s", 100, backend("pt", &ptPair))),
 		route("t", "re", "re.example.com", "", reencrypt(model.InsecurePolicyNone,
-			model.RouteTLS{Certificate: tc.Cert, Key: tc.Key, DestinationCACertificate: tc.CA}), svc("s", 100, backend("re", &pair))),
+			model.RouteTLS{Certificate: tc.Cert, Key: tc.Key, DestinationCACertificate: tc.CA}), svc("s", 100, backend("re", &pair)),
+			// Not TLS, no traffic: only a plain TCP check sees it UP.
+			svc("plain", 0, backend("re-plain", nil)),
+			backendSettings(func(b *model.BackendSettings) { b.HealthCheckInterval = 200 * time.Millisecond })),
 		route("t", "secure", "secure.example.com", "", edge(model.InsecurePolicyRedirect, own),
 			backendSettings(func(b *model.BackendSettings) { b.HSTSHeader = "max-age=60" }), svc("s", 100, backend("secure", nil))),
 		route("t", "wild", "www.wild.example.com", "", wildcard, svc("s", 100, backend("wild", nil))),
@@ -105,7 +109,6 @@ func TestLiveRouting(t *testing.T) {
 		{"path below", "http://hello.example.com/foo/bar?x=1", "", false, 200, "foo /foo/bar "},
 		{"path prefix is not a match", "http://hello.example.com/foobar", "", false, 200, "hello /foobar "},
 		{"host case and port", "http://hello.example.com/foo", "HELLO.Example.COM:80", false, 200, "foo /foo "},
-		{"host with slash refused", "http://hello.example.com/x", "hello.example.com/foo", false, 400, ""},
 		{"wildcard", "http://anything.wild.example.com/", "", false, 200, "wild / "},
 		{"wildcard parent itself", "http://www.wild.example.com/", "", false, 200, "wild / "},
 		{"exact before wildcard", "http://exact.wild.example.com/", "", false, 200, "exact / "},
@@ -139,6 +142,21 @@ func TestLiveRouting(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("host with slash refused", func(t *testing.T) {
+		// Go's client truncates such a Host, so write the request by hand.
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", s.HTTPPort))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /x HTTP/1.1\r\nHost: hello.example.com/foo\r\nConnection: close\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		out, _ := io.ReadAll(c)
+		if status, _, _ := strings.Cut(string(out), "\r\n"); status != "HTTP/1.1 400 Bad request" {
+			t.Errorf("status line %q, want HTTP/1.1 400 Bad request", status)
+		}
+	})
 
 	t.Run("default certificate without a route certificate", func(t *testing.T) {
 		cl := client(s.HTTPSPort, &tls.Config{InsecureSkipVerify: true})
@@ -179,6 +197,18 @@ func TestLiveRouting(t *testing.T) {
 			out := adminCommand(t, in.RunDir, cmd)
 			if !strings.Contains(out, "New server registered") {
 				t.Errorf("%s\n→ %s", cmd, out)
+				continue
+			}
+			adminCommand(t, in.RunDir, fmt.Sprintf("enable health %s/%s", r.BackendName(), srv.Name))
+			adminCommand(t, in.RunDir, fmt.Sprintf("enable server %s/%s", r.BackendName(), srv.Name))
+			if r.Key.Name == "re" {
+				// Both servers listen without TLS: only a plain TCP check
+				// (DESIGN §3), not a TLS handshake, sees them UP — whether
+				// the server came from the config or from the runtime API.
+				static := r.Services[1].Servers[0].Name
+				for _, name := range []model.ServerName{static, srv.Name} {
+					waitStat(t, in.RunDir, string(r.BackendName()), string(name), "UP L4OK")
+				}
 			}
 		}
 	})
@@ -234,8 +264,10 @@ func startHAProxy(t *testing.T, bin string, in Input) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	// done is closed when haproxy has exited; waitErr is then its status.
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -252,8 +284,8 @@ func startHAProxy(t *testing.T, bin string, in Input) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		select {
-		case err := <-done:
-			t.Fatalf("haproxy exited: %v\n%s", err, stderr.String())
+		case <-done:
+			t.Fatalf("haproxy exited: %v\n%s", waitErr, stderr.String())
 		default:
 		}
 		resp, err := http.Get(stats)
@@ -284,4 +316,32 @@ func adminCommand(t *testing.T, runDir, cmd string) string {
 	}
 	out, _ := io.ReadAll(c)
 	return string(out)
+}
+
+// serverStat returns "<status> <check status>" of one server from show stat.
+func serverStat(t *testing.T, runDir, be, srv string) string {
+	t.Helper()
+	for _, line := range strings.Split(adminCommand(t, runDir, "show stat"), "\n") {
+		f := strings.Split(line, ",")
+		if len(f) > 37 && f[0] == be && f[1] == srv {
+			return f[17] + " " + f[36]
+		}
+	}
+	return ""
+}
+
+func waitStat(t *testing.T, runDir, be, srv, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st := serverStat(t, runDir, be, srv)
+		if st == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("server %s/%s: status %q, want %q", be, srv, st, want)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -320,11 +320,11 @@ func TestServerArgs(t *testing.T) {
 		{"maxconn", route("ns", "r", "h", "", backendSettings(func(b *model.BackendSettings) { b.PodConcurrentConnections = 9 })), in,
 			"weight 7 check inter 5s maxconn 9"},
 		{"reencrypt system CA", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{})), in,
-			"weight 7 check inter 5s ssl verify required ca-file @system-ca sni req.hdr(host),field(1,:),lower no-check-ssl"},
+			"weight 7 check inter 5s ssl verify required ca-file @system-ca sni req.hdr(host),field(1,:),lower port 80"},
 		{"reencrypt default CA", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{})), withCA,
-			"weight 7 check inter 5s ssl verify required ca-file /var/lib/haroute/bundle/cas/default-destination.pem sni req.hdr(host),field(1,:),lower no-check-ssl"},
+			"weight 7 check inter 5s ssl verify required ca-file /var/lib/haroute/bundle/cas/default-destination.pem sni req.hdr(host),field(1,:),lower port 80"},
 		{"reencrypt own CA", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{DestinationCACertificate: tc.CA})), withCA,
-			"weight 7 check inter 5s ssl verify required ca-file /var/lib/haroute/bundle/cas/ns_r.pem sni req.hdr(host),field(1,:),lower no-check-ssl"},
+			"weight 7 check inter 5s ssl verify required ca-file /var/lib/haroute/bundle/cas/ns_r.pem sni req.hdr(host),field(1,:),lower port 80"},
 		{"passthrough", route("ns", "r", "h", "", passthrough(model.InsecurePolicyNone)), in, "weight 7 check inter 5s"},
 	} {
 		if got := ServerArgs(c.r, srv, c.in); got != c.want {

@@ -35,11 +35,14 @@ func ServerArgs(r model.AdmittedRoute, s model.Server, in Input) string {
 		b.WriteString(strconv.Itoa(n))
 	}
 	if r.Termination == model.TerminationReencrypt {
-		// Checks stay plain TCP connects (DESIGN §3); without no-check-ssl
-		// an ssl server would check with a TLS handshake.
+		// Checks stay plain TCP connects (DESIGN §3): an ssl server checks
+		// with a TLS handshake unless a check port is set, and
+		// `no-check-ssl` is refused by `add server` on 2.6 — so name the
+		// server's own port (verified on 2.6.12: L4OK vs L6 checks).
 		b.WriteString(" ssl verify required ca-file ")
 		b.WriteString(destinationCAPath(r, in))
-		b.WriteString(" sni req.hdr(host),field(1,:),lower no-check-ssl")
+		b.WriteString(" sni req.hdr(host),field(1,:),lower port ")
+		b.WriteString(strconv.Itoa(s.Port))
 	}
 	return b.String()
 }

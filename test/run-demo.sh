@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `make run`: start named demo backends and haroute on examples/config, on
+# unprivileged ports (http 9080, https 9443, HAProxy stats 9936, haroute
+# metrics/status 9191), prove that each kind of route serves, then keep
+# running until Ctrl-C, which stops everything.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+certs=examples/demo-certs
+work=$(mktemp -d /tmp/haroute-demo.XXXXXX)
+pids=()
+cleanup() {
+  trap - EXIT INT TERM
+  echo
+  echo "stopping haroute and the demo backends…"
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+# Each backend answers with its own name; see examples/config/endpoints.
+bin/demobackend \
+  hello=127.0.0.1:18081 hello-2=127.0.0.1:18091 api=127.0.0.1:18082 \
+  secure=127.0.0.1:18083 apps=127.0.0.1:18084 blue=127.0.0.1:18085 green=127.0.0.1:18086 \
+  "tls:reencrypt=127.0.0.1:18443:$certs/reencrypt-backend.crt:$certs/reencrypt-backend.key" \
+  "tls:passthrough=127.0.0.1:18444:$certs/passthrough-backend.crt:$certs/passthrough-backend.key" \
+  >"$work/backends.log" 2>&1 &
+pids+=($!)
+
+bin/haroute run --config-dir examples/config --run-dir "$work/run" --state-dir "$work/state" \
+  --metrics-address 127.0.0.1:9191 &
+pids+=($!)
+
+for _ in $(seq 100); do
+  curl -fs http://127.0.0.1:9191/readyz >/dev/null 2>&1 && break
+  if ! kill -0 "${pids[1]}" 2>/dev/null; then echo "haroute exited; see its log above" >&2; exit 1; fi
+  sleep 0.2
+done
+
+demo() { # description, then the curl arguments
+  local what=$1; shift
+  printf '  %-44s curl %s\n' "$what" "$*"
+  printf '  %-44s → %s\n' "" "$(curl -s --max-time 5 "$@" | tr '\n' ' ')"
+}
+echo
+echo "haroute serves examples/config. Try these (each backend answers with its name):"
+demo "http:"                          -H 'Host: hello.example.test' http://127.0.0.1:9080/
+demo "http, path-based:"              -H 'Host: hello.example.test' http://127.0.0.1:9080/api
+demo "http, A/B 80/20 (blue/green):"  -H 'Host: ab.example.test' http://127.0.0.1:9080/
+demo "edge (TLS ends at HAProxy):"    -k --resolve secure.example.test:9443:127.0.0.1 https://secure.example.test:9443/
+demo "edge, plain http redirects:"    -s -o /dev/null -w '%{http_code} %{redirect_url}' -H 'Host: secure.example.test' http://127.0.0.1:9080/
+demo "reencrypt (TLS to the backend):" -k --resolve reencrypt.example.test:9443:127.0.0.1 https://reencrypt.example.test:9443/
+demo "passthrough (backend's own TLS):" -k --resolve passthrough.example.test:9443:127.0.0.1 https://passthrough.example.test:9443/
+demo "wildcard *.apps.example.test:"  -k --resolve anything.apps.example.test:9443:127.0.0.1 https://anything.apps.example.test:9443/
+echo
+echo "status:  bin/haroute status --address 127.0.0.1:9191"
+echo "metrics: curl -s http://127.0.0.1:9191/metrics | grep ^haroute_   (HAProxy's own: http://127.0.0.1:9936/metrics)"
+echo "Edit files under examples/config to see changes applied live. Ctrl-C stops everything."
+wait "${pids[1]}"
