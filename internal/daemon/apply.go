@@ -22,6 +22,7 @@ func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State)
 		return
 	}
 	d.desired = next
+	d.unchecked = true
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()

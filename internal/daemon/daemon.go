@@ -94,6 +94,10 @@ type Daemon struct {
 	generation uint64
 	restarts   int
 
+	// unchecked is set when the live files were written by the runtime
+	// path, without `haproxy -c`; a reload validates them first.
+	unchecked bool
+
 	hardNOFILE     uint64
 	warnedMaxConn  bool
 	lastMaxConnFit int

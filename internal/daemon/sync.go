@@ -2,9 +2,10 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/haroute/haroute/internal/certgen"
@@ -51,6 +52,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		return nil
 	}
 	d.lastHash, d.lastSnap = snap.Hash, snap
+	d.throttle.interval = next.Desired.Router.ReloadInterval
 
 	if d.proc == nil {
 		if d.applied.Desired == nil {
@@ -102,9 +104,7 @@ func (d *Daemon) withLastGood(snap *snapshot.Snapshot) []model.SourceFile {
 	if len(snap.Errors) > 0 {
 		files = append([]model.SourceFile(nil), snap.Files...)
 		for _, fe := range snap.Errors {
-			if f, ok := d.lastFiles[fe.Path]; ok {
-				files = append(files, f)
-			}
+			files = append(files, d.lastGoodUnder(fe.Path)...)
 		}
 	}
 	next := make(map[string]model.SourceFile, len(files))
@@ -113,6 +113,23 @@ func (d *Daemon) withLastGood(snap *snapshot.Snapshot) []model.SourceFile {
 	}
 	d.lastFiles = next
 	return files
+}
+
+// lastGoodUnder returns the last good files at path or, when path is a
+// directory that could not be listed, below it.
+func (d *Daemon) lastGoodUnder(path string) []model.SourceFile {
+	if f, ok := d.lastFiles[path]; ok {
+		return []model.SourceFile{f}
+	}
+	var out []model.SourceFile
+	prefix := strings.TrimSuffix(path, "/") + "/"
+	for p, f := range d.lastFiles {
+		if strings.HasPrefix(p, prefix) {
+			out = append(out, f)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
 }
 
 // prepare renders desired for the bundle directory dir.
@@ -187,7 +204,11 @@ func (d *Daemon) writeChecked(ctx context.Context, next plan.State) error {
 	if err := haproxy.Check(checkCtx, d.sup.Binary(), d.cand.path+"/"+render.ConfigFile); err != nil {
 		return fmt.Errorf("candidate rejected, last good config keeps serving: %w", err)
 	}
-	return d.writeLive(next)
+	if err := d.writeLive(next); err != nil {
+		return err
+	}
+	d.unchecked = false // the whole bundle on disk was just validated
+	return nil
 }
 
 func (d *Daemon) writeLive(next plan.State) error {
@@ -219,7 +240,9 @@ func (d *Daemon) start(ctx context.Context) error {
 	}
 	d.proc = proc
 	d.restarts = 0
-	d.loaded(ctx, []string{"haproxy started"}, true, 0)
+	d.throttle.clear() // a fresh HAProxy loaded the newest files
+	d.unchecked = false
+	d.loaded(ctx, []string{"haproxy started"}, false, 0)
 	return nil
 }
 
@@ -230,9 +253,19 @@ func (d *Daemon) reload(ctx context.Context) {
 	}
 	now := time.Now()
 	reasons := d.throttle.start(now)
-	d.log.Info("reloading haproxy", "reasons", reasons)
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	if d.unchecked {
+		// The runtime path writes without `haproxy -c` (it would cost more
+		// than the change); a fallback reload validates before it loads.
+		if err := haproxy.Check(rctx, d.sup.Binary(), d.live.path+"/"+render.ConfigFile); err != nil {
+			d.recordError(fmt.Errorf("reload skipped, live config rejected; HAProxy keeps its current state: %w", err))
+			d.metrics.ObserveReload(0, reasons, false, time.Now())
+			return
+		}
+		d.unchecked = false
+	}
+	d.log.Info("reloading haproxy", "reasons", reasons)
 	_, err := d.proc.Reload(rctx)
 	elapsed := time.Since(now)
 	d.metrics.ObserveReload(elapsed, reasons, err == nil, time.Now())
@@ -336,5 +369,3 @@ func firstError(ds model.Diagnostics) string {
 	}
 	return ""
 }
-
-var errNoProcess = errors.New("haproxy is not running")

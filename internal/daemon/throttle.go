@@ -54,3 +54,7 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// clear drops a pending reload that became moot (HAProxy restarted and
+// loaded the newest files anyway) without counting as a reload start.
+func (t *throttle) clear() { t.pending, t.reasons = false, nil }

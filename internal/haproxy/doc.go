@@ -11,8 +11,20 @@
 //   - Runtime (runtime.go, readback.go): batches of runtime commands over one
 //     connection, with failure replies recognized per command, and typed
 //     read-backs (servers state, map entries, server sessions).
+//   - Inspector / NativeInspector (native.go): HAProxy's own view of itself
+//     for status and checks — `show info` (version, pid, uptime, maxconn,
+//     fd limit, connections) and `show ssl cert` (serial, dates, subject,
+//     fingerprint of a loaded certificate) — through client-native.
 //
-// Why not client-native for the runtime API: client-native v5.1.27 opens one
+// The split: client-native (github.com/haproxytech/client-native/v5, only
+// ever imported here) is used where its readers are right on HAProxy 2.6.12,
+// which native_test.go checks against the real binary: GetInfo,
+// ShowCertificate and ShowCerts. NativeInspector adds what it lacks there
+// (a context, detection of replies cut short, errors that tell "not found"
+// from a dead socket). Everything else speaks the socket directly, for the
+// reasons below.
+//
+// Why not client-native for the rest of the runtime API: client-native v5.1.27 opens one
 // connection per command with a fixed 30 s deadline and no context, which is
 // slow for large batches and cannot be cancelled; and on HAProxy 2.6.12 its
 // readers fall short of what haroute verifies after a runtime plan:

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"bytes"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -23,7 +25,7 @@ const (
 // cfgWriter builds haproxy.cfg and its skeleton at once: server lines of
 // route backends go to the full config only.
 type cfgWriter struct {
-	full, skel strings.Builder
+	full, skel bytes.Buffer
 }
 
 func (w *cfgWriter) line(parts ...string) {
@@ -44,7 +46,12 @@ func (w *cfgWriter) serverLine(parts ...string) {
 
 func buildConfig(in Input) (full, skeleton []byte) {
 	w := &cfgWriter{}
-	n := 512 + 600*len(in.Desired.Routes)
+	// Sized so a large config is built without regrowing: about 1 KiB
+	// per backend and 100 bytes per server line.
+	n := 4096
+	for _, r := range in.Desired.Routes {
+		n += 1024 + 100*len(r.Services)*4
+	}
 	w.full.Grow(n)
 	w.skel.Grow(n)
 	s := in.Desired.Router
@@ -142,11 +149,12 @@ func buildConfig(in Input) (full, skeleton []byte) {
 	w.line("  stats enable")
 	w.line("  stats uri /stats")
 
+	preloadCAs(w, in)
 	for _, r := range in.Desired.Routes {
 		w.line("")
 		backend(w, r, in)
 	}
-	return []byte(w.full.String()), []byte(w.skel.String())
+	return w.full.Bytes(), w.skel.Bytes()
 }
 
 // routingKey computes txn.key = lowercased host without port + path + "/".
@@ -316,4 +324,34 @@ func CookieName(be model.BackendName) string { return hashHex("haroute-cookie-na
 // server at runtime.
 func DynamicCookieKey(be model.BackendName) string {
 	return hashHex("haroute-dynamic-cookie-key", string(be))
+}
+
+// CAPreloadBackend holds one disabled server per destination CA file. On
+// HAProxy 2.6 `add server … ca-file X` fails unless X was loaded at
+// startup, which a reencrypt route that starts without endpoints would
+// not do. No map ever names this backend and its servers never run checks.
+const CAPreloadBackend = "be_preload_ca"
+
+func preloadCAs(w *cfgWriter, in Input) {
+	seen := map[string]bool{}
+	var paths []string
+	for _, r := range in.Desired.Routes {
+		if r.Termination != model.TerminationReencrypt {
+			continue
+		}
+		if p := destinationCAPath(r, in); p != SystemCAFile && !seen[p] {
+			seen[p] = true
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return
+	}
+	sort.Strings(paths)
+	w.line("")
+	w.line("backend ", CAPreloadBackend)
+	w.line("  mode http")
+	for i, p := range paths {
+		w.line("  server ca", strconv.Itoa(i), " 127.0.0.1:1 disabled ssl verify required ca-file ", p)
+	}
 }

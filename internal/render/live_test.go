@@ -76,6 +76,9 @@ func TestLiveRouting(t *testing.T) {
 			// Not TLS, no traffic: only a plain TCP check sees it UP.
 			svc("plain", 0, backend("re-plain", nil)),
 			backendSettings(func(b *model.BackendSettings) { b.HealthCheckInterval = 200 * time.Millisecond })),
+		// No endpoints at startup: its CA must still be loaded for `add server`.
+		route("t", "re0", "re0.example.com", "", reencrypt(model.InsecurePolicyNone,
+			model.RouteTLS{DestinationCACertificate: tc.CA + "\n"})),
 		route("t", "secure", "secure.example.com", "", edge(model.InsecurePolicyRedirect, own),
 			backendSettings(func(b *model.BackendSettings) { b.HSTSHeader = "max-age=60" }), svc("s", 100, backend("secure", nil))),
 		route("t", "wild", "www.wild.example.com", "", wildcard, svc("s", 100, backend("wild", nil))),
@@ -187,7 +190,7 @@ func TestLiveRouting(t *testing.T) {
 
 	t.Run("runtime add server uses ServerArgs", func(t *testing.T) {
 		for _, r := range d.Routes {
-			if r.Key.Name != "hello" && r.Key.Name != "re" {
+			if r.Key.Name != "hello" && r.Key.Name != "re" && r.Key.Name != "re0" {
 				continue
 			}
 			addr := backend("added-"+r.Key.Name, nil)

@@ -259,16 +259,23 @@ func (r *router) master() *haproxy.Master {
 	return haproxy.NewMaster(filepath.Join(r.runDir, "master.sock"))
 }
 
-// reloads is the master's reload counter from `show proc`.
+// reloads is the master's reload counter from `show proc`. While a reload
+// re-executes the master, its socket refuses connections for a moment, so
+// this retries briefly.
 func (r *router) reloads() int {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	info, err := r.master().ShowProc(ctx)
-	if err != nil {
-		r.t.Fatalf("show proc: %v", err)
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		info, e := r.master().ShowProc(ctx)
+		cancel()
+		if e == nil {
+			return info.Master.Reloads
+		}
+		err = e
 	}
-	return info.Master.Reloads
+	r.t.Fatalf("show proc: %v", err)
+	return 0
 }
 
 func (r *router) appliedCount() int {

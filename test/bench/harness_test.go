@@ -1,0 +1,400 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/daemon"
+	"github.com/haroute/haroute/internal/haproxy"
+	"github.com/haroute/haroute/internal/status"
+	"github.com/haroute/haroute/internal/testutil"
+	"github.com/haroute/haroute/test/publish"
+)
+
+// The harness follows test/e2e: the daemon runs in-process, HAProxy and the
+// backends are real, and generations are published like kubelet does.
+
+// needBench skips load tests unless HAROUTE_BENCH=1: they take minutes and
+// measure rather than assert, so `go test ./...` leaves them out.
+func needBench(t *testing.T) {
+	t.Helper()
+	if os.Getenv("HAROUTE_BENCH") != "1" {
+		t.Skip("load harness: set HAROUTE_BENCH=1 (make bench)")
+	}
+	testutil.HAProxy(t)
+}
+
+// backend is an HTTP server on 127.0.0.1 that answers with its name, and
+// on /stream with one line per second until the client leaves: the
+// long-lived connection that keeps old HAProxy workers alive.
+type backend struct {
+	name string
+	port int
+}
+
+func startBackend(t testing.TB, name string) *backend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &backend{name: name, port: ln.Addr().(*net.TCPAddr).Port}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/stream" {
+			fmt.Fprint(w, name)
+			return
+		}
+		fl := w.(http.Flusher)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			if _, err := fmt.Fprintf(w, "%s %d\n", name, i); err != nil {
+				return
+			}
+			fl.Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return b
+}
+
+func (b *backend) endpoint() endpoint { return endpoint{ip: "127.0.0.1", port: b.port} }
+
+// freePort returns a port that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// appliedAt is one state the daemon reported applied, with when.
+type appliedAt struct {
+	at time.Time
+	a  daemon.Applied
+}
+
+// applyLog collects OnApply reports. The daemon's loop calls add, so add
+// never blocks; waiters poll the list when signalled.
+type applyLog struct {
+	mu     sync.Mutex
+	items  []appliedAt
+	signal chan struct{}
+}
+
+func newApplyLog() *applyLog { return &applyLog{signal: make(chan struct{}, 1)} }
+
+func (l *applyLog) add(a daemon.Applied) {
+	now := time.Now()
+	l.mu.Lock()
+	l.items = append(l.items, appliedAt{at: now, a: a})
+	l.mu.Unlock()
+	select {
+	case l.signal <- struct{}{}:
+	default:
+	}
+}
+
+// reset forgets what was reported so far (and the states it holds).
+func (l *applyLog) reset() {
+	l.mu.Lock()
+	l.items = nil
+	l.mu.Unlock()
+}
+
+// wait returns the first report satisfying match, dropping it and every
+// report before it.
+func (l *applyLog) wait(timeout time.Duration, match func(daemon.Applied) bool) (appliedAt, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		for i, it := range l.items {
+			if match(it.a) {
+				l.items = slices.Clone(l.items[i+1:])
+				l.mu.Unlock()
+				return it, nil
+			}
+		}
+		l.mu.Unlock()
+		select {
+		case <-l.signal:
+		case <-deadline.C:
+			return appliedAt{}, fmt.Errorf("no matching state applied within %v", timeout)
+		}
+	}
+}
+
+// router is one daemon serving a published directory.
+type router struct {
+	t                  testing.TB
+	dir, runDir        string
+	http, https, stats int
+	store              *status.Store
+	applies            *applyLog
+	writer             *publish.AtomicWriter
+	client             *http.Client
+	cancel             context.CancelFunc
+	done               chan error
+}
+
+func newRouter(t testing.TB) *router {
+	t.Helper()
+	// Unix socket paths are limited to 107 bytes: a short run dir.
+	runDir, err := os.MkdirTemp("", "hrb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runDir) })
+	dir := filepath.Join(t.TempDir(), "config")
+	r := &router{
+		t: t, dir: dir, runDir: runDir,
+		http: freePort(t), https: freePort(t), stats: freePort(t),
+		store: &status.Store{}, applies: newApplyLog(),
+		writer: publish.NewAtomicWriter(dir),
+		// No keep-alive: a kept connection to an old worker would answer
+		// for the old configuration after a reload and blur the timing.
+		client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
+	}
+	return r
+}
+
+// routerConfig binds to 127.0.0.1 with a 1 s reload interval.
+func (r *router) routerConfig() string {
+	return fmt.Sprintf(`apiVersion: haroute.io/v1alpha1
+kind: RouterConfig
+metadata:
+  name: router
+spec:
+  bindOptions:
+    address: 127.0.0.1
+    ports:
+      http: %d
+      https: %d
+      stats: %d
+  tuningOptions:
+    reloadInterval: 1s
+`, r.http, r.https, r.stats)
+}
+
+// publish makes tr the new generation and returns when the rename is done.
+func (r *router) publish(tr *tree) time.Time {
+	r.t.Helper()
+	tr.router = r.routerConfig()
+	if err := r.writer.Publish(tr.files()); err != nil {
+		r.t.Fatal(err)
+	}
+	return time.Now()
+}
+
+// start runs the daemon on what was published and waits until it is ready.
+// Logs go to the results directory, if any, else nowhere.
+func (r *router) start(name string) {
+	t := r.t
+	t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	if out := os.Getenv("HAROUTE_BENCH_OUT"); out != "" {
+		f, err := os.Create(filepath.Join(out, "daemon-"+name+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	stateDir := filepath.Join(t.TempDir(), "state")
+	d, err := daemon.New(daemon.Options{
+		ConfigDir: r.dir, WatchMode: "atomic", RunDir: r.runDir, StateDir: stateDir,
+		Resync: time.Minute, Logger: logger, Status: r.store, OnApply: r.applies.add,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan error, 1)
+	go func() { r.done <- d.Run(ctx) }()
+	t.Cleanup(r.stop)
+	deadline := time.Now().Add(2 * time.Minute)
+	for !r.store.Get().Ready {
+		if time.Now().After(deadline) {
+			st := r.store.Get()
+			t.Fatalf("router not ready within 2m: %s (last error: %v)", st.NotReadyReason, st.LastError)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (r *router) stop() {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	r.cancel = nil
+	select {
+	case err := <-r.done:
+		if err != nil {
+			r.t.Errorf("daemon stopped with error: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		r.t.Errorf("daemon did not stop within 30s")
+	}
+}
+
+// get fetches http://host/ through HAProxy and returns the body.
+func (r *router) get(host string) (string, error) {
+	req, err := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.http), nil)
+	if err != nil {
+		return "", err
+	}
+	req.Host = host
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return string(body), nil
+}
+
+// untilServed polls host every 2 ms until want answers, and returns when.
+func (r *router) untilServed(host, want string, timeout time.Duration) (time.Time, error) {
+	return r.untilServedEvery(host, want, timeout, 2*time.Millisecond)
+}
+
+// untilServedEvery polls with its own interval, for long waits that
+// should not flood HAProxy with connections.
+func (r *router) untilServedEvery(host, want string, timeout, every time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		got, err := r.get(host)
+		if err == nil && got == want {
+			return time.Now(), nil
+		}
+		if err == nil {
+			err = fmt.Errorf("answered by %q", got)
+		}
+		last = err
+		time.Sleep(every)
+	}
+	return time.Time{}, fmt.Errorf("%s not served by %s within %v: %v", host, want, timeout, last)
+}
+
+// showProc asks the master CLI, as an operator would.
+func (r *router) showProc() haproxy.ProcInfo {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := haproxy.NewMaster(filepath.Join(r.runDir, "master.sock")).ShowProc(ctx)
+	if err != nil {
+		r.t.Fatalf("show proc: %v", err)
+	}
+	return info
+}
+
+// reloads is the master's reload counter.
+func (r *router) reloads() int { return r.showProc().Master.Reloads }
+
+// profile writes a CPU profile of this process (the daemon and the
+// harness; HAProxy is another process) to the results directory while f
+// runs. Without a results directory it just runs f.
+func profile(t testing.TB, name string, f func()) {
+	out := os.Getenv("HAROUTE_BENCH_OUT")
+	if out == "" {
+		f()
+		return
+	}
+	file, err := os.Create(filepath.Join(out, name+".cpu.pprof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	if err := pprof.StartCPUProfile(file); err != nil {
+		t.Logf("no profile: %v", err)
+		f()
+		return
+	}
+	defer pprof.StopCPUProfile()
+	f()
+}
+
+// --- figures -------------------------------------------------------------
+
+// percentile returns the p-th percentile (nearest rank) of ds.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := int(p/100*float64(len(s))+0.999999) - 1
+	return s[min(max(rank, 0), len(s)-1)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// spread summarises latencies as "p50 …, p99 …, max … (n=…)".
+func spread(ds []time.Duration) string {
+	return fmt.Sprintf("p50 %s, p99 %s, max %s (n=%d)",
+		ms(percentile(ds, 50)), ms(percentile(ds, 99)), ms(percentile(ds, 100)), len(ds))
+}
+
+// figure is one row of the results table.
+type figure struct {
+	id, what, target, measured, met string
+}
+
+// record logs a figure and appends it to figures.md in the results
+// directory, which run.sh folds into BENCHMARKS.md.
+func record(t testing.TB, f figure) {
+	t.Helper()
+	t.Logf("FIGURE %s | %s | target %s | %s | %s", f.id, f.what, f.target, f.measured, f.met)
+	out := os.Getenv("HAROUTE_BENCH_OUT")
+	if out == "" {
+		return
+	}
+	file, err := os.OpenFile(filepath.Join(out, "figures.md"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	clean := func(s string) string { return strings.ReplaceAll(s, "|", "/") }
+	if _, err := fmt.Fprintf(file, "| %s | %s | %s | %s | %s |\n",
+		clean(f.id), clean(f.what), clean(f.target), clean(f.measured), clean(f.met)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// verdict is "yes" or "**NO**" so a missed target stands out.
+func verdict(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**NO**"
+}
