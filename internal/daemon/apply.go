@@ -202,10 +202,14 @@ func (d *Daemon) observeProcs(ctx context.Context) {
 		return
 	}
 	d.metrics.SetProcesses(len(info.Workers), len(info.OldWorkers))
+	hinfo, infoErr := d.inspector.Info(cctx)
 	d.status.Set(func(s *status.Status) {
 		s.HAProxy.PID = info.Master.PID
 		s.HAProxy.Workers = pids(info.Workers)
 		s.HAProxy.OldWorkers = pids(info.OldWorkers)
+		if infoErr == nil {
+			s.HAProxy.Version, s.HAProxy.MaxConn, s.HAProxy.CurrConns = hinfo.Version, hinfo.MaxConn, hinfo.CurrConns
+		}
 	})
 }
 

@@ -77,6 +77,8 @@ type Daemon struct {
 	sup     *haproxy.Supervisor
 	proc    *haproxy.Process
 	runtime *haproxy.Runtime
+	// inspector reads `show info` for the status page.
+	inspector haproxy.Inspector
 
 	// lastSnap is the snapshot behind desired; lastFiles keeps the last
 	// good content per path so an unreadable file keeps its objects.
@@ -150,7 +152,12 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	inspector, err := haproxy.NewInspector(filepath.Join(opts.RunDir, "admin.sock"))
+	if err != nil {
+		return nil, err
+	}
 	d := &Daemon{
+		inspector:  inspector,
 		opts:       opts,
 		log:        opts.Logger,
 		metrics:    opts.Metrics,

@@ -241,6 +241,7 @@ func (d *Daemon) start(ctx context.Context) error {
 	d.proc = proc
 	d.restarts = 0
 	d.throttle.clear() // a fresh HAProxy loaded the newest files
+	d.metrics.ObserveStart(time.Now())
 	d.unchecked = false
 	d.loaded(ctx, []string{"haproxy started"}, false, 0)
 	return nil

@@ -24,10 +24,11 @@
 // from a dead socket). Everything else speaks the socket directly, for the
 // reasons below.
 //
-// Why not client-native for the rest of the runtime API: client-native v5.1.27 opens one
-// connection per command with a fixed 30 s deadline and no context, which is
-// slow for large batches and cannot be cancelled; and on HAProxy 2.6.12 its
-// readers fall short of what haroute verifies after a runtime plan:
+// Why not client-native for the rest of the runtime API: client-native
+// v5.1.27 opens one connection per command with a fixed 30 s deadline and no
+// context, which is slow for large batches and cannot be cancelled (fine
+// for a status read, not for a plan of a thousand commands); and on HAProxy
+// 2.6.12 its readers fall short of what haroute verifies after a runtime plan:
 // GetServersState drops the weight and health-check columns, and
 // ParseMapEntries truncates values containing spaces and indexes past the
 // end of a line whose value is empty (`show map` prints "<id> <key> \n" for

@@ -163,6 +163,15 @@ func (m *Metrics) ObserveReload(d time.Duration, reasons []string, ok bool, now 
 	m.lastReloadOK.Set(0)
 }
 
+// ObserveStart records that HAProxy started and loaded its configuration.
+// It is not a reload (no counter moves), but it is a successful load: a
+// fresh daemon must not look like one whose last reload failed, or the
+// reload-failure alert would fire on every healthy new install.
+func (m *Metrics) ObserveStart(now time.Time) {
+	m.lastReloadOK.Set(1)
+	m.lastReloadSuccessTS.Set(float64(now.UnixNano()) / 1e9)
+}
+
 // ObserveWrite records the time taken to write one bundle to disk.
 func (m *Metrics) ObserveWrite(d time.Duration) {
 	m.writeConfigSeconds.Observe(d.Seconds())

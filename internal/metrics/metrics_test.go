@@ -270,3 +270,33 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		t.Errorf("promtool check metrics reported problems:\n%s", s)
 	}
 }
+
+func TestObserveStartIsASuccessfulLoad(t *testing.T) {
+	m := New()
+	m.ObserveStart(time.Unix(1700000000, 0))
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]float64{}
+	reloadSeries := 0
+	for _, f := range families {
+		for _, metric := range f.GetMetric() {
+			switch f.GetName() {
+			case "haroute_last_reload_successful", "haroute_last_reload_success_timestamp_seconds":
+				values[f.GetName()] = metric.GetGauge().GetValue()
+			case "haroute_reloads_total":
+				reloadSeries++
+			}
+		}
+	}
+	if got := values["haroute_last_reload_successful"]; got != 1 {
+		t.Fatalf("last_reload_successful = %v after a start, want 1", got)
+	}
+	if got := values["haroute_last_reload_success_timestamp_seconds"]; got != 1700000000 {
+		t.Fatalf("last_reload_success_timestamp_seconds = %v, want 1700000000", got)
+	}
+	if reloadSeries != 0 {
+		t.Fatalf("a start counted %d reload series", reloadSeries)
+	}
+}

@@ -20,6 +20,10 @@
 //   - on the HTTP frontend the value is the backend name, or RedirectValue
 //     for routes whose insecure policy is Redirect.
 //
+// Reencrypt destination CA files are also preloaded by a backend no map
+// names (CAPreloadBackend): HAProxy 2.6 only accepts a ca-file in `add
+// server` once it loaded it at startup.
+//
 // Server lines are the only part of haproxy.cfg the runtime API changes;
 // Bundle.Skeleton leaves them out, and ServerArgs is shared with the code
 // that adds servers at runtime so both paths produce identical servers.

@@ -70,6 +70,8 @@ func TestLiveRouting(t *testing.T) {
 		route("t", "foo", "hello.example.com", "/foo", svc("s", 100, backend("foo", nil))),
 		route("t", "hello", "hello.example.com", "", svc("s", 100, backend("hello", nil), backend("hello", nil))),
 		route("t", "none", "none.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("s", 100, backend("none", nil))),
+		route("t", "ptw", "www.ptw.example.com", "", passthrough(model.InsecurePolicyRedirect), wildcard,
+			svc("s", 100, backend("ptw", &ptPair))),
 		route("t", "pt", "pt.example.com", "", passthrough(model.InsecurePolicyNone), svc("s", 100, backend("pt", &ptPair))),
 		route("t", "re", "re.example.com", "", reencrypt(model.InsecurePolicyNone,
 			model.RouteTLS{Certificate: tc.Cert, Key: tc.Key, DestinationCACertificate: tc.CA}), svc("s", 100, backend("re", &pair)),
@@ -185,6 +187,26 @@ func TestLiveRouting(t *testing.T) {
 		// The backend's own certificate verified: TLS went through untouched.
 		if status != 200 || !strings.HasPrefix(body, "pt /x xff= xfp=") {
 			t.Errorf("got %d %q, want 200 from pt without forwarded headers", status, body)
+		}
+	})
+
+	t.Run("wildcard passthrough", func(t *testing.T) {
+		cl := client(s.HTTPSPort, &tls.Config{InsecureSkipVerify: true})
+		resp, err := cl.Get("https://any.ptw.example.com/w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if cn := resp.TLS.PeerCertificates[0].Subject.CommonName; cn != "pt.example.com" {
+			t.Errorf("served certificate %q, want the backend's own (pt.example.com)", cn)
+		}
+		if !strings.HasPrefix(string(body), "ptw /w ") {
+			t.Errorf("body %q, want the ptw backend", body)
+		}
+		status, _, hdr := get(t, httpClient, "http://other.ptw.example.com/z", "")
+		if want := fmt.Sprintf("https://other.ptw.example.com:%d/z", s.HTTPSPort); status != 302 || hdr.Get("Location") != want {
+			t.Errorf("plain HTTP: %d %q, want 302 to %q", status, hdr.Get("Location"), want)
 		}
 	})
 

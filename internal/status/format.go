@@ -82,7 +82,11 @@ func formatHAProxy(h HAProxy) string {
 	if h.PID == 0 {
 		return "not running"
 	}
-	return fmt.Sprintf("master pid %d, workers %s, old workers %s", h.PID, formatPIDs(h.Workers), formatPIDs(h.OldWorkers))
+	line := fmt.Sprintf("master pid %d, workers %s, old workers %s", h.PID, formatPIDs(h.Workers), formatPIDs(h.OldWorkers))
+	if h.Version != "" {
+		line += fmt.Sprintf("; %s, %d/%d connections", h.Version, h.CurrConns, h.MaxConn)
+	}
+	return line
 }
 
 func formatPIDs(pids []int) string {

@@ -75,6 +75,11 @@ type HAProxy struct {
 	// generations still draining long-lived connections.
 	Workers    []int `json:"workers"`
 	OldWorkers []int `json:"oldWorkers"`
+	// From the worker's `show info`: the version running, the connection
+	// limit it honours (lowered when the fd limit is short) and load.
+	Version   string `json:"version,omitempty"`
+	MaxConn   int    `json:"maxConn,omitempty"`
+	CurrConns int    `json:"currConns"`
 }
 
 // RoutesFrom converts admission results into their published form.

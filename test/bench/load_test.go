@@ -66,13 +66,13 @@ func TestBenchReloadPath(t *testing.T) {
 	before = r.reloads()
 	start := time.Now()
 	var added []int
-	for range 10 {
+	var burst time.Duration
+	for j := range 10 {
+		time.Sleep(time.Until(start.Add(time.Duration(j) * 100 * time.Millisecond)))
 		i := tr.addRoute([]endpoint{base.endpoint()})
 		added = append(added, i)
-		r.publish(tr)
-		time.Sleep(90 * time.Millisecond)
+		burst = r.publish(tr).Sub(start)
 	}
-	burst := time.Since(start)
 	for _, i := range added {
 		if _, err := r.untilServedEvery(hostName(i), "base", 30*time.Second, 20*time.Millisecond); err != nil {
 			t.Fatal(err)
@@ -303,39 +303,60 @@ type streams struct {
 }
 
 // openStreams opens n /stream requests through HAProxy, spread over the
-// first routes hosts, and keeps reading them.
+// first routes hosts, and keeps reading them. Streams are opened 50 at a
+// time: each first response takes a while to be flushed through.
 func openStreams(t *testing.T, port, n, routes int) *streams {
 	t.Helper()
-	s := &streams{last: make([]atomic.Int64, n)}
+	s := &streams{conns: make([]net.Conn, n), last: make([]atomic.Int64, n)}
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 50)
+	var opening sync.WaitGroup
 	for j := range n {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
-		if err != nil {
-			s.close()
-			t.Fatalf("stream %d: %v", j, err)
-		}
-		s.conns = append(s.conns, c)
-		if _, err := fmt.Fprintf(c, "GET /stream HTTP/1.1\r\nHost: %s\r\n\r\n", hostName(j%routes)); err != nil {
-			s.close()
-			t.Fatalf("stream %d: %v", j, err)
-		}
-		br := bufio.NewReader(c)
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		status, err := br.ReadString('\n')
-		c.SetReadDeadline(time.Time{})
-		if err != nil || !strings.Contains(status, " 200 ") {
-			s.close()
-			t.Fatalf("stream %d: status %q, %v", j, status, err)
-		}
-		s.wg.Go(func() {
-			for {
-				if _, err := br.ReadString('\n'); err != nil {
-					return
-				}
-				s.last[j].Store(time.Now().UnixNano())
+		opening.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := s.open(j, port, hostName(j%routes)); err != nil {
+				errs <- fmt.Errorf("stream %d: %w", j, err)
 			}
 		})
 	}
+	opening.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		s.close()
+		t.Fatal(err)
+	}
 	return s
+}
+
+func (s *streams) open(j, port int, host string) error {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
+	if err != nil {
+		return err
+	}
+	s.conns[j] = c
+	if _, err := fmt.Fprintf(c, "GET /stream HTTP/1.1\r\nHost: %s\r\n\r\n", host); err != nil {
+		return err
+	}
+	br := bufio.NewReader(c)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	status, err := br.ReadString('\n')
+	c.SetReadDeadline(time.Time{})
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(status, " 200 ") {
+		return fmt.Errorf("status %q", strings.TrimSpace(status))
+	}
+	s.wg.Go(func() {
+		for {
+			if _, err := br.ReadString('\n'); err != nil {
+				return
+			}
+			s.last[j].Store(time.Now().UnixNano())
+		}
+	})
+	return nil
 }
 
 // alive counts streams that delivered a line within the last d.
@@ -352,7 +373,9 @@ func (s *streams) alive(d time.Duration) int {
 
 func (s *streams) close() {
 	for _, c := range s.conns {
-		c.Close()
+		if c != nil {
+			c.Close()
+		}
 	}
 	s.wg.Wait()
 }
