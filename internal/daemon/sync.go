@@ -32,7 +32,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 	}
 	for _, fe := range snap.Errors {
 		d.metrics.SnapshotError()
-		d.log.Warn("file unreadable; its last good content stays in force", "path", fe.Path, "err", fe.Err)
+		d.recordError(fmt.Errorf("%w; its last good content stays in force", fe))
 	}
 	res := d.loader.Load(d.withLastGood(snap))
 	for _, diag := range res.Diagnostics {

@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/daemon"
+	"github.com/haroute/haroute/test/publish"
+)
+
+// The config directory vanishing, a link pointing nowhere, and then a new
+// directory in its place: routes keep being served throughout, and the new
+// content is followed once it appears.
+func TestDirectoryVanishesAndLinkDangles(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	root := filepath.Dir(r.dir)
+	link := filepath.Join(root, "current")
+	g := publish.NewGitSync(root, link)
+	must(t, g.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one),
+	)))
+	r.startWith("link", link)
+	r.serves("one.e2e.test", "/", "one")
+
+	// The link now points nowhere.
+	target, err := os.Readlink(link)
+	must(t, err)
+	must(t, os.Remove(link))
+	must(t, os.Symlink("does-not-exist", link))
+	r.eventually(20*time.Second, "error for the dangling link", func() error {
+		if st := r.store.Get(); st.LastError == nil || !strings.Contains(st.LastError.Message, "read") {
+			return fmt.Errorf("last error = %+v", st.LastError)
+		}
+		return nil
+	})
+	for i := 0; i < 10; i++ {
+		if got, err := r.get("one.e2e.test", "/"); err != nil || got != "one" {
+			t.Fatalf("dangling link: got %q, %v; want the last good routes", got, err)
+		}
+	}
+	// The target directory itself vanishes.
+	must(t, os.RemoveAll(filepath.Join(root, target)))
+	time.Sleep(300 * time.Millisecond)
+	r.serves("one.e2e.test", "/", "one")
+
+	// A new generation appears: followed.
+	must(t, os.Remove(link))
+	g2 := publish.NewGitSync(root, link)
+	must(t, g2.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", two),
+	)))
+	r.serves("one.e2e.test", "/", "two")
+}
+
+// A file that cannot be read keeps the objects it held; the rest follows.
+func TestUnreadableFileKeepsItsRoutes(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	must(t, os.WriteFile(filepath.Join(r.dir, "router.yaml"), []byte(r.routerConfig("")), 0o644))
+	must(t, os.WriteFile(filepath.Join(r.dir, "a.yaml"), []byte(join(routeYAML("a", "a.e2e.test", "", "one"), endpointsYAML("one", one))), 0o644))
+	r.start("plain")
+	r.serves("a.e2e.test", "/", "one")
+	// a.yaml becomes unreadable: a directory of the same name would be
+	// skipped silently, so use an oversized file, which is a read error.
+	big := make([]byte, 9<<20)
+	for i := range big {
+		big[i] = '#'
+	}
+	must(t, os.WriteFile(filepath.Join(r.dir, "a.yaml"), big, 0o644))
+	must(t, os.WriteFile(filepath.Join(r.dir, "b.yaml"), []byte(join(routeYAML("b", "b.e2e.test", "", "two"), endpointsYAML("two", two))), 0o644))
+	r.serves("b.e2e.test", "/", "two")
+	r.serves("a.e2e.test", "/", "one")
+	if st := r.store.Get(); st.LastError == nil {
+		t.Fatal("no error reported for the oversized file")
+	}
+}
+
+// Start-up errors an operator must fix are clear: a port in use is named,
+// a missing HAProxy binary names the path tried.
+func TestStartupErrorsAreClear(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", r.http))
+	must(t, err)
+	defer ln.Close()
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one),
+	)))
+	d, err := daemon.New(daemon.Options{ConfigDir: r.dir, RunDir: r.runDir, StateDir: t.TempDir()})
+	must(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err = d.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d", r.http)) || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("port in use: error = %v; want one naming 127.0.0.1:%d and 'in use'", err, r.http)
+	}
+
+	_, err = daemon.New(daemon.Options{ConfigDir: r.dir, RunDir: r.runDir, StateDir: t.TempDir(), HAProxy: "/nonexistent/haproxy"})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/haproxy") {
+		t.Fatalf("missing binary: error = %v; want one naming /nonexistent/haproxy", err)
+	}
+}
+
+// HAProxy dying in the middle of a stream of endpoint changes: the router
+// restarts it and converges on the last generation.
+func TestHAProxyRestartMidChangesConverges(t *testing.T) {
+	r := newRouter(t)
+	var bs []*backend
+	for i := 0; i < 6; i++ {
+		bs = append(bs, startBackend(t, fmt.Sprintf("b%d", i)))
+	}
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(scaleFiles(r, "", bs[:1])))
+	r.start("atomic")
+	r.serves("web.e2e.test", "/", "b0")
+	pid := r.store.Get().HAProxy.PID
+	for n := 2; n <= 6; n++ {
+		must(t, w.Publish(scaleFiles(r, "", bs[n-1:n])))
+		if n == 3 {
+			must(t, syscall.Kill(pid, syscall.SIGKILL))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.eventually(30*time.Second, "converged on the last generation after a restart", func() error {
+		st := r.store.Get()
+		if st.HAProxy.PID == pid || !st.Ready {
+			return fmt.Errorf("pid %d ready %v", st.HAProxy.PID, st.Ready)
+		}
+		for i := 0; i < 10; i++ {
+			got, err := r.get("web.e2e.test", "/")
+			if err != nil {
+				return err
+			}
+			if got != "b5" {
+				return fmt.Errorf("answered by %q, want b5", got)
+			}
+		}
+		return nil
+	})
+}
