@@ -75,7 +75,7 @@ func (w *walker) object(n *yaml.Node) {
 		}
 	default:
 		if strings.HasSuffix(kind, "List") {
-			w.listKind(m)
+			w.listKind(m, kind, apiVersion)
 			return
 		}
 		w.report(SeverityNote, m, "", "skipped %s %q: haroute reads only Route, Endpoints, EndpointSlice and RouterConfig", kind, objectName(m))
@@ -133,12 +133,18 @@ func objectName(m *yaml.Node) string {
 }
 
 // listKind decodes a List (kubectl get -o yaml): each item is an object.
-func (w *walker) listKind(m *yaml.Node) {
+// A typed list as the API server returns it (RouteList from `oc get --raw`)
+// omits kind and apiVersion on its items; they take the list's.
+func (w *walker) listKind(m *yaml.Node, kind, apiVersion string) {
+	itemKind := strings.TrimSuffix(kind, "List")
 	w.eachPair(m, "", func(key string, k, v *yaml.Node) {
 		switch key {
 		case "apiVersion", "kind", "metadata":
 		case "items":
 			for _, item := range w.list(v, "items") {
+				if itemKind != "" {
+					defaultTypeMeta(item, itemKind, apiVersion)
+				}
 				w.object(item)
 			}
 		default:
@@ -680,4 +686,28 @@ func (w *walker) labelSelector(n *yaml.Node, field string) *LabelSelector {
 		}
 	})
 	return &sel
+}
+
+// defaultTypeMeta adds kind and apiVersion to a list item that has neither
+// key, positioned at the item so diagnostics still point at it.
+func defaultTypeMeta(item *yaml.Node, kind, apiVersion string) {
+	item = resolve(item)
+	if item.Kind != yaml.MappingNode {
+		return
+	}
+	has := map[string]bool{}
+	for i := 0; i+1 < len(item.Content); i += 2 {
+		has[resolve(item.Content[i]).Value] = true
+	}
+	add := func(key, value string) {
+		if has[key] {
+			return
+		}
+		pos := func(v string) *yaml.Node {
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Line: item.Line, Column: item.Column}
+		}
+		item.Content = append(item.Content, pos(key), pos(value))
+	}
+	add("kind", kind)
+	add("apiVersion", apiVersion)
 }
