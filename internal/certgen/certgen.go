@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/haroute/haroute/internal/fsutil"
 	"io/fs"
 	"math/big"
 	"net"
@@ -99,7 +100,10 @@ func EnsureDefault(stateDir string, now func() time.Time) ([]byte, error) {
 		return nil, fmt.Errorf("default certificate: %w", err)
 	}
 	data = append(certPEM, keyPEM...)
-	if err := writeAtomic(path, data, 0o600); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("write default certificate: %w", err)
+	}
+	if err := fsutil.WriteFileAtomic(path, data, 0o600); err != nil {
 		return nil, fmt.Errorf("write default certificate: %w", err)
 	}
 	return data, nil
@@ -119,47 +123,4 @@ func usable(data []byte, now time.Time) error {
 		return fmt.Errorf("certificate valid %s to %s, not at %s", leaf.NotBefore, leaf.NotAfter, now)
 	}
 	return nil
-}
-
-// writeAtomic writes data to path through a temporary file in the same
-// directory: fsync, rename, then fsync the directory, so a crash leaves
-// either the old file or the new one, never a torn one.
-func writeAtomic(path string, data []byte, mode os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -130,38 +130,14 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // default certificate, when none is configured, is generated into the
 // output directory itself.
 func offlineInput(d *model.Desired, outDir, runDir string) (render.Input, error) {
-	in := render.Input{Desired: d, Dir: outDir, RunDir: runDir}
-	s := d.Router
-	switch {
-	case s.DefaultCertificate != "":
-		in.DefaultCertificate = []byte(s.DefaultCertificate)
-	case s.DefaultCertificateFile != "":
-		pem, err := os.ReadFile(s.DefaultCertificateFile)
-		if err != nil {
-			return in, fmt.Errorf("default certificate: %w", err)
-		}
-		in.DefaultCertificate = pem
-	default:
-		if err := os.MkdirAll(outDir, 0o755); err != nil {
-			return in, err
-		}
-		pem, err := certgen.EnsureDefault(filepath.Join(outDir, ".state"), nowFunc)
-		if err != nil {
-			return in, fmt.Errorf("default certificate: %w", err)
-		}
-		in.DefaultCertificate = pem
+	m, err := certgen.Resolve(d.Router, filepath.Join(outDir, ".state"), nowFunc)
+	if err != nil {
+		return render.Input{}, err
 	}
-	switch {
-	case s.DefaultDestinationCA != "":
-		in.DefaultDestinationCA = []byte(s.DefaultDestinationCA)
-	case s.DefaultDestinationCAFile != "":
-		pem, err := os.ReadFile(s.DefaultDestinationCAFile)
-		if err != nil {
-			return in, fmt.Errorf("default destination CA: %w", err)
-		}
-		in.DefaultDestinationCA = pem
-	}
-	return in, nil
+	return render.Input{
+		Desired: d, Dir: outDir, RunDir: runDir,
+		DefaultCertificate: m.DefaultCertificate, DefaultDestinationCA: m.DefaultDestinationCA,
+	}, nil
 }
 
 func planCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

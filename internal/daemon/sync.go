@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -146,46 +145,14 @@ func (d *Daemon) prepare(desired *model.Desired, dir string) (plan.State, error)
 }
 
 func (d *Daemon) input(desired *model.Desired, dir string) (render.Input, error) {
-	in := render.Input{Desired: desired, Dir: dir, RunDir: d.opts.RunDir}
-	s := desired.Router
-	switch {
-	case s.DefaultCertificate != "":
-		in.DefaultCertificate = []byte(s.DefaultCertificate)
-	case s.DefaultCertificateFile != "":
-		pem, err := readBounded(s.DefaultCertificateFile)
-		if err != nil {
-			return in, fmt.Errorf("default certificate: %w", err)
-		}
-		in.DefaultCertificate = pem
-	default:
-		pem, err := certgen.EnsureDefault(d.opts.StateDir, time.Now)
-		if err != nil {
-			return in, fmt.Errorf("default certificate: %w", err)
-		}
-		in.DefaultCertificate = pem
-	}
-	switch {
-	case s.DefaultDestinationCA != "":
-		in.DefaultDestinationCA = []byte(s.DefaultDestinationCA)
-	case s.DefaultDestinationCAFile != "":
-		pem, err := readBounded(s.DefaultDestinationCAFile)
-		if err != nil {
-			return in, fmt.Errorf("default destination CA: %w", err)
-		}
-		in.DefaultDestinationCA = pem
-	}
-	return in, nil
-}
-
-func readBounded(path string) ([]byte, error) {
-	st, err := os.Stat(path)
+	m, err := certgen.Resolve(desired.Router, d.opts.StateDir, time.Now)
 	if err != nil {
-		return nil, err
+		return render.Input{}, err
 	}
-	if st.Size() > model.MaxFileSize {
-		return nil, fmt.Errorf("%s: %d bytes, limit %d", path, st.Size(), model.MaxFileSize)
-	}
-	return os.ReadFile(path)
+	return render.Input{
+		Desired: desired, Dir: dir, RunDir: d.opts.RunDir,
+		DefaultCertificate: m.DefaultCertificate, DefaultDestinationCA: m.DefaultDestinationCA,
+	}, nil
 }
 
 // writeChecked validates next with `haproxy -c` in the candidate directory

@@ -1,0 +1,36 @@
+package certgen
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+)
+
+func TestResolve(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC) }
+	dir := t.TempDir()
+
+	// Nothing configured: the generated default, the system CA store.
+	m, err := Resolve(model.Settings{}, dir, now)
+	if err != nil || !strings.Contains(string(m.DefaultCertificate), "PRIVATE KEY") || m.DefaultDestinationCA != nil {
+		t.Fatalf("defaults: %v, cert %d bytes, ca %q", err, len(m.DefaultCertificate), m.DefaultDestinationCA)
+	}
+	// Inline PEM and files are used as given.
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, []byte("CA"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err = Resolve(model.Settings{DefaultCertificate: "INLINE", DefaultDestinationCAFile: caFile}, dir, now)
+	if err != nil || string(m.DefaultCertificate) != "INLINE" || string(m.DefaultDestinationCA) != "CA" {
+		t.Fatalf("inline and file: %v, %q, %q", err, m.DefaultCertificate, m.DefaultDestinationCA)
+	}
+	// A missing file is an error naming it.
+	_, err = Resolve(model.Settings{DefaultCertificateFile: filepath.Join(dir, "nope.pem")}, dir, now)
+	if err == nil || !strings.Contains(err.Error(), "nope.pem") {
+		t.Fatalf("missing file: error = %v", err)
+	}
+}
