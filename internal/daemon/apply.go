@@ -17,12 +17,14 @@ import (
 // error or disagreement falls back to a reload, which restores the on-disk
 // truth.
 func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State) {
+	writeStart := time.Now()
 	if err := d.writeLive(next); err != nil {
 		d.recordError(err)
 		return
 	}
 	d.desired = next
 	d.unchecked = true
+	d.log.Debug("bundle written", "took", time.Since(writeStart))
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()

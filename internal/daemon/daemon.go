@@ -85,6 +85,8 @@ type Daemon struct {
 	lastSnap  *snapshot.Snapshot
 	lastFiles map[string]model.SourceFile
 	lastHash  string
+	// loggedDiags are the diagnostics already logged, by their text.
+	loggedDiags map[string]bool
 
 	// desired is what the directory asks for, written to disk (live);
 	// applied is what HAProxy runs. They differ while a reload waits.

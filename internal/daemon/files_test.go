@@ -44,3 +44,23 @@ func TestSafeName(t *testing.T) {
 		t.Errorf("safeName rejected a good name: %v", err)
 	}
 }
+
+// Files left by an earlier run that the bundle does not have are removed
+// on the first write.
+func TestBundleDirRemovesLeftovers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "live")
+	if err := os.MkdirAll(filepath.Join(dir, "certs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(dir, "certs", "gone.pem")
+	if err := os.WriteFile(old, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := newBundleDir(dir)
+	if _, err := d.write(&render.Bundle{Files: []render.File{{Name: "haproxy.cfg", Data: []byte("g"), Mode: 0o644}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Fatalf("leftover from an earlier run not removed: %v", err)
+	}
+}

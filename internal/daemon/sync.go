@@ -33,23 +33,20 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		d.metrics.SnapshotError()
 		d.recordError(fmt.Errorf("%w; its last good content stays in force", fe))
 	}
+	read := time.Now()
 	res := d.loader.Load(d.withLastGood(snap))
-	for _, diag := range res.Diagnostics {
-		switch diag.Severity {
-		case model.SeverityError:
-			d.log.Error("config", "diag", diag.String())
-		case model.SeverityWarning:
-			d.log.Warn("config", "diag", diag.String())
-		}
-	}
+	d.logDiagnostics(res.Diagnostics)
 	if errs := countErrors(res.Diagnostics); errs > 0 {
 		d.recordError(fmt.Errorf("%d problem(s) in %s; first: %s", errs, d.opts.ConfigDir, firstError(res.Diagnostics)))
 	}
+	loaded := time.Now()
 	next, err := d.prepare(d.fitted(res.Desired), d.live.path)
 	if err != nil {
 		d.recordError(err)
 		return nil
 	}
+	d.log.Debug("snapshot prepared", "files", len(snap.Files), "attempts", snap.Attempts,
+		"load", loaded.Sub(read), "render", time.Since(loaded))
 	d.lastHash, d.lastSnap = snap.Hash, snap
 	d.throttle.interval = next.Desired.Router.ReloadInterval
 
@@ -93,6 +90,26 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 	}
 	d.applyRuntime(ctx, p, next)
 	return nil
+}
+
+// logDiagnostics logs the problems that were not in the previous snapshot,
+// so a tree with a standing warning does not repeat it on every change.
+func (d *Daemon) logDiagnostics(ds model.Diagnostics) {
+	seen := make(map[string]bool, len(ds))
+	for _, diag := range ds {
+		line := diag.String()
+		seen[line] = true
+		if d.loggedDiags[line] {
+			continue
+		}
+		switch diag.Severity {
+		case model.SeverityError:
+			d.log.Error("config", "diag", line)
+		case model.SeverityWarning:
+			d.log.Warn("config", "diag", line)
+		}
+	}
+	d.loggedDiags = seen
 }
 
 // withLastGood adds, for every file the snapshot could not read, the last

@@ -155,6 +155,8 @@ type router struct {
 	applies            *applyLog
 	writer             *publish.AtomicWriter
 	client             *http.Client
+	// tuning is extra YAML under spec.tuningOptions (4-space indent).
+	tuning string
 	cancel             context.CancelFunc
 	done               chan error
 }
@@ -195,7 +197,7 @@ spec:
       stats: %d
   tuningOptions:
     reloadInterval: 1s
-`, r.http, r.https, r.stats)
+%s`, r.http, r.https, r.stats, r.tuning)
 }
 
 // publish makes tr the new generation and returns when the rename is done.
@@ -236,8 +238,14 @@ func (r *router) start(name string) {
 	t.Cleanup(r.stop)
 	deadline := time.Now().Add(2 * time.Minute)
 	for !r.store.Get().Ready {
+		st := r.store.Get()
+		select {
+		case err := <-r.done:
+			r.cancel = nil
+			t.Fatalf("daemon stopped before ready: %v", err)
+		default:
+		}
 		if time.Now().After(deadline) {
-			st := r.store.Get()
 			t.Fatalf("router not ready within 2m: %s (last error: %v)", st.NotReadyReason, st.LastError)
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -145,6 +145,11 @@ func TestBenchRuntimePath10k(t *testing.T) {
 	needBench(t)
 	const routes, changes = 10000, 200
 	r := newRouter(t)
+	// HAProxy reserves a file descriptor per server on top of two per
+	// connection; the daemon's derived maxconn leaves no room for 10k
+	// servers under a 20000 fd limit ("Cannot raise FD limit to 27787"),
+	// so this router sets maxConnections itself (see BENCHMARKS.md).
+	r.tuning = "    maxConnections: 4000\n"
 	base, added := startBackend(t, "base"), startBackend(t, "added")
 	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{base.endpoint()} })
 	r.publish(tr)
