@@ -10,24 +10,33 @@ import (
 // side, one for the server side.
 const fdsPerConn = 2
 
-// fdReserve covers listeners, health checks, the sockets of the master CLI
-// and the runtime API, logging and the TLS hop. It depends on the limit
-// only, never on the number of servers: a derived maxconn that moved with
-// the endpoints would turn every scale event into a reload.
-func fdReserve(hardLimit uint64) int64 { return 256 + int64(hardLimit/10) }
-
 // rlimInfinity is RLIM_INFINITY as the kernel reports it in a uint64.
 const rlimInfinity = ^uint64(0)
+
+// fdReserve covers listeners, the master CLI and runtime API sockets,
+// logging and the TLS hop.
+func fdReserve(hardLimit uint64) int64 { return 256 + int64(hardLimit/10) }
+
+// serverFDBucket is what HAProxy also reserves for servers: about one
+// descriptor each, for health checks (seen with 10k servers: "Cannot raise
+// FD limit to 27787, limit is 20000" at maxconn 8872). The count is rounded
+// up to a coarse bucket with headroom, so endpoints scaling in and out do
+// not move the derived maxconn — which would turn scale events into
+// reloads — except when a bucket boundary is crossed.
+func serverFDBucket(servers int) int64 {
+	const bucket = 4096
+	return int64((servers+256)/bucket+1) * bucket
+}
 
 // fitMaxConn returns the largest maxconn HAProxy can honour under the hard
 // file-descriptor limit, and whether want had to be lowered. HAProxy refuses
 // to start rather than serve with fewer ("Cannot raise FD limit to 100044,
 // limit is 20000"); serving with a derived limit is better at 3 a.m.
-func fitMaxConn(want int, hardLimit uint64) (int, bool) {
+func fitMaxConn(want int, hardLimit uint64, servers int) (int, bool) {
 	if hardLimit == rlimInfinity || hardLimit == 0 {
 		return want, false
 	}
-	budget := int64(hardLimit) - fdReserve(hardLimit)
+	budget := int64(hardLimit) - fdReserve(hardLimit) - serverFDBucket(servers)
 	fit := budget / fdsPerConn
 	if fit < 1 {
 		fit = 1
@@ -50,7 +59,11 @@ func nofileHardLimit() uint64 {
 // fitted returns desired with MaxConnections lowered to what the host's
 // file-descriptor limit allows; desired itself is not modified.
 func (d *Daemon) fitted(desired *model.Desired) *model.Desired {
-	fit, lowered := fitMaxConn(desired.Router.MaxConnections, d.hardNOFILE)
+	servers := 0
+	for _, r := range desired.Routes {
+		servers += len(r.Servers())
+	}
+	fit, lowered := fitMaxConn(desired.Router.MaxConnections, d.hardNOFILE, servers)
 	if !lowered {
 		return desired
 	}

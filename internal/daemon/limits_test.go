@@ -9,21 +9,34 @@ func TestFitMaxConn(t *testing.T) {
 		name    string
 		want    int
 		hard    uint64
+		servers int
 		fit     int
 		lowered bool
 	}{
-		{"fits", 1000, 1 << 20, 1000, false},
-		{"lowered to the limit", 50000, 20000, (20000 - 256 - 2000) / 2, true},
-		{"unlimited", 50000, rlimInfinity, 50000, false},
-		{"unknown", 50000, 0, 50000, false},
-		{"tiny limit still serves", 50000, 100, 1, true},
+		{"fits", 1000, 1 << 20, 10, 1000, false},
+		{"lowered to the limit", 50000, 20000, 0, (20000 - 256 - 2000 - 4096) / 2, true},
+		{"10k servers take their share", 50000, 20000, 10000, (20000 - 256 - 2000 - 12288) / 2, true},
+		{"unlimited", 50000, rlimInfinity, 0, 50000, false},
+		{"unknown", 50000, 0, 0, 50000, false},
+		{"tiny limit still serves", 50000, 100, 0, 1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fit, lowered := fitMaxConn(tt.want, tt.hard)
+			fit, lowered := fitMaxConn(tt.want, tt.hard, tt.servers)
 			if fit != tt.fit || lowered != tt.lowered {
-				t.Fatalf("fitMaxConn(%d, %d) = %d, %v; want %d, %v", tt.want, tt.hard, fit, lowered, tt.fit, tt.lowered)
+				t.Fatalf("fitMaxConn(%d, %d, %d) = %d, %v; want %d, %v", tt.want, tt.hard, tt.servers, fit, lowered, tt.fit, tt.lowered)
 			}
 		})
+	}
+}
+
+// Scaling endpoints within a bucket must not move maxconn: a moved maxconn
+// is a config change, and scale events must not reload.
+func TestFitMaxConnStableWhileScaling(t *testing.T) {
+	base, _ := fitMaxConn(50000, 20000, 1)
+	for servers := 1; servers <= 3000; servers++ {
+		if fit, _ := fitMaxConn(50000, 20000, servers); fit != base {
+			t.Fatalf("maxconn moved from %d to %d at %d servers", base, fit, servers)
+		}
 	}
 }
