@@ -35,24 +35,31 @@ func Admit(objs Objects, prev *Settings) (*Desired, Diagnostics) {
 	decideConflicts(cands)
 
 	d := &Desired{
-		Router:   settings,
-		Routes:   make([]AdmittedRoute, 0, len(cands)),
-		Statuses: make([]RouteStatus, 0, len(cands)),
+		Router: settings,
+		Routes: make([]AdmittedRoute, 0, len(cands)),
 	}
-	for _, c := range cands {
+	// Resolving services is independent per route, and the bulk of
+	// admission at scale: spread it over the cores, then collect in order.
+	d.Statuses = make([]RouteStatus, len(cands))
+	forEach(len(cands), admitGrain, func(i int) {
+		c := cands[i]
 		if !c.check.bad {
 			resolveServices(c, idx)
 		}
+		d.Statuses[i] = c.status()
+	})
+	for i, c := range cands {
 		ds = append(ds, c.check.diags...)
-		st := c.status()
-		if st.State != RouteRejected {
+		if d.Statuses[i].State != RouteRejected {
 			d.Routes = append(d.Routes, c.admitted)
 		}
-		d.Statuses = append(d.Statuses, st)
 	}
 	ds.Sort()
 	return d, ds
 }
+
+// admitGrain is how many routes one goroutine takes at a time.
+const admitGrain = 256
 
 // candidate is one selected route on its way through admission.
 type candidate struct {
@@ -65,15 +72,25 @@ type candidate struct {
 // Routes defined twice (same namespace and name) keep their first
 // definition by position; the others are errors.
 func validateRoutes(routes []Route, settings *Settings, ds *Diagnostics) []*candidate {
-	// Copies: defaulting must not write into the caller's objects, which
-	// the Loader shares between loads.
-	copies := slices.Clone(routes)
-	sorted := make([]*Route, len(copies))
-	for i := range copies {
-		copies[i].Meta.Namespace = namespaceOrDefault(copies[i].Meta.Namespace)
-		sorted[i] = &copies[i]
+	// Defaulting must not write into the caller's objects, which the
+	// Loader shares between loads: routes without a namespace are copied.
+	// (Decoded routes always have one, so a load copies nothing.)
+	type ordered struct {
+		r   *Route
+		idx int // input order, so the sort is stable
 	}
-	slices.SortStableFunc(sorted, func(a, b *Route) int {
+	sorted := make([]ordered, len(routes))
+	for i := range routes {
+		r := &routes[i]
+		if r.Meta.Namespace == "" {
+			cp := *r
+			cp.Meta.Namespace = namespaceOrDefault(cp.Meta.Namespace)
+			r = &cp
+		}
+		sorted[i] = ordered{r: r, idx: i}
+	}
+	slices.SortFunc(sorted, func(x, y ordered) int {
+		a, b := x.r, y.r
 		if c := strings.Compare(a.Meta.Namespace, b.Meta.Namespace); c != 0 {
 			return c
 		}
@@ -86,14 +103,23 @@ func validateRoutes(routes []Route, settings *Settings, ds *Diagnostics) []*cand
 		if positionLess(b.Source.Pos, a.Source.Pos) {
 			return 1
 		}
-		return 0
+		return x.idx - y.idx
 	})
+	byKey := make([]*Route, len(sorted))
+	for i, o := range sorted {
+		byKey[i] = o.r
+	}
+	return validateSorted(byKey, settings, ds)
+}
 
+// validateSorted validates routes sorted by namespace, name and position.
+func validateSorted(sorted []*Route, settings *Settings, ds *Diagnostics) []*candidate {
 	allowed := make(map[string]bool, len(settings.Namespaces))
 	for _, ns := range settings.Namespaces {
 		allowed[ns] = true
 	}
 	cands := make([]*candidate, 0, len(sorted))
+	slab := make([]candidate, len(sorted)) // one allocation for all of them
 	for i, r := range sorted {
 		key := RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}
 		if i > 0 && sorted[i-1].Meta.Namespace == r.Meta.Namespace && sorted[i-1].Meta.Name == r.Meta.Name {
@@ -111,9 +137,15 @@ func validateRoutes(routes []Route, settings *Settings, ds *Diagnostics) []*cand
 				Message: "route not served by this router: its labels do not match the RouterConfig's spec.routeSelector"})
 			continue
 		}
-		ar, check := validateRoute(r, settings)
-		cands = append(cands, &candidate{route: r, admitted: ar, check: check})
+		c := &slab[i]
+		c.route = r
+		cands = append(cands, c)
 	}
+	// Each route is validated on its own: on all cores.
+	forEach(len(cands), admitGrain, func(i int) {
+		c := cands[i]
+		c.admitted, c.check = validateRoute(c.route, settings)
+	})
 	return cands
 }
 
@@ -148,7 +180,9 @@ func decideConflicts(cands []*candidate) {
 			byAge = append(byAge, c)
 		}
 	}
-	slices.SortStableFunc(byAge, func(a, b *candidate) int {
+	// A total order: candidates have distinct keys (duplicates were
+	// dropped), so an unstable sort orders them as a stable one would.
+	slices.SortFunc(byAge, func(a, b *candidate) int {
 		switch {
 		case olderFirst(&a.admitted, &b.admitted):
 			return -1

@@ -25,7 +25,8 @@ import (
 //     documents of one big file parse in parallel: yaml.v3 is the slow part
 //     of a cold load, and parsing is independent per document.
 //  3. Each chunk is parsed into yaml.Node trees (which carry line:col for
-//     everything), each tree is bounded (depth, alias expansion), then
+//     everything) — by the fast path for plain block YAML (decode_fast.go),
+//     else by yaml.v3 — each tree is bounded (depth, alias expansion), then
 //     walked against the schema of its kind (decode_kinds.go).
 
 // fileResult is what one file contributes: its objects in document order
@@ -59,36 +60,43 @@ func decodeFile(path string, data []byte, lim Limits) fileResult {
 // indexed like files and independent of scheduling.
 func decodeFiles(files []SourceFile, lim Limits) []fileResult {
 	results := make([]fileResult, len(files))
+	textOK := make([]bool, len(files))
+	forEach(len(files), 16, func(i int) {
+		var d Diagnostic
+		if d, textOK[i] = checkText(files[i].Path, files[i].Data, lim); !textOK[i] {
+			results[i] = fileResult{diags: Diagnostics{d}, failed: true}
+		}
+	})
 	var chunks []chunk
 	for i, f := range files {
-		if d, ok := checkText(f.Path, f.Data, lim); !ok {
-			results[i] = fileResult{diags: Diagnostics{d}, failed: true}
-			continue
+		if textOK[i] {
+			chunks = append(chunks, splitDocuments(i, f.Path, f.Data)...)
 		}
-		chunks = append(chunks, splitDocuments(i, f.Path, f.Data)...)
 	}
 
 	out := make([]chunkResult, len(chunks))
-	decode := func(j int) {
+	decode := func(j int, sc *scratch) {
 		c := chunks[j]
-		out[j] = decodeChunk(files[c.file].Path, c, lim)
+		out[j] = decodeChunk(files[c.file].Path, c, lim, sc)
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(chunks))
 	if workers <= 1 {
+		var sc scratch
 		for j := range chunks {
-			decode(j)
+			decode(j, &sc)
 		}
 	} else {
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		for range workers {
 			wg.Go(func() {
+				var sc scratch
 				for {
 					j := int(next.Add(1) - 1)
 					if j >= len(chunks) {
 						return
 					}
-					decode(j)
+					decode(j, &sc)
 				}
 			})
 		}
@@ -109,12 +117,25 @@ func decodeFiles(files []SourceFile, lim Limits) []fileResult {
 	return results
 }
 
-// append adds o's objects after those of objs.
+// append adds o's objects after those of objs. Where objs has no room at
+// all it takes o's slices as they are (capacity-limited, so a later append
+// copies rather than write into o): most files are one chunk, merged
+// without a copy.
 func (objs *Objects) append(o Objects) {
-	objs.Routes = append(objs.Routes, o.Routes...)
-	objs.Endpoints = append(objs.Endpoints, o.Endpoints...)
-	objs.EndpointSlices = append(objs.EndpointSlices, o.EndpointSlices...)
-	objs.RouterConfigs = append(objs.RouterConfigs, o.RouterConfigs...)
+	objs.Routes = appendShared(objs.Routes, o.Routes)
+	objs.Endpoints = appendShared(objs.Endpoints, o.Endpoints)
+	objs.EndpointSlices = appendShared(objs.EndpointSlices, o.EndpointSlices)
+	objs.RouterConfigs = appendShared(objs.RouterConfigs, o.RouterConfigs)
+}
+
+func appendShared[T any](dst, src []T) []T {
+	if len(src) == 0 {
+		return dst
+	}
+	if cap(dst) == 0 {
+		return src[:len(src):len(src)]
+	}
+	return append(dst, src...)
 }
 
 // checkText rejects input that is too big or is not text YAML can hold. The
@@ -199,6 +220,14 @@ func hasDirective(data []byte) bool {
 	return (len(data) > 0 && data[0] == '%') || bytes.Contains(data, []byte("\n%"))
 }
 
+// scratch is what one decoding goroutine carries from chunk to chunk.
+type scratch struct {
+	fast fastParser
+	// fields is where Sources' positions are copied; it is only ever
+	// appended to, as decoded objects keep their parts of it.
+	fields []fieldPos
+}
+
 // chunkResult is what the documents of one chunk decoded to.
 type chunkResult struct {
 	objs  Objects
@@ -207,9 +236,18 @@ type chunkResult struct {
 
 // decodeChunk parses the documents of c and decodes each. A syntax error
 // ends the chunk: the parser cannot resynchronise after one.
-func decodeChunk(path string, c chunk, lim Limits) chunkResult {
+func decodeChunk(path string, c chunk, lim Limits, sc *scratch) chunkResult {
 	var res chunkResult
-	w := walker{path: path, lineOff: c.lineOff, objs: &res.objs}
+	w := walker{path: path, lineOff: c.lineOff, objs: &res.objs, slab: &sc.fields}
+	if !strings.HasSuffix(path, ".json") {
+		if docs, ok := sc.fast.parse(c.data); ok {
+			for _, root := range docs {
+				w.checkedDocument(root, lim)
+			}
+			res.diags = w.diags
+			return res
+		}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(c.data))
 	for {
 		var root yaml.Node
@@ -221,14 +259,19 @@ func decodeChunk(path string, c chunk, lim Limits) chunkResult {
 			w.diags = append(w.diags, syntaxError(path, c, err))
 			break
 		}
-		if d, ok := checkTree(&root, lim); !ok {
-			w.diags = append(w.diags, w.diag(SeverityError, d.node, "", d.msg))
-			continue
-		}
-		w.document(&root)
+		w.checkedDocument(&root, lim)
 	}
 	res.diags = w.diags
 	return res
+}
+
+// checkedDocument decodes one parsed document if it is within the limits.
+func (w *walker) checkedDocument(root *yaml.Node, lim Limits) {
+	if d, ok := checkTree(root, lim); !ok {
+		w.diags = append(w.diags, w.diag(SeverityError, d.node, "", d.msg))
+		return
+	}
+	w.document(root)
 }
 
 // parseDocument parses the next document. yaml.v3 signals some internal

@@ -189,8 +189,8 @@ func (w *walker) finish(m *yaml.Node, meta *ObjectMeta, start int, isRoute bool)
 	}
 	src := w.source(m)
 	if meta.Name == "" && !w.reported(start, "metadata.name") {
-		pos := src.At("metadata.name")
-		if _, ok := src.Fields["metadata.name"]; !ok {
+		pos, ok := src.Lookup("metadata.name")
+		if !ok {
 			pos = src.At("metadata")
 		}
 		w.diags = append(w.diags, Diagnostic{Pos: pos, Severity: SeverityError, Field: "metadata.name", Message: "required"})

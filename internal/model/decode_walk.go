@@ -23,14 +23,20 @@ type walker struct {
 
 	// Per object being decoded.
 	unknown Severity   // of unknown fields: error for RouterConfig, else warning
-	fields  []fieldPos // positions recorded so far
+	fields  []fieldPos // positions recorded so far, reused across objects
+	// slab is where completed objects' positions are copied: objects
+	// share it (each Source keeps its own capacity-limited part), so
+	// many objects cost one allocation rather than a map each.
+	slab *[]fieldPos
 }
 
-// fieldPos is one recorded field position, collected in a slice while an
-// object is walked and turned into Source.Fields once it is complete.
+// fieldSlabSize is the number of positions allocated at once for Sources.
+const fieldSlabSize = 4096
+
+// fieldPos is one recorded field position. The path is the object's.
 type fieldPos struct {
 	name      string
-	line, col int
+	line, col int32
 }
 
 func (w *walker) pos(n *yaml.Node) Position {
@@ -47,14 +53,35 @@ func (w *walker) report(sev Severity, n *yaml.Node, field, format string, args .
 
 // record notes where field was written, for Source.At.
 func (w *walker) record(field string, n *yaml.Node) {
-	w.fields = append(w.fields, fieldPos{name: field, line: n.Line + w.lineOff, col: n.Column})
+	w.fields = append(w.fields, fieldPos{name: field, line: int32(n.Line + w.lineOff), col: int32(n.Column)})
 }
+
+// indexedFields is the number of recorded fields above which an object's
+// positions go in a map: Lookup scans the compact form, and an Endpoints
+// with thousands of bad addresses looks up one position per address.
+const indexedFields = 64
 
 // source completes the Source of the object at n from the recorded fields.
 func (w *walker) source(n *yaml.Node) Source {
-	src := Source{Pos: w.pos(n), Fields: make(map[string]Position, len(w.fields))}
-	for _, f := range w.fields {
-		src.Fields[f.name] = Position{Path: w.path, Line: f.line, Col: f.col}
+	src := Source{Pos: w.pos(n)}
+	switch k := len(w.fields); {
+	case k > indexedFields:
+		src.Fields = make(map[string]Position, k)
+		for _, f := range w.fields {
+			src.Fields[f.name] = Position{Path: w.path, Line: int(f.line), Col: int(f.col)}
+		}
+	case k > 0:
+		if w.slab == nil {
+			w.slab = new([]fieldPos)
+		}
+		slab := *w.slab
+		if cap(slab)-len(slab) < k {
+			slab = make([]fieldPos, 0, fieldSlabSize)
+		}
+		start := len(slab)
+		slab = append(slab, w.fields...)
+		src.fields = slab[start:len(slab):len(slab)]
+		*w.slab = slab
 	}
 	w.fields = w.fields[:0]
 	return src

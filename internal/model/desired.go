@@ -1,7 +1,7 @@
 package model
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -112,7 +112,22 @@ type ServerName string
 // "ep_10.0.0.1_8080", or "ep_fd00--1_8080" for IPv6 (':' is replaced so the
 // name stays readable in `be/srv` runtime arguments).
 func ServerNameFor(ip string, port int) ServerName {
-	return ServerName(fmt.Sprintf("ep_%s_%d", strings.ReplaceAll(ip, ":", "-"), port))
+	// Built in one allocation: admission names every endpoint of a
+	// snapshot, and plan and render ask again.
+	var b strings.Builder
+	b.Grow(len("ep__") + len(ip) + len("-2147483648"))
+	b.WriteString("ep_")
+	for i := 0; i < len(ip); i++ {
+		if c := ip[i]; c == ':' {
+			b.WriteByte('-')
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('_')
+	var num [20]byte
+	b.Write(strconv.AppendInt(num[:0], int64(port), 10))
+	return ServerName(b.String())
 }
 
 // AdmittedRoute is a route that passed validation and admission, with its

@@ -22,7 +22,14 @@ type Source struct {
 	// Fields maps a dotted field path ("spec.tls.key",
 	// "metadata.annotations.haproxy.router.openshift.io/timeout") to where
 	// its value was written, so later stages can report exact positions.
+	// The decoder leaves it nil and records positions in a compact form
+	// instead (a map per object was a tenth of a cold load's allocations);
+	// read positions with Lookup or At, which consult both.
 	Fields map[string]Position
+	// fields is what the decoder recorded, in the order it walked the
+	// object: a later entry for the same name wins, as a map write would.
+	// All of them are in the file Pos.Path names.
+	fields []fieldPos
 }
 
 // At returns the position of field, falling back to the object itself.
@@ -37,8 +44,17 @@ func (s Source) At(field string) Position {
 // should use it (or At) rather than index Fields, so the representation
 // of recorded positions can change without touching them.
 func (s Source) Lookup(field string) (Position, bool) {
-	p, ok := s.Fields[field]
-	return p, ok
+	if p, ok := s.Fields[field]; ok {
+		return p, true
+	}
+	// Lookups happen only when a diagnostic is made, so a scan is cheaper
+	// overall than an index built for every object.
+	for i := len(s.fields) - 1; i >= 0; i-- {
+		if f := &s.fields[i]; f.name == field {
+			return Position{Path: s.Pos.Path, Line: int(f.line), Col: int(f.col)}, true
+		}
+	}
+	return Position{}, false
 }
 
 // IntOrString is Kubernetes' intstr: a port given by number or by name.

@@ -40,11 +40,11 @@ func (c *routeCheck) pos(field string, fallbacks ...string) Position {
 }
 
 func positionOf(src Source, field string, fallbacks ...string) Position {
-	if p, ok := src.Fields[field]; ok {
+	if p, ok := src.Lookup(field); ok {
 		return p
 	}
 	for _, f := range fallbacks {
-		if p, ok := src.Fields[f]; ok {
+		if p, ok := src.Lookup(f); ok {
 			return p
 		}
 	}

@@ -1,10 +1,11 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/netip"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -22,8 +23,8 @@ type endpointGroup struct {
 	addrs []netip.Addr
 }
 
-// endpointIndex maps "namespace/service" to the groups of that service.
-type endpointIndex map[string][]endpointGroup
+// endpointIndex maps a service to its groups.
+type endpointIndex map[serviceKey][]endpointGroup
 
 // endpoint is one resolved address:port.
 type endpoint struct {
@@ -31,7 +32,9 @@ type endpoint struct {
 	port int
 }
 
-func serviceKey(ns, name string) string { return ns + "/" + name }
+// serviceKey names a service: a struct rather than "ns/name", so looking
+// one up allocates nothing.
+type serviceKey struct{ namespace, name string }
 
 // buildEndpointIndex validates every Endpoints and EndpointSlice and
 // indexes their ready addresses by service.
@@ -40,7 +43,7 @@ func buildEndpointIndex(objs *Objects) (endpointIndex, Diagnostics) {
 	var ds Diagnostics
 	for i := range objs.Endpoints {
 		ep := &objs.Endpoints[i]
-		key := serviceKey(namespaceOrDefault(ep.Meta.Namespace), ep.Meta.Name)
+		key := serviceKey{namespaceOrDefault(ep.Meta.Namespace), ep.Meta.Name}
 		for si, sub := range ep.Subsets {
 			prefix := "subsets[" + strconv.Itoa(si) + "]"
 			g := endpointGroup{ports: validPorts(sub.Ports, ep.Source, prefix+".ports", &ds)}
@@ -67,7 +70,7 @@ func buildEndpointIndex(objs *Objects) (endpointIndex, Diagnostics) {
 				Message: fmt.Sprintf("EndpointSlice has no %s label, so it belongs to no service; ignored", ServiceNameLabel)})
 			continue
 		}
-		key := serviceKey(namespaceOrDefault(sl.Meta.Namespace), svc)
+		key := serviceKey{namespaceOrDefault(sl.Meta.Namespace), svc}
 		g := endpointGroup{ports: validPorts(sl.Ports, sl.Source, "ports", &ds)}
 		for ei, e := range sl.Endpoints {
 			if e.Ready != nil && !*e.Ready {
@@ -158,7 +161,7 @@ type resolution struct {
 // resolve returns the ready endpoints of ns/svc on the route's target port,
 // sorted by IP then port, without duplicates.
 func (ix endpointIndex) resolve(ns, svc string, port *RoutePort) resolution {
-	groups, ok := ix[serviceKey(ns, svc)]
+	groups, ok := ix[serviceKey{ns, svc}]
 	if !ok {
 		return resolution{}
 	}
@@ -184,12 +187,11 @@ func (ix endpointIndex) resolve(ns, svc string, port *RoutePort) resolution {
 	if len(res.endpoints) > 0 {
 		res.portMiss = false
 	}
-	sort.Slice(res.endpoints, func(i, j int) bool {
-		a, b := res.endpoints[i], res.endpoints[j]
+	slices.SortFunc(res.endpoints, func(a, b endpoint) int {
 		if c := a.addr.Compare(b.addr); c != 0 {
-			return c < 0
+			return c
 		}
-		return a.port < b.port
+		return cmp.Compare(a.port, b.port)
 	})
 	out := res.endpoints[:0]
 	for i, e := range res.endpoints {

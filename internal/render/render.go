@@ -48,18 +48,18 @@ const (
 )
 
 // routeCertName is the bundle file holding a route's certificate and key.
-func routeCertName(r model.AdmittedRoute) string {
+func routeCertName(r *model.AdmittedRoute) string {
 	return "certs/" + fileStem(r.Key.Namespace, r.Key.Name) + ".pem"
 }
 
 // routeCAName is the bundle file holding a reencrypt route's destination CA.
-func routeCAName(r model.AdmittedRoute) string {
+func routeCAName(r *model.AdmittedRoute) string {
 	return "cas/" + fileStem(r.Key.Namespace, r.Key.Name) + ".pem"
 }
 
 // hasOwnCert reports whether the route's TLS is terminated with its own
 // certificate (else the default certificate answers for it).
-func hasOwnCert(r model.AdmittedRoute) bool {
+func hasOwnCert(r *model.AdmittedRoute) bool {
 	return (r.Termination == model.TerminationEdge || r.Termination == model.TerminationReencrypt) &&
 		r.TLS.Certificate != "" && r.TLS.Key != ""
 }
@@ -72,7 +72,8 @@ func Render(in Input) (*Bundle, error) {
 		return nil, fmt.Errorf("render: %w", err)
 	}
 	stems := make(map[string]model.RouteKey, len(in.Desired.Routes))
-	for _, r := range in.Desired.Routes {
+	for i := range in.Desired.Routes {
+		r := &in.Desired.Routes[i]
 		if err := checkRoute(r); err != nil {
 			return nil, fmt.Errorf("render route %s: %w", r.Key, err)
 		}
@@ -135,7 +136,7 @@ var (
 
 // checkRoute refuses anything that would not render to valid, unambiguous
 // HAProxy syntax.
-func checkRoute(r model.AdmittedRoute) error {
+func checkRoute(r *model.AdmittedRoute) error {
 	if err := checkWord("host", r.Host); err != nil {
 		return err
 	}
@@ -156,18 +157,9 @@ func checkRoute(r model.AdmittedRoute) error {
 	if err := checkWord("backend name", string(r.BackendName())); err != nil {
 		return err
 	}
-	for _, s := range r.Servers() {
-		if err := checkWord("server name", string(s.Name)); err != nil {
+	for i := range r.Services {
+		if err := checkServers(r.Services[i].Servers); err != nil {
 			return err
-		}
-		if net.ParseIP(s.Address) == nil {
-			return fmt.Errorf("server %s address %q is not an IP address", s.Name, s.Address)
-		}
-		if s.Port < 1 || s.Port > 65535 {
-			return fmt.Errorf("server %s port %d out of range 1-65535", s.Name, s.Port)
-		}
-		if s.Weight < 0 || s.Weight > 256 {
-			return fmt.Errorf("server %s weight %d out of range 0-256", s.Name, s.Weight)
 		}
 	}
 	bs := r.Backend
@@ -205,6 +197,25 @@ func checkRoute(r model.AdmittedRoute) error {
 	}
 	if rl := bs.RateLimit; rl != nil && (rl.ConcurrentTCP < 0 || rl.RateTCP < 0 || rl.RateHTTP < 0) {
 		return errors.New("rate limits must not be negative")
+	}
+	return nil
+}
+
+func checkServers(servers []model.Server) error {
+	for i := range servers {
+		s := &servers[i]
+		if err := checkWord("server name", string(s.Name)); err != nil {
+			return err
+		}
+		if net.ParseIP(s.Address) == nil {
+			return fmt.Errorf("server %s address %q is not an IP address", s.Name, s.Address)
+		}
+		if s.Port < 1 || s.Port > 65535 {
+			return fmt.Errorf("server %s port %d out of range 1-65535", s.Name, s.Port)
+		}
+		if s.Weight < 0 || s.Weight > 256 {
+			return fmt.Errorf("server %s weight %d out of range 0-256", s.Name, s.Weight)
+		}
 	}
 	return nil
 }
@@ -291,15 +302,14 @@ func mapFileData(m Map) []byte {
 	for _, e := range m.Entries {
 		n += len(e.Key) + len(e.Value) + 2
 	}
-	var b strings.Builder
-	b.Grow(n)
+	b := make([]byte, 0, n)
 	for _, e := range m.Entries {
-		b.WriteString(e.Key)
-		b.WriteByte(' ')
-		b.WriteString(e.Value)
-		b.WriteByte('\n')
+		b = append(b, e.Key...)
+		b = append(b, ' ')
+		b = append(b, e.Value...)
+		b = append(b, '\n')
 	}
-	return []byte(b.String())
+	return b
 }
 
 // buildTLS adds the default certificate, route certificates, destination
@@ -311,7 +321,8 @@ func buildTLS(in Input, files []File) ([]Cert, []File) {
 		files = append(files, File{Name: DefaultDestinationCAFile, Data: in.DefaultDestinationCA, Mode: 0o644})
 	}
 	var crtList strings.Builder
-	for _, r := range in.Desired.Routes {
+	for i := range in.Desired.Routes {
+		r := &in.Desired.Routes[i]
 		if r.Termination == model.TerminationReencrypt && r.TLS.DestinationCACertificate != "" {
 			files = append(files, File{Name: routeCAName(r), Data: joinPEM(r.TLS.DestinationCACertificate), Mode: 0o644})
 		}
@@ -337,16 +348,20 @@ func buildTLS(in Input, files []File) ([]Cert, []File) {
 
 // joinPEM concatenates PEM blocks, each ending in a newline.
 func joinPEM(parts ...string) []byte {
-	var b strings.Builder
+	n := 0
+	for _, p := range parts {
+		n += len(p) + 1
+	}
+	b := make([]byte, 0, n)
 	for _, p := range parts {
 		p = strings.TrimSpace(p)
 		if p == "" {
 			continue
 		}
-		b.WriteString(p)
-		b.WriteByte('\n')
+		b = append(b, p...)
+		b = append(b, '\n')
 	}
-	return []byte(b.String())
+	return b
 }
 
 // bindAddress renders a listen address; "" listens on all IPv4 addresses.

@@ -3,7 +3,6 @@ package render
 import (
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/haroute/haroute/internal/model"
@@ -25,33 +24,38 @@ const SystemCAFile = "@system-ca"
 // here: backends use dynamic cookies, derived from the server address and
 // the backend's dynamic-cookie-key.
 func ServerArgs(r model.AdmittedRoute, s model.Server, in Input) string {
-	var b strings.Builder
-	b.WriteString("weight ")
-	b.WriteString(strconv.Itoa(s.Weight))
-	b.WriteString(" check inter ")
-	b.WriteString(duration(healthCheckInterval(r, in)))
+	return string(appendServerArgs(nil, &r, &s, in, duration(healthCheckInterval(&r, in))))
+}
+
+// appendServerArgs appends ServerArgs to b; inter is the route's rendered
+// health check interval, computed once per route by the config writer.
+func appendServerArgs(b []byte, r *model.AdmittedRoute, s *model.Server, in Input, inter string) []byte {
+	b = append(b, "weight "...)
+	b = strconv.AppendInt(b, int64(s.Weight), 10)
+	b = append(b, " check inter "...)
+	b = append(b, inter...)
 	if n := r.Backend.PodConcurrentConnections; n > 0 {
-		b.WriteString(" maxconn ")
-		b.WriteString(strconv.Itoa(n))
+		b = append(b, " maxconn "...)
+		b = strconv.AppendInt(b, int64(n), 10)
 	}
 	if r.Termination == model.TerminationReencrypt {
 		// Checks stay plain TCP connects (DESIGN §3): an ssl server checks
 		// with a TLS handshake unless a check port is set, and
 		// `no-check-ssl` is refused by `add server` on 2.6 — so name the
 		// server's own port (verified on 2.6.12: L4OK vs L6 checks).
-		b.WriteString(" ssl verify required ca-file ")
-		b.WriteString(destinationCAPath(r, in))
-		b.WriteString(" sni req.hdr(host),field(1,:),lower port ")
-		b.WriteString(strconv.Itoa(s.Port))
+		b = append(b, " ssl verify required ca-file "...)
+		b = append(b, destinationCAPath(r, in)...)
+		b = append(b, " sni req.hdr(host),field(1,:),lower port "...)
+		b = strconv.AppendInt(b, int64(s.Port), 10)
 	}
-	return b.String()
+	return b
 }
 
 // ServerAddress renders a server's address as it appears on the server line
 // and in `add server` (IPv6 bracketed).
 func ServerAddress(s model.Server) string { return hostPort(s.Address, s.Port) }
 
-func healthCheckInterval(r model.AdmittedRoute, in Input) time.Duration {
+func healthCheckInterval(r *model.AdmittedRoute, in Input) time.Duration {
 	if d := r.Backend.HealthCheckInterval; d > 0 {
 		return d
 	}
@@ -63,7 +67,7 @@ func healthCheckInterval(r model.AdmittedRoute, in Input) time.Duration {
 
 // destinationCAPath is the CA file a reencrypt route's servers verify
 // against: the route's own, else the router's default, else the system store.
-func destinationCAPath(r model.AdmittedRoute, in Input) string {
+func destinationCAPath(r *model.AdmittedRoute, in Input) string {
 	switch {
 	case r.TLS.DestinationCACertificate != "":
 		return in.Dir + "/" + routeCAName(r)
@@ -79,17 +83,63 @@ func destinationCAPath(r model.AdmittedRoute, in Input) string {
 // same endpoint behind two services of one route would otherwise be a
 // duplicate server, which HAProxy refuses).
 func RouteServers(r model.AdmittedRoute) []model.Server {
-	all := r.Servers()
-	seen := make(map[model.ServerName]bool, len(all))
-	out := all[:0:0]
-	for _, s := range all {
-		if seen[s.Name] {
-			continue
-		}
-		seen[s.Name] = true
-		out = append(out, s)
+	n := 0
+	for _, svc := range r.Services {
+		n += len(svc.Servers)
 	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]model.Server, 0, n)
+	eachRouteServer(&r, func(s *model.Server) { out = append(out, *s) })
 	return out
+}
+
+// smallRoute is the number of servers up to which duplicate names are
+// found by scanning rather than with a map.
+const smallRoute = 16
+
+// eachRouteServer calls fn for the servers RouteServers returns, in order.
+func eachRouteServer(r *model.AdmittedRoute, fn func(*model.Server)) {
+	n := 0
+	for _, svc := range r.Services {
+		n += len(svc.Servers)
+	}
+	var seen map[model.ServerName]bool
+	if n > smallRoute {
+		seen = make(map[model.ServerName]bool, n)
+	}
+	// dup reports whether the server j of service i has the name of an
+	// earlier one.
+	dup := func(i, j int) bool {
+		name := r.Services[i].Servers[j].Name
+		if seen != nil {
+			if seen[name] {
+				return true
+			}
+			seen[name] = true
+			return false
+		}
+		for si := 0; si <= i; si++ {
+			servers := r.Services[si].Servers
+			if si == i {
+				servers = servers[:j]
+			}
+			for k := range servers {
+				if servers[k].Name == name {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for i := range r.Services {
+		for j := range r.Services[i].Servers {
+			if !dup(i, j) {
+				fn(&r.Services[i].Servers[j])
+			}
+		}
+	}
 }
 
 // UncheckedServers lists, per backend, the servers whose health checks the

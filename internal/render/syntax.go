@@ -67,10 +67,20 @@ func duration(d time.Duration) string {
 // hostPort renders an address for a bind or server line; IPv6 literals are
 // bracketed, which HAProxy 2.6 accepts and which keeps the port unambiguous.
 func hostPort(host string, port int) string {
+	return string(appendHostPort(make([]byte, 0, len(host)+8), host, port))
+}
+
+// appendHostPort appends hostPort(host, port) to b.
+func appendHostPort(b []byte, host string, port int) []byte {
 	if strings.Contains(host, ":") {
-		return "[" + host + "]:" + strconv.Itoa(port)
+		b = append(b, '[')
+		b = append(b, host...)
+		b = append(b, ']')
+	} else {
+		b = append(b, host...)
 	}
-	return host + ":" + strconv.Itoa(port)
+	b = append(b, ':')
+	return strconv.AppendInt(b, int64(port), 10)
 }
 
 // fileStem derives a file name stem from a route's namespace and name.
@@ -115,8 +125,13 @@ func routeKeyPath(path string) string {
 
 // hashHex is a short, stable identifier derived from s.
 func hashHex(salt, s string) string {
-	sum := sha256.Sum256([]byte(salt + "\x00" + s))
-	return hex.EncodeToString(sum[:16])
+	// Hashed from a stack buffer when it fits: cookies hash every
+	// backend's name twice per render.
+	var buf [256]byte
+	sum := sha256.Sum256(append(append(append(buf[:0], salt...), 0), s...))
+	var out [32]byte
+	hex.Encode(out[:], sum[:16])
+	return string(out[:])
 }
 
 // checkAllowEntry accepts an IP or a CIDR, as HAProxy's src ACL does.

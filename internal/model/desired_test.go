@@ -1,0 +1,79 @@
+package model
+
+import "testing"
+
+func TestServerNameFor(t *testing.T) {
+	tests := []struct {
+		ip   string
+		port int
+		want ServerName
+	}{
+		{"10.0.0.1", 8080, "ep_10.0.0.1_8080"},
+		{"fd00::1", 443, "ep_fd00--1_443"},
+		{"2001:db8::a:1", 1, "ep_2001-db8--a-1_1"},
+		{"::", 65535, "ep_--_65535"},
+		{"10.0.0.1", 0, "ep_10.0.0.1_0"},
+		{"10.0.0.1", -1, "ep_10.0.0.1_-1"},
+	}
+	for _, tt := range tests {
+		if got := ServerNameFor(tt.ip, tt.port); got != tt.want {
+			t.Errorf("ServerNameFor(%q, %d) = %q, want %q", tt.ip, tt.port, got, tt.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { ServerNameFor("10.0.0.1", 8080) }); n != 1 {
+		t.Errorf("ServerNameFor allocates %v times, want 1", n)
+	}
+}
+
+// Source answers from the positions the decoder recorded (a later record
+// of the same field wins, as a map write would) and from Fields, which
+// tests and older callers fill in.
+func TestSourceLookup(t *testing.T) {
+	src := Source{Pos: Position{Path: "f.yaml", Line: 1, Col: 1}, fields: []fieldPos{
+		{name: "spec.host", line: 3, col: 9},
+		{name: "spec.to", line: 4, col: 3},
+		{name: "spec.host", line: 7, col: 9},
+	}}
+	tests := []struct {
+		field string
+		want  string
+		ok    bool
+	}{
+		{"spec.host", "f.yaml:7:9", true},
+		{"spec.to", "f.yaml:4:3", true},
+		{"spec.path", "f.yaml:1:1", false},
+	}
+	for _, tt := range tests {
+		p, ok := src.Lookup(tt.field)
+		if ok != tt.ok || src.At(tt.field).String() != tt.want {
+			t.Errorf("Lookup(%q) = %v, %v; At = %s; want %s, %v", tt.field, p, ok, src.At(tt.field), tt.want, tt.ok)
+		}
+	}
+	src.Fields = map[string]Position{"spec.path": {Path: "g.yaml", Line: 2, Col: 2}}
+	if got := src.At("spec.path").String(); got != "g.yaml:2:2" {
+		t.Errorf("At(spec.path) with Fields = %s, want g.yaml:2:2", got)
+	}
+}
+
+// Objects with many fields keep their positions in a map, so that many
+// diagnostics on one object do not each scan all of them.
+func TestSourceOfBigObjectIsIndexed(t *testing.T) {
+	var b []byte
+	b = append(b, "apiVersion: v1\nkind: Endpoints\nmetadata:\n  name: e\nsubsets:\n- addresses:\n"...)
+	for range indexedFields {
+		b = append(b, "  - ip: 10.0.0.1\n"...)
+	}
+	b = append(b, "  - ip: nope\n"...)
+	r := decodeFile("e.yaml", b, DefaultLimits())
+	if len(r.objs.Endpoints) != 1 {
+		t.Fatalf("decoded %d Endpoints, diagnostics %q", len(r.objs.Endpoints), diagStrings(r.diags))
+	}
+	src := r.objs.Endpoints[0].Source
+	if src.Fields == nil || src.fields != nil {
+		t.Errorf("%d recorded fields kept compact, want a map", len(src.Fields)+len(src.fields))
+	}
+	field := "subsets[0].addresses[64].ip"
+	if got, want := src.At(field).String(), "e.yaml:71:9"; got != want {
+		t.Errorf("At(%s) = %s, want %s", field, got, want)
+	}
+}
