@@ -30,7 +30,7 @@ lint:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-# Go benchmarks plus the load harness; figures land in bench/results.txt.
+# Go benchmarks plus the load harness; figures land in BENCHMARKS.md.
 bench: install-haproxy build
 	./test/bench/run.sh
 

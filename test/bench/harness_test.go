@@ -157,8 +157,8 @@ type router struct {
 	client             *http.Client
 	// tuning is extra YAML under spec.tuningOptions (4-space indent).
 	tuning string
-	cancel             context.CancelFunc
-	done               chan error
+	cancel context.CancelFunc
+	done   chan error
 }
 
 func newRouter(t testing.TB) *router {
@@ -382,6 +382,9 @@ type figure struct {
 // directory, which run.sh folds into BENCHMARKS.md.
 func record(t testing.TB, f figure) {
 	t.Helper()
+	// The machine may be shared: the load average says how much the
+	// figure had to compete for the two cores.
+	f.what += fmt.Sprintf(" [load avg %s]", loadAvg())
 	t.Logf("FIGURE %s | %s | target %s | %s | %s", f.id, f.what, f.target, f.measured, f.met)
 	out := os.Getenv("HAROUTE_BENCH_OUT")
 	if out == "" {
@@ -397,6 +400,16 @@ func record(t testing.TB, f figure) {
 		clean(f.id), clean(f.what), clean(f.target), clean(f.measured), clean(f.met)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// loadAvg is the 1-minute load average, or "?".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	first, _, _ := strings.Cut(string(b), " ")
+	return first
 }
 
 // verdict is "yes" or "**NO**" so a missed target stands out.

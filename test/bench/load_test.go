@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,11 +147,8 @@ func TestBenchRuntimePath10k(t *testing.T) {
 	needBench(t)
 	const routes, changes = 10000, 200
 	r := newRouter(t)
-	// HAProxy reserves a file descriptor per server on top of two per
-	// connection; the daemon's derived maxconn leaves no room for 10k
-	// servers under a 20000 fd limit ("Cannot raise FD limit to 27787"),
-	// so this router sets maxConnections itself (see BENCHMARKS.md).
-	r.tuning = "    maxConnections: 4000\n"
+	// Default maxConnections: the daemon derives what fits the fd limit,
+	// leaving room for HAProxy's one descriptor per server.
 	base, added := startBackend(t, "base"), startBackend(t, "added")
 	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{base.endpoint()} })
 	r.publish(tr)
@@ -158,7 +157,7 @@ func TestBenchRuntimePath10k(t *testing.T) {
 	if _, err := r.untilServed(hostName(routes-1), "base", 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	record(t, figure{"0", fmt.Sprintf("Daemon start to serving, %d routes (load, render, haproxy -c, start)", routes),
+	record(t, figure{"1-daemon", fmt.Sprintf("Daemon start to serving, %d routes (load, render, haproxy -c, start)", routes),
 		"—", ms(time.Since(startAt)), "—"})
 
 	before := r.reloads()
@@ -169,6 +168,12 @@ func TestBenchRuntimePath10k(t *testing.T) {
 	})
 	reloads := r.reloads() - before
 	recordRuntime(t, "3b", routes, res)
+	// run.sh divides the profile by this to show CPU per change.
+	if out := os.Getenv("HAROUTE_BENCH_OUT"); out != "" {
+		if err := os.WriteFile(filepath.Join(out, "runtime10k.changes"), []byte(strconv.Itoa(changes)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if reloads != 0 {
 		t.Errorf("%d endpoint changes caused %d reloads, want 0", changes, reloads)
 	}
@@ -228,7 +233,7 @@ func TestBenchLongLivedWorkers(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	info = r.showProc()
-	record(t, figure{"6b", fmt.Sprintf("Contrast: after 1 reload with the %d streams open (%d still streaming)",
+	record(t, figure{"6-contrast", fmt.Sprintf("Contrast: after 1 reload with the %d streams open (%d still streaming)",
 		conns, streams.alive(3*time.Second)), "—",
 		fmt.Sprintf("%d worker, %d old", len(info.Workers), len(info.OldWorkers)), "—"})
 }
@@ -285,9 +290,13 @@ func (r *router) endpointChanges(tr *tree, to *backend, n int, which func(int) i
 }
 
 func recordRuntime(t *testing.T, id string, routes int, res changeResults) {
-	p99 := percentile(res.applied, 99)
+	// The bar is set at 10k routes; smaller trees are context.
+	target, met := "—", "—"
+	if routes >= 10000 {
+		target, met = "p99 ≤ 50 ms", verdict(percentile(res.applied, 99) <= 50*time.Millisecond)
+	}
 	record(t, figure{id, fmt.Sprintf("Runtime path: swap adding one endpoint → OnApply (%d routes; Publish itself took %s)",
-		routes, spread(res.publish)), "p99 ≤ 50 ms at 10k", spread(res.applied), verdict(p99 <= 50*time.Millisecond)})
+		routes, spread(res.publish)), target, spread(res.applied), met})
 	record(t, figure{id + "-traffic", fmt.Sprintf("Runtime path confirmed by traffic: swap → new endpoint answers (sampled changes, %d routes; OnApply for the same changes: %s)",
 		routes, spread(res.appliedSample)), "—", spread(res.served), "—"})
 }
