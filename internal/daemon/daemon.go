@@ -96,7 +96,8 @@ type Daemon struct {
 
 	throttle   throttle
 	generation uint64
-	restarts   int
+	restarts   int       // consecutive restarts, for the backoff
+	startedAt  time.Time // when the current HAProxy started
 
 	// unchecked is set when the live files were written by the runtime
 	// path, without `haproxy -c`; a reload validates them first.
@@ -181,6 +182,9 @@ func New(opts Options) (*Daemon, error) {
 // error only for failures an operator must fix at start-up (HAProxy missing,
 // a port in use, the metrics address taken).
 func (d *Daemon) Run(ctx context.Context) error {
+	// Everything started here stops when Run returns, error or not.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if d.opts.MetricsAddress != "" {
 		ln, err := status.Listen(d.opts.MetricsAddress)
 		if err != nil {
@@ -191,10 +195,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	changes := make(chan struct{}, 1)
 	changes <- struct{}{} // the first sync
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
 	go func() {
-		err := watch.Watch(watchCtx, watch.Options{
+		err := watch.Watch(ctx, watch.Options{
 			Dir: d.opts.ConfigDir, Mode: d.opts.WatchMode,
 			Debounce: d.opts.Debounce, Resync: d.opts.Resync,
 			Logger: d.log.With("component", "watch"), OnEvent: d.metrics.WatchEvent,
@@ -229,6 +231,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-reloadTimer.C:
 			d.reload(ctx)
 		case <-exited:
+			if time.Since(d.startedAt) > stableAfter {
+				d.restarts = 0 // it ran fine for a while: not a crash loop
+			}
 			d.log.Error("haproxy exited; restarting", "err", d.proc.Err(), "restarts", d.restarts)
 			d.proc = nil
 			d.setNotReady("haproxy exited")
@@ -250,6 +255,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// stableAfter is how long HAProxy must run before an exit no longer counts
+// towards the restart backoff.
+const stableAfter = 30 * time.Second
 
 func backoff(n int) time.Duration {
 	d := 500 * time.Millisecond << min(n, 6)

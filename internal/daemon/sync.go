@@ -223,7 +223,7 @@ func (d *Daemon) start(ctx context.Context) error {
 		return fmt.Errorf("start haproxy: %w", err)
 	}
 	d.proc = proc
-	d.restarts = 0
+	d.startedAt = time.Now()
 	d.throttle.clear() // a fresh HAProxy loaded the newest files
 	d.metrics.ObserveStart(time.Now())
 	d.unchecked = false
