@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/haroute/haroute/internal/status"
 	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
+	"github.com/haroute/haroute/test/testenv"
 )
 
 // The harness follows test/e2e: the daemon runs in-process, HAProxy and the
@@ -36,58 +36,18 @@ func needBench(t *testing.T) {
 	testutil.HAProxy(t)
 }
 
-// backend is an HTTP server on 127.0.0.1 that answers with its name, and
-// on /stream with one line per second until the client leaves: the
-// long-lived connection that keeps old HAProxy workers alive.
-type backend struct {
-	name string
-	port int
-}
+// backend is a named server on 127.0.0.1 (see testenv.Backend); its
+// /stream ticks once a second.
+type backend = testenv.Backend
 
 func startBackend(t testing.TB, name string) *backend {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &backend{name: name, port: ln.Addr().(*net.TCPAddr).Port}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/stream" {
-			fmt.Fprint(w, name)
-			return
-		}
-		fl := w.(http.Flusher)
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			if _, err := fmt.Fprintf(w, "%s %d\n", name, i); err != nil {
-				return
-			}
-			fl.Flush()
-			select {
-			case <-r.Context().Done():
-				return
-			case <-tick.C:
-			}
-		}
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return b
+	return testenv.StartBackend(t, name, time.Second)
 }
 
-func (b *backend) endpoint() endpoint { return endpoint{ip: "127.0.0.1", port: b.port} }
+// endpointOf is the tree endpoint of a backend.
+func endpointOf(b *backend) endpoint { return endpoint{ip: "127.0.0.1", port: b.Port} }
 
-// freePort returns a port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+func freePort(t testing.TB) int { return testenv.FreePort(t) }
 
 // appliedAt is one state the daemon reported applied, with when.
 type appliedAt struct {
@@ -317,13 +277,7 @@ func (r *router) untilServedEvery(host, want string, timeout, every time.Duratio
 // showProc asks the master CLI, as an operator would.
 func (r *router) showProc() haproxy.ProcInfo {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	info, err := haproxy.NewMaster(filepath.Join(r.runDir, "master.sock")).ShowProc(ctx)
-	if err != nil {
-		r.t.Fatalf("show proc: %v", err)
-	}
-	return info
+	return testenv.ShowProc(r.t, r.runDir)
 }
 
 // reloads is the master's reload counter.

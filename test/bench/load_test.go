@@ -24,7 +24,7 @@ func TestBenchReloadPath(t *testing.T) {
 	const routes, swaps = 1000, 20
 	r := newRouter(t)
 	base := startBackend(t, "base")
-	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{base.endpoint()} })
+	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
 	r.publish(tr)
 	r.start("reload")
 	if _, err := r.untilServed(hostName(0), "base", 30*time.Second); err != nil {
@@ -37,7 +37,7 @@ func TestBenchReloadPath(t *testing.T) {
 		// Past the 1 s reloadInterval, so the throttle adds no delay and
 		// each figure is the reload itself.
 		time.Sleep(1200 * time.Millisecond)
-		i := tr.addRoute([]endpoint{base.endpoint()})
+		i := tr.addRoute([]endpoint{endpointOf(base)})
 		t0 := r.publish(tr)
 		at, err := r.untilServedEvery(hostName(i), "base", 30*time.Second, 5*time.Millisecond)
 		if err != nil {
@@ -71,7 +71,7 @@ func TestBenchReloadPath(t *testing.T) {
 	var burst time.Duration
 	for j := range 10 {
 		time.Sleep(time.Until(start.Add(time.Duration(j) * 100 * time.Millisecond)))
-		i := tr.addRoute([]endpoint{base.endpoint()})
+		i := tr.addRoute([]endpoint{endpointOf(base)})
 		added = append(added, i)
 		burst = r.publish(tr).Sub(start)
 	}
@@ -94,7 +94,7 @@ func TestBenchRuntimePath1k(t *testing.T) {
 	const routes = 1000
 	r := newRouter(t)
 	base, added, batch := startBackend(t, "base"), startBackend(t, "added"), startBackend(t, "batch")
-	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{base.endpoint()} })
+	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
 	r.publish(tr)
 	r.start("runtime1k")
 	if _, err := r.untilServed(hostName(0), "base", 30*time.Second); err != nil {
@@ -117,7 +117,7 @@ func TestBenchRuntimePath1k(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	before = r.reloads()
 	for i := range routes {
-		tr.setEndpoints(i, []endpoint{base.endpoint(), added.endpoint(), batch.endpoint()})
+		tr.setEndpoints(i, []endpoint{endpointOf(base), endpointOf(added), endpointOf(batch)})
 	}
 	t0 := r.publish(tr)
 	ap, err := r.applies.wait(2*time.Minute, func(a daemon.Applied) bool {
@@ -150,7 +150,7 @@ func TestBenchRuntimePath10k(t *testing.T) {
 	// Default maxConnections: the daemon derives what fits the fd limit,
 	// leaving room for HAProxy's one descriptor per server.
 	base, added := startBackend(t, "base"), startBackend(t, "added")
-	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{base.endpoint()} })
+	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
 	r.publish(tr)
 	startAt := time.Now()
 	r.start("runtime10k")
@@ -186,7 +186,7 @@ func TestBenchLongLivedWorkers(t *testing.T) {
 	const routes, conns, changes = 100, 500, 100
 	r := newRouter(t)
 	base, alt := startBackend(t, "base"), startBackend(t, "alt")
-	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{base.endpoint()} })
+	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
 	r.publish(tr)
 	r.start("longlived")
 	if _, err := r.untilServed(hostName(0), "base", 30*time.Second); err != nil {
@@ -199,11 +199,11 @@ func TestBenchLongLivedWorkers(t *testing.T) {
 	// Every service moves from base to alt: each server with open streams
 	// is drained (maint), never cut, and no reload happens.
 	for i := range changes {
-		tr.setEndpoints(i, []endpoint{alt.endpoint()})
+		tr.setEndpoints(i, []endpoint{endpointOf(alt)})
 		r.publish(tr)
 		if _, err := r.applies.wait(30*time.Second, func(a daemon.Applied) bool {
 			servers, ok := routeEndpoints(a.Desired, tr.key(i))
-			return ok && len(servers) == 1 && servers[0].Port == alt.port
+			return ok && len(servers) == 1 && servers[0].Port == alt.Port
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +226,7 @@ func TestBenchLongLivedWorkers(t *testing.T) {
 
 	// Contrast: one route added = one reload, with the streams still open.
 	time.Sleep(1200 * time.Millisecond)
-	i := tr.addRoute([]endpoint{alt.endpoint()})
+	i := tr.addRoute([]endpoint{endpointOf(alt)})
 	r.publish(tr)
 	if _, err := r.untilServed(hostName(i), "alt", 30*time.Second); err != nil {
 		t.Fatal(err)
@@ -257,7 +257,7 @@ func (r *router) endpointChanges(tr *tree, to *backend, n int, which func(int) i
 	r.applies.reset()
 	for i := range n {
 		k := which(i)
-		eps := append(append([]endpoint(nil), tr.eps[k]...), to.endpoint())
+		eps := append(append([]endpoint(nil), tr.eps[k]...), endpointOf(to))
 		tr.setEndpoints(k, eps)
 		p0 := time.Now()
 		t0 := r.publish(tr)
@@ -266,7 +266,7 @@ func (r *router) endpointChanges(tr *tree, to *backend, n int, which func(int) i
 		var servedAt time.Time
 		if sampled {
 			var err error
-			if servedAt, err = r.untilServed(hostName(k), to.name, 30*time.Second); err != nil {
+			if servedAt, err = r.untilServed(hostName(k), to.Name, 30*time.Second); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -78,7 +78,7 @@ func TestScaleEndpointsWithoutReload(t *testing.T) {
 	}
 	for i, b := range bs[1:] {
 		if b.Hits() != hitsBefore[i+1] {
-			t.Fatalf("removed backend %s still received traffic", b.name)
+			t.Fatalf("removed backend %s still received traffic", b.Name)
 		}
 	}
 	if got := r.reloads() - before; got != 0 {
@@ -130,7 +130,7 @@ func TestLongLivedConnectionSurvivesRemoval(t *testing.T) {
 	// Once the client is gone, the drained server is deleted.
 	r.eventually(10*time.Second, "drained server deleted", func() error {
 		cfg := readShowServers(t, r, "be_http:e2e:web")
-		if strings.Contains(cfg, fmt.Sprintf("_%d ", one.port)) {
+		if strings.Contains(cfg, fmt.Sprintf("_%d ", one.Port)) {
 			return fmt.Errorf("server still present:\n%s", cfg)
 		}
 		return nil

@@ -6,7 +6,6 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,105 +19,34 @@ import (
 	"time"
 
 	"github.com/haroute/haroute/internal/daemon"
-	"github.com/haroute/haroute/internal/haproxy"
 	"github.com/haroute/haroute/internal/status"
 	"github.com/haroute/haroute/internal/testutil"
-	"github.com/haroute/haroute/test/publish"
+	"github.com/haroute/haroute/test/testenv"
 )
 
-// backend is a named HTTP server on 127.0.0.1 that answers with its name.
-type backend struct {
-	name string
-	port int
-	srv  *http.Server
-	mu   sync.Mutex
-	hits int
-}
-
-func (b *backend) Hits() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.hits
-}
+// backend is a named server on 127.0.0.1 (see testenv.Backend); its
+// /stream ticks every 100 ms.
+type backend = testenv.Backend
 
 func startBackend(t testing.TB, name string) *backend {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &backend{name: name, port: ln.Addr().(*net.TCPAddr).Port}
-	b.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b.mu.Lock()
-		b.hits++
-		b.mu.Unlock()
-		if r.URL.Path == "/stream" {
-			// A long-lived response: one line per tick until the client leaves.
-			fl := w.(http.Flusher)
-			for i := 0; ; i++ {
-				if _, err := fmt.Fprintf(w, "%s %d\n", name, i); err != nil {
-					return
-				}
-				fl.Flush()
-				select {
-				case <-r.Context().Done():
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
-		}
-		fmt.Fprint(w, name)
-	})}
-	go b.srv.Serve(ln)
-	t.Cleanup(func() { b.srv.Close() })
-	return b
+	return testenv.StartBackend(t, name, 100*time.Millisecond)
 }
 
-var (
-	portsMu   sync.Mutex
-	portsUsed = map[int]bool{}
-)
-
-// freePort returns a port that was free a moment ago and that no other
-// test of this process has been given.
-func freePort(t testing.TB) int {
-	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if !portsUsed[port] {
-			portsUsed[port] = true
-			return port
-		}
-	}
-}
+func freePort(t testing.TB) int { return testenv.FreePort(t) }
 
 // router is one daemon serving a published directory.
 type router struct {
-	t                     testing.TB
-	dir                   string
-	runDir                string
-	http, https, stats    int
-	metrics               string
-	store                 *status.Store
-	cancel                context.CancelFunc
-	done                  chan error
-	mu                    sync.Mutex
-	applied               []daemon.Applied
-	client                *http.Client
-	extraRouterConfigSpec string
-}
-
-type routerOpts struct {
-	mode   string // "atomic" (default), "link", "plain"
-	reload string // reloadInterval, default "1s"
-	dcm    *bool
+	t                  testing.TB
+	dir                string
+	runDir             string
+	http, https, stats int
+	metrics            string
+	store              *status.Store
+	cancel             context.CancelFunc
+	done               chan error
+	mu                 sync.Mutex
+	applied            []daemon.Applied
+	client             *http.Client
 }
 
 // newRouter prepares a config dir and ports; publish a first generation
@@ -254,34 +182,10 @@ func (r *router) serves(host, path, want string) {
 	})
 }
 
-// master returns the master CLI of the running HAProxy.
-func (r *router) master() *haproxy.Master {
-	return haproxy.NewMaster(filepath.Join(r.runDir, "master.sock"))
-}
-
-// reloads is the master's reload counter from `show proc`. While a reload
-// re-executes the master, its socket refuses connections for a moment, so
-// this retries briefly.
+// reloads is the master's reload counter from `show proc`.
 func (r *router) reloads() int {
 	r.t.Helper()
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		info, e := r.master().ShowProc(ctx)
-		cancel()
-		if e == nil {
-			return info.Master.Reloads
-		}
-		err = e
-	}
-	r.t.Fatalf("show proc: %v", err)
-	return 0
-}
-
-func (r *router) appliedCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.applied)
+	return testenv.ShowProc(r.t, r.runDir).Master.Reloads
 }
 
 func (r *router) appliedSnapshot() []daemon.Applied {
@@ -333,7 +237,7 @@ func endpointsYAML(service string, bs ...*backend) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: v1\nkind: Endpoints\nmetadata:\n  name: %s\n  namespace: e2e\nsubsets:\n", service)
 	for _, be := range bs {
-		fmt.Fprintf(&b, "  - addresses:\n      - ip: 127.0.0.1\n    ports:\n      - port: %d\n", be.port)
+		fmt.Fprintf(&b, "  - addresses:\n      - ip: 127.0.0.1\n    ports:\n      - port: %d\n", be.Port)
 	}
 	if len(bs) == 0 {
 		b.WriteString("  []\n")
@@ -350,12 +254,6 @@ func files(kv ...string) map[string][]byte {
 }
 
 func join(docs ...string) string { return strings.Join(docs, "---\n") }
-
-func atomicWriter(t testing.TB, dir string) *publish.AtomicWriter {
-	return publish.NewAtomicWriter(dir)
-}
-
-var errNotYet = errors.New("not yet")
 
 // showServersState asks the admin socket directly, as an operator would.
 func showServersState(runDir, backend string) (string, error) {

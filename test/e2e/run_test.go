@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -167,5 +166,3 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
-
-var _ = os.Getpid

@@ -1,0 +1,117 @@
+// Package testenv holds what the end-to-end tests and the benchmark harness
+// share: named backends on 127.0.0.1, free ports, and reading HAProxy's
+// master CLI the way an operator would.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/haproxy"
+)
+
+// Backend is an HTTP server on 127.0.0.1 that answers every request with
+// its name, and on /stream with one line per tick until the client leaves:
+// the long-lived connection that keeps old HAProxy workers alive.
+type Backend struct {
+	Name string
+	Port int
+
+	mu   sync.Mutex
+	hits int
+}
+
+// Hits counts the requests the backend has answered.
+func (b *Backend) Hits() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.hits
+}
+
+// StartBackend starts a backend that streams a line every streamEvery on
+// /stream; it stops when the test ends.
+func StartBackend(t testing.TB, name string, streamEvery time.Duration) *Backend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Backend{Name: name, Port: ln.Addr().(*net.TCPAddr).Port}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.mu.Lock()
+		b.hits++
+		b.mu.Unlock()
+		if r.URL.Path != "/stream" {
+			fmt.Fprint(w, name)
+			return
+		}
+		fl := w.(http.Flusher)
+		tick := time.NewTicker(streamEvery)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			if _, err := fmt.Fprintf(w, "%s %d\n", name, i); err != nil {
+				return
+			}
+			fl.Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return b
+}
+
+var (
+	portsMu   sync.Mutex
+	portsUsed = map[int]bool{}
+)
+
+// FreePort returns a port on 127.0.0.1 that was free a moment ago and that
+// no other caller in this process has been given.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !portsUsed[port] {
+			portsUsed[port] = true
+			return port
+		}
+	}
+}
+
+// ShowProc asks the master CLI in runDir for `show proc`. While a reload
+// re-executes the master its socket refuses connections for a moment, so
+// this retries for up to 10 s.
+func ShowProc(t testing.TB, runDir string) haproxy.ProcInfo {
+	t.Helper()
+	master := haproxy.NewMaster(filepath.Join(runDir, "master.sock"))
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		info, e := master.ShowProc(ctx)
+		cancel()
+		if e == nil {
+			return info
+		}
+		err = e
+	}
+	t.Fatalf("show proc: %v", err)
+	return haproxy.ProcInfo{}
+}
