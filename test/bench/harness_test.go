@@ -144,20 +144,7 @@ func newRouter(t testing.TB) *router {
 
 // routerConfig binds to 127.0.0.1 with a 1 s reload interval.
 func (r *router) routerConfig() string {
-	return fmt.Sprintf(`apiVersion: haroute.io/v1alpha1
-kind: RouterConfig
-metadata:
-  name: router
-spec:
-  bindOptions:
-    address: 127.0.0.1
-    ports:
-      http: %d
-      https: %d
-      stats: %d
-  tuningOptions:
-    reloadInterval: 1s
-%s`, r.http, r.https, r.stats, r.tuning)
+	return testenv.RouterConfig(r.http, r.https, r.stats, r.tuning)
 }
 
 // publish makes tr the new generation and returns when the rename is done.

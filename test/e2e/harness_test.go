@@ -197,20 +197,7 @@ func (r *router) appliedSnapshot() []daemon.Applied {
 // --- config generation ---------------------------------------------------
 
 func (r *router) routerConfig(extra string) string {
-	return fmt.Sprintf(`apiVersion: haroute.io/v1alpha1
-kind: RouterConfig
-metadata:
-  name: router
-spec:
-  bindOptions:
-    address: 127.0.0.1
-    ports:
-      http: %d
-      https: %d
-      stats: %d
-  tuningOptions:
-    reloadInterval: 1s
-%s`, r.http, r.https, r.stats, extra)
+	return testenv.RouterConfig(r.http, r.https, r.stats, extra)
 }
 
 func routeYAML(name, host, path, service string) string {

@@ -115,3 +115,23 @@ func ShowProc(t testing.TB, runDir string) haproxy.ProcInfo {
 	t.Fatalf("show proc: %v", err)
 	return haproxy.ProcInfo{}
 }
+
+// RouterConfig is a RouterConfig binding 127.0.0.1 on the given ports with
+// a 1 s reload interval; extra is appended as is (more tuningOptions lines,
+// or further spec fields).
+func RouterConfig(http, https, stats int, extra string) string {
+	return fmt.Sprintf(`apiVersion: haroute.io/v1alpha1
+kind: RouterConfig
+metadata:
+  name: router
+spec:
+  bindOptions:
+    address: 127.0.0.1
+    ports:
+      http: %d
+      https: %d
+      stats: %d
+  tuningOptions:
+    reloadInterval: 1s
+%s`, http, https, stats, extra)
+}
