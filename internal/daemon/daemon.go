@@ -71,8 +71,11 @@ type Daemon struct {
 
 	reader snapshot.Reader
 	loader *model.Loader
-	live   *bundleDir
-	cand   *bundleDir
+	// renderCache keeps the rendered output of unchanged routes between
+	// snapshots (for the live and the candidate dir alike).
+	renderCache render.Cache
+	live        *bundleDir
+	cand        *bundleDir
 
 	sup     *haproxy.Supervisor
 	proc    *haproxy.Process

@@ -61,7 +61,9 @@ func nofileHardLimit() uint64 {
 func (d *Daemon) fitted(desired *model.Desired) *model.Desired {
 	servers := 0
 	for _, r := range desired.Routes {
-		servers += len(r.Servers())
+		for _, svc := range r.Services {
+			servers += len(svc.Servers)
+		}
 	}
 	fit, lowered := fitMaxConn(desired.Router.MaxConnections, d.hardNOFILE, servers)
 	if !lowered {

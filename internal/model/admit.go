@@ -27,11 +27,21 @@ import (
 // and decides admission. Invalid routes are rejected alone; an invalid
 // RouterConfig leaves prev (the last good settings; nil = defaults) in force.
 func Admit(objs Objects, prev *Settings) (*Desired, Diagnostics) {
+	return admit(objs, prev, nil)
+}
+
+// admit is Admit reusing, and filling in, the memos of the objects when m
+// is not nil (the Loader's); m is parallel to objs.
+func admit(objs Objects, prev *Settings, m *memos) (*Desired, Diagnostics) {
 	settings, ds := resolveSettings(objs.RouterConfigs, prev)
-	idx, eds := buildEndpointIndex(&objs)
+	idx, eds := buildEndpointIndex(&objs, m)
 	ds = append(ds, eds...)
 
-	cands := validateRoutes(objs.Routes, &settings, &ds)
+	var routeMemos []*routeMemo
+	if m != nil {
+		routeMemos = m.routes
+	}
+	cands := validateRoutes(objs.Routes, routeMemos, &settings, &ds)
 	decideConflicts(cands)
 
 	d := &Desired{
@@ -43,7 +53,11 @@ func Admit(objs Objects, prev *Settings) (*Desired, Diagnostics) {
 	d.Statuses = make([]RouteStatus, len(cands))
 	forEach(len(cands), admitGrain, func(i int) {
 		c := cands[i]
-		if !c.check.bad {
+		switch {
+		case c.check.bad:
+		case c.memo != nil:
+			c.memo.resolve(c, idx)
+		default:
 			resolveServices(c, idx)
 		}
 		d.Statuses[i] = c.status()
@@ -64,14 +78,16 @@ const admitGrain = 256
 // candidate is one selected route on its way through admission.
 type candidate struct {
 	route    *Route
+	memo     *routeMemo // nil when admission runs without memos
 	admitted AdmittedRoute
 	check    *routeCheck
 }
 
 // validateRoutes validates every selected route, in namespace/name order.
 // Routes defined twice (same namespace and name) keep their first
-// definition by position; the others are errors.
-func validateRoutes(routes []Route, settings *Settings, ds *Diagnostics) []*candidate {
+// definition by position; the others are errors. memos, when not nil, is
+// parallel to routes.
+func validateRoutes(routes []Route, memos []*routeMemo, settings *Settings, ds *Diagnostics) []*candidate {
 	// Defaulting must not write into the caller's objects, which the
 	// Loader shares between loads: routes without a namespace are copied.
 	// (Decoded routes always have one, so a load copies nothing.)
@@ -106,14 +122,22 @@ func validateRoutes(routes []Route, settings *Settings, ds *Diagnostics) []*cand
 		return x.idx - y.idx
 	})
 	byKey := make([]*Route, len(sorted))
+	var memoByKey []*routeMemo
+	if memos != nil {
+		memoByKey = make([]*routeMemo, len(sorted))
+	}
 	for i, o := range sorted {
 		byKey[i] = o.r
+		if memos != nil {
+			memoByKey[i] = memos[o.idx]
+		}
 	}
-	return validateSorted(byKey, settings, ds)
+	return validateSorted(byKey, memoByKey, settings, ds)
 }
 
-// validateSorted validates routes sorted by namespace, name and position.
-func validateSorted(sorted []*Route, settings *Settings, ds *Diagnostics) []*candidate {
+// validateSorted validates routes sorted by namespace, name and position;
+// memos, when not nil, is parallel to sorted.
+func validateSorted(sorted []*Route, memos []*routeMemo, settings *Settings, ds *Diagnostics) []*candidate {
 	allowed := make(map[string]bool, len(settings.Namespaces))
 	for _, ns := range settings.Namespaces {
 		allowed[ns] = true
@@ -139,12 +163,19 @@ func validateSorted(sorted []*Route, settings *Settings, ds *Diagnostics) []*can
 		}
 		c := &slab[i]
 		c.route = r
+		if memos != nil {
+			c.memo = memos[i]
+		}
 		cands = append(cands, c)
 	}
 	// Each route is validated on its own: on all cores.
 	forEach(len(cands), admitGrain, func(i int) {
 		c := cands[i]
-		c.admitted, c.check = validateRoute(c.route, settings)
+		if c.memo != nil {
+			c.admitted, c.check = c.memo.validate(c.route, settings)
+		} else {
+			c.admitted, c.check = validateRoute(c.route, settings)
+		}
 	})
 	return cands
 }

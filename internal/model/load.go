@@ -42,6 +42,7 @@ type fileState struct {
 	diags  Diagnostics // of the current content
 	failed bool        // the current content has errors
 	good   *Objects    // of the last content without errors; nil if none yet
+	memo   *fileMemo   // admission results for good, made as needed
 }
 
 // NewLoader returns a Loader with the default limits.
@@ -52,10 +53,12 @@ func NewLoader() *Loader {
 // Load decodes files (unchanged hashes are not parsed again), keeps the last
 // good objects of files that now fail, and admits the result. Objects are in
 // path order, then document order; diagnostics are sorted. The objects
-// handed to Admit are shared with later loads and must not be modified.
+// handed to Admit, and the Desired returned, share memory with later loads
+// and must not be modified: admission results of unchanged files are
+// reused rather than computed again (see memo.go).
 func (l *Loader) Load(files []SourceFile) Result {
-	objs, diags := l.decode(files)
-	desired, admitDiags := Admit(objs, l.prev)
+	objs, m, diags := l.decodeWithMemos(files)
+	desired, admitDiags := admit(objs, l.prev, m)
 	if desired != nil {
 		settings := desired.Router
 		l.prev = &settings
@@ -68,6 +71,13 @@ func (l *Loader) Load(files []SourceFile) Result {
 // decode brings the per-path cache in step with files and returns the
 // objects in force and the decoding diagnostics.
 func (l *Loader) decode(files []SourceFile) (Objects, Diagnostics) {
+	objs, _, diags := l.decodeWithMemos(files)
+	return objs, diags
+}
+
+// decodeWithMemos is decode also returning the admission memos of the
+// objects, parallel to them.
+func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnostics) {
 	// Hashing a cold snapshot is a few milliseconds per core.
 	all := make([]string, len(files))
 	forEach(len(files), 16, func(i int) {
@@ -103,6 +113,7 @@ func (l *Loader) decode(files []SourceFile) (Objects, Diagnostics) {
 		if !r.failed {
 			objs := r.objs
 			st.good = &objs
+			st.memo = newFileMemo(&objs)
 		}
 	}
 	for path := range l.files {
@@ -130,6 +141,11 @@ func (l *Loader) decode(files []SourceFile) (Objects, Diagnostics) {
 		EndpointSlices: withCap[EndpointSlice](ns),
 		RouterConfigs:  withCap[RouterConfig](nc),
 	}
+	m := &memos{
+		routes:    make([]*routeMemo, 0, nr),
+		endpoints: make([]*groupsMemo, 0, ne),
+		slices:    make([]*groupsMemo, 0, ns),
+	}
 	var diags Diagnostics
 	for _, path := range paths {
 		st := l.files[path]
@@ -139,9 +155,10 @@ func (l *Loader) decode(files []SourceFile) (Objects, Diagnostics) {
 		}
 		if st.good != nil {
 			objs.append(*st.good)
+			m.add(st.memo)
 		}
 	}
-	return objs, diags
+	return objs, m, diags
 }
 
 // withCap returns an empty slice with room for n, or nil for n = 0 (as

@@ -37,55 +37,102 @@ type endpoint struct {
 type serviceKey struct{ namespace, name string }
 
 // buildEndpointIndex validates every Endpoints and EndpointSlice and
-// indexes their ready addresses by service.
-func buildEndpointIndex(objs *Objects) (endpointIndex, Diagnostics) {
+// indexes their ready addresses by service. With memos (parallel to objs),
+// each object's groups are computed once and reused while it is unchanged.
+func buildEndpointIndex(objs *Objects, m *memos) (endpointIndex, Diagnostics) {
 	idx := make(endpointIndex, len(objs.Endpoints)+len(objs.EndpointSlices))
 	var ds Diagnostics
-	for i := range objs.Endpoints {
-		ep := &objs.Endpoints[i]
-		key := serviceKey{namespaceOrDefault(ep.Meta.Namespace), ep.Meta.Name}
-		for si, sub := range ep.Subsets {
-			prefix := "subsets[" + strconv.Itoa(si) + "]"
-			g := endpointGroup{ports: validPorts(sub.Ports, ep.Source, prefix+".ports", &ds)}
-			g.addrs = make([]netip.Addr, 0, len(sub.Addresses))
-			for ai, a := range sub.Addresses {
-				field := prefix + ".addresses[" + strconv.Itoa(ai) + "].ip"
-				if addr, ok := endpointIP(a.IP, ep.Source, field, &ds); ok {
-					g.addrs = append(g.addrs, addr)
-				}
-			}
-			idx[key] = append(idx[key], g)
+	add := func(g *groupsMemo) {
+		ds = append(ds, g.diags...)
+		if !g.ok {
+			return
 		}
-		if len(ep.Subsets) == 0 {
-			// Present but empty: the service exists and has no endpoints,
-			// which is different from no object at all.
-			idx[key] = append(idx[key], endpointGroup{})
+		if cur, ok := idx[g.key]; ok {
+			idx[g.key] = append(cur, g.groups...)
+		} else {
+			// Capacity-limited: a later append for the same service
+			// copies rather than write into the memo.
+			idx[g.key] = g.groups
 		}
 	}
-	for i := range objs.EndpointSlices {
-		sl := &objs.EndpointSlices[i]
-		svc := sl.Meta.Labels[ServiceNameLabel]
-		if svc == "" {
-			ds = append(ds, Diagnostic{Pos: sl.Source.At("metadata.labels"), Severity: SeverityWarning, Field: "metadata.labels",
-				Message: fmt.Sprintf("EndpointSlice has no %s label, so it belongs to no service; ignored", ServiceNameLabel)})
+	for i := range objs.Endpoints {
+		if m == nil {
+			g := endpointsGroups(&objs.Endpoints[i])
+			add(&g)
 			continue
 		}
-		key := serviceKey{namespaceOrDefault(sl.Meta.Namespace), svc}
-		g := endpointGroup{ports: validPorts(sl.Ports, sl.Source, "ports", &ds)}
-		for ei, e := range sl.Endpoints {
-			if e.Ready != nil && !*e.Ready {
-				continue
-			}
-			for ai, a := range e.Addresses {
-				field := "endpoints[" + strconv.Itoa(ei) + "].addresses[" + strconv.Itoa(ai) + "]"
-				if addr, ok := endpointIP(a, sl.Source, field, &ds); ok {
-					g.addrs = append(g.addrs, addr)
-				}
-			}
+		g := m.endpoints[i]
+		if !g.done {
+			*g = endpointsGroups(&objs.Endpoints[i])
 		}
-		idx[key] = append(idx[key], g)
+		add(g)
+	}
+	for i := range objs.EndpointSlices {
+		if m == nil {
+			g := sliceGroups(&objs.EndpointSlices[i])
+			add(&g)
+			continue
+		}
+		g := m.slices[i]
+		if !g.done {
+			*g = sliceGroups(&objs.EndpointSlices[i])
+		}
+		add(g)
 	}
 	return idx, ds
+}
+
+// endpointsGroups validates one Endpoints: one group per subset.
+func endpointsGroups(ep *Endpoints) groupsMemo {
+	out := groupsMemo{done: true, ok: true, key: serviceKey{namespaceOrDefault(ep.Meta.Namespace), ep.Meta.Name}}
+	ds := &out.diags
+	for si, sub := range ep.Subsets {
+		prefix := "subsets[" + strconv.Itoa(si) + "]"
+		g := endpointGroup{ports: validPorts(sub.Ports, ep.Source, prefix+".ports", ds)}
+		g.addrs = make([]netip.Addr, 0, len(sub.Addresses))
+		for ai, a := range sub.Addresses {
+			field := prefix + ".addresses[" + strconv.Itoa(ai) + "].ip"
+			if addr, ok := endpointIP(a.IP, ep.Source, field, ds); ok {
+				g.addrs = append(g.addrs, addr)
+			}
+		}
+		out.groups = append(out.groups, g)
+	}
+	if len(ep.Subsets) == 0 {
+		// Present but empty: the service exists and has no endpoints,
+		// which is different from no object at all.
+		out.groups = append(out.groups, endpointGroup{})
+	}
+	out.groups = slices.Clip(out.groups)
+	return out
+}
+
+// sliceGroups validates one EndpointSlice: one group, or none when it
+// names no service.
+func sliceGroups(sl *EndpointSlice) groupsMemo {
+	out := groupsMemo{done: true}
+	svc := sl.Meta.Labels[ServiceNameLabel]
+	if svc == "" {
+		out.diags = Diagnostics{{Pos: sl.Source.At("metadata.labels"), Severity: SeverityWarning, Field: "metadata.labels",
+			Message: fmt.Sprintf("EndpointSlice has no %s label, so it belongs to no service; ignored", ServiceNameLabel)}}
+		return out
+	}
+	out.ok, out.key = true, serviceKey{namespaceOrDefault(sl.Meta.Namespace), svc}
+	ds := &out.diags
+	g := endpointGroup{ports: validPorts(sl.Ports, sl.Source, "ports", ds)}
+	for ei, e := range sl.Endpoints {
+		if e.Ready != nil && !*e.Ready {
+			continue
+		}
+		for ai, a := range e.Addresses {
+			field := "endpoints[" + strconv.Itoa(ei) + "].addresses[" + strconv.Itoa(ai) + "]"
+			if addr, ok := endpointIP(a, sl.Source, field, ds); ok {
+				g.addrs = append(g.addrs, addr)
+			}
+		}
+	}
+	out.groups = []endpointGroup{g}
+	return out
 }
 
 func namespaceOrDefault(ns string) string {

@@ -20,6 +20,10 @@ type Input struct {
 	// DefaultDestinationCA is the PEM bundle reencrypt routes without their
 	// own destinationCACertificate verify against; empty = system store.
 	DefaultDestinationCA []byte
+	// Cache, when set, lets Render reuse the output of routes that did
+	// not change since an earlier call with the same Cache; the bundle is
+	// byte-identical either way. nil renders everything.
+	Cache *Cache
 }
 
 // File is one file of a bundle. Name is relative to Input.Dir.

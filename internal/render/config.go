@@ -1,7 +1,9 @@
 package render
 
 import (
+	"bytes"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,7 +53,7 @@ const (
 // a buffer of its own; the parts are joined in route order.
 const backendsPerPart = 512
 
-func buildConfig(in Input) (full, skeleton []byte) {
+func buildConfig(in Input, outs []*routeOut) (full, skeleton []byte) {
 	w := &cfgWriter{full: make([]byte, 0, 16<<10), skel: make([]byte, 0, 16<<10)}
 	s := in.Desired.Router
 
@@ -149,63 +151,124 @@ func buildConfig(in Input) (full, skeleton []byte) {
 	w.line("  stats uri /stats")
 
 	preloadCAs(w, in)
-	parts := renderBackends(in)
-	nFull, nSkel := len(w.full), len(w.skel)
-	for _, p := range parts {
-		nFull, nSkel = nFull+len(p.full), nSkel+len(p.skel)
+	// Joined without zeroing the buffers first: at 10k routes the config
+	// is megabytes.
+	fullParts := make([][]byte, 0, len(outs)+1)
+	skelParts := make([][]byte, 0, len(outs)+1)
+	fullParts = append(fullParts, w.full)
+	skelParts = append(skelParts, w.skel)
+	for _, o := range outs {
+		fullParts = append(fullParts, o.full)
+		skelParts = append(skelParts, o.skel)
 	}
-	full = append(make([]byte, 0, nFull), w.full...)
-	skeleton = append(make([]byte, 0, nSkel), w.skel...)
-	for _, p := range parts {
-		full = append(full, p.full...)
-		skeleton = append(skeleton, p.skel...)
-	}
-	return full, skeleton
+	return bytes.Join(fullParts, nil), bytes.Join(skelParts, nil)
 }
 
-// renderBackends renders the routes' backends in parts of
-// backendsPerPart routes, on all cores, and returns the parts in order.
-func renderBackends(in Input) []cfgWriter {
+// routeOut is everything Render derives from one route alone.
+type routeOut struct {
+	// route is what the output was rendered from; set when it is cached.
+	route model.AdmittedRoute
+	err   error // the route cannot be rendered; nothing else is set
+
+	full, skel   []byte // "\n" and the backend; skel without server lines
+	stem         string // of the route's file names
+	maps         []mapAdd
+	destCA, cert []byte // the route's own files; nil when none
+	crtLine      string
+}
+
+// routeOutputs returns the output of every route, in order: from t when
+// the route is unchanged, else rendered, on all cores, in parts of
+// backendsPerPart routes. sameKeys reports that t's last render had the
+// same routes in the same order; mapsSame that, in addition, every route
+// adds the same map entries, so the maps are those of t's last render.
+func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame bool) {
 	routes := in.Desired.Routes
-	parts := make([]cfgWriter, (len(routes)+backendsPerPart-1)/backendsPerPart)
-	render := func(i int) {
-		part := routes[i*backendsPerPart : min((i+1)*backendsPerPart, len(routes))]
+	outs = make([]*routeOut, len(routes))
+	var miss []int
+	var prev []*routeOut // what t held for each missed route, or nil
+	sameKeys = t != nil && t.rendered && len(t.entries) == len(routes)
+	for i := range routes {
+		r := &routes[i]
+		var e *routeOut
+		if t != nil {
+			e = t.lookup(i, r.Key)
+			sameKeys = sameKeys && t.entries[i].route.Key == r.Key
+		}
+		if e != nil && sameRoute(&e.route, r) {
+			outs[i] = e
+			continue
+		}
+		miss = append(miss, i)
+		prev = append(prev, e)
+	}
+
+	fresh := make([]routeOut, len(miss))
+	parts := (len(miss) + backendsPerPart - 1) / backendsPerPart
+	render := func(p int) {
+		part := miss[p*backendsPerPart : min((p+1)*backendsPerPart, len(miss))]
 		n := 0
-		for j := range part {
-			for _, svc := range part[j].Services {
+		for _, i := range part {
+			for _, svc := range routes[i].Services {
 				n += len(svc.Servers)
 			}
 		}
-		w := &parts[i]
-		w.full = make([]byte, 0, len(part)*backendSize+n*serverSize)
-		w.skel = make([]byte, 0, len(part)*backendSize)
-		for j := range part {
-			w.line("")
-			backend(w, &part[j], in)
-		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), len(parts))
-	if workers <= 1 {
-		for i := range parts {
-			render(i)
-		}
-		return parts
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(parts) {
-					return
-				}
-				render(i)
+		w := &cfgWriter{full: make([]byte, 0, len(part)*backendSize+n*serverSize), skel: make([]byte, 0, len(part)*backendSize)}
+		type span struct{ full, skel [2]int }
+		spans := make([]span, len(part))
+		for j, i := range part {
+			r, o := &routes[i], &fresh[p*backendsPerPart+j]
+			if o.err = checkRoute(r); o.err != nil {
+				continue
 			}
-		})
+			f, s := len(w.full), len(w.skel)
+			w.line("")
+			backend(w, r, in)
+			spans[j] = span{full: [2]int{f, len(w.full)}, skel: [2]int{s, len(w.skel)}}
+			o.stem = fileStem(r.Key.Namespace, r.Key.Name)
+			o.maps = routeMapEntries(r)
+			o.destCA, o.cert, o.crtLine = routeTLS(r, in.Dir)
+			if t != nil {
+				o.route = *r
+			}
+		}
+		// Sliced once the buffers stopped growing, capacity-limited so
+		// no later append can write into a neighbour.
+		for j := range part {
+			o, sp := &fresh[p*backendsPerPart+j], spans[j]
+			if o.err == nil {
+				o.full = w.full[sp.full[0]:sp.full[1]:sp.full[1]]
+				o.skel = w.skel[sp.skel[0]:sp.skel[1]:sp.skel[1]]
+			}
+		}
 	}
-	wg.Wait()
-	return parts
+	if workers := min(runtime.GOMAXPROCS(0), parts); workers <= 1 {
+		for p := range parts {
+			render(p)
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for {
+					p := int(next.Add(1) - 1)
+					if p >= parts {
+						return
+					}
+					render(p)
+				}
+			})
+		}
+		wg.Wait()
+	}
+
+	mapsSame = sameKeys && t.maps != nil
+	for j, i := range miss {
+		outs[i] = &fresh[j]
+		mapsSame = mapsSame && prev[j] != nil && slices.Equal(prev[j].maps, fresh[j].maps)
+	}
+	return outs, sameKeys, mapsSame
 }
 
 // routingKey computes txn.key = lowercased host without port + path + "/".

@@ -240,13 +240,7 @@ func TestLiveRouting(t *testing.T) {
 }
 
 func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testutil.FreePort(t)
 }
 
 // client dials every request to 127.0.0.1:port, whatever the URL host, so

@@ -66,34 +66,60 @@ func hasOwnCert(r *model.AdmittedRoute) bool {
 
 // Render turns the desired state into a complete bundle. It is pure and
 // deterministic; it fails only on input that upstream validation should
-// have refused, rather than write a config that would break HAProxy.
+// have refused, rather than write a config that would break HAProxy. With
+// in.Cache set, routes that did not change since an earlier call are not
+// rendered again; the bundle is the same either way.
 func Render(in Input) (*Bundle, error) {
 	if err := checkInput(in); err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
-	stems := make(map[string]model.RouteKey, len(in.Desired.Routes))
-	for i := range in.Desired.Routes {
-		r := &in.Desired.Routes[i]
-		if err := checkRoute(r); err != nil {
-			return nil, fmt.Errorf("render route %s: %w", r.Key, err)
+	var t *cacheTable
+	if in.Cache != nil {
+		t = in.Cache.table(in)
+	}
+	outs, sameKeys, mapsSame := routeOutputs(in, t)
+	// The same keys as a successful render have distinct file stems.
+	var stems map[string]model.RouteKey
+	if !sameKeys {
+		stems = make(map[string]model.RouteKey, len(outs))
+	}
+	for i, o := range outs {
+		key := in.Desired.Routes[i].Key
+		if o.err != nil {
+			return nil, fmt.Errorf("render route %s: %w", key, o.err)
 		}
-		stem := fileStem(r.Key.Namespace, r.Key.Name)
-		if other, dup := stems[stem]; dup {
-			return nil, fmt.Errorf("render route %s: file name %q already used by route %s", r.Key, stem, other)
+		if stems == nil {
+			continue
 		}
-		stems[stem] = r.Key
+		if other, dup := stems[o.stem]; dup {
+			return nil, fmt.Errorf("render route %s: file name %q already used by route %s", key, o.stem, other)
+		}
+		stems[o.stem] = key
 	}
 
-	b := &Bundle{Maps: buildMaps(in.Desired.Routes)}
-	for _, m := range b.Maps {
-		b.Files = append(b.Files, File{Name: m.Name, Data: mapFileData(m), Mode: 0o644})
+	b := &Bundle{}
+	var mapData [][]byte
+	if mapsSame {
+		b.Maps, mapData = t.maps, t.mapData
+	} else {
+		b.Maps = buildMaps(outs)
+		mapData = make([][]byte, len(b.Maps))
+		for i, m := range b.Maps {
+			mapData[i] = mapFileData(m)
+		}
 	}
-	b.Certs, b.Files = buildTLS(in, b.Files)
+	for i, m := range b.Maps {
+		b.Files = append(b.Files, File{Name: m.Name, Data: mapData[i], Mode: 0o644})
+	}
+	b.Certs, b.Files = buildTLS(in, outs, b.Files)
 
-	full, skeleton := buildConfig(in)
+	full, skeleton := buildConfig(in, outs)
 	b.Skeleton = skeleton
 	b.Files = append(b.Files, File{Name: ConfigFile, Data: full, Mode: 0o644})
 	sort.Slice(b.Files, func(i, j int) bool { return b.Files[i].Name < b.Files[j].Name })
+	if t != nil {
+		t.commit(outs, b.Maps, mapData)
+	}
 	return b, nil
 }
 
@@ -220,37 +246,52 @@ func checkServers(servers []model.Server) error {
 	return nil
 }
 
+// mapAdd is one entry a route adds to a map.
+type mapAdd struct {
+	name string // the map file
+	MapEntry
+}
+
+// routeMapEntries returns what route r adds to the maps, in order.
+func routeMapEntries(r *model.AdmittedRoute) []mapAdd {
+	host, httpMap, httpsMap, sniMap := r.Host, HTTPMap, HTTPSMap, SNIPassthroughMap
+	if r.Wildcard {
+		if parent, ok := parentDomain(r.Host); ok {
+			host, httpMap, httpsMap, sniMap = parent, HTTPWildcardMap, HTTPSWildcardMap, SNIPassthroughWildcardMap
+		}
+	}
+	key := host + routeKeyPath(r.Path)
+	be := string(r.BackendName())
+	add := func(name, key, value string) mapAdd {
+		return mapAdd{name: name, MapEntry: MapEntry{Key: key, Value: value}}
+	}
+	switch r.Termination {
+	case model.TerminationEdge, model.TerminationReencrypt:
+		switch r.InsecurePolicy {
+		case model.InsecurePolicyAllow:
+			return []mapAdd{add(httpsMap, key, be), add(httpMap, key, be)}
+		case model.InsecurePolicyRedirect:
+			return []mapAdd{add(httpsMap, key, be), add(httpMap, key, RedirectValue)}
+		}
+		return []mapAdd{add(httpsMap, key, be)}
+	case model.TerminationPassthrough:
+		// The SNI carries no path: a passthrough route owns the host.
+		if r.InsecurePolicy == model.InsecurePolicyRedirect {
+			return []mapAdd{add(sniMap, host, be), add(httpMap, host+"/", RedirectValue)}
+		}
+		return []mapAdd{add(sniMap, host, be)}
+	default:
+		return []mapAdd{add(httpMap, key, be)}
+	}
+}
+
 // buildMaps computes every map, including empty ones: HAProxy needs each
 // map file the config names to exist.
-func buildMaps(routes []model.AdmittedRoute) []Map {
+func buildMaps(outs []*routeOut) []Map {
 	entries := map[string][]MapEntry{}
-	add := func(name, key, value string) { entries[name] = append(entries[name], MapEntry{Key: key, Value: value}) }
-	for _, r := range routes {
-		host, httpMap, httpsMap, sniMap := r.Host, HTTPMap, HTTPSMap, SNIPassthroughMap
-		if r.Wildcard {
-			if parent, ok := parentDomain(r.Host); ok {
-				host, httpMap, httpsMap, sniMap = parent, HTTPWildcardMap, HTTPSWildcardMap, SNIPassthroughWildcardMap
-			}
-		}
-		key := host + routeKeyPath(r.Path)
-		be := string(r.BackendName())
-		switch r.Termination {
-		case model.TerminationEdge, model.TerminationReencrypt:
-			add(httpsMap, key, be)
-			switch r.InsecurePolicy {
-			case model.InsecurePolicyAllow:
-				add(httpMap, key, be)
-			case model.InsecurePolicyRedirect:
-				add(httpMap, key, RedirectValue)
-			}
-		case model.TerminationPassthrough:
-			// The SNI carries no path: a passthrough route owns the host.
-			add(sniMap, host, be)
-			if r.InsecurePolicy == model.InsecurePolicyRedirect {
-				add(httpMap, host+"/", RedirectValue)
-			}
-		default:
-			add(httpMap, key, be)
+	for _, o := range outs {
+		for _, e := range o.maps {
+			entries[e.name] = append(entries[e.name], e.MapEntry)
 		}
 	}
 	names := []string{HTTPMap, HTTPWildcardMap, HTTPSMap, HTTPSWildcardMap, SNIPassthroughMap, SNIPassthroughWildcardMap}
@@ -314,36 +355,52 @@ func mapFileData(m Map) []byte {
 
 // buildTLS adds the default certificate, route certificates, destination
 // CAs and the crt-list to files, and returns the certificate list.
-func buildTLS(in Input, files []File) ([]Cert, []File) {
+func buildTLS(in Input, outs []*routeOut, files []File) ([]Cert, []File) {
 	certs := []Cert{{Name: DefaultCertFile, PEM: in.DefaultCertificate}}
 	files = append(files, File{Name: DefaultCertFile, Data: in.DefaultCertificate, Mode: 0o600})
 	if len(in.DefaultDestinationCA) > 0 {
 		files = append(files, File{Name: DefaultDestinationCAFile, Data: in.DefaultDestinationCA, Mode: 0o644})
 	}
-	var crtList strings.Builder
-	for i := range in.Desired.Routes {
+	n := 0
+	for _, o := range outs {
+		n += len(o.crtLine)
+	}
+	crtList := make([]byte, 0, n)
+	for i, o := range outs {
 		r := &in.Desired.Routes[i]
-		if r.Termination == model.TerminationReencrypt && r.TLS.DestinationCACertificate != "" {
-			files = append(files, File{Name: routeCAName(r), Data: joinPEM(r.TLS.DestinationCACertificate), Mode: 0o644})
+		if o.destCA != nil {
+			files = append(files, File{Name: routeCAName(r), Data: o.destCA, Mode: 0o644})
 		}
-		if !hasOwnCert(r) {
+		if o.cert == nil {
 			continue
 		}
 		name := routeCertName(r)
-		pem := joinPEM(r.TLS.Certificate, r.TLS.Key, r.TLS.CACertificate)
-		certs = append(certs, Cert{Name: name, PEM: pem})
-		files = append(files, File{Name: name, Data: pem, Mode: 0o600})
-		sni := r.Host
-		if r.Wildcard {
-			if parent, ok := parentDomain(r.Host); ok {
-				sni = "*." + parent
-			}
-		}
-		crtList.WriteString(in.Dir + "/" + name + " " + sni + "\n")
+		certs = append(certs, Cert{Name: name, PEM: o.cert})
+		files = append(files, File{Name: name, Data: o.cert, Mode: 0o600})
+		crtList = append(crtList, o.crtLine...)
 	}
-	files = append(files, File{Name: CrtListFile, Data: []byte(crtList.String()), Mode: 0o644})
+	files = append(files, File{Name: CrtListFile, Data: crtList, Mode: 0o644})
 	sort.Slice(certs, func(i, j int) bool { return certs[i].Name < certs[j].Name })
 	return certs, files
+}
+
+// routeTLS returns a route's destination CA file, its certificate file
+// and its crt-list line; nil and "" when it has none.
+func routeTLS(r *model.AdmittedRoute, dir string) (destCA, cert []byte, crtLine string) {
+	if r.Termination == model.TerminationReencrypt && r.TLS.DestinationCACertificate != "" {
+		destCA = joinPEM(r.TLS.DestinationCACertificate)
+	}
+	if !hasOwnCert(r) {
+		return destCA, nil, ""
+	}
+	cert = joinPEM(r.TLS.Certificate, r.TLS.Key, r.TLS.CACertificate)
+	sni := r.Host
+	if r.Wildcard {
+		if parent, ok := parentDomain(r.Host); ok {
+			sni = "*." + parent
+		}
+	}
+	return destCA, cert, dir + "/" + routeCertName(r) + " " + sni + "\n"
 }
 
 // joinPEM concatenates PEM blocks, each ending in a newline.

@@ -1,0 +1,151 @@
+package model
+
+import (
+	"slices"
+	"time"
+)
+
+// Admission memos. At 10k routes most snapshots change one file, yet
+// admitting everything again (validating hosts and PEM, parsing endpoint
+// addresses, naming every server) was most of the per-change cost. The
+// Loader keeps, next to the decoded objects of each file, what admission
+// computed from them, and reuses it while the file is unchanged and the
+// inputs the result depends on are the same. A memo hit returns exactly
+// what recomputing would: each memo records the inputs it was made from
+// and is ignored when they differ.
+//
+// Memos live in the Loader's per-file state, never in a package variable:
+// Admit on its own computes everything, as before.
+
+// fileMemo holds admission results for one file's objects, parallel to
+// its Objects. It is replaced whenever the file's objects are.
+type fileMemo struct {
+	routes    []routeMemo
+	endpoints []groupsMemo // parallel to Objects.Endpoints
+	slices    []groupsMemo // parallel to Objects.EndpointSlices
+}
+
+func newFileMemo(o *Objects) *fileMemo {
+	return &fileMemo{
+		routes:    make([]routeMemo, len(o.Routes)),
+		endpoints: make([]groupsMemo, len(o.Endpoints)),
+		slices:    make([]groupsMemo, len(o.EndpointSlices)),
+	}
+}
+
+// memos points at the memo of each object handed to admission, parallel
+// to the Objects the Loader assembled.
+type memos struct {
+	routes    []*routeMemo
+	endpoints []*groupsMemo
+	slices    []*groupsMemo
+}
+
+func (m *memos) add(f *fileMemo) {
+	for i := range f.routes {
+		m.routes = append(m.routes, &f.routes[i])
+	}
+	for i := range f.endpoints {
+		m.endpoints = append(m.endpoints, &f.endpoints[i])
+	}
+	for i := range f.slices {
+		m.slices = append(m.slices, &f.slices[i])
+	}
+}
+
+// validationKey is every setting validateRoute reads.
+type validationKey struct {
+	allowWildcardRoutes bool
+	healthCheckInterval time.Duration
+}
+
+func validationKeyOf(s *Settings) validationKey {
+	return validationKey{allowWildcardRoutes: s.AllowWildcardRoutes, healthCheckInterval: s.HealthCheckInterval}
+}
+
+// routeMemo is what admission computed for one route object.
+type routeMemo struct {
+	// validated is set once validateRoute ran under the settings in under.
+	validated bool
+	under     validationKey
+	admitted  AdmittedRoute // services named and weighted, without servers
+	diags     Diagnostics   // capacity-limited, so appending copies
+	bad       bool
+
+	// resolved is set once the services were resolved against the
+	// endpoint groups named in from (one per service, in order).
+	resolved bool
+	from     []groupsID
+	services []ServiceBackend // with servers; shared, read-only
+	resDiags Diagnostics
+}
+
+// groupsID identifies the endpoint groups a service resolved against.
+// Groups built from an unchanged Endpoints or EndpointSlice are the same
+// memoized slice from load to load; groups gathered from several objects
+// are a fresh slice every time, so they never match. A memo referring to
+// a slice keeps it alive, so its address cannot be reused by another.
+type groupsID struct {
+	first *endpointGroup
+	n     int
+}
+
+func idOf(groups []endpointGroup) groupsID {
+	if len(groups) == 0 {
+		return groupsID{}
+	}
+	return groupsID{first: &groups[0], n: len(groups)}
+}
+
+// groupsMemo is what one Endpoints or EndpointSlice contributes to the
+// endpoint index. It depends on the object alone.
+type groupsMemo struct {
+	done   bool
+	key    serviceKey
+	ok     bool            // the object belongs to a service
+	groups []endpointGroup // capacity-limited, so appending copies
+	diags  Diagnostics
+}
+
+// validate returns the route validated under settings, from the memo when
+// it was made under the same settings. The services it returns may be
+// shared with the memo: resolve replaces them before adding servers.
+func (m *routeMemo) validate(r *Route, settings *Settings) (AdmittedRoute, *routeCheck) {
+	key := validationKeyOf(settings)
+	if !m.validated || m.under != key {
+		ar, c := validateRoute(r, settings)
+		*m = routeMemo{validated: true, under: key, admitted: ar, diags: slices.Clip(c.diags), bad: c.bad}
+	}
+	c := newRouteCheck(r)
+	c.diags, c.bad = m.diags, m.bad
+	return m.admitted, c
+}
+
+// resolve fills in the servers of a valid candidate, from the memo when
+// every service resolves against the same endpoint groups as when it was
+// made. Its validation came from the same memo, so the rest of the
+// inputs (namespace, services, weights, targetPort) are the same too.
+func (m *routeMemo) resolve(c *candidate, idx endpointIndex) {
+	ns := c.admitted.Key.Namespace
+	hit := m.resolved && len(m.from) == len(c.admitted.Services)
+	for i := 0; hit && i < len(m.from); i++ {
+		hit = idOf(idx[serviceKey{ns, c.admitted.Services[i].Name}]) == m.from[i]
+	}
+	if hit {
+		c.admitted.Services = m.services
+		for _, d := range m.resDiags {
+			c.check.diags = append(c.check.diags, d)
+			c.check.bad = c.check.bad || d.Severity == SeverityError
+		}
+		return
+	}
+	from := make([]groupsID, len(c.admitted.Services))
+	for i, s := range c.admitted.Services {
+		from[i] = idOf(idx[serviceKey{ns, s.Name}])
+	}
+	n := len(c.check.diags)
+	c.admitted.Services = slices.Clone(c.admitted.Services)
+	resolveServices(c, idx)
+	m.resolved, m.from, m.services = true, from, c.admitted.Services
+	m.resDiags = slices.Clone(c.check.diags[n:])
+}

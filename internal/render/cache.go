@@ -1,0 +1,125 @@
+package render
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+
+	"github.com/haroute/haroute/internal/model"
+)
+
+// Cache lets Render reuse what it rendered for routes that did not change
+// since an earlier call. At 10k routes a change usually touches one route,
+// yet rendering every backend again was most of the per-change cost.
+//
+// A route's output is reused only when the route is equal, field by
+// field, to the one it was rendered from, and the rest of the Input it
+// depends on (bundle and run dirs, router settings, whether a default
+// destination CA is set) is equal too: a hit returns exactly what
+// rendering would. Outputs are kept for the two most recently used
+// combinations of the latter, so the daemon's live and candidate
+// directories do not evict each other.
+//
+// The zero value is ready to use. A Cache is not safe for concurrent use.
+// Desired values rendered with a Cache, and the bundles returned, share
+// memory with later renders and must not be modified.
+type Cache struct {
+	tables []*cacheTable // most recently used first
+}
+
+// cacheTables is how many Input environments a Cache remembers.
+const cacheTables = 2
+
+// cacheTable holds the outputs rendered for one environment.
+type cacheTable struct {
+	dir, runDir   string
+	defaultDestCA bool
+	router        model.Settings
+
+	// rendered is set once a Render with this table succeeded; entries
+	// are then its routes' outputs, in its order.
+	rendered bool
+	entries  []*routeOut
+	byKey    map[model.RouteKey]*routeOut // built from entries when needed
+	maps     []Map
+	mapData  [][]byte // parallel to maps
+}
+
+// table returns the table for in's environment, making it the most
+// recently used.
+func (c *Cache) table(in Input) *cacheTable {
+	for i, t := range c.tables {
+		if t.matches(in) {
+			copy(c.tables[1:i+1], c.tables[:i])
+			c.tables[0] = t
+			return t
+		}
+	}
+	t := &cacheTable{dir: in.Dir, runDir: in.RunDir, defaultDestCA: len(in.DefaultDestinationCA) > 0, router: in.Desired.Router}
+	c.tables = append([]*cacheTable{t}, c.tables[:min(len(c.tables), cacheTables-1)]...)
+	return t
+}
+
+// matches reports whether in has the environment t was made for: every
+// Input value that route outputs depend on, other than the route itself.
+func (t *cacheTable) matches(in Input) bool {
+	return t.dir == in.Dir && t.runDir == in.RunDir && t.defaultDestCA == (len(in.DefaultDestinationCA) > 0) &&
+		reflect.DeepEqual(t.router, in.Desired.Router)
+}
+
+// lookup returns the output rendered last time for the route with key,
+// which was at index i if the routes did not move.
+func (t *cacheTable) lookup(i int, key model.RouteKey) *routeOut {
+	if !t.rendered {
+		return nil
+	}
+	if i < len(t.entries) && t.entries[i].route.Key == key {
+		return t.entries[i]
+	}
+	if t.byKey == nil {
+		t.byKey = make(map[model.RouteKey]*routeOut, len(t.entries))
+		for _, e := range t.entries {
+			t.byKey[e.route.Key] = e
+		}
+	}
+	return t.byKey[key]
+}
+
+// commit records a successful render's outputs.
+func (t *cacheTable) commit(outs []*routeOut, m []Map, data [][]byte) {
+	t.rendered, t.entries, t.byKey, t.maps, t.mapData = true, outs, nil, m, data
+}
+
+// sameRoute reports whether a and b render identically because they are
+// equal in every field. TestSameRouteCoversEveryField keeps it complete.
+func sameRoute(a, b *model.AdmittedRoute) bool {
+	if a.Key != b.Key || a.CreationTimestamp != b.CreationTimestamp || a.Host != b.Host || a.Path != b.Path ||
+		a.Wildcard != b.Wildcard || a.Termination != b.Termination || a.InsecurePolicy != b.InsecurePolicy ||
+		a.TLS != b.TLS || !maps.Equal(a.Labels, b.Labels) || !sameBackend(&a.Backend, &b.Backend) ||
+		len(a.Services) != len(b.Services) {
+		return false
+	}
+	for i := range a.Services {
+		sa, sb := &a.Services[i], &b.Services[i]
+		if sa.Name != sb.Name || sa.Weight != sb.Weight || !slices.Equal(sa.Servers, sb.Servers) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameBackend(a, b *model.BackendSettings) bool {
+	return a.Balance == b.Balance && a.Timeout == b.Timeout && a.TunnelTimeout == b.TunnelTimeout &&
+		a.HealthCheckInterval == b.HealthCheckInterval && slices.Equal(a.IPAllowlist, b.IPAllowlist) &&
+		a.HSTSHeader == b.HSTSHeader && a.DisableCookies == b.DisableCookies && a.CookieName == b.CookieName &&
+		a.CookieSameSite == b.CookieSameSite && samePointee(a.RateLimit, b.RateLimit) &&
+		a.PodConcurrentConnections == b.PodConcurrentConnections && samePointee(a.RewriteTarget, b.RewriteTarget) &&
+		a.ForwardedHeaders == b.ForwardedHeaders
+}
+
+func samePointee[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
