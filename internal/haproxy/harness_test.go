@@ -40,13 +40,7 @@ func shortDir(t testing.TB) string {
 
 // freePort returns a 127.0.0.1 port that was free a moment ago.
 func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testutil.FreePort(t)
 }
 
 // backend is a tiny HTTP server answering with its name.

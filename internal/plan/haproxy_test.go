@@ -221,13 +221,7 @@ func (h *liveHAProxy) readBack(t *testing.T, backends []model.BackendName, maps 
 }
 
 func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testutil.FreePort(t)
 }
 
 // selfSigned returns a PEM certificate and key for name.

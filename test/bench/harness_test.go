@@ -47,7 +47,7 @@ func startBackend(t testing.TB, name string) *backend {
 // endpointOf is the tree endpoint of a backend.
 func endpointOf(b *backend) endpoint { return endpoint{ip: "127.0.0.1", port: b.Port} }
 
-func freePort(t testing.TB) int { return testenv.FreePort(t) }
+func freePort(t testing.TB) int { return testutil.FreePort(t) }
 
 // appliedAt is one state the daemon reported applied, with when.
 type appliedAt struct {

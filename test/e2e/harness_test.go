@@ -32,7 +32,7 @@ func startBackend(t testing.TB, name string) *backend {
 	return testenv.StartBackend(t, name, 100*time.Millisecond)
 }
 
-func freePort(t testing.TB) int { return testenv.FreePort(t) }
+func freePort(t testing.TB) int { return testutil.FreePort(t) }
 
 // router is one daemon serving a published directory.
 type router struct {

@@ -71,31 +71,6 @@ func StartBackend(t testing.TB, name string, streamEvery time.Duration) *Backend
 	return b
 }
 
-var (
-	portsMu   sync.Mutex
-	portsUsed = map[int]bool{}
-)
-
-// FreePort returns a port on 127.0.0.1 that was free a moment ago and that
-// no other caller in this process has been given.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if !portsUsed[port] {
-			portsUsed[port] = true
-			return port
-		}
-	}
-}
-
 // ShowProc asks the master CLI in runDir for `show proc`. While a reload
 // re-executes the master its socket refuses connections for a moment, so
 // this retries for up to 10 s.
