@@ -11,9 +11,9 @@ import (
 
 // BenchmarkChange10kOneEndpoint measures the per-change path at scale: a
 // warm loader over 10k routes, one Endpoints file changed (one endpoint
-// of one service replaced), then load, admit and render, as the daemon
-// does for every generation. Files carry hashes, as the snapshot reader
-// supplies them.
+// of one service replaced), then load, admit and render with a render
+// cache, as the daemon does for every generation. Files carry hashes, as
+// the snapshot reader supplies them.
 func BenchmarkChange10kOneEndpoint(b *testing.B) {
 	tr := realisticTree(10000)
 	before := withHashes(tr.sourceFiles())
@@ -31,6 +31,7 @@ func BenchmarkChange10kOneEndpoint(b *testing.B) {
 	cert := defaultCert(b)
 	l := model.NewLoader()
 	l.Load(before)
+	cache := &render.Cache{}
 	gens := [2][]model.SourceFile{after, before}
 	b.ReportAllocs()
 	i := 0
@@ -39,7 +40,7 @@ func BenchmarkChange10kOneEndpoint(b *testing.B) {
 		i++
 		bundle, err := render.Render(render.Input{
 			Desired: res.Desired, Dir: "/var/lib/haroute/live", RunDir: "/run/haroute",
-			DefaultCertificate: cert,
+			DefaultCertificate: cert, Cache: cache,
 		})
 		if err != nil || len(res.Desired.Routes) != 10000 {
 			b.Fatalf("%d routes admitted, render error %v", len(res.Desired.Routes), err)
