@@ -117,7 +117,7 @@ func (d *Daemon) markPending(be model.BackendName, s model.ServerName, on bool) 
 // verify reads back every backend and map the plan touched.
 func (d *Daemon) verify(ctx context.Context, p plan.Plan, next plan.State) error {
 	backends, maps := p.Touched()
-	exp := plan.Expect(withPending(next, d.pending)).Only(backends, maps)
+	exp := plan.ExpectTouched(withPending(next, d.pending), backends, maps)
 	observed := make(map[model.BackendName][]plan.ObservedServer, len(exp.Servers))
 	for be := range exp.Servers {
 		states, err := d.runtime.ServersState(ctx, string(be))

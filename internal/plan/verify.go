@@ -54,11 +54,35 @@ type Expectation struct {
 // Expect computes the expectation for every backend and map of a desired
 // state. Narrow it with Only to what a plan touched.
 func Expect(desired State) Expectation {
+	return expect(desired, nil, nil)
+}
+
+// ExpectTouched is Expect(desired).Only(backends, maps), computed for those
+// backends and maps alone: a one-endpoint change at 10k routes must not
+// pay for an expectation of every route.
+func ExpectTouched(desired State, backends []model.BackendName, maps []string) Expectation {
+	wantBE := make(map[model.BackendName]bool, len(backends))
+	for _, be := range backends {
+		wantBE[be] = true
+	}
+	wantMap := make(map[string]bool, len(maps))
+	for _, m := range maps {
+		wantMap[m] = true
+	}
+	return expect(desired, wantBE, wantMap)
+}
+
+// expect builds the expectation; nil filters mean everything.
+func expect(desired State, backends map[model.BackendName]bool, maps map[string]bool) Expectation {
 	exp := Expectation{
-		Servers: make(map[model.BackendName][]ExpectedServer, len(desired.Desired.Routes)),
+		Servers: make(map[model.BackendName][]ExpectedServer),
 		Maps:    make(map[string][]render.MapEntry),
 	}
 	for _, r := range desired.Desired.Routes {
+		be := r.BackendName()
+		if backends != nil && !backends[be] {
+			continue
+		}
 		checked := r.HealthChecked()
 		servers := render.RouteServers(r)
 		list := make([]ExpectedServer, 0, len(servers))
@@ -66,17 +90,20 @@ func Expect(desired State) Expectation {
 			list = append(list, ExpectedServer{Name: s.Name, Addr: s.Address, Port: s.Port,
 				Weight: s.Weight, Admin: AdminReady, Checked: checked})
 		}
-		exp.Servers[r.BackendName()] = list
+		exp.Servers[be] = list
 	}
 	if desired.Bundle != nil {
 		for _, m := range desired.Bundle.Maps {
-			exp.Maps[absPath(desired.Input.Dir, m.Name)] = m.Entries
+			path := absPath(desired.Input.Dir, m.Name)
+			if maps != nil && !maps[path] {
+				continue
+			}
+			exp.Maps[path] = m.Entries
 		}
 	}
 	return exp
 }
 
-// Only keeps the listed backends and maps (see Plan.Touched).
 func (e Expectation) Only(backends []model.BackendName, maps []string) Expectation {
 	out := Expectation{
 		Servers: make(map[model.BackendName][]ExpectedServer, len(backends)),

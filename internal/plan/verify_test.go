@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/haroute/haroute/internal/model"
@@ -154,5 +155,26 @@ func TestCommandsEscapeAndDelete(t *testing.T) {
 	}
 	if got, want := DeleteServerCommand(beAB, "ep_127.0.0.1_1"), "del server "+beAB+"/ep_127.0.0.1_1"; got != want {
 		t.Errorf("DeleteServerCommand = %q, want %q", got, want)
+	}
+}
+
+// ExpectTouched computes exactly what Expect(...).Only(...) filters down to.
+func TestExpectTouchedEqualsExpectOnly(t *testing.T) {
+	st := stateOf(t, testInput(baseDesired()))
+	var backends []model.BackendName
+	for i, r := range st.Desired.Routes {
+		if i%2 == 0 {
+			backends = append(backends, r.BackendName())
+		}
+	}
+	backends = append(backends, "be_http:nope:nope")
+	maps := []string{absPath(st.Input.Dir, st.Bundle.Maps[0].Name), "/no/such.map"}
+	want := Expect(st).Only(backends, maps)
+	got := ExpectTouched(st, backends, maps)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ExpectTouched = %+v\nwant %+v", got, want)
+	}
+	if len(got.Servers) == 0 || len(got.Maps) != 1 {
+		t.Fatalf("filters dropped everything: %d backends, %d maps", len(got.Servers), len(got.Maps))
 	}
 }
