@@ -173,7 +173,7 @@ func TestCorpus(t *testing.T) {
 			if len(c.wants) == 0 {
 				t.Fatal("case has no `# want:` lines")
 			}
-			res := load(t, NewLoader(), c.files) // skips while Admit is a stub; TODO(lead): remove once Admit lands
+			res := load(t, NewLoader(), c.files)
 			if !res.Diagnostics.HasErrors(c.strict) {
 				t.Errorf("loaded without errors (strict=%v); diagnostics:\n%s", c.strict, strings.Join(diagStrings(res.Diagnostics), "\n"))
 			}

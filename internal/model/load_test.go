@@ -7,18 +7,9 @@ import (
 	"testing"
 )
 
-// load runs l.Load, skipping the test while Admit is still a stub.
-// TODO(lead): remove once Admit lands.
-func load(t *testing.T, l *Loader, files []SourceFile) (res Result) {
+// load runs l.Load; a helper so the corpus and loader tests read alike.
+func load(t *testing.T, l *Loader, files []SourceFile) Result {
 	t.Helper()
-	defer func() {
-		if v := recover(); v != nil {
-			if v == "not implemented" {
-				t.Skip("Admit is not implemented yet")
-			}
-			panic(v)
-		}
-	}()
 	return l.Load(files)
 }
 

@@ -87,19 +87,7 @@ func loadYAML(t *testing.T, dir string) *model.Desired {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res model.Result
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				if p == "not implemented" {
-					// TODO(lead): remove once loader lands.
-					t.Skip("model loader not implemented yet: YAML golden cases skipped")
-				}
-				panic(p)
-			}
-		}()
-		res = model.NewLoader().Load(files)
-	}()
+	res := model.NewLoader().Load(files)
 	if res.Diagnostics.HasErrors(false) {
 		t.Fatalf("input does not load cleanly: %v", res.Diagnostics)
 	}
