@@ -172,9 +172,17 @@ func (d *Daemon) deletePending(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	for be, servers := range d.pending {
+		conns, err := d.runtime.BackendConns(cctx, string(be))
+		if err != nil {
+			continue
+		}
 		for s := range servers {
-			n, err := d.runtime.ServerConns(cctx, string(be), string(s))
-			if err != nil || n > 0 {
+			if n, ok := conns[string(s)]; !ok || n > 0 {
+				// Absent: gone already (a reload dropped it); the delete
+				// below would fail, and the next reload clears the list.
+				if !ok {
+					d.markPending(be, s, false)
+				}
 				continue
 			}
 			resps, err := d.runtime.Execute(cctx, []string{plan.DeleteServerCommand(be, s)})

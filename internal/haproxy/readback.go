@@ -205,27 +205,39 @@ func parseMap(out string) ([]MapEntry, error) {
 	return entries, nil
 }
 
-// ServerConns returns the current sessions (scur) of one server, from
-// `show stat <backend> 4 -1` (type 4 = servers, -1 = all of them), which
-// HAProxy filters itself, so the cost does not grow with the number of
-// other backends. `del server` refuses a server with sessions attached; the
-// caller retries in the background until this reaches zero.
+// ServerConns is the number of sessions a server carries now (show stat's
+// scur): a drained server is deleted only once it reaches zero.
 func (r *Runtime) ServerConns(ctx context.Context, backend, server string) (int, error) {
-	resp, err := r.one(ctx, "show stat "+backend+" 4 -1")
+	conns, err := r.BackendConns(ctx, backend)
 	if err != nil {
 		return 0, err
 	}
-	n, err := parseServerSessions(resp.Output, backend, server)
-	if err != nil {
-		return 0, fmt.Errorf("show stat %s: %w", backend, err)
+	n, ok := conns[server]
+	if !ok {
+		return 0, fmt.Errorf("server %s/%s: %w", backend, server, ErrNotFound)
 	}
 	return n, nil
 }
 
-func parseServerSessions(out, backend, server string) (int, error) {
+// BackendConns returns the current sessions of every server of a backend
+// from one `show stat`, so draining many servers costs one call per
+// backend, not one per server.
+func (r *Runtime) BackendConns(ctx context.Context, backend string) (map[string]int, error) {
+	resp, err := r.one(ctx, "show stat "+backend+" 4 -1")
+	if err != nil {
+		return nil, err
+	}
+	conns, err := parseBackendSessions(resp.Output, backend)
+	if err != nil {
+		return nil, fmt.Errorf("show stat %s: %w", backend, err)
+	}
+	return conns, nil
+}
+
+func parseBackendSessions(out, backend string) (map[string]int, error) {
 	lines := strings.Split(out, "\n")
 	if len(lines) == 0 || !strings.HasPrefix(lines[0], "# ") {
-		return 0, fmt.Errorf("no CSV header in %q", truncate(out, 80))
+		return nil, fmt.Errorf("no CSV header in %q", truncate(out, 80))
 	}
 	pxCol, svCol, scurCol := -1, -1, -1
 	for i, name := range strings.Split(strings.TrimPrefix(lines[0], "# "), ",") {
@@ -239,18 +251,19 @@ func parseServerSessions(out, backend, server string) (int, error) {
 		}
 	}
 	if pxCol < 0 || svCol < 0 || scurCol < 0 {
-		return 0, fmt.Errorf("CSV header lacks pxname, svname or scur")
+		return nil, fmt.Errorf("CSV header lacks pxname, svname or scur")
 	}
+	conns := map[string]int{}
 	for _, line := range lines[1:] {
 		f := strings.Split(line, ",")
-		if len(f) <= scurCol || f[pxCol] != backend || f[svCol] != server {
+		if len(f) <= scurCol || f[pxCol] != backend {
 			continue
 		}
 		n, err := strconv.Atoi(f[scurCol])
 		if err != nil {
-			return 0, fmt.Errorf("scur of %s/%s: %w", backend, server, err)
+			return nil, fmt.Errorf("scur of %s/%s: %w", backend, f[svCol], err)
 		}
-		return n, nil
+		conns[f[svCol]] = n
 	}
-	return 0, fmt.Errorf("server %s/%s: %w", backend, server, ErrNotFound)
+	return conns, nil
 }
