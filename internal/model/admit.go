@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Admission decides which routes are served. Three rules, as in OpenShift:
@@ -27,22 +28,82 @@ import (
 // and decides admission. Invalid routes are rejected alone; an invalid
 // RouterConfig leaves prev (the last good settings; nil = defaults) in force.
 func Admit(objs Objects, prev *Settings) (*Desired, Diagnostics) {
-	return admit(objs, prev, nil)
+	return admit(objs, prev, nil, nil)
+}
+
+// admitScratch is admission's working memory, kept by the Loader so that a
+// load at 10k routes does not allocate (and collect) megabytes of
+// candidates and claim maps again. Nothing in it outlives one admit call:
+// results are copied out of the candidates.
+type admitScratch struct {
+	slab   []candidate
+	claims map[hostPath]*candidate
+	hosts  map[string]*candidate
+	index  endpointIndex // empty between calls
+
+	// The conflict decisions of the last call and what they were made
+	// from: the same valid candidates, with the same conflictKeys in the
+	// same order, lose the same way. spare is a buffer for the next keys.
+	conflictIn, spare []conflictKey
+	conflictOut       []conflictLoss
+
+	// sorted is validateRoutes' order of the last routes and memos it was
+	// given. The Loader hands over the very same slices while no route
+	// changed, and they are never modified, so the order still holds.
+	// Holding them keeps their addresses from being reused.
+	sorted sortedRoutes
+}
+
+// sortedRoutes is routes and memos in namespace/name order.
+type sortedRoutes struct {
+	routes    []Route
+	memos     []*routeMemo
+	byKey     []*Route
+	memoByKey []*routeMemo
+}
+
+// sameSlice reports whether a and b are the same slice: same start and
+// length.
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// conflictKey is everything decideConflicts reads from a valid candidate.
+// Times compare with ==, so a time equal only by Equal is a miss, never a
+// wrong hit.
+type conflictKey struct {
+	key         RouteKey
+	created     time.Time
+	host, path  string
+	passthrough bool
+}
+
+// conflictLoss is one candidate rejected by decideConflicts: its position
+// among the valid candidates and the message.
+type conflictLoss struct {
+	valid int
+	msg   string
 }
 
 // admit is Admit reusing, and filling in, the memos of the objects when m
-// is not nil (the Loader's); m is parallel to objs.
-func admit(objs Objects, prev *Settings, m *memos) (*Desired, Diagnostics) {
+// is not nil (the Loader's); m is parallel to objs. sc, when not nil, is
+// reused working memory.
+func admit(objs Objects, prev *Settings, m *memos, sc *admitScratch) (*Desired, Diagnostics) {
+	if sc == nil {
+		sc = &admitScratch{}
+	}
 	settings, ds := resolveSettings(objs.RouterConfigs, prev)
-	idx, eds := buildEndpointIndex(&objs, m)
+	idx, eds := buildEndpointIndex(&objs, m, sc.index)
+	// Emptied for the next load: the index must not keep groups alive.
+	defer func() { clear(idx); sc.index = idx }()
 	ds = append(ds, eds...)
 
 	var routeMemos []*routeMemo
 	if m != nil {
 		routeMemos = m.routes
 	}
-	cands := validateRoutes(objs.Routes, routeMemos, &settings, &ds)
-	decideConflicts(cands)
+	cands := validateRoutes(objs.Routes, routeMemos, &settings, &ds, sc)
+	decideConflicts(cands, sc)
 
 	d := &Desired{
 		Router: settings,
@@ -81,13 +142,22 @@ type candidate struct {
 	memo     *routeMemo // nil when admission runs without memos
 	admitted AdmittedRoute
 	check    *routeCheck
+	// checkBuf is where a memo hit puts check, sparing an allocation per
+	// route and load.
+	checkBuf routeCheck
+	// valid is the candidate's position among the valid ones, for
+	// decideConflicts.
+	valid int
 }
 
 // validateRoutes validates every selected route, in namespace/name order.
 // Routes defined twice (same namespace and name) keep their first
 // definition by position; the others are errors. memos, when not nil, is
 // parallel to routes.
-func validateRoutes(routes []Route, memos []*routeMemo, settings *Settings, ds *Diagnostics) []*candidate {
+func validateRoutes(routes []Route, memos []*routeMemo, settings *Settings, ds *Diagnostics, sc *admitScratch) []*candidate {
+	if last := &sc.sorted; last.byKey != nil && sameSlice(routes, last.routes) && sameSlice(memos, last.memos) && (memos == nil) == (last.memos == nil) {
+		return validateSorted(last.byKey, last.memoByKey, settings, ds, sc)
+	}
 	// Defaulting must not write into the caller's objects, which the
 	// Loader shares between loads: routes without a namespace are copied.
 	// (Decoded routes always have one, so a load copies nothing.)
@@ -132,19 +202,26 @@ func validateRoutes(routes []Route, memos []*routeMemo, settings *Settings, ds *
 			memoByKey[i] = memos[o.idx]
 		}
 	}
-	return validateSorted(byKey, memoByKey, settings, ds)
+	sc.sorted = sortedRoutes{routes: routes, memos: memos, byKey: byKey, memoByKey: memoByKey}
+	return validateSorted(byKey, memoByKey, settings, ds, sc)
 }
 
 // validateSorted validates routes sorted by namespace, name and position;
 // memos, when not nil, is parallel to sorted.
-func validateSorted(sorted []*Route, memos []*routeMemo, settings *Settings, ds *Diagnostics) []*candidate {
+func validateSorted(sorted []*Route, memos []*routeMemo, settings *Settings, ds *Diagnostics, sc *admitScratch) []*candidate {
 	allowed := make(map[string]bool, len(settings.Namespaces))
 	for _, ns := range settings.Namespaces {
 		allowed[ns] = true
 	}
 	cands := make([]*candidate, 0, len(sorted))
-	slab := make([]candidate, len(sorted)) // one allocation for all of them
+	// One allocation for all of them, reused from load to load; every slot
+	// is overwritten below, so no candidate of an earlier load survives.
+	if cap(sc.slab) < len(sorted) {
+		sc.slab = make([]candidate, len(sorted))
+	}
+	slab := sc.slab[:len(sorted)]
 	for i, r := range sorted {
+		slab[i] = candidate{}
 		key := RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}
 		if i > 0 && sorted[i-1].Meta.Namespace == r.Meta.Namespace && sorted[i-1].Meta.Name == r.Meta.Name {
 			*ds = append(*ds, Diagnostic{Pos: r.Source.Pos, Severity: SeverityError, Route: key.String(),
@@ -172,7 +249,7 @@ func validateSorted(sorted []*Route, memos []*routeMemo, settings *Settings, ds 
 	forEach(len(cands), admitGrain, func(i int) {
 		c := cands[i]
 		if c.memo != nil {
-			c.admitted, c.check = c.memo.validate(c.route, settings)
+			c.admitted, c.check = c.memo.validate(c.route, settings, &c.checkBuf)
 		} else {
 			c.admitted, c.check = validateRoute(c.route, settings)
 		}
@@ -204,12 +281,32 @@ func (c *candidate) claimHost() string {
 
 // decideConflicts rejects the losers among valid routes claiming the same
 // host and path, or sharing a host across passthrough and termination.
-func decideConflicts(cands []*candidate) {
+// The decisions depend on the valid candidates' conflictKeys alone: when
+// those are what the last call saw, its losses are replayed.
+func decideConflicts(cands []*candidate, sc *admitScratch) {
 	byAge := make([]*candidate, 0, len(cands))
+	keys := sc.spare[:0]
 	for _, c := range cands {
 		if !c.check.bad {
+			c.valid = len(byAge)
 			byAge = append(byAge, c)
+			keys = append(keys, conflictKey{key: c.admitted.Key, created: c.admitted.CreationTimestamp,
+				host: c.claimHost(), path: c.admitted.Path, passthrough: c.admitted.Termination == TerminationPassthrough})
 		}
+	}
+	if slices.Equal(keys, sc.conflictIn) {
+		for _, l := range sc.conflictOut {
+			byAge[l.valid].check.errorf("spec.host", "%s", l.msg)
+		}
+		sc.spare = keys
+		return
+	}
+	sc.spare, sc.conflictIn = sc.conflictIn, keys
+	var losses []conflictLoss
+	defer func() { sc.conflictOut = losses }()
+	lose := func(c *candidate, msg string) {
+		c.check.errorf("spec.host", "%s", msg)
+		losses = append(losses, conflictLoss{valid: c.valid, msg: msg})
 	}
 	// A total order: candidates have distinct keys (duplicates were
 	// dropped), so an unstable sort orders them as a stable one would.
@@ -223,8 +320,14 @@ func decideConflicts(cands []*candidate) {
 		return 0
 	})
 
-	claims := make(map[hostPath]*candidate, len(byAge))
-	hosts := make(map[string]*candidate, len(byAge))
+	// The maps are emptied, not dropped, so their storage is reused.
+	if sc.claims == nil {
+		sc.claims = make(map[hostPath]*candidate, len(byAge))
+		sc.hosts = make(map[string]*candidate, len(byAge))
+	}
+	claims, hosts := sc.claims, sc.hosts
+	defer clear(claims)
+	defer clear(hosts)
 	for _, c := range byAge {
 		host := c.claimHost()
 		hp := hostPath{host: host, path: c.admitted.Path}
@@ -233,8 +336,8 @@ func decideConflicts(cands []*candidate) {
 			if hp.path != "" {
 				what += fmt.Sprintf(" path %q", hp.path)
 			}
-			c.check.errorf("spec.host", "%s is already claimed by route %s, which wins (older creationTimestamp, then namespace/name order)",
-				what, w.admitted.Key)
+			lose(c, fmt.Sprintf("%s is already claimed by route %s, which wins (older creationTimestamp, then namespace/name order)",
+				what, w.admitted.Key))
 			continue
 		}
 		passthrough := c.admitted.Termination == TerminationPassthrough
@@ -243,8 +346,8 @@ func decideConflicts(cands []*candidate) {
 			if passthrough {
 				kind = "non-passthrough route"
 			}
-			c.check.errorf("spec.host", "host %q is already served by %s %s, which wins (older creationTimestamp, then namespace/name order): passthrough and non-passthrough routes cannot share a host, the SNI sends it one way",
-				host, kind, w.admitted.Key)
+			lose(c, fmt.Sprintf("host %q is already served by %s %s, which wins (older creationTimestamp, then namespace/name order): passthrough and non-passthrough routes cannot share a host, the SNI sends it one way",
+				host, kind, w.admitted.Key))
 			continue
 		}
 		claims[hp] = c

@@ -34,6 +34,21 @@ type Loader struct {
 	prev *Settings
 	// parsed counts files decoded, so tests can see what was skipped.
 	parsed int
+	// scratch is admission's working memory, reused between loads.
+	scratch admitScratch
+	// routes is the last load's assembled routes, reused while every file
+	// that has routes still holds the same decoded objects: at 10k routes
+	// most changes are endpoints, and copying every Route was a large part
+	// of what a load allocates.
+	routes assembledRoutes
+}
+
+// assembledRoutes is Objects.Routes and their memos as assembled from the
+// good objects in from, in path order.
+type assembledRoutes struct {
+	from   []*Objects
+	routes []Route
+	memos  []*routeMemo
 }
 
 // fileState is what the Loader keeps about one path.
@@ -58,7 +73,7 @@ func NewLoader() *Loader {
 // reused rather than computed again (see memo.go).
 func (l *Loader) Load(files []SourceFile) Result {
 	objs, m, diags := l.decodeWithMemos(files)
-	desired, admitDiags := admit(objs, l.prev, m)
+	desired, admitDiags := admit(objs, l.prev, m, &l.scratch)
 	if desired != nil {
 		settings := desired.Router
 		l.prev = &settings
@@ -130,10 +145,18 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 	// Sized once rather than regrown path by path: at 10k routes the
 	// copies were a noticeable part of a cold load.
 	var nr, ne, ns, nc int
+	var routesFrom []*Objects
 	for _, path := range paths {
 		if g := l.files[path].good; g != nil {
 			nr, ne, ns, nc = nr+len(g.Routes), ne+len(g.Endpoints), ns+len(g.EndpointSlices), nc+len(g.RouterConfigs)
+			if len(g.Routes) > 0 {
+				routesFrom = append(routesFrom, g)
+			}
 		}
+	}
+	reuseRoutes := len(routesFrom) > 0 && slices.Equal(routesFrom, l.routes.from)
+	if reuseRoutes {
+		nr = 0
 	}
 	objs := Objects{
 		Routes:         withCap[Route](nr),
@@ -154,9 +177,18 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 			diags = append(diags, keptNote(path, st.good != nil))
 		}
 		if st.good != nil {
-			objs.append(*st.good)
-			m.add(st.memo)
+			g := *st.good
+			if reuseRoutes {
+				g.Routes = nil
+			}
+			objs.append(g)
+			m.add(st.memo, !reuseRoutes)
 		}
+	}
+	if reuseRoutes {
+		objs.Routes, m.routes = l.routes.routes, l.routes.memos
+	} else {
+		l.routes = assembledRoutes{from: routesFrom, routes: objs.Routes, memos: m.routes}
 	}
 	return objs, m, diags
 }

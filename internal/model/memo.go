@@ -41,9 +41,12 @@ type memos struct {
 	slices    []*groupsMemo
 }
 
-func (m *memos) add(f *fileMemo) {
-	for i := range f.routes {
-		m.routes = append(m.routes, &f.routes[i])
+// add appends f's memos; routes says whether to append its route memos.
+func (m *memos) add(f *fileMemo, routes bool) {
+	if routes {
+		for i := range f.routes {
+			m.routes = append(m.routes, &f.routes[i])
+		}
 	}
 	for i := range f.endpoints {
 		m.endpoints = append(m.endpoints, &f.endpoints[i])
@@ -108,17 +111,17 @@ type groupsMemo struct {
 }
 
 // validate returns the route validated under settings, from the memo when
-// it was made under the same settings. The services it returns may be
-// shared with the memo: resolve replaces them before adding servers.
-func (m *routeMemo) validate(r *Route, settings *Settings) (AdmittedRoute, *routeCheck) {
+// it was made under the same settings; the check is made in dst. The
+// services it returns may be shared with the memo: resolve replaces them
+// before adding servers.
+func (m *routeMemo) validate(r *Route, settings *Settings, dst *routeCheck) (AdmittedRoute, *routeCheck) {
 	key := validationKeyOf(settings)
 	if !m.validated || m.under != key {
 		ar, c := validateRoute(r, settings)
 		*m = routeMemo{validated: true, under: key, admitted: ar, diags: slices.Clip(c.diags), bad: c.bad}
 	}
-	c := newRouteCheck(r)
-	c.diags, c.bad = m.diags, m.bad
-	return m.admitted, c
+	*dst = routeCheck{src: r.Source, route: RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}, diags: m.diags, bad: m.bad}
+	return m.admitted, dst
 }
 
 // resolve fills in the servers of a valid candidate, from the memo when

@@ -39,8 +39,11 @@ type serviceKey struct{ namespace, name string }
 // buildEndpointIndex validates every Endpoints and EndpointSlice and
 // indexes their ready addresses by service. With memos (parallel to objs),
 // each object's groups are computed once and reused while it is unchanged.
-func buildEndpointIndex(objs *Objects, m *memos) (endpointIndex, Diagnostics) {
-	idx := make(endpointIndex, len(objs.Endpoints)+len(objs.EndpointSlices))
+// idx, when not nil, is an empty index whose storage is reused.
+func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex) (endpointIndex, Diagnostics) {
+	if idx == nil {
+		idx = make(endpointIndex, len(objs.Endpoints)+len(objs.EndpointSlices))
+	}
 	var ds Diagnostics
 	add := func(g *groupsMemo) {
 		ds = append(ds, g.diags...)

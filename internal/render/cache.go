@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"maps"
 	"reflect"
 	"slices"
@@ -43,6 +44,7 @@ type cacheTable struct {
 	byKey    map[model.RouteKey]*routeOut // built from entries when needed
 	maps     []Map
 	mapData  [][]byte // parallel to maps
+	skeleton []byte   // of the last successful render: a head, then entries' parts
 }
 
 // table returns the table for in's environment, making it the most
@@ -86,8 +88,28 @@ func (t *cacheTable) lookup(i int, key model.RouteKey) *routeOut {
 }
 
 // commit records a successful render's outputs.
-func (t *cacheTable) commit(outs []*routeOut, m []Map, data [][]byte) {
+func (t *cacheTable) commit(outs []*routeOut, m []Map, data [][]byte, skeleton []byte) {
 	t.rendered, t.entries, t.byKey, t.maps, t.mapData = true, outs, nil, m, data
+	t.skeleton = skeleton
+}
+
+// sameSkeleton reports whether the skeleton joined from head and outs'
+// parts would equal the last successful render's, which was joined from
+// its head and its entries' parts: with every route part equal and the
+// total length equal, the heads have equal length and are compared in
+// place. The parts of routes served from the cache are the same slices.
+func (t *cacheTable) sameSkeleton(head []byte, outs []*routeOut) bool {
+	if !t.rendered || len(outs) != len(t.entries) || len(head) > len(t.skeleton) {
+		return false
+	}
+	n := len(head)
+	for i, o := range outs {
+		if !bytes.Equal(o.skel, t.entries[i].skel) {
+			return false
+		}
+		n += len(o.skel)
+	}
+	return n == len(t.skeleton) && bytes.Equal(head, t.skeleton[:len(head)])
 }
 
 // sameRoute reports whether a and b render identically because they are
@@ -95,7 +117,7 @@ func (t *cacheTable) commit(outs []*routeOut, m []Map, data [][]byte) {
 func sameRoute(a, b *model.AdmittedRoute) bool {
 	if a.Key != b.Key || a.CreationTimestamp != b.CreationTimestamp || a.Host != b.Host || a.Path != b.Path ||
 		a.Wildcard != b.Wildcard || a.Termination != b.Termination || a.InsecurePolicy != b.InsecurePolicy ||
-		a.TLS != b.TLS || !maps.Equal(a.Labels, b.Labels) || !sameBackend(&a.Backend, &b.Backend) ||
+		a.TLS != b.TLS || !sameLabels(a.Labels, b.Labels) || !sameBackend(&a.Backend, &b.Backend) ||
 		len(a.Services) != len(b.Services) {
 		return false
 	}
@@ -106,6 +128,16 @@ func sameRoute(a, b *model.AdmittedRoute) bool {
 		}
 	}
 	return true
+}
+
+// sameLabels is maps.Equal with a shortcut: an unchanged route hands
+// render the very map it had last time, and comparing 10k label maps
+// entry by entry was most of the cache's lookup cost.
+func sameLabels(a, b map[string]string) bool {
+	if reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() {
+		return true
+	}
+	return maps.Equal(a, b)
 }
 
 func sameBackend(a, b *model.BackendSettings) bool {

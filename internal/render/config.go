@@ -53,7 +53,7 @@ const (
 // a buffer of its own; the parts are joined in route order.
 const backendsPerPart = 512
 
-func buildConfig(in Input, outs []*routeOut) (full, skeleton []byte) {
+func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full, skeleton []byte) {
 	w := &cfgWriter{full: make([]byte, 0, 16<<10), skel: make([]byte, 0, 16<<10)}
 	s := in.Desired.Router
 
@@ -154,14 +154,22 @@ func buildConfig(in Input, outs []*routeOut) (full, skeleton []byte) {
 	// Joined without zeroing the buffers first: at 10k routes the config
 	// is megabytes.
 	fullParts := make([][]byte, 0, len(outs)+1)
-	skelParts := make([][]byte, 0, len(outs)+1)
 	fullParts = append(fullParts, w.full)
-	skelParts = append(skelParts, w.skel)
 	for _, o := range outs {
 		fullParts = append(fullParts, o.full)
+	}
+	full = bytes.Join(fullParts, nil)
+	// An endpoint change leaves every skeleton part as it was: the last
+	// skeleton is then reused rather than joined again.
+	if t != nil && t.sameSkeleton(w.skel, outs) {
+		return full, t.skeleton
+	}
+	skelParts := make([][]byte, 0, len(outs)+1)
+	skelParts = append(skelParts, w.skel)
+	for _, o := range outs {
 		skelParts = append(skelParts, o.skel)
 	}
-	return bytes.Join(fullParts, nil), bytes.Join(skelParts, nil)
+	return full, bytes.Join(skelParts, nil)
 }
 
 // routeOut is everything Render derives from one route alone.

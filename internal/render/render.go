@@ -113,12 +113,12 @@ func Render(in Input) (*Bundle, error) {
 	}
 	b.Certs, b.Files = buildTLS(in, outs, b.Files)
 
-	full, skeleton := buildConfig(in, outs)
+	full, skeleton := buildConfig(in, outs, t)
 	b.Skeleton = skeleton
 	b.Files = append(b.Files, File{Name: ConfigFile, Data: full, Mode: 0o644})
 	sort.Slice(b.Files, func(i, j int) bool { return b.Files[i].Name < b.Files[j].Name })
 	if t != nil {
-		t.commit(outs, b.Maps, mapData)
+		t.commit(outs, b.Maps, mapData, skeleton)
 	}
 	return b, nil
 }

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,7 +12,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,8 +30,11 @@ const (
 	DefaultBackoff            = 10 * time.Millisecond
 )
 
-// Reader reads consistent snapshots. The zero value uses the defaults; a
-// Reader holds no state between reads and is safe for concurrent use.
+// Reader reads consistent snapshots. The zero value uses the defaults and
+// is safe for concurrent use. A Reader remembers the files of its last
+// snapshot only to skip work: a file whose bytes equal the remembered ones
+// reuses their hash and buffer, so results are the same as a fresh
+// Reader's. A Reader must not be copied after its first Read.
 type Reader struct {
 	// MaxFileSize bounds one file; a larger file becomes a FileError.
 	MaxFileSize int64
@@ -39,6 +45,35 @@ type Reader struct {
 	Retries int
 	// Backoff is the first pause before starting over; it doubles each time.
 	Backoff time.Duration
+
+	// last is the previous snapshot's files by path. At 10k routes one
+	// change touches one of ~200 files; comparing bytes is several times
+	// cheaper than hashing them, and reusing the old buffer saves
+	// allocating the whole tree again on every change.
+	last lastFiles
+}
+
+// lastFiles holds the previous snapshot's files. The map is never changed
+// once stored, so a read may use it after releasing the lock.
+type lastFiles struct {
+	mu    sync.Mutex
+	files map[string]model.SourceFile
+}
+
+func (l *lastFiles) get() map[string]model.SourceFile {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.files
+}
+
+func (l *lastFiles) set(files []model.SourceFile) {
+	m := make(map[string]model.SourceFile, len(files))
+	for _, f := range files {
+		m[f.Path] = f
+	}
+	l.mu.Lock()
+	l.files = m
+	l.mu.Unlock()
 }
 
 func (r *Reader) maxFileSize() int64 {
@@ -107,6 +142,7 @@ func (r *Reader) Read(ctx context.Context, dir string, mode Mode) (*Snapshot, er
 			snap, err := r.readRoot(ctx, abs, m, root)
 			if err == nil {
 				snap.Attempts = attempt + 1
+				r.last.set(snap.Files)
 				return snap, nil
 			}
 			if !errors.Is(err, errMoved) {
@@ -135,6 +171,7 @@ func (r *Reader) readRoot(ctx context.Context, dir string, mode Mode, root strin
 		root:         root,
 		maxFileSize:  r.maxFileSize(),
 		maxTotalSize: r.maxTotalSize(),
+		last:         r.last.get(),
 		snap:         &Snapshot{Root: root, Mode: mode},
 	}
 	if err := w.walk(""); err != nil {
@@ -195,6 +232,11 @@ type walker struct {
 	maxFileSize, maxTotalSize int64
 	total                     int64
 	snap                      *Snapshot
+
+	// last is the previous snapshot's files by path (read-only); scratch
+	// is the buffer files found there are read into before comparing.
+	last    map[string]model.SourceFile
+	scratch []byte
 }
 
 // moved reports whether the link no longer leads to the root being read. A
@@ -350,7 +392,20 @@ func (w *walker) readFile(rel, file string) error {
 	if err := w.checkTotal(fi.Size()); err != nil {
 		return err
 	}
-	data, err := io.ReadAll(io.LimitReader(f, w.maxFileSize+1))
+	// A file seen in the last snapshot is read into the scratch buffer
+	// first: when its bytes are unchanged the old buffer is kept and the
+	// scratch is reused for the next file.
+	prev, seen := w.last[rel]
+	var buf []byte
+	if seen {
+		buf = slices.Grow(w.scratch[:0], int(fi.Size())+1)
+	} else {
+		buf = make([]byte, 0, fi.Size()+1)
+	}
+	data, err := readLimited(f, buf, w.maxFileSize+1)
+	if seen {
+		w.scratch = data
+	}
 	if err != nil {
 		w.fileError(rel, fmt.Errorf("read: %w", err))
 		return nil
@@ -363,9 +418,37 @@ func (w *walker) readFile(rel, file string) error {
 		return err
 	}
 	w.total += int64(len(data))
+	if seen && bytes.Equal(prev.Data, data) {
+		w.snap.Files = append(w.snap.Files, model.SourceFile{Path: rel, Data: prev.Data, Hash: prev.Hash})
+		return nil
+	}
+	if seen {
+		data = bytes.Clone(data) // the scratch buffer is reused
+	}
 	sum := sha256.Sum256(data)
 	w.snap.Files = append(w.snap.Files, model.SourceFile{Path: rel, Data: data, Hash: hex.EncodeToString(sum[:])})
 	return nil
+}
+
+// readLimited appends r's contents to buf until EOF or until limit bytes
+// were read. Starting from a buffer sized to the file, a file that does not
+// grow is read without reallocating.
+func readLimited(r io.Reader, buf []byte, limit int64) ([]byte, error) {
+	for int64(len(buf)) < limit {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		room := min(int64(cap(buf)), limit)
+		n, err := r.Read(buf[len(buf):room])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 func (w *walker) checkTotal(more int64) error {

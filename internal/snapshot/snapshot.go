@@ -39,7 +39,9 @@ type Snapshot struct {
 	// Mode is the layout the snapshot was read with (never ModeAuto).
 	Mode Mode
 	// Files holds every readable *.yaml, *.yml and *.json file below Root,
-	// sorted by Path (relative to Root, slash-separated).
+	// sorted by Path (relative to Root, slash-separated). A file's Data
+	// may be shared with snapshots the same Reader returned earlier, so it
+	// must not be modified.
 	Files []model.SourceFile
 	// Errors lists files that exist but could not be read (permissions,
 	// size limit, a symlink leaving the root, …), sorted by Path. Their
