@@ -152,3 +152,17 @@ func TestStatusWhenNotRunning(t *testing.T) {
 		t.Fatalf("status: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// A bundle that cannot be written is a failure, not "wrote N files".
+func TestRenderReportsWriteErrors(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute, "endpoints.yaml": goodEndpoints})
+	out := t.TempDir()
+	// certs/ must be a directory; a file in its place makes the write fail.
+	if err := os.WriteFile(filepath.Join(out, "certs"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run(t, "render", dir, "--out", out)
+	if code != ExitInvalid || !strings.Contains(stderr, "certs") || strings.Contains(stdout, "wrote") {
+		t.Fatalf("render into a broken dir: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

@@ -113,17 +113,21 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return ExitInvalid
 	}
 	for _, f := range b.Files {
-		path := filepath.Join(outDir, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-			err = fsutil.WriteFileAtomic(path, f.Data, f.Mode)
-		}
-		if err != nil {
+		if err := writeBundleFile(outDir, f); err != nil {
 			fmt.Fprintf(stderr, "haroute render: %v\n", err)
 			return ExitInvalid
 		}
 	}
 	fmt.Fprintf(stdout, "wrote %d files to %s\n", len(b.Files), outDir)
 	return ExitOK
+}
+
+func writeBundleFile(outDir string, f render.File) error {
+	path := filepath.Join(outDir, filepath.FromSlash(f.Name))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return fsutil.WriteFileAtomic(path, f.Data, f.Mode)
 }
 
 // offlineInput is render.Input for commands without a state dir: the
