@@ -158,17 +158,6 @@ func testEndpoints(ns, svc string, ips ...string) Endpoints {
 	}
 }
 
-func statusOf(t *testing.T, d *Desired, key string) RouteStatus {
-	t.Helper()
-	for _, s := range d.Statuses {
-		if s.Key.String() == key {
-			return s
-		}
-	}
-	t.Fatalf("no status for %s in %+v", key, d.Statuses)
-	return RouteStatus{}
-}
-
 func admittedKeys(d *Desired) []string {
 	var out []string
 	for _, r := range d.Routes {

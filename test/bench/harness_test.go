@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -117,18 +116,11 @@ type router struct {
 	client             *http.Client
 	// tuning is extra YAML under spec.tuningOptions (4-space indent).
 	tuning string
-	cancel context.CancelFunc
-	done   chan error
 }
 
 func newRouter(t testing.TB) *router {
 	t.Helper()
-	// Unix socket paths are limited to 107 bytes: a short run dir.
-	runDir, err := os.MkdirTemp("", "hrb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(runDir) })
+	runDir := testenv.RunDir(t)
 	dir := filepath.Join(t.TempDir(), "config")
 	r := &router{
 		t: t, dir: dir, runDir: runDir,
@@ -171,48 +163,10 @@ func (r *router) start(name string) {
 		t.Cleanup(func() { f.Close() })
 		logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	stateDir := filepath.Join(t.TempDir(), "state")
-	d, err := daemon.New(daemon.Options{
-		ConfigDir: r.dir, WatchMode: "atomic", RunDir: r.runDir, StateDir: stateDir,
+	testenv.StartDaemon(t, daemon.Options{
+		ConfigDir: r.dir, WatchMode: "atomic", RunDir: r.runDir, StateDir: filepath.Join(t.TempDir(), "state"),
 		Resync: time.Minute, Logger: logger, Status: r.store, OnApply: r.applies.add,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel, r.done = cancel, make(chan error, 1)
-	go func() { r.done <- d.Run(ctx) }()
-	t.Cleanup(r.stop)
-	deadline := time.Now().Add(2 * time.Minute)
-	for !r.store.Get().Ready {
-		st := r.store.Get()
-		select {
-		case err := <-r.done:
-			r.cancel = nil
-			t.Fatalf("daemon stopped before ready: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("router not ready within 2m: %s (last error: %v)", st.NotReadyReason, st.LastError)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (r *router) stop() {
-	if r.cancel == nil {
-		return
-	}
-	r.cancel()
-	r.cancel = nil
-	select {
-	case err := <-r.done:
-		if err != nil {
-			r.t.Errorf("daemon stopped with error: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		r.t.Errorf("daemon did not stop within 30s")
-	}
+	}, 2*time.Minute)
 }
 
 // get fetches http://host/ through HAProxy and returns the body.

@@ -46,8 +46,6 @@ func routeName(i int) string   { return fmt.Sprintf("r-%05d", i) }
 func serviceName(i int) string { return fmt.Sprintf("svc-%05d", i) }
 func hostName(i int) string    { return fmt.Sprintf("r-%05d.bench.test", i) }
 
-func (t *tree) routes() int { return len(t.eps) }
-
 // key is the model key of route i.
 func (t *tree) key(i int) model.RouteKey {
 	return model.RouteKey{Namespace: t.namespace, Name: routeName(i)}

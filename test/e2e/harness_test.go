@@ -4,7 +4,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -42,8 +41,6 @@ type router struct {
 	http, https, stats int
 	metrics            string
 	store              *status.Store
-	cancel             context.CancelFunc
-	done               chan error
 	mu                 sync.Mutex
 	applied            []daemon.Applied
 	client             *http.Client
@@ -54,12 +51,7 @@ type router struct {
 func newRouter(t testing.TB) *router {
 	t.Helper()
 	testutil.HAProxy(t)
-	// Unix socket paths are short: keep the run dir out of t.TempDir().
-	runDir, err := os.MkdirTemp("", "hre")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(runDir) })
+	runDir := testenv.RunDir(t)
 	r := &router{
 		t: t, dir: filepath.Join(t.TempDir(), "config"), runDir: runDir,
 		http: freePort(t), https: freePort(t), stats: freePort(t),
@@ -82,10 +74,8 @@ func (r *router) start(mode string) {
 func (r *router) startWith(mode, dir string) {
 	t := r.t
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel, r.done = cancel, make(chan error, 1)
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	d, err := daemon.New(daemon.Options{
+	testenv.StartDaemon(t, daemon.Options{
 		ConfigDir: dir, WatchMode: snapshotMode(mode), RunDir: r.runDir,
 		StateDir: filepath.Join(t.TempDir(), "state"), MetricsAddress: r.metrics,
 		Resync: 2 * time.Second, Debounce: 100 * time.Millisecond,
@@ -95,34 +85,7 @@ func (r *router) startWith(mode, dir string) {
 			r.applied = append(r.applied, a)
 			r.mu.Unlock()
 		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { r.done <- d.Run(ctx) }()
-	t.Cleanup(r.stop)
-	r.eventually(30*time.Second, "router ready", func() error {
-		if st := r.store.Get(); !st.Ready {
-			return fmt.Errorf("not ready: %s (last error: %v)", st.NotReadyReason, st.LastError)
-		}
-		return nil
-	})
-}
-
-func (r *router) stop() {
-	if r.cancel == nil {
-		return
-	}
-	r.cancel()
-	r.cancel = nil
-	select {
-	case err := <-r.done:
-		if err != nil {
-			r.t.Errorf("daemon stopped with error: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		r.t.Errorf("daemon did not stop within 30s")
-	}
+	}, 30*time.Second)
 }
 
 // testWriter sends daemon logs to the test log, so a failure shows them.

@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/haproxy"
+	"github.com/haroute/haroute/internal/status"
 )
 
 // Backend is an HTTP server on 127.0.0.1 that answers every request with
@@ -109,4 +112,67 @@ spec:
   tuningOptions:
     reloadInterval: 1s
 %s`, http, https, stats, extra)
+}
+
+// RunDir is a fresh directory for HAProxy's sockets, removed when the test
+// ends. It lives directly under the system temp dir: t.TempDir() paths can
+// exceed the 107 bytes a unix socket path may have.
+func RunDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// StartDaemon runs a daemon built from opts in this process until the test
+// ends, and returns once its status says ready. It fails at once if Run
+// returns before that (HAProxy refused to start, say), with Run's error.
+// opts.Status is created when nil; read it from the returned options.
+func StartDaemon(t testing.TB, opts daemon.Options, readyWithin time.Duration) daemon.Options {
+	t.Helper()
+	if opts.Status == nil {
+		opts.Status = &status.Store{}
+	}
+	d, err := daemon.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	stopped := false
+	t.Cleanup(func() {
+		if stopped {
+			return
+		}
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("daemon stopped with error: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("daemon did not stop within 30s")
+		}
+	})
+	deadline := time.Now().Add(readyWithin)
+	for {
+		st := opts.Status.Get()
+		if st.Ready {
+			return opts
+		}
+		select {
+		case err := <-done:
+			stopped = true
+			t.Fatalf("daemon stopped before it was ready: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon not ready within %v: %s (last error: %v)", readyWithin, st.NotReadyReason, st.LastError)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
