@@ -30,6 +30,18 @@ func scaleFiles(r *router, extra string, bs []*backend) map[string][]byte {
 	)
 }
 
+// serveWeb publishes web.e2e.test over bs (extra goes into the
+// RouterConfig), starts the router and waits until bs[0] answers. It
+// returns the writer for the generations that follow.
+func serveWeb(t *testing.T, r *router, extra string, bs ...*backend) *publish.AtomicWriter {
+	t.Helper()
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(scaleFiles(r, extra, bs)))
+	r.start("atomic")
+	r.serves("web.e2e.test", "/", bs[0].Name)
+	return w
+}
+
 // Scaling 1 → 20 → 1 endpoints over many swaps never reloads; every new
 // server receives traffic and removed servers receive none.
 func TestScaleEndpointsWithoutReload(t *testing.T) {
@@ -38,10 +50,7 @@ func TestScaleEndpointsWithoutReload(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		bs = append(bs, startBackend(t, fmt.Sprintf("b%02d", i)))
 	}
-	w := publish.NewAtomicWriter(r.dir)
-	must(t, w.Publish(scaleFiles(r, "", bs[:1])))
-	r.start("atomic")
-	r.serves("web.e2e.test", "/", "b00")
+	w := serveWeb(t, r, "", bs[:1]...)
 	before := r.reloads()
 
 	for n := 2; n <= 20; n++ {
@@ -94,10 +103,7 @@ func TestScaleEndpointsWithoutReload(t *testing.T) {
 func TestLongLivedConnectionSurvivesRemoval(t *testing.T) {
 	r := newRouter(t)
 	one, two := startBackend(t, "one"), startBackend(t, "two")
-	w := publish.NewAtomicWriter(r.dir)
-	must(t, w.Publish(scaleFiles(r, "", []*backend{one})))
-	r.start("atomic")
-	r.serves("web.e2e.test", "/", "one")
+	w := serveWeb(t, r, "", one)
 	before := r.reloads()
 
 	req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/stream", r.http), nil)
@@ -142,10 +148,7 @@ func TestLongLivedConnectionSurvivesRemoval(t *testing.T) {
 func TestStickyCookieRuntimeServerSurvivesReload(t *testing.T) {
 	r := newRouter(t)
 	one, two := startBackend(t, "one"), startBackend(t, "two")
-	w := publish.NewAtomicWriter(r.dir)
-	must(t, w.Publish(scaleFiles(r, "", []*backend{one})))
-	r.start("atomic")
-	r.serves("web.e2e.test", "/", "one")
+	w := serveWeb(t, r, "", one)
 	before := r.reloads()
 	must(t, w.Publish(scaleFiles(r, "", []*backend{one, two})))
 
@@ -404,10 +407,7 @@ func indent(s string, n int) string {
 func TestAdminSocketUnusableFallsBackToReload(t *testing.T) {
 	r := newRouter(t)
 	one, two := startBackend(t, "one"), startBackend(t, "two")
-	w := publish.NewAtomicWriter(r.dir)
-	must(t, w.Publish(scaleFiles(r, "", []*backend{one})))
-	r.start("atomic")
-	r.serves("web.e2e.test", "/", "one")
+	w := serveWeb(t, r, "", one)
 	before := r.reloads()
 	sock := filepath.Join(r.runDir, "admin.sock")
 	must(t, os.Rename(sock, sock+".hidden"))
@@ -432,11 +432,8 @@ func TestAdminSocketUnusableFallsBackToReload(t *testing.T) {
 func TestDynamicConfigManagerOffReloads(t *testing.T) {
 	r := newRouter(t)
 	one, two := startBackend(t, "one"), startBackend(t, "two")
-	w := publish.NewAtomicWriter(r.dir)
 	off := "  dynamicConfigManager: false\n"
-	must(t, w.Publish(scaleFiles(r, off, []*backend{one})))
-	r.start("atomic")
-	r.serves("web.e2e.test", "/", "one")
+	w := serveWeb(t, r, off, one)
 	before := r.reloads()
 	must(t, w.Publish(scaleFiles(r, off, []*backend{two})))
 	r.serves("web.e2e.test", "/", "two")

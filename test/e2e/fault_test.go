@@ -21,16 +21,8 @@ import (
 func TestDirectoryVanishesAndLinkDangles(t *testing.T) {
 	r := newRouter(t)
 	one, two := startBackend(t, "one"), startBackend(t, "two")
-	root := filepath.Dir(r.dir)
-	link := filepath.Join(root, "current")
-	g := publish.NewGitSync(root, link)
-	must(t, g.Publish(files(
-		"router.yaml", r.routerConfig(""),
-		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
-		"endpoints.yaml", endpointsYAML("one", one),
-	)))
-	r.startWith("link", link)
-	r.serves("one.e2e.test", "/", "one")
+	_, link := serveViaGitSync(t, r, oneRoute(r, one), "one")
+	root := filepath.Dir(link)
 
 	// The link now points nowhere.
 	target, err := os.Readlink(link)
@@ -56,11 +48,7 @@ func TestDirectoryVanishesAndLinkDangles(t *testing.T) {
 	// A new generation appears: followed.
 	must(t, os.Remove(link))
 	g2 := publish.NewGitSync(root, link)
-	must(t, g2.Publish(files(
-		"router.yaml", r.routerConfig(""),
-		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
-		"endpoints.yaml", endpointsYAML("one", two),
-	)))
+	must(t, g2.Publish(oneRoute(r, two)))
 	r.serves("one.e2e.test", "/", "two")
 }
 
@@ -96,11 +84,7 @@ func TestStartupErrorsAreClear(t *testing.T) {
 	must(t, err)
 	defer ln.Close()
 	w := publish.NewAtomicWriter(r.dir)
-	must(t, w.Publish(files(
-		"router.yaml", r.routerConfig(""),
-		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
-		"endpoints.yaml", endpointsYAML("one", one),
-	)))
+	must(t, w.Publish(oneRoute(r, one)))
 	d, err := daemon.New(daemon.Options{ConfigDir: r.dir, RunDir: r.runDir, StateDir: t.TempDir()})
 	must(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -124,10 +108,7 @@ func TestHAProxyRestartMidChangesConverges(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		bs = append(bs, startBackend(t, fmt.Sprintf("b%d", i)))
 	}
-	w := publish.NewAtomicWriter(r.dir)
-	must(t, w.Publish(scaleFiles(r, "", bs[:1])))
-	r.start("atomic")
-	r.serves("web.e2e.test", "/", "b0")
+	w := serveWeb(t, r, "", bs[:1]...)
 	pid := r.store.Get().HAProxy.PID
 	for n := 2; n <= 6; n++ {
 		must(t, w.Publish(scaleFiles(r, "", bs[n-1:n])))

@@ -20,6 +20,7 @@ import (
 	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/status"
 	"github.com/haroute/haroute/internal/testutil"
+	"github.com/haroute/haroute/test/publish"
 	"github.com/haroute/haroute/test/testenv"
 )
 
@@ -193,6 +194,30 @@ func endpointsYAML(service string, bs ...*backend) string {
 		b.WriteString("  []\n")
 	}
 	return b.String()
+}
+
+// oneRoute is a generation with one route, one.e2e.test, whose service
+// "one" has the endpoint ep.
+func oneRoute(r *router, ep *backend) map[string][]byte {
+	return files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", ep),
+	)
+}
+
+// serveViaGitSync publishes first the way git-sync does (a link in the
+// config dir's parent), starts the router on the link and waits until
+// one.e2e.test is served by want.
+func serveViaGitSync(t *testing.T, r *router, first map[string][]byte, want string) (g *publish.GitSync, link string) {
+	t.Helper()
+	root := filepath.Dir(r.dir)
+	link = filepath.Join(root, "current")
+	g = publish.NewGitSync(root, link)
+	must(t, g.Publish(first))
+	r.startWith("link", link)
+	r.serves("one.e2e.test", "/", want)
+	return g, link
 }
 
 func files(kv ...string) map[string][]byte {

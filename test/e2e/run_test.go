@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,11 +25,7 @@ func TestRouteLifecycleAtomicWriter(t *testing.T) {
 	r := newRouter(t)
 	one, two := startBackend(t, "one"), startBackend(t, "two")
 	w := publish.NewAtomicWriter(r.dir)
-	must(t, w.Publish(files(
-		"router.yaml", r.routerConfig(""),
-		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
-		"endpoints.yaml", endpointsYAML("one", one),
-	)))
+	must(t, w.Publish(oneRoute(r, one)))
 	r.start("atomic")
 	r.serves("one.e2e.test", "/", "one")
 
@@ -52,11 +47,7 @@ func TestRouteLifecycleAtomicWriter(t *testing.T) {
 	r.serves("one.e2e.test", "/", "two")
 
 	// Remove route two: it stops being served.
-	must(t, w.Publish(files(
-		"router.yaml", r.routerConfig(""),
-		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
-		"endpoints.yaml", endpointsYAML("one", two),
-	)))
+	must(t, w.Publish(oneRoute(r, two)))
 	r.eventually(20*time.Second, "two.e2e.test no longer served", func() error {
 		if got, err := r.get("two.e2e.test", "/"); err == nil {
 			return fmt.Errorf("still served by %q", got)
@@ -72,11 +63,7 @@ func TestBadGenerationKeepsServing(t *testing.T) {
 	r := newRouter(t)
 	one := startBackend(t, "one")
 	w := publish.NewAtomicWriter(r.dir)
-	good := files(
-		"router.yaml", r.routerConfig(""),
-		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
-		"endpoints.yaml", endpointsYAML("one", one),
-	)
+	good := oneRoute(r, one)
 	must(t, w.Publish(good))
 	r.start("atomic")
 	r.serves("one.e2e.test", "/", "one")
@@ -113,16 +100,11 @@ func TestBadGenerationKeepsServing(t *testing.T) {
 func TestGitSyncLink(t *testing.T) {
 	r := newRouter(t)
 	one, two := startBackend(t, "one"), startBackend(t, "two")
-	root := filepath.Dir(r.dir)
-	link := filepath.Join(root, "current")
-	g := publish.NewGitSync(root, link)
-	must(t, g.Publish(files(
+	g, _ := serveViaGitSync(t, r, files(
 		"router.yaml", r.routerConfig(""),
 		"routes/one.yaml", routeYAML("one", "one.e2e.test", "", "one"),
 		"endpoints.yaml", endpointsYAML("one", one),
-	)))
-	r.startWith("link", link)
-	r.serves("one.e2e.test", "/", "one")
+	), "one")
 	must(t, g.Publish(files(
 		"router.yaml", r.routerConfig(""),
 		"routes/one.yaml", routeYAML("one", "one.e2e.test", "", "one"),
@@ -138,11 +120,7 @@ func TestHAProxyKilledComesBack(t *testing.T) {
 	r := newRouter(t)
 	one := startBackend(t, "one")
 	w := publish.NewAtomicWriter(r.dir)
-	must(t, w.Publish(files(
-		"router.yaml", r.routerConfig(""),
-		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
-		"endpoints.yaml", endpointsYAML("one", one),
-	)))
+	must(t, w.Publish(oneRoute(r, one)))
 	r.start("atomic")
 	r.serves("one.e2e.test", "/", "one")
 	pid := r.store.Get().HAProxy.PID

@@ -63,6 +63,16 @@ func TestRapidSwapsNeverTorn(t *testing.T) {
 	t.Logf("%d swaps, %d states applied, %d reloads", swaps, len(applied), r.reloads())
 }
 
+// publishRoutes publishes a generation with routes all served by one.
+func publishRoutes(t *testing.T, r *router, w *publish.AtomicWriter, routes []string, one *backend) {
+	t.Helper()
+	must(t, w.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", join(routes...),
+		"endpoints.yaml", endpointsYAML("one", one),
+	)))
+}
+
 // A burst of changes that each need a reload, inside one reload interval,
 // gives at most 2 reloads: the first at once, the rest coalesced.
 func TestThrottleCoalescesBurst(t *testing.T) {
@@ -70,14 +80,7 @@ func TestThrottleCoalescesBurst(t *testing.T) {
 	one := startBackend(t, "one")
 	w := publish.NewAtomicWriter(r.dir)
 	routes := []string{routeYAML("r0", "r0.e2e.test", "", "one")}
-	publishRoutes := func() {
-		must(t, w.Publish(files(
-			"router.yaml", r.routerConfig(""),
-			"routes.yaml", join(routes...),
-			"endpoints.yaml", endpointsYAML("one", one),
-		)))
-	}
-	publishRoutes()
+	publishRoutes(t, r, w, routes, one)
 	r.start("atomic")
 	r.serves("r0.e2e.test", "/", "one")
 	// Let a full interval pass so the burst starts from a quiet period.
@@ -86,7 +89,7 @@ func TestThrottleCoalescesBurst(t *testing.T) {
 	// Five new routes (each a new backend: a reload) within ~0.5 s.
 	for i := 1; i <= 5; i++ {
 		routes = append(routes, routeYAML(fmt.Sprintf("r%d", i), fmt.Sprintf("r%d.e2e.test", i), "", "one"))
-		publishRoutes()
+		publishRoutes(t, r, w, routes, one)
 		time.Sleep(100 * time.Millisecond)
 	}
 	r.serves("r5.e2e.test", "/", "one")
@@ -107,14 +110,7 @@ func TestZeroFailedRequestsAcrossReloads(t *testing.T) {
 	one := startBackend(t, "one")
 	w := publish.NewAtomicWriter(r.dir)
 	routes := []string{routeYAML("main", "main.e2e.test", "", "one")}
-	publishRoutes := func() {
-		must(t, w.Publish(files(
-			"router.yaml", r.routerConfig(""),
-			"routes.yaml", join(routes...),
-			"endpoints.yaml", endpointsYAML("one", one),
-		)))
-	}
-	publishRoutes()
+	publishRoutes(t, r, w, routes, one)
 	r.start("atomic")
 	r.serves("main.e2e.test", "/", "one")
 
@@ -150,7 +146,7 @@ func TestZeroFailedRequestsAcrossReloads(t *testing.T) {
 	const reloads = 5
 	for i := 1; i <= reloads; i++ {
 		routes = append(routes, routeYAML(fmt.Sprintf("extra%d", i), fmt.Sprintf("extra%d.e2e.test", i), "", "one"))
-		publishRoutes()
+		publishRoutes(t, r, w, routes, one)
 		r.serves(fmt.Sprintf("extra%d.e2e.test", i), "/", "one")
 	}
 	time.Sleep(500 * time.Millisecond)
