@@ -3,12 +3,6 @@ package haproxy
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
@@ -55,33 +49,10 @@ func backend(t testing.TB, name string) (port int) {
 
 // selfSigned returns cert+key PEM for localhost with the given serial.
 func selfSigned(t testing.TB, serial int64) string {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: "localhost"},
-		DNSNames:     []string{"localhost"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: der})
+	c, k, _ := testutil.SelfSignedCert(t, "localhost", big.NewInt(serial), time.Now().Add(time.Hour))
 	// An empty line between the blocks, as some tools write it: the
 	// payload builder must cope.
-	b.WriteString("\n")
-	pem.Encode(&b, &pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-	return b.String()
+	return string(c) + "\n" + string(k)
 }
 
 const testConfig = `global

@@ -3,12 +3,7 @@ package haproxy
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"go/parser"
@@ -107,34 +102,8 @@ func (r *nativeRig) inspector(t *testing.T) *NativeInspector {
 // nativeCert returns a self-signed certificate (cert+key PEM, and the
 // parsed leaf) for cn, with the given serial and notAfter.
 func nativeCert(t testing.TB, cn string, serial *big.Int, notAfter time.Time) (string, *x509.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn},
-		DNSNames:     []string{cn},
-		NotBefore:    time.Now().Add(-time.Hour).Truncate(time.Second),
-		NotAfter:     notAfter.Truncate(time.Second),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: der})
-	pem.Encode(&b, &pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-	return b.String(), leaf
+	c, k, leaf := testutil.SelfSignedCert(t, cn, serial, notAfter)
+	return string(c) + string(k), leaf
 }
 
 // binaryVersion is the version `haproxy -v` prints:

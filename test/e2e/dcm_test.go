@@ -2,14 +2,9 @@ package e2e
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
+	"github.com/haroute/haroute/internal/testutil"
 	"math/big"
 	"net/http"
 	"os"
@@ -380,20 +375,8 @@ func servedSerial(r *router, host string, want int64) error {
 }
 
 func makeCert(t testing.TB, host string, serial int64) (certPEM, keyPEM string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	must(t, err)
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	must(t, err)
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}))
+	c, k, _ := testutil.SelfSignedCert(t, host, big.NewInt(serial), time.Now().Add(24*time.Hour))
+	return string(c), string(k)
 }
 
 func indent(s string, n int) string {
