@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"github.com/haroute/haroute/internal/parallel"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,7 +113,7 @@ func admit(objs Objects, prev *Settings, m *memos, sc *admitScratch) (*Desired, 
 	// Resolving services is independent per route, and the bulk of
 	// admission at scale: spread it over the cores, then collect in order.
 	d.Statuses = make([]RouteStatus, len(cands))
-	forEach(len(cands), admitGrain, func(i int) {
+	parallel.For(len(cands), admitGrain, func(i int) {
 		c := cands[i]
 		switch {
 		case c.check.bad:
@@ -246,7 +247,7 @@ func validateSorted(sorted []*Route, memos []*routeMemo, settings *Settings, ds 
 		cands = append(cands, c)
 	}
 	// Each route is validated on its own: on all cores.
-	forEach(len(cands), admitGrain, func(i int) {
+	parallel.For(len(cands), admitGrain, func(i int) {
 		c := cands[i]
 		if c.memo != nil {
 			c.admitted, c.check = c.memo.validate(c.route, settings, &c.checkBuf)

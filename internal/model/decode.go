@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/haroute/haroute/internal/parallel"
 	"io"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -61,7 +59,7 @@ func decodeFile(path string, data []byte, lim Limits) fileResult {
 func decodeFiles(files []SourceFile, lim Limits) []fileResult {
 	results := make([]fileResult, len(files))
 	textOK := make([]bool, len(files))
-	forEach(len(files), 16, func(i int) {
+	parallel.For(len(files), 16, func(i int) {
 		var d Diagnostic
 		if d, textOK[i] = checkText(files[i].Path, files[i].Data, lim); !textOK[i] {
 			results[i] = fileResult{diags: Diagnostics{d}, failed: true}
@@ -79,29 +77,7 @@ func decodeFiles(files []SourceFile, lim Limits) []fileResult {
 		c := chunks[j]
 		out[j] = decodeChunk(files[c.file].Path, c, lim, sc)
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(chunks))
-	if workers <= 1 {
-		var sc scratch
-		for j := range chunks {
-			decode(j, &sc)
-		}
-	} else {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range workers {
-			wg.Go(func() {
-				var sc scratch
-				for {
-					j := int(next.Add(1) - 1)
-					if j >= len(chunks) {
-						return
-					}
-					decode(j, &sc)
-				}
-			})
-		}
-		wg.Wait()
-	}
+	parallel.ForWith(len(chunks), func() *scratch { return new(scratch) }, decode)
 
 	// Chunks are in file order, then document order.
 	for j, c := range chunks {

@@ -3,6 +3,7 @@ package model
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/haroute/haroute/internal/parallel"
 	"slices"
 )
 
@@ -95,7 +96,7 @@ func (l *Loader) decode(files []SourceFile) (Objects, Diagnostics) {
 func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnostics) {
 	// Hashing a cold snapshot is a few milliseconds per core.
 	all := make([]string, len(files))
-	forEach(len(files), 16, func(i int) {
+	parallel.For(len(files), 16, func(i int) {
 		if all[i] = files[i].Hash; all[i] == "" {
 			sum := sha256.Sum256(files[i].Data)
 			all[i] = hex.EncodeToString(sum[:])

@@ -2,13 +2,11 @@ package render
 
 import (
 	"bytes"
-	"runtime"
+	"github.com/haroute/haroute/internal/parallel"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/haroute/haroute/internal/model"
 )
@@ -250,26 +248,7 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 			}
 		}
 	}
-	if workers := min(runtime.GOMAXPROCS(0), parts); workers <= 1 {
-		for p := range parts {
-			render(p)
-		}
-	} else {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range workers {
-			wg.Go(func() {
-				for {
-					p := int(next.Add(1) - 1)
-					if p >= parts {
-						return
-					}
-					render(p)
-				}
-			})
-		}
-		wg.Wait()
-	}
+	parallel.For(parts, 1, render)
 
 	mapsSame = sameKeys && t.maps != nil
 	for j, i := range miss {
