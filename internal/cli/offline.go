@@ -127,7 +127,10 @@ func writeBundleFile(outDir string, f render.File) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return fsutil.WriteFileAtomic(path, f.Data, f.Mode)
+	return fsutil.WriteAtomic(path, f.Mode, func(w io.Writer) error {
+		_, err := f.WriteTo(w)
+		return err
+	})
 }
 
 // offlineInput is render.Input for commands without a state dir: the

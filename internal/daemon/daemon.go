@@ -106,6 +106,9 @@ type Daemon struct {
 	// path, without `haproxy -c`; a reload validates them first.
 	unchecked bool
 
+	// gc collects garbage between changes rather than during them.
+	gc *idleGC
+
 	hardNOFILE     uint64
 	warnedMaxConn  bool
 	lastMaxConnFit int
@@ -176,6 +179,7 @@ func New(opts Options) (*Daemon, error) {
 		lastFiles:  map[string]model.SourceFile{},
 		pending:    map[model.BackendName]map[model.ServerName]bool{},
 		hardNOFILE: nofileHardLimit(),
+		gc:         newIdleGC(),
 	}
 	d.status.Set(func(s *status.Status) { s.NotReadyReason = "no configuration applied yet" })
 	return d, nil

@@ -25,6 +25,19 @@ func TestBundleDirWrite(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("key file mode = %v, %v; want 0600", st.Mode().Perm(), err)
 	}
+	// haproxy.cfg in parts, as Render makes it: same content, no write;
+	// one part changed, the file is rewritten whole.
+	b.Files[0] = render.File{Name: "haproxy.cfg", Parts: [][]byte{[]byte("glo"), []byte("bal\n")}, Mode: 0o644}
+	if n, err := d.write(b); err != nil || n != 0 {
+		t.Fatalf("same content in parts: changed=%d err=%v, want 0", n, err)
+	}
+	b.Files[0].Parts = [][]byte{[]byte("global\n"), []byte("\nbackend b\n")}
+	if n, err := d.write(b); err != nil || n != 1 {
+		t.Fatalf("a changed part: changed=%d err=%v, want 1", n, err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "haproxy.cfg")); err != nil || string(got) != "global\n\nbackend b\n" {
+		t.Fatalf("haproxy.cfg = %q, %v", got, err)
+	}
 	b.Files = b.Files[:1]
 	if n, err := d.write(b); err != nil || n != 1 {
 		t.Fatalf("dropping a file: changed=%d err=%v, want 1", n, err)

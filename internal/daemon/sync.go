@@ -20,6 +20,8 @@ import (
 // input are reported and leave the last good state serving; the only error
 // returned is a failure to start HAProxy the first time.
 func (d *Daemon) sync(ctx context.Context, force bool) error {
+	defer d.gc.changed()
+	began := time.Now()
 	snap, err := d.reader.Read(ctx, d.opts.ConfigDir, d.opts.WatchMode)
 	if err != nil {
 		d.metrics.SnapshotError()
@@ -46,7 +48,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		return nil
 	}
 	d.log.Debug("snapshot prepared", "files", len(snap.Files), "attempts", snap.Attempts,
-		"load", loaded.Sub(read), "render", time.Since(loaded))
+		"read", read.Sub(began), "load", loaded.Sub(read), "render", time.Since(loaded))
 	d.lastHash, d.lastSnap = snap.Hash, snap
 	d.throttle.interval = next.Desired.Router.ReloadInterval
 

@@ -3,7 +3,9 @@
 package fsutil
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -12,7 +14,27 @@ import (
 // content or the new, never a partial file; after a crash the file holds one
 // of the two. The mode is applied before the rename, so a private key is
 // never readable by others, even for an instant.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+	return writeAtomic(path, mode, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+}
+
+// WriteAtomic is WriteFileAtomic for content that fill writes in pieces.
+// The pieces go through a buffer, so many small writes cost few system
+// calls.
+func WriteAtomic(path string, mode os.FileMode, fill func(io.Writer) error) error {
+	return writeAtomic(path, mode, func(f *os.File) error {
+		bw := bufio.NewWriterSize(f, writeBuffer)
+		if err := fill(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+}
+
+func writeAtomic(path string, mode os.FileMode, fill func(*os.File) error) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -27,7 +49,7 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
 	if err = tmp.Chmod(mode); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if _, err = tmp.Write(data); err != nil {
+	if err = fill(tmp); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = tmp.Sync(); err != nil {
@@ -41,6 +63,10 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
 	}
 	return SyncDir(dir)
 }
+
+// writeBuffer is small enough to stay in the CPU cache while large
+// content is copied through it, large enough to need few write calls.
+const writeBuffer = 256 << 10
 
 // SyncDir makes a rename in dir durable.
 func SyncDir(dir string) error {

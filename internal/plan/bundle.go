@@ -27,7 +27,7 @@ func (d *differ) bundles() {
 
 func fileData(b *render.Bundle, name string) []byte {
 	if f := b.File(name); f != nil {
-		return f.Data
+		return f.Bytes()
 	}
 	return nil
 }
@@ -174,7 +174,7 @@ func (d *differ) otherFiles(a, b *render.Bundle) {
 			d.add(Change{Mode: ModeReload, Kind: kind(b.Files[j].Name), Subject: b.Files[j].Name, Detail: "added"})
 			j++
 		default:
-			if !bytes.Equal(a.Files[i].Data, b.Files[j].Data) {
+			if !a.Files[i].Equal(&b.Files[j]) {
 				d.add(Change{Mode: ModeReload, Kind: kind(b.Files[j].Name), Subject: b.Files[j].Name, Detail: "content"})
 			}
 			i++

@@ -114,7 +114,7 @@ func startHAProxy(t *testing.T, bin string, d *model.Desired, cert []byte) *live
 		}
 	}
 	for _, f := range h.state.Bundle.Files {
-		if err := os.WriteFile(filepath.Join(h.dir, f.Name), f.Data, f.Mode); err != nil {
+		if err := os.WriteFile(filepath.Join(h.dir, f.Name), f.Bytes(), f.Mode); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -49,7 +49,7 @@ func BenchmarkRender10k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		size = len(out.File(ConfigFile).Data)
+		size = len(out.File(ConfigFile).Bytes())
 	}
 	b.ReportMetric(float64(size)/1e6, "MB-cfg")
 }

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"bytes"
+	"io"
 	"io/fs"
 
 	"github.com/haroute/haroute/internal/model"
@@ -26,11 +28,72 @@ type Input struct {
 	Cache *Cache
 }
 
-// File is one file of a bundle. Name is relative to Input.Dir.
+// File is one file of a bundle. Name is relative to Input.Dir. Its
+// content is Data or, for haproxy.cfg, the concatenation of Parts: the
+// global part and one part per route backend, shared with the render
+// cache. At 10k routes the config is megabytes; an endpoint change then
+// compares and writes it part by part instead of first copying it into
+// one new buffer. Read the content through Bytes, Equal and WriteTo,
+// which treat both forms alike.
 type File struct {
-	Name string
-	Data []byte
-	Mode fs.FileMode // 0600 for anything holding a private key, else 0644
+	Name  string
+	Data  []byte
+	Parts [][]byte
+	Mode  fs.FileMode // 0600 for anything holding a private key, else 0644
+}
+
+// Bytes returns the content in one slice; it joins Parts, so it costs a
+// copy of the file for haproxy.cfg.
+func (f *File) Bytes() []byte {
+	if f.Parts == nil {
+		return f.Data
+	}
+	return bytes.Join(f.Parts, nil)
+}
+
+// Size is the length of the content.
+func (f *File) Size() int {
+	n := len(f.Data)
+	for _, p := range f.Parts {
+		n += len(p)
+	}
+	return n
+}
+
+// Equal reports whether f and g have the same content. Parts shared
+// between two renders are the same memory, which bytes.Equal recognises
+// without reading it.
+func (f *File) Equal(g *File) bool {
+	if f.Size() != g.Size() {
+		return false
+	}
+	if len(f.Parts) == len(g.Parts) && f.Parts != nil {
+		for i := range f.Parts {
+			if !bytes.Equal(f.Parts[i], g.Parts[i]) {
+				// Parts may split the same content differently.
+				return bytes.Equal(f.Bytes(), g.Bytes())
+			}
+		}
+		return true
+	}
+	return bytes.Equal(f.Bytes(), g.Bytes())
+}
+
+// WriteTo writes the content to w.
+func (f *File) WriteTo(w io.Writer) (int64, error) {
+	if f.Parts == nil {
+		n, err := w.Write(f.Data)
+		return int64(n), err
+	}
+	var total int64
+	for _, p := range f.Parts {
+		n, err := w.Write(p)
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // MapEntry is one line of an HAProxy map file.

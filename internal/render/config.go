@@ -51,7 +51,9 @@ const (
 // a buffer of its own; the parts are joined in route order.
 const backendsPerPart = 512
 
-func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full, skeleton []byte) {
+// buildConfig returns haproxy.cfg as parts (the global part, then each
+// route's backend, not joined: see File) and its skeleton.
+func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skeleton []byte) {
 	w := &cfgWriter{full: make([]byte, 0, 16<<10), skel: make([]byte, 0, 16<<10)}
 	s := in.Desired.Router
 
@@ -149,14 +151,11 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full, skeleton []by
 	w.line("  stats uri /stats")
 
 	preloadCAs(w, in)
-	// Joined without zeroing the buffers first: at 10k routes the config
-	// is megabytes.
-	fullParts := make([][]byte, 0, len(outs)+1)
-	fullParts = append(fullParts, w.full)
+	full = make([][]byte, 0, len(outs)+1)
+	full = append(full, w.full)
 	for _, o := range outs {
-		fullParts = append(fullParts, o.full)
+		full = append(full, o.full)
 	}
-	full = bytes.Join(fullParts, nil)
 	// An endpoint change leaves every skeleton part as it was: the last
 	// skeleton is then reused rather than joined again.
 	if t != nil && t.sameSkeleton(w.skel, outs) {

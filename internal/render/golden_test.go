@@ -113,7 +113,7 @@ func checkGolden(t *testing.T, dir string, in Input) {
 	want := readGolden(t, dir)
 	got := map[string][]byte{}
 	for _, f := range b.Files {
-		got[f.Name] = f.Data
+		got[f.Name] = f.Bytes()
 	}
 	for name, data := range got {
 		w, ok := want[name]
@@ -148,7 +148,7 @@ func writeGolden(t *testing.T, dir string, b *Bundle) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+		if err := os.WriteFile(p, f.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -187,7 +187,7 @@ func writeBundle(t testing.TB, dir string, b *Bundle) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, f.Data, f.Mode); err != nil {
+		if err := os.WriteFile(p, f.Bytes(), f.Mode); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -305,8 +305,8 @@ func sameBundle(a, b *Bundle) error {
 	}
 	for i := range a.Files {
 		fa, fb := a.Files[i], b.Files[i]
-		if fa.Name != fb.Name || fa.Mode != fb.Mode || !bytes.Equal(fa.Data, fb.Data) {
-			return fmt.Errorf("file %d: %s (%v, %d bytes), want %s (%v, %d bytes)", i, fa.Name, fa.Mode, len(fa.Data), fb.Name, fb.Mode, len(fb.Data))
+		if fa.Name != fb.Name || fa.Mode != fb.Mode || !bytes.Equal(fa.Bytes(), fb.Bytes()) {
+			return fmt.Errorf("file %d: %s (%v, %d bytes), want %s (%v, %d bytes)", i, fa.Name, fa.Mode, fa.Size(), fb.Name, fb.Mode, fb.Size())
 		}
 	}
 	if !bytes.Equal(a.Skeleton, b.Skeleton) {

@@ -24,7 +24,7 @@ func TestBackendsInPartsKeepOrder(t *testing.T) {
 			want.line("")
 			backend(&want, &in.Desired.Routes[i], in)
 		}
-		full := b.File(ConfigFile).Data
+		full := b.File(ConfigFile).Bytes()
 		if !bytes.HasSuffix(full, want.full) || !bytes.HasSuffix(b.Skeleton, want.skel) {
 			t.Errorf("%d routes: backends differ from one-by-one rendering", n)
 		}

@@ -115,7 +115,7 @@ func Render(in Input) (*Bundle, error) {
 
 	full, skeleton := buildConfig(in, outs, t)
 	b.Skeleton = skeleton
-	b.Files = append(b.Files, File{Name: ConfigFile, Data: full, Mode: 0o644})
+	b.Files = append(b.Files, File{Name: ConfigFile, Parts: full, Mode: 0o644})
 	sort.Slice(b.Files, func(i, j int) bool { return b.Files[i].Name < b.Files[j].Name })
 	if t != nil {
 		t.commit(outs, b.Maps, mapData, skeleton)

@@ -77,7 +77,7 @@ func TestFilesSortedWithModes(t *testing.T) {
 	if want := []string{"certs/default.pem", "certs/ns_r.pem"}; !reflect.DeepEqual(certs, want) {
 		t.Errorf("certs = %q, want %q", certs, want)
 	}
-	if pem := string(b.File("certs/ns_r.pem").Data); !strings.Contains(pem, "BEGIN CERTIFICATE") || !strings.Contains(pem, "PRIVATE KEY") {
+	if pem := string(b.File("certs/ns_r.pem").Bytes()); !strings.Contains(pem, "BEGIN CERTIFICATE") || !strings.Contains(pem, "PRIVATE KEY") {
 		t.Errorf("route PEM lacks certificate or key:\n%s", pem)
 	}
 	for _, m := range b.Maps {
@@ -101,7 +101,7 @@ func TestSkeleton(t *testing.T) {
 	if !bytes.Contains(base.Skeleton, []byte("  server fe_sni unix@/run/haroute/fe_sni.sock send-proxy-v2\n")) {
 		t.Error("skeleton lost the be_sni server")
 	}
-	full := string(base.File(ConfigFile).Data)
+	full := string(base.File(ConfigFile).Bytes())
 	if !strings.Contains(full, "  server ep_10.0.0.1_80 10.0.0.1:80 weight 50 check inter 5s\n") {
 		t.Errorf("full config lacks the server line:\n%s", full)
 	}
@@ -151,10 +151,10 @@ func TestInsecurePolicyIsMapOnly(t *testing.T) {
 	none := render(model.InsecurePolicyNone)
 	for p, entries := range want {
 		b := render(p)
-		if !bytes.Equal(b.File(ConfigFile).Data, none.File(ConfigFile).Data) {
+		if !bytes.Equal(b.File(ConfigFile).Bytes(), none.File(ConfigFile).Bytes()) {
 			t.Errorf("%s: haproxy.cfg differs from policy None", p)
 		}
-		if !bytes.Equal(b.File(CrtListFile).Data, none.File(CrtListFile).Data) {
+		if !bytes.Equal(b.File(CrtListFile).Bytes(), none.File(CrtListFile).Bytes()) {
 			t.Errorf("%s: crt-list differs from policy None", p)
 		}
 		for _, m := range b.Maps {
@@ -353,7 +353,7 @@ func TestUncheckedServers(t *testing.T) {
 
 func TestDuplicateServerRenderedOnce(t *testing.T) {
 	b := mustRender(t, baseInput(t, route("ns", "r", "r.example.com", "", svc("a", 100, "10.0.0.1:80"), svc("b", 100, "10.0.0.1:80"))))
-	if n := strings.Count(string(b.File(ConfigFile).Data), "server ep_10.0.0.1_80 "); n != 1 {
+	if n := strings.Count(string(b.File(ConfigFile).Bytes()), "server ep_10.0.0.1_80 "); n != 1 {
 		t.Errorf("server rendered %d times, want once", n)
 	}
 }

@@ -161,7 +161,11 @@ func (r *router) start(name string) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { f.Close() })
-		logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		level := slog.LevelInfo
+		if os.Getenv("HAROUTE_BENCH_DEBUG") == "1" {
+			level = slog.LevelDebug // per-stage timings of every change
+		}
+		logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: level}))
 	}
 	testenv.StartDaemon(t, daemon.Options{
 		ConfigDir: r.dir, WatchMode: "atomic", RunDir: r.runDir, StateDir: filepath.Join(t.TempDir(), "state"),

@@ -260,7 +260,7 @@ func renderAndCheck(t *testing.T, d *model.Desired) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, f.Data, f.Mode); err != nil {
+		if err := os.WriteFile(p, f.Bytes(), f.Mode); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -278,7 +278,7 @@ func renderAndCheck(t *testing.T, d *model.Desired) {
 		t.Errorf("haproxy -c warned (err %v):\n%s", err, out)
 	}
 
-	cfg := string(b.File(render.ConfigFile).Data)
+	cfg := string(b.File(render.ConfigFile).Bytes())
 	for _, r := range d.Routes {
 		if !strings.Contains(cfg, "\nbackend "+string(r.BackendName())+"\n") {
 			t.Errorf("haproxy.cfg has no backend %s for route %s", r.BackendName(), r.Key)
