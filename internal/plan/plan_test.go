@@ -505,7 +505,7 @@ func TestComputeUnexplainedSkeleton(t *testing.T) {
 	b.Skeleton = []byte(strings.Replace(string(b.Skeleton), "retries 3", "retries 4", 1))
 	desired.Bundle = &b
 	p := Compute(applied, desired)
-	if got, want := reasonStrings(p), []string{"haproxy.cfg changed: defaults"}; !slices.Equal(got, want) {
+	if got, want := reasonStrings(p), []string{"haproxy.cfg changed: defaults base"}; !slices.Equal(got, want) {
 		t.Errorf("reasons = %q, want %q", got, want)
 	}
 }

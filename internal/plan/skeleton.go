@@ -3,10 +3,12 @@ package plan
 import (
 	"bytes"
 	"fmt"
+	"strings"
 )
 
-// section is one top-level block of haproxy.cfg: its header line
-// ("backend be_http:ns:name") and everything up to the next header.
+// section is one top-level block of haproxy.cfg: its header line without
+// the defaults it takes ("backend be_http:ns:name" for "backend
+// be_http:ns:name from routes_http") and everything up to the next header.
 type section struct {
 	header string
 	body   []byte
@@ -32,7 +34,7 @@ func sections(cfg []byte) []section {
 				out = append(out, section{header: header, body: cfg[start:pos]})
 			}
 			start = pos
-			header = string(bytes.TrimSpace(line))
+			header, _, _ = strings.Cut(string(bytes.TrimSpace(line)), " from ")
 		}
 		pos = end
 	}

@@ -280,7 +280,7 @@ func renderAndCheck(t *testing.T, d *model.Desired) {
 
 	cfg := string(b.File(render.ConfigFile).Bytes())
 	for _, r := range d.Routes {
-		if !strings.Contains(cfg, "\nbackend "+string(r.BackendName())+"\n") {
+		if !strings.Contains(cfg, "\nbackend "+string(r.BackendName())+" from ") {
 			t.Errorf("haproxy.cfg has no backend %s for route %s", r.BackendName(), r.Key)
 		}
 	}
