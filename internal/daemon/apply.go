@@ -26,7 +26,7 @@ func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State)
 	d.unchecked = true
 	d.log.Debug("bundle written", "took", time.Since(writeStart))
 	start := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, d.opts.RuntimeTimeout)
 	defer cancel()
 	if err := d.execute(rctx, p.Ops); err != nil {
 		d.fallback(ctx, fmt.Sprintf("runtime-fallback: %v", err))
@@ -163,19 +163,46 @@ func (d *Daemon) fallback(ctx context.Context, reason string) {
 	d.throttle.request(reason)
 }
 
-// deletePending deletes drained servers once they carry no connections, so
-// long-lived connections are never cut to tidy up.
-func (d *Daemon) deletePending(ctx context.Context) {
-	if d.proc == nil || len(d.pending) == 0 {
+// housekeepBudget bounds one round of housekeeping, which runs on the main
+// loop: a healthy HAProxy answers in milliseconds.
+const housekeepBudget = time.Second
+
+// housekeep deletes drained servers and refreshes the process counts,
+// once a second. When HAProxy's sockets do not answer, it backs off
+// (doubling up to a minute), so changes are not stuck behind a hung
+// socket a second at a time; any answer resets the back-off.
+func (d *Daemon) housekeep(ctx context.Context) {
+	now := time.Now()
+	if d.proc == nil || now.Before(d.housekeepAfter) {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, housekeepBudget)
 	defer cancel()
+	deleted := d.deletePending(cctx)
+	observed := d.observeProcs(cctx)
+	if deleted && observed {
+		d.housekeepBackoff = 0
+		return
+	}
+	d.housekeepBackoff = min(max(2*d.housekeepBackoff, time.Second), time.Minute)
+	d.housekeepAfter = now.Add(d.housekeepBackoff)
+	d.log.Warn("haproxy sockets did not answer housekeeping; backing off", "for", d.housekeepBackoff)
+}
+
+// deletePending deletes drained servers once they carry no connections, so
+// long-lived connections are never cut to tidy up. It reports false when
+// HAProxy answered none of its questions.
+func (d *Daemon) deletePending(ctx context.Context) bool {
+	answered := len(d.pending) == 0
 	for be, servers := range d.pending {
-		conns, err := d.runtime.BackendConns(cctx, string(be))
+		conns, err := d.runtime.BackendConns(ctx, string(be))
 		if err != nil {
+			if ctx.Err() != nil {
+				break // out of time; the next round goes on
+			}
 			continue
 		}
+		answered = true
 		for s := range servers {
 			if n, ok := conns[string(s)]; !ok || n > 0 {
 				// Absent: gone already (a reload dropped it); the delete
@@ -185,7 +212,7 @@ func (d *Daemon) deletePending(ctx context.Context) {
 				}
 				continue
 			}
-			resps, err := d.runtime.Execute(cctx, []string{plan.DeleteServerCommand(be, s)})
+			resps, err := d.runtime.Execute(ctx, []string{plan.DeleteServerCommand(be, s)})
 			if err == nil {
 				err = haproxy.FirstError(resps)
 			}
@@ -197,22 +224,19 @@ func (d *Daemon) deletePending(ctx context.Context) {
 			d.metrics.RuntimeUpdate("del-server", 1)
 		}
 	}
+	return answered
 }
 
 // observeProcs publishes how many HAProxy workers run, old ones included:
-// the number that grows when reloads pile up.
-func (d *Daemon) observeProcs(ctx context.Context) {
-	if d.proc == nil {
-		return
-	}
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	info, err := d.proc.Master().ShowProc(cctx)
+// the number that grows when reloads pile up. It reports false when a
+// socket did not answer.
+func (d *Daemon) observeProcs(ctx context.Context) bool {
+	info, err := d.proc.Master().ShowProc(ctx)
 	if err != nil {
-		return
+		return false
 	}
 	d.metrics.SetProcesses(len(info.Workers), len(info.OldWorkers))
-	hinfo, infoErr := d.inspector.Info(cctx)
+	hinfo, infoErr := d.inspector.Info(ctx)
 	d.status.Set(func(s *status.Status) {
 		s.HAProxy.PID = info.Master.PID
 		s.HAProxy.Workers = pids(info.Workers)
@@ -221,6 +245,7 @@ func (d *Daemon) observeProcs(ctx context.Context) {
 			s.HAProxy.Version, s.HAProxy.MaxConn, s.HAProxy.CurrConns = hinfo.Version, hinfo.MaxConn, hinfo.CurrConns
 		}
 	})
+	return infoErr == nil
 }
 
 func pids(ps []haproxy.Proc) []int {

@@ -42,6 +42,10 @@ type Options struct {
 	MetricsAddress string
 	Resync         time.Duration // default 60s
 	Debounce       time.Duration // plain mode, default 250ms
+	// RuntimeTimeout bounds one runtime plan (commands and read-back) and
+	// the checks set after a load; past it, the change goes through a
+	// reload. Default 15s: a plan of thousands of servers takes seconds.
+	RuntimeTimeout time.Duration
 	// Trigger forces a resync (the CLI sends SIGHUP here).
 	Trigger <-chan struct{}
 	Logger  *slog.Logger
@@ -108,6 +112,10 @@ type Daemon struct {
 
 	// gc collects garbage between changes rather than during them.
 	gc *idleGC
+	// housekeepAfter and housekeepBackoff pause housekeeping while
+	// HAProxy's sockets do not answer.
+	housekeepAfter   time.Time
+	housekeepBackoff time.Duration
 
 	hardNOFILE     uint64
 	warnedMaxConn  bool
@@ -127,6 +135,9 @@ func New(opts Options) (*Daemon, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.RuntimeTimeout <= 0 {
+		opts.RuntimeTimeout = 15 * time.Second
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.New()
@@ -254,8 +265,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.restarts++
 			}
 		case <-drain.C:
-			d.deletePending(ctx)
-			d.observeProcs(ctx)
+			d.housekeep(ctx)
 		}
 		if at, ok := d.throttle.due(time.Now()); ok && d.proc != nil {
 			resetTimer(reloadTimer, time.Until(at))

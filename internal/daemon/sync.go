@@ -274,6 +274,7 @@ func (d *Daemon) reload(ctx context.Context) {
 func (d *Daemon) loaded(ctx context.Context, reasons []string, reload bool, elapsed time.Duration) {
 	d.applied = d.desired
 	d.pending = map[model.BackendName]map[model.ServerName]bool{}
+	d.housekeepAfter, d.housekeepBackoff = time.Time{}, 0 // a new worker: ask again
 	var cmds []string
 	for be, servers := range render.UncheckedServers(d.applied.Desired) {
 		for _, s := range servers {
@@ -281,7 +282,7 @@ func (d *Daemon) loaded(ctx context.Context, reasons []string, reload bool, elap
 		}
 	}
 	if len(cmds) > 0 {
-		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		fctx, cancel := context.WithTimeout(ctx, d.opts.RuntimeTimeout)
 		resps, err := d.runtime.Execute(fctx, cmds)
 		cancel()
 		if err == nil {

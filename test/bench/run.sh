@@ -150,10 +150,12 @@ batch=$(bench_field BenchmarkExecuteBatch1000 ns/op)
 	echo "- Runtime changes add one endpoint to one service (1k: services 0..999;"
 	echo "  10k: every 50th service). The reload path adds a route, 1.2 s apart so"
 	echo "  the 1 s reloadInterval throttle adds nothing."
-	echo "- The 10k-route router sets \`maxConnections: 4000\`: with the default the"
-	echo "  daemon derives maxconn 8872 from the 20000 fd limit, but HAProxy also"
-	echo "  reserves one fd per server and refuses to start with 10k servers"
-	echo "  (\`Cannot raise FD limit to 27787, limit is 20000\`)."
+	echo "- Every router runs with the default \`maxConnections\`: the daemon fits"
+	echo "  maxconn to the fd hard limit ($(ulimit -Hn) here), leaving one descriptor"
+	echo "  per server (reserved in steps of 4096 servers) for HAProxy, and logs a"
+	echo "  warning when it has to lower it."
+	echo "- The daemon runs inside the harness process (for the OnApply timestamps),"
+	echo "  sharing its heap and cores with the publisher."
 	if ((${#missing[@]})); then
 		echo "- Benchmarks asked for but not found: $(printf '%s; ' "${missing[@]}")"
 	fi

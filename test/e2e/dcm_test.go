@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"github.com/haroute/haroute/internal/testutil"
 	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -399,16 +401,107 @@ func TestAdminSocketUnusableFallsBackToReload(t *testing.T) {
 	if got := r.reloads() - before; got < 1 {
 		t.Fatalf("no reload after the runtime path failed")
 	}
-	r.eventually(10*time.Second, "fallback reload recorded", func() error {
+	r.fellBack(1, "runtime-fallback")
+}
+
+// fellBack waits until status counts n runtime fallbacks and the last
+// reload's reasons say runtime-fallback and contain why.
+func (r *router) fellBack(n uint64, why string) {
+	r.t.Helper()
+	r.eventually(20*time.Second, "fallback reload recorded", func() error {
 		st := r.store.Get()
-		if st.LastReload == nil || !strings.Contains(strings.Join(st.LastReload.Reasons, ";"), "runtime-fallback") {
-			return fmt.Errorf("last reload = %+v, want reasons with runtime-fallback", st.LastReload)
+		if st.Fallbacks < n {
+			return fmt.Errorf("status counts %d fallbacks, want %d", st.Fallbacks, n)
 		}
-		if st.Fallbacks == 0 {
-			return fmt.Errorf("status counts no fallback")
+		reasons := ""
+		if st.LastReload != nil && st.LastReload.OK {
+			reasons = strings.Join(st.LastReload.Reasons, "; ")
+		}
+		if !strings.Contains(reasons, "runtime-fallback: ") || !strings.Contains(reasons, why) {
+			return fmt.Errorf("last reload = %+v, want a successful one with reasons runtime-fallback: …%s…", st.LastReload, why)
 		}
 		return nil
 	})
+}
+
+// A runtime command HAProxy refuses ends in a reload that converges. The
+// refusal is provoked behind the daemon's back: a server of the name the
+// daemon is about to add already exists, pointing nowhere.
+func TestRefusedRuntimeCommandFallsBackToReload(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := serveWeb(t, r, "", one)
+	before := r.reloads()
+	squatter := fmt.Sprintf("add server be_http:e2e:web/ep_127.0.0.1_%d 127.0.0.1:1", two.Port)
+	if out, err := adminCommand(r.runDir, squatter); err != nil || !strings.Contains(out, "New server registered") {
+		t.Fatalf("%s: %q, %v", squatter, out, err)
+	}
+	must(t, w.Publish(scaleFiles(r, "", []*backend{one, two})))
+	r.fellBack(1, "Already exists a server with the same name")
+	if got := r.reloads() - before; got < 1 {
+		t.Fatalf("no reload after HAProxy refused a command")
+	}
+	// The reload loaded the files, which name two's real address.
+	seen := map[string]bool{}
+	r.eventually(10*time.Second, "both endpoints answer", func() error {
+		got, err := r.get("web.e2e.test", "/")
+		if err != nil {
+			return err
+		}
+		if seen[got] = true; !seen["one"] || !seen["two"] {
+			return fmt.Errorf("answered so far by %v", seen)
+		}
+		return nil
+	})
+}
+
+// An admin socket that accepts and never answers: each change waits out
+// RuntimeTimeout, then converges through a reload; none is lost.
+func TestHungAdminSocketFallsBackToReload(t *testing.T) {
+	r := newRouter(t)
+	r.runtimeTimeout = time.Second
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := serveWeb(t, r, "", one)
+
+	sock := filepath.Join(r.runDir, "admin.sock")
+	must(t, os.Rename(sock, sock+".real"))
+	hung, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := hung.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // read nothing, answer nothing
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		hung.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+
+	before := r.reloads()
+	must(t, w.Publish(scaleFiles(r, "", []*backend{two})))
+	r.serves("web.e2e.test", "/", "two")
+	r.fellBack(1, "admin.sock")
+	// The next change meets the same socket and is not lost either.
+	must(t, w.Publish(scaleFiles(r, "", []*backend{one})))
+	r.serves("web.e2e.test", "/", "one")
+	r.fellBack(2, "admin.sock")
+	if got := r.reloads() - before; got < 2 {
+		t.Fatalf("%d reloads for two changes through a hung socket, want 2", got)
+	}
 }
 
 // With the dynamic config manager off, the same endpoint change reloads.

@@ -45,6 +45,7 @@ type router struct {
 	mu                 sync.Mutex
 	applied            []daemon.Applied
 	client             *http.Client
+	runtimeTimeout     time.Duration // daemon.Options.RuntimeTimeout; 0 = default
 }
 
 // newRouter prepares a config dir and ports; publish a first generation
@@ -80,7 +81,7 @@ func (r *router) startWith(mode, dir string) {
 		ConfigDir: dir, WatchMode: snapshotMode(mode), RunDir: r.runDir,
 		StateDir: filepath.Join(t.TempDir(), "state"), MetricsAddress: r.metrics,
 		Resync: 2 * time.Second, Debounce: 100 * time.Millisecond,
-		Logger: logger, Status: r.store,
+		RuntimeTimeout: r.runtimeTimeout, Logger: logger, Status: r.store,
 		OnApply: func(a daemon.Applied) {
 			r.mu.Lock()
 			r.applied = append(r.applied, a)
@@ -232,13 +233,19 @@ func join(docs ...string) string { return strings.Join(docs, "---\n") }
 
 // showServersState asks the admin socket directly, as an operator would.
 func showServersState(runDir, backend string) (string, error) {
+	return adminCommand(runDir, "show servers state "+backend)
+}
+
+// adminCommand sends one command to HAProxy's admin socket, behind the
+// daemon's back, and returns the answer.
+func adminCommand(runDir, cmd string) (string, error) {
 	conn, err := net.DialTimeout("unix", filepath.Join(runDir, "admin.sock"), 2*time.Second)
 	if err != nil {
 		return "", err
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := fmt.Fprintf(conn, "show servers state %s\n", backend); err != nil {
+	if _, err := fmt.Fprintf(conn, "%s\n", cmd); err != nil {
 		return "", err
 	}
 	b, err := io.ReadAll(conn)
