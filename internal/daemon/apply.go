@@ -57,12 +57,9 @@ func (d *Daemon) execute(ctx context.Context, ops []plan.Op) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		resps, err := d.runtime.Execute(ctx, batch)
+		_, err := d.runtime.Apply(ctx, batch)
 		batch = batch[:0]
-		if err != nil {
-			return err
-		}
-		return haproxy.FirstError(resps)
+		return err
 	}
 	for _, op := range ops {
 		switch o := op.(type) {
@@ -70,10 +67,7 @@ func (d *Daemon) execute(ctx context.Context, ops []plan.Op) error {
 			if err := flush(); err != nil {
 				return err
 			}
-			resps, err := d.runtime.Execute(ctx, []string{o.PrepareCommand()})
-			if err == nil {
-				err = haproxy.FirstError(resps)
-			}
+			resps, err := d.runtime.Apply(ctx, []string{o.PrepareCommand()})
 			if err != nil {
 				return fmt.Errorf("prepare map %s: %w", o.Path, err)
 			}
@@ -212,11 +206,7 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 				}
 				continue
 			}
-			resps, err := d.runtime.Execute(ctx, []string{plan.DeleteServerCommand(be, s)})
-			if err == nil {
-				err = haproxy.FirstError(resps)
-			}
-			if err != nil {
+			if _, err := d.runtime.Apply(ctx, []string{plan.DeleteServerCommand(be, s)}); err != nil {
 				d.log.Warn("delete drained server", "backend", be, "server", s, "err", err)
 				continue
 			}

@@ -69,6 +69,22 @@ type Response struct {
 // build them. `;` is refused outside payloads, since HAProxy would split
 // the command in two and the replies would no longer line up.
 func (r *Runtime) Execute(ctx context.Context, cmds []string) ([]Response, error) {
+	return r.execute(ctx, cmds, false)
+}
+
+// Apply is Execute for commands that build on each other: it stops at the
+// first command HAProxy refuses and returns that refusal as the error, so
+// that `enable server` after a refused `add server` does not act on
+// whatever server already had the name.
+func (r *Runtime) Apply(ctx context.Context, cmds []string) ([]Response, error) {
+	resps, err := r.execute(ctx, cmds, true)
+	if err == nil {
+		err = FirstError(resps)
+	}
+	return resps, err
+}
+
+func (r *Runtime) execute(ctx context.Context, cmds []string, stopOnRefusal bool) ([]Response, error) {
 	wire := make([][]byte, len(cmds))
 	for i, c := range cmds {
 		w, err := frameCommand(c)
@@ -95,6 +111,9 @@ func (r *Runtime) Execute(ctx context.Context, cmds []string) ([]Response, error
 			return resps, fmt.Errorf("runtime command %d %q: %w", i, firstLine(c), s.cause(err))
 		}
 		resps = append(resps, newResponse(c, out, isPayload(c)))
+		if stopOnRefusal && resps[i].Err() != nil {
+			break
+		}
 	}
 	return resps, nil
 }

@@ -363,3 +363,35 @@ func TestExecuteContextCancel(t *testing.T) {
 		t.Errorf("Execute(cancelled ctx) = %v, want context canceled", err)
 	}
 }
+
+// Apply stops at the first refusal: the commands after it, which build on
+// the refused one, are not sent.
+func TestApplyStopsAtRefusal(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	ctx := context.Background()
+	addr := fmt.Sprintf("127.0.0.1:%d", r.B1)
+	resps, err := r.rt.Apply(ctx, []string{
+		"add server be/a1 " + addr,
+		"add server be/a1 " + addr, // refused: the name is taken
+		"set server be/a1 weight 7",
+	})
+	if err == nil || !strings.Contains(err.Error(), "Already exists a server with the same name") {
+		t.Fatalf("Apply error = %v, want the refusal of the second add", err)
+	}
+	if len(resps) != 2 {
+		t.Fatalf("%d responses, want 2 (nothing sent after the refusal)", len(resps))
+	}
+	state, err := r.rt.ServersState(ctx, "be")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range state {
+		if s.Name == "a1" && s.Weight == 7 {
+			t.Fatalf("the command after the refusal ran: a1 has weight 7")
+		}
+	}
+	if _, err := r.rt.Apply(ctx, []string{"set server be/a1 weight 7"}); err != nil {
+		t.Fatalf("Apply of one good command: %v", err)
+	}
+}
