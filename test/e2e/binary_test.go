@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/testutil"
+	"github.com/haroute/haroute/test/publish"
+	"github.com/haroute/haroute/test/testenv"
+)
+
+// The real binary, driven from outside as an operator's setup drives it:
+// `haroute run` in its own process, a kubelet-style publisher scaling the
+// endpoints of one route in and out, and traffic flowing all along. No
+// reload, every request answered, every endpoint reached; SIGTERM stops
+// HAProxy with it.
+func TestBinaryScalesFromOutsideWithoutReload(t *testing.T) {
+	testutil.HAProxy(t)
+	bin := filepath.Join(t.TempDir(), "haroute")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go") // the one running this test
+	}
+	build := exec.Command(goTool, "build", "-o", bin, "github.com/haroute/haroute/cmd/haroute")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	r := newRouter(t)
+	var bs []*backend
+	for i := range 6 {
+		bs = append(bs, startBackend(t, fmt.Sprintf("b%d", i)))
+	}
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(scaleFiles(r, "", bs[:1])))
+
+	logs, err := os.Create(filepath.Join(t.TempDir(), "haroute.log"))
+	must(t, err)
+	defer logs.Close()
+	cmd := exec.Command(bin, "run", "--config-dir", r.dir, "--run-dir", r.runDir,
+		"--state-dir", filepath.Join(t.TempDir(), "state"), "--metrics-address", r.metrics)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	must(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	r.serves("web.e2e.test", "/", "b0")
+	before := r.reloads()
+
+	ctx, stop := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	answered, failed := map[string]int{}, 0
+	var traffic sync.WaitGroup
+	traffic.Go(func() {
+		for ctx.Err() == nil {
+			got, err := r.get("web.e2e.test", "/")
+			mu.Lock()
+			if err != nil {
+				failed++
+			} else {
+				answered[got]++
+			}
+			mu.Unlock()
+		}
+	})
+	// 1 → 6 → 1 endpoints, twice, one swap at a time.
+	sizes := []int{2, 3, 4, 5, 6, 5, 4, 3, 2, 1, 3, 6, 2, 1}
+	for _, n := range sizes {
+		must(t, w.Publish(scaleFiles(r, "", bs[:n])))
+		time.Sleep(300 * time.Millisecond)
+	}
+	stop()
+	traffic.Wait()
+	if got := r.reloads() - before; got != 0 {
+		t.Errorf("%d reloads while scaling endpoints from outside, want 0", got)
+	}
+	if failed > 0 {
+		t.Errorf("%d requests failed while scaling (answered: %v)", failed, answered)
+	}
+	for _, b := range bs {
+		if answered[b.Name] == 0 {
+			t.Errorf("%s never answered (answered: %v)", b.Name, answered)
+		}
+	}
+	r.serves("web.e2e.test", "/", "b0") // the last generation has b0 only
+
+	pid := testenv.ShowProc(t, r.runDir).Master.PID
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("haroute exited with %v after SIGTERM", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("haroute still running 30s after SIGTERM")
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("HAProxy master %d still running after haroute stopped", pid)
+	}
+	exited <- nil // for the cleanup
+}
