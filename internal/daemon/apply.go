@@ -32,6 +32,7 @@ func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State)
 		d.fallback(ctx, fmt.Sprintf("runtime-fallback: %v", err))
 		return
 	}
+	d.log.Debug("runtime ops sent", "took", time.Since(start))
 	if err := d.verify(rctx, p, next); err != nil {
 		d.fallback(ctx, fmt.Sprintf("runtime-fallback: %v", err))
 		return
@@ -219,7 +220,7 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 
 // observeProcs publishes how many HAProxy workers run, old ones included:
 // the number that grows when reloads pile up. It reports false when a
-// socket did not answer.
+// socket did not answer in time (not when a reply could not be read).
 func (d *Daemon) observeProcs(ctx context.Context) bool {
 	info, err := d.proc.Master().ShowProc(ctx)
 	if err != nil {
@@ -235,7 +236,7 @@ func (d *Daemon) observeProcs(ctx context.Context) bool {
 			s.HAProxy.Version, s.HAProxy.MaxConn, s.HAProxy.CurrConns = hinfo.Version, hinfo.MaxConn, hinfo.CurrConns
 		}
 	})
-	return infoErr == nil
+	return infoErr == nil || ctx.Err() == nil
 }
 
 func pids(ps []haproxy.Proc) []int {

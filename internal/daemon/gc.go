@@ -11,7 +11,7 @@ import (
 // 150 MB live at 10k routes) takes ~30 ms of two cores; a change it
 // overlaps takes twice as long. With the runtime choosing the moment, one
 // change in ten did, and the 10k-route bench's p99 was 60–70 ms against a
-// p50 of 27; collecting between changes brought the p99 to ~43 ms. When the
+// p50 of 27; collecting between changes brought the p99 to ~32 ms. When the
 // heap is within two cycles' allocation (a change and the wait before it)
 // of the point where the runtime starts a collection, the next change
 // would likely start one: start it now instead. The heap stays as bounded

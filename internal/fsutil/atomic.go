@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // WriteFileAtomic replaces path with data. A reader sees either the old
@@ -26,13 +27,22 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 // calls.
 func WriteAtomic(path string, mode os.FileMode, fill func(io.Writer) error) error {
 	return writeAtomic(path, mode, func(f *os.File) error {
-		bw := bufio.NewWriterSize(f, writeBuffer)
+		bw := writers.Get().(*bufio.Writer)
+		bw.Reset(f)
+		defer func() {
+			bw.Reset(nil) // drop f
+			writers.Put(bw)
+		}()
 		if err := fill(bw); err != nil {
 			return err
 		}
 		return bw.Flush()
 	})
 }
+
+// writers recycles the buffers of WriteAtomic: writing a bundle of
+// thousands of small files must not allocate one each.
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, writeBuffer) }}
 
 func writeAtomic(path string, mode os.FileMode, fill func(*os.File) error) (err error) {
 	dir := filepath.Dir(path)

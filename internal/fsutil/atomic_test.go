@@ -1,6 +1,9 @@
 package fsutil
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -33,5 +36,43 @@ func TestWriteFileAtomicMissingDir(t *testing.T) {
 	err := WriteFileAtomic(filepath.Join(t.TempDir(), "nope", "f"), []byte("x"), 0o644)
 	if err == nil {
 		t.Fatal("want an error for a missing directory")
+	}
+}
+
+// WriteAtomic writes what fill writes, however large; a failing fill
+// leaves the old file and no temp file.
+func TestWriteAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "haproxy.cfg")
+	big := bytes.Repeat([]byte("backend x\n"), writeBuffer/5) // two buffers' worth
+	for range 2 {                                             // the second round reuses a pooled buffer
+		if err := WriteAtomic(path, 0o644, func(w io.Writer) error {
+			for _, p := range [][]byte{[]byte("global\n"), big, []byte("end\n")} {
+				if _, err := w.Write(p); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || len(got) != len(big)+11 || !bytes.HasPrefix(got, []byte("global\nbackend")) || !bytes.HasSuffix(got, []byte("x\nend\n")) {
+			t.Fatalf("content: %d bytes, %v; want %d", len(got), err, len(big)+11)
+		}
+	}
+	boom := errors.New("boom")
+	err := WriteAtomic(path, 0o644, func(w io.Writer) error {
+		w.Write([]byte("partial"))
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("error = %v, want boom", err)
+	}
+	if got, _ := os.ReadFile(path); !bytes.HasPrefix(got, []byte("global\n")) {
+		t.Fatalf("a failed write replaced the file: %.20q", got)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("temp files left behind: %v", entries)
 	}
 }
