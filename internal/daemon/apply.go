@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/haroute/haroute/internal/haproxy"
@@ -113,12 +114,18 @@ func (d *Daemon) markPending(be model.BackendName, s model.ServerName, on bool) 
 func (d *Daemon) verify(ctx context.Context, p plan.Plan, next plan.State) error {
 	backends, maps := p.Touched()
 	exp := plan.ExpectTouched(withPending(next, d.pending), backends, maps)
-	observed := make(map[model.BackendName][]plan.ObservedServer, len(exp.Servers))
+	names := make([]string, 0, len(exp.Servers))
 	for be := range exp.Servers {
-		states, err := d.runtime.ServersState(ctx, string(be))
-		if err != nil {
-			return fmt.Errorf("read back %s: %w", be, err)
-		}
+		names = append(names, string(be))
+	}
+	slices.Sort(names)
+	states, err := d.runtime.ServersStates(ctx, names)
+	if err != nil {
+		return fmt.Errorf("read back: %w", err)
+	}
+	observed := make(map[model.BackendName][]plan.ObservedServer, len(exp.Servers))
+	for name, states := range states {
+		be := model.BackendName(name)
 		for _, s := range states {
 			admin := plan.AdminReady
 			if s.AdminState.Maint() {
@@ -186,36 +193,55 @@ func (d *Daemon) housekeep(ctx context.Context) {
 
 // deletePending deletes drained servers once they carry no connections, so
 // long-lived connections are never cut to tidy up. It reports false when
-// HAProxy answered none of its questions.
+// HAProxy did not answer.
 func (d *Daemon) deletePending(ctx context.Context) bool {
-	answered := len(d.pending) == 0
-	for be, servers := range d.pending {
-		conns, err := d.runtime.BackendConns(ctx, string(be))
-		if err != nil {
-			if ctx.Err() != nil {
-				break // out of time; the next round goes on
+	if len(d.pending) == 0 {
+		return true
+	}
+	backends := make([]string, 0, len(d.pending))
+	for be := range d.pending {
+		backends = append(backends, string(be))
+	}
+	slices.Sort(backends)
+	conns, err := d.runtime.BackendsConns(ctx, backends)
+	if err != nil {
+		return false
+	}
+	type drained struct {
+		be model.BackendName
+		s  model.ServerName
+	}
+	var cmds []string
+	var gone []drained
+	for _, name := range backends {
+		be := model.BackendName(name)
+		for s := range d.pending[be] {
+			n, ok := conns[name][string(s)]
+			switch {
+			case !ok:
+				// Gone already (a reload dropped it); the next reload
+				// clears the list anyway.
+				d.markPending(be, s, false)
+			case n == 0:
+				cmds = append(cmds, plan.DeleteServerCommand(be, s))
+				gone = append(gone, drained{be, s})
 			}
-			continue
-		}
-		answered = true
-		for s := range servers {
-			if n, ok := conns[string(s)]; !ok || n > 0 {
-				// Absent: gone already (a reload dropped it); the delete
-				// below would fail, and the next reload clears the list.
-				if !ok {
-					d.markPending(be, s, false)
-				}
-				continue
-			}
-			if _, err := d.runtime.Apply(ctx, []string{plan.DeleteServerCommand(be, s)}); err != nil {
-				d.log.Warn("delete drained server", "backend", be, "server", s, "err", err)
-				continue
-			}
-			d.markPending(be, s, false)
-			d.metrics.RuntimeUpdate("del-server", 1)
 		}
 	}
-	return answered
+	if len(cmds) == 0 {
+		return true
+	}
+	// Independent commands: one refused does not stop the others.
+	resps, err := d.runtime.Execute(ctx, cmds)
+	for i, resp := range resps {
+		if rerr := resp.Err(); rerr != nil {
+			d.log.Warn("delete drained server", "backend", gone[i].be, "server", gone[i].s, "err", rerr)
+			continue
+		}
+		d.markPending(gone[i].be, gone[i].s, false)
+		d.metrics.RuntimeUpdate("del-server", 1)
+	}
+	return err == nil || len(resps) > 0
 }
 
 // observeProcs publishes how many HAProxy workers run, old ones included:

@@ -81,23 +81,51 @@ func (r *Runtime) ServersState(ctx context.Context, backend string) ([]ServerSta
 	return states, nil
 }
 
+// ServersStates is ServersState for many backends, over one connection:
+// reading back a plan that touched a thousand backends costs one session
+// instead of a thousand.
+func (r *Runtime) ServersStates(ctx context.Context, backends []string) (map[string][]ServerState, error) {
+	cmds := make([]string, len(backends))
+	for i, be := range backends {
+		cmds[i] = "show servers state " + be
+	}
+	resps, err := r.Execute(ctx, cmds)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]ServerState, len(backends))
+	for i, resp := range resps {
+		if err := readErr(resp); err != nil {
+			return nil, err
+		}
+		states, err := parseServersState(resp.Output)
+		if err != nil {
+			return nil, fmt.Errorf("show servers state %s: %w", backends[i], err)
+		}
+		out[backends[i]] = states
+	}
+	return out, nil
+}
+
 // one runs a single read command and turns an error-level reply into an
-// error: "No such backend." / "Can't find backend." / "Unknown map
-// identifier." become ErrNotFound.
+// error (see readErr).
 func (r *Runtime) one(ctx context.Context, cmd string) (Response, error) {
 	resps, err := r.Execute(ctx, []string{cmd})
 	if err != nil {
 		return Response{}, err
 	}
-	resp := resps[0]
-	if err := resp.Err(); err != nil {
-		if strings.HasPrefix(resp.Output, "No such") || strings.HasPrefix(resp.Output, "Can't find") ||
-			strings.HasPrefix(resp.Output, "Unknown map identifier") {
-			return resp, fmt.Errorf("%w: %w", ErrNotFound, err)
-		}
-		return resp, err
+	return resps[0], readErr(resps[0])
+}
+
+// readErr is the error of a read command's reply: "No such backend." /
+// "Can't find backend." / "Unknown map identifier." become ErrNotFound.
+func readErr(resp Response) error {
+	err := resp.Err()
+	if err != nil && (strings.HasPrefix(resp.Output, "No such") || strings.HasPrefix(resp.Output, "Can't find") ||
+		strings.HasPrefix(resp.Output, "Unknown map identifier")) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
-	return resp, nil
+	return err
 }
 
 func parseServersState(out string) ([]ServerState, error) {
@@ -208,30 +236,47 @@ func parseMap(out string) ([]MapEntry, error) {
 // ServerConns is the number of sessions a server carries now (show stat's
 // scur): a drained server is deleted only once it reaches zero.
 func (r *Runtime) ServerConns(ctx context.Context, backend, server string) (int, error) {
-	conns, err := r.BackendConns(ctx, backend)
+	conns, err := r.BackendsConns(ctx, []string{backend})
 	if err != nil {
 		return 0, err
 	}
-	n, ok := conns[server]
+	n, ok := conns[backend][server]
 	if !ok {
 		return 0, fmt.Errorf("server %s/%s: %w", backend, server, ErrNotFound)
 	}
 	return n, nil
 }
 
-// BackendConns returns the current sessions of every server of a backend
-// from one `show stat`, so draining many servers costs one call per
-// backend, not one per server.
-func (r *Runtime) BackendConns(ctx context.Context, backend string) (map[string]int, error) {
-	resp, err := r.one(ctx, "show stat "+backend+" 4 -1")
+// BackendsConns returns the current sessions of every server of each
+// backend, from one `show stat` per backend, all over one connection:
+// draining servers in many backends costs one session, not one per
+// backend or server. A backend HAProxy does not know is left out.
+func (r *Runtime) BackendsConns(ctx context.Context, backends []string) (map[string]map[string]int, error) {
+	cmds := make([]string, len(backends))
+	for i, be := range backends {
+		cmds[i] = "show stat " + be + " 4 -1"
+	}
+	resps, err := r.Execute(ctx, cmds)
 	if err != nil {
 		return nil, err
 	}
-	conns, err := parseBackendSessions(resp.Output, backend)
-	if err != nil {
-		return nil, fmt.Errorf("show stat %s: %w", backend, err)
+	out := make(map[string]map[string]int, len(backends))
+	for i, resp := range resps {
+		if err := readErr(resp); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			return nil, err
+		}
+		conns, err := parseBackendSessions(resp.Output, backends[i])
+		if err != nil {
+			return nil, fmt.Errorf("show stat %s: %w", backends[i], err)
+		}
+		if len(conns) > 0 {
+			out[backends[i]] = conns
+		}
 	}
-	return conns, nil
+	return out, nil
 }
 
 func parseBackendSessions(out, backend string) (map[string]int, error) {

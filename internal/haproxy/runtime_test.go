@@ -3,6 +3,7 @@ package haproxy
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -393,5 +394,58 @@ func TestApplyStopsAtRefusal(t *testing.T) {
 	}
 	if _, err := r.rt.Apply(ctx, []string{"set server be/a1 weight 7"}); err != nil {
 		t.Fatalf("Apply of one good command: %v", err)
+	}
+}
+
+// ServersStates reads many backends over one connection, each as
+// ServersState reads it alone; an unknown backend is ErrNotFound.
+func TestServersStatesBatch(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	ctx := context.Background()
+	got, err := r.rt.ServersStates(ctx, []string{"be", "be2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, be := range []string{"be", "be2"} {
+		alone, err := r.rt.ServersState(ctx, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Names, addresses and weights: the operational state may move
+		// between the two reads as checks run.
+		key := func(ss []ServerState) []string {
+			var out []string
+			for _, s := range ss {
+				out = append(out, fmt.Sprintf("%s/%s %s:%d w%d", s.Backend, s.Name, s.Address, s.Port, s.Weight))
+			}
+			return out
+		}
+		if len(alone) == 0 || !slices.Equal(key(got[be]), key(alone)) {
+			t.Errorf("%s: batch read %+v, alone %+v", be, got[be], alone)
+		}
+	}
+	if _, err := r.rt.ServersStates(ctx, []string{"be", "nope"}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("unknown backend: error = %v, want ErrNotFound naming it", err)
+	}
+}
+
+// BackendsConns reads the sessions of several backends at once; a backend
+// HAProxy does not know is left out rather than failing the others.
+func TestBackendsConns(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	got, err := r.rt.BackendsConns(context.Background(), []string{"be", "nope", "be2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got["nope"]; ok || len(got) != 2 {
+		t.Fatalf("backends read: %v, want be and be2 only", got)
+	}
+	if n, ok := got["be"]["s0"]; !ok || n != 0 {
+		t.Errorf("be/s0 sessions = %d, %v; want 0 on an idle HAProxy", n, ok)
+	}
+	if _, ok := got["be2"]["x"]; !ok {
+		t.Errorf("be2/x missing: %v", got["be2"])
 	}
 }
