@@ -23,7 +23,7 @@ import (
 // reload, every request answered, every endpoint reached; SIGTERM stops
 // HAProxy with it.
 func TestBinaryScalesFromOutsideWithoutReload(t *testing.T) {
-	testutil.HAProxy(t)
+	haproxyBin := testutil.HAProxy(t)
 	bin := filepath.Join(t.TempDir(), "haroute")
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -44,7 +44,7 @@ func TestBinaryScalesFromOutsideWithoutReload(t *testing.T) {
 	logs, err := os.Create(filepath.Join(t.TempDir(), "haroute.log"))
 	must(t, err)
 	defer logs.Close()
-	cmd := exec.Command(bin, "run", "--config-dir", r.dir, "--run-dir", r.runDir,
+	cmd := exec.Command(bin, "run", "--haproxy", haproxyBin, "--config-dir", r.dir, "--run-dir", r.runDir,
 		"--state-dir", filepath.Join(t.TempDir(), "state"), "--metrics-address", r.metrics)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	must(t, cmd.Start())

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/haroute/haroute/internal/daemon"
+	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 )
 
@@ -85,7 +86,7 @@ func TestStartupErrorsAreClear(t *testing.T) {
 	defer ln.Close()
 	w := publish.NewAtomicWriter(r.dir)
 	must(t, w.Publish(oneRoute(r, one)))
-	d, err := daemon.New(daemon.Options{ConfigDir: r.dir, RunDir: r.runDir, StateDir: t.TempDir()})
+	d, err := daemon.New(daemon.Options{ConfigDir: r.dir, RunDir: r.runDir, StateDir: t.TempDir(), HAProxy: testutil.HAProxy(t)})
 	must(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

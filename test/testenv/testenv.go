@@ -1,6 +1,6 @@
 // Package testenv holds what the end-to-end tests and the benchmark harness
-// share: named backends on 127.0.0.1, free ports, and reading HAProxy's
-// master CLI the way an operator would.
+// share: named backends on 127.0.0.1, a daemon running in the test process,
+// and reading HAProxy's master CLI the way an operator would.
 package testenv
 
 import (
@@ -16,7 +16,7 @@ import (
 
 	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/haproxy"
-	"github.com/haroute/haroute/internal/status"
+	"github.com/haroute/haroute/internal/testutil"
 )
 
 // Backend is an HTTP server on 127.0.0.1 that answers every request with
@@ -128,13 +128,14 @@ func RunDir(t testing.TB) string {
 }
 
 // StartDaemon runs a daemon built from opts in this process until the test
-// ends, and returns once its status says ready. It fails at once if Run
-// returns before that (HAProxy refused to start, say), with Run's error.
-// opts.Status is created when nil; read it from the returned options.
-func StartDaemon(t testing.TB, opts daemon.Options, readyWithin time.Duration) daemon.Options {
+// ends, and returns once opts.Status (required) says ready. It fails at
+// once if Run returns before that (HAProxy refused to start, say), with
+// Run's error. The daemon runs the HAProxy testutil.HAProxy finds, unless
+// opts names one.
+func StartDaemon(t testing.TB, opts daemon.Options, readyWithin time.Duration) {
 	t.Helper()
-	if opts.Status == nil {
-		opts.Status = &status.Store{}
+	if opts.HAProxy == "" {
+		opts.HAProxy = testutil.HAProxy(t)
 	}
 	d, err := daemon.New(opts)
 	if err != nil {
@@ -162,7 +163,7 @@ func StartDaemon(t testing.TB, opts daemon.Options, readyWithin time.Duration) d
 	for {
 		st := opts.Status.Get()
 		if st.Ready {
-			return opts
+			return
 		}
 		select {
 		case err := <-done:
