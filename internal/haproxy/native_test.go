@@ -244,11 +244,7 @@ func TestInspectorCert(t *testing.T) {
 	serial, _ := new(big.Int).SetString("C0FFEE0123456789ABCD", 16)
 	notAfter := time.Date(2031, 2, 3, 4, 5, 6, 0, time.UTC)
 	afterPEM, after := nativeCert(t, "after.example", serial, notAfter)
-	set, err := SSLCertCommand(site, afterPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	execOK(t, rt, set)
+	execOK(t, rt, setCertCommand(site, afterPEM))
 
 	// Until the commit, the path still shows the certificate in use and
 	// "*<path>" the one in the transaction, not yet used.
@@ -286,11 +282,7 @@ func TestInspectorCert(t *testing.T) {
 	// A certificate created at runtime and referenced by no bind line.
 	spare := filepath.Join(r.Run, "spare.pem")
 	sparePEM, spareCert := nativeCert(t, "spare.example", big.NewInt(77), notAfter)
-	setSpare, err := SSLCertCommand(spare, sparePEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	execOK(t, rt, "new ssl cert "+spare, setSpare, "commit ssl cert "+spare)
+	execOK(t, rt, "new ssl cert "+spare, setCertCommand(spare, sparePEM), "commit ssl cert "+spare)
 	got, err = in.Cert(ctx, spare)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package haproxy
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 )
 
@@ -184,71 +183,6 @@ func TestParseMap(t *testing.T) {
 	}
 	if _, err := parseMap("garbage\n"); err == nil || err.Error() != `show map: malformed line "garbage"` {
 		t.Errorf("malformed: err = %v", err)
-	}
-}
-
-func TestAddMapCommands(t *testing.T) {
-	var entries []MapEntry
-	for i := 0; i < 1000; i++ {
-		entries = append(entries, MapEntry{Key: strings.Repeat("k", 20) + string(rune('a'+i%26)), Value: "be_http:ns:name"})
-	}
-	cmds, err := AddMapCommands("3", "/m.map", entries)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := 0
-	for _, c := range cmds {
-		head, payload, _ := strings.Cut(c, "\n")
-		if head != "add map @3 /m.map <<" || len(payload) > MaxPayload {
-			t.Errorf("command head %q, payload %d bytes (max %d)", head, len(payload), MaxPayload)
-		}
-		lines += strings.Count(payload, "\n")
-	}
-	// 37-byte lines, 332 per 12 KiB payload: 4 commands.
-	if lines != len(entries) || len(cmds) != 4 {
-		t.Errorf("%d commands carrying %d lines, want 4 carrying %d", len(cmds), lines, len(entries))
-	}
-	for _, bad := range []struct {
-		e       MapEntry
-		wantErr string
-	}{
-		{MapEntry{"", "v"}, "map /m.map: empty key"},
-		{MapEntry{"a b", "v"}, `map /m.map: key "a b" contains white space`},
-		{MapEntry{"k", ""}, `map /m.map: empty value for "k"`},
-		{MapEntry{"k", "v\nw"}, `map /m.map: value of "k" contains a line break`},
-		{MapEntry{"k", " v"}, `map /m.map: value of "k" has leading or trailing white space, which HAProxy would drop`},
-	} {
-		if _, err := AddMapCommands("3", "/m.map", []MapEntry{bad.e}); err == nil || err.Error() != bad.wantErr {
-			t.Errorf("AddMapCommands(%q) err = %v, want %q", bad.e, err, bad.wantErr)
-		}
-	}
-}
-
-func TestSSLCertCommand(t *testing.T) {
-	got, err := SSLCertCommand("/c.pem", "-----BEGIN A-----\r\nx\n-----END A-----\n\n-----BEGIN B-----\ny\n-----END B-----\n")
-	want := "set ssl cert /c.pem <<\n-----BEGIN A-----\nx\n-----END A-----\n-----BEGIN B-----\ny\n-----END B-----\n"
-	if err != nil || got != want {
-		t.Errorf("got %q, %v\nwant %q", got, err, want)
-	}
-	if _, err := SSLCertCommand("/c.pem", "\n\n"); err == nil || err.Error() != "set ssl cert /c.pem: empty certificate" {
-		t.Errorf("empty: err = %v", err)
-	}
-}
-
-func TestMapVersion(t *testing.T) {
-	for _, tc := range []struct{ out, want, wantErr string }{
-		{"New version created: 12", "12", ""},
-		{"something else", "", "prepare map /m: something else"},
-		{"New version created: x", "", `prepare map: unexpected reply "New version created: x"`},
-	} {
-		got, err := MapVersion(Response{Command: "prepare map /m", Output: tc.out, Severity: 6})
-		gotErr := ""
-		if err != nil {
-			gotErr = err.Error()
-		}
-		if got != tc.want || gotErr != tc.wantErr {
-			t.Errorf("MapVersion(%q) = %q, %q; want %q, %q", tc.out, got, gotErr, tc.want, tc.wantErr)
-		}
 	}
 }
 

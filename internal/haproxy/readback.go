@@ -60,6 +60,13 @@ type ServerState struct {
 	CheckState    CheckState
 }
 
+// MapEntry is one line of a map: key, then value (which may contain
+// spaces; `show map` prints it as the rest of the line).
+type MapEntry struct {
+	Key   string
+	Value string
+}
+
 // ErrNotFound is returned when the runtime API does not know the backend,
 // server or map asked about.
 var ErrNotFound = errors.New("not found")

@@ -65,8 +65,8 @@ type Response struct {
 // `add map @<ver> <map> <<`) carry their payload after the first newline;
 // the payload must not contain empty lines (an empty line ends it) and must
 // fit in HAProxy's buffer (tune.bufsize, 16 KiB by default; 2.6.12 drops
-// the connection on a larger one): use SSLCertCommand and AddMapCommands to
-// build them. `;` is refused outside payloads, since HAProxy would split
+// the connection on a larger one): the plan package builds them within
+// plan.MaxPayload. `;` is refused outside payloads, since HAProxy would split
 // the command in two and the replies would no longer line up.
 func (r *Runtime) Execute(ctx context.Context, cmds []string) ([]Response, error) {
 	return r.execute(ctx, cmds, false)

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/haroute/haroute/internal/plan"
+	"github.com/haroute/haroute/internal/render"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,14 +26,8 @@ func TestRuntimeReplies(t *testing.T) {
 	r.start(t)
 	cert := selfSigned(t, 7)
 	sitePEM := filepath.Join(r.Run, "site.pem")
-	setCert, err := SSLCertCommand(sitePEM, cert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	setUnknownCert, err := SSLCertCommand(filepath.Join(r.Run, "nope.pem"), cert)
-	if err != nil {
-		t.Fatal(err)
-	}
+	setCert := setCertCommand(sitePEM, cert)
+	setUnknownCert := setCertCommand(filepath.Join(r.Run, "nope.pem"), cert)
 	hostsMap := filepath.Join(r.Run, "hosts.map")
 	addr := fmt.Sprintf("127.0.0.1:%d", r.B1)
 	tests := []struct {
@@ -268,22 +264,22 @@ func TestMapTransaction(t *testing.T) {
 		t.Fatalf("before: GET b.example.com = %q (default backend)", got)
 	}
 	resps := execOK(t, r.rt, "prepare map "+hostsMap)
-	ver, err := MapVersion(resps[0])
+	ver, err := plan.ParsePrepareReply(resps[0].Output)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The commands the daemon sends: payloads, then the commit.
 	want := []MapEntry{{"a.example.com", "be"}, {"b.example.com", "be2"}}
+	entries := []render.MapEntry{{Key: "a.example.com", Value: "be"}, {Key: "b.example.com", Value: "be2"}}
 	for i := range 1500 { // large enough to need several payloads
 		want = append(want, MapEntry{fmt.Sprintf("h%04d.example.com", i), "be2"})
+		entries = append(entries, render.MapEntry{Key: fmt.Sprintf("h%04d.example.com", i), Value: "be2"})
 	}
-	adds, err := AddMapCommands(ver, hostsMap, want)
-	if err != nil {
-		t.Fatal(err)
+	cmds := plan.MapReplace{Path: hostsMap, Entries: entries}.Commands(ver)
+	if len(cmds) < 3 {
+		t.Fatalf("%d map commands, want the payload split", len(cmds))
 	}
-	if len(adds) < 2 {
-		t.Fatalf("%d add map commands, want the payload split", len(adds))
-	}
-	execOK(t, r.rt, append(adds, "commit map @"+ver+" "+hostsMap)...)
+	execOK(t, r.rt, cmds...)
 
 	got, err := r.rt.ShowMap(ctx, hostsMap)
 	if err != nil {
@@ -316,11 +312,7 @@ func TestSSLCertUpdate(t *testing.T) {
 		t.Fatalf("initial serial = %d, want 1", got)
 	}
 	site := filepath.Join(r.Run, "site.pem")
-	set, err := SSLCertCommand(site, selfSigned(t, 42))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resps := execOK(t, r.rt, set, "commit ssl cert "+site)
+	resps := execOK(t, r.rt, plan.SetCert{Path: site, PEM: []byte(selfSigned(t, 42))}.Commands()...)
 	if !strings.HasSuffix(resps[1].Output, "Success!") {
 		t.Errorf("commit reply = %q", resps[1].Output)
 	}
@@ -448,4 +440,9 @@ func TestBackendsConns(t *testing.T) {
 	if _, ok := got["be2"]["x"]; !ok {
 		t.Errorf("be2/x missing: %v", got["be2"])
 	}
+}
+
+// setCertCommand is the `set ssl cert` command the daemon sends.
+func setCertCommand(path, pem string) string {
+	return plan.SetCert{Path: path, PEM: []byte(pem)}.Commands()[0]
 }

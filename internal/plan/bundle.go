@@ -130,7 +130,11 @@ func (d *differ) certFiles(olds, news []render.Cert) {
 			// A new file means a new crt-list line or a new config
 			// reference: only a reload loads it.
 			d.add(Change{Mode: ModeReload, Kind: KindCertificateFile, Subject: c.Name, Detail: "added"})
-		case !bytes.Equal(old.PEM, c.PEM):
+		case bytes.Equal(old.PEM, c.PEM):
+		case len(certPayload(c.PEM)) > MaxPayload:
+			d.add(Change{Mode: ModeReload, Kind: KindCertificate, Subject: c.Name,
+				Detail: fmt.Sprintf("PEM of %d bytes exceeds the %d one runtime payload can carry", len(c.PEM), MaxPayload)})
+		default:
 			d.certs = append(d.certs, SetCert{Path: absPath(d.desired.Input.Dir, c.Name), PEM: c.PEM})
 			d.add(Change{Mode: ModeRuntime, Kind: KindCertificate, Subject: c.Name})
 		}

@@ -103,11 +103,12 @@ func TestCompute(t *testing.T) {
 			},
 			wantCommands: []string{
 				"prepare map " + httpMap,
-				"add map @1 " + httpMap + " ab.example.com/ be_http:default:ab",
-				"add map @1 " + httpMap + " hello.example.com/ be_http:default:other",
-				"add map @1 " + httpMap + " other.example.com/ be_http:default:hello",
-				"add map @1 " + httpMap + " pair.example.com/ be_http:default:pair",
-				"add map @1 " + httpMap + " secure.example.com/ be_edge_http:default:secure",
+				"add map @1 " + httpMap + " <<\n" +
+					"ab.example.com/ be_http:default:ab\n" +
+					"hello.example.com/ be_http:default:other\n" +
+					"other.example.com/ be_http:default:hello\n" +
+					"pair.example.com/ be_http:default:pair\n" +
+					"secure.example.com/ be_edge_http:default:secure\n",
 				"commit map @1 " + httpMap,
 			},
 			wantChanges: []string{
@@ -124,11 +125,12 @@ func TestCompute(t *testing.T) {
 			},
 			wantCommands: []string{
 				"prepare map " + httpMap,
-				"add map @1 " + httpMap + " ab.example.com/ be_http:default:ab",
-				"add map @1 " + httpMap + " hello.example.com/ be_http:default:hello",
-				"add map @1 " + httpMap + " other.example.com/ be_http:default:other",
-				"add map @1 " + httpMap + " pair.example.com/ be_http:default:pair",
-				"add map @1 " + httpMap + " secure.example.com/ redirect-https",
+				"add map @1 " + httpMap + " <<\n" +
+					"ab.example.com/ be_http:default:ab\n" +
+					"hello.example.com/ be_http:default:hello\n" +
+					"other.example.com/ be_http:default:other\n" +
+					"pair.example.com/ be_http:default:pair\n" +
+					"secure.example.com/ redirect-https\n",
 				"commit map @1 " + httpMap,
 			},
 			wantChanges: []string{
@@ -148,6 +150,16 @@ func TestCompute(t *testing.T) {
 			},
 			wantChanges: []string{"runtime | certificate changed | certs/default_secure.pem"},
 			wantSummary: "plan: runtime (1 operation, no reload)",
+		},
+		{
+			name: "certificate too large for one runtime payload",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				in.DefaultCertificate = []byte("-----BEGIN CERTIFICATE-----\n" + strings.Repeat("QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB\n", 200) +
+					"-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\nTkVXS0VZ\n-----END PRIVATE KEY-----\n")
+			},
+			wantReasons: []string{"certificate changed: certs/default.pem"},
+			wantChanges: []string{"reload | certificate changed | certs/default.pem | PEM of 13117 bytes exceeds the 12288 one runtime payload can carry"},
+			wantSummary: "plan: reload (1 reason: certificate changed: certs/default.pem)",
 		},
 		{
 			name: "default certificate",

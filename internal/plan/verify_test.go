@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/haroute/haroute/internal/model"
@@ -147,12 +149,41 @@ func TestParsePrepareReply(t *testing.T) {
 	}
 }
 
-func TestCommandsEscapeAndDelete(t *testing.T) {
-	m := MapReplace{Path: "/b/maps/x.map", Entries: []render.MapEntry{{Key: `a b;c\d`, Value: "v"}}}
-	want := []string{`add map @7 /b/maps/x.map a\ b\;c\\d v`, "commit map @7 /b/maps/x.map"}
-	if got := m.Commands("7"); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("Commands = %q, want %q", got, want)
+// A map too large for one payload goes as several, each within
+// MaxPayload, the entries in order; ';' stays literal in a payload.
+func TestMapCommandsPayloads(t *testing.T) {
+	var entries []render.MapEntry
+	for i := range 1000 {
+		entries = append(entries, render.MapEntry{Key: fmt.Sprintf("host-%04d.example.com/a;b/", i), Value: "be_http:ns:r"})
 	}
+	cmds := MapReplace{Path: "/b/maps/x.map", Entries: entries}.Commands("7")
+	if len(cmds) < 3 || cmds[len(cmds)-1] != "commit map @7 /b/maps/x.map" {
+		t.Fatalf("%d commands, want several payloads then the commit: last %q", len(cmds), cmds[len(cmds)-1])
+	}
+	var lines []string
+	for _, c := range cmds[:len(cmds)-1] {
+		head, payload, _ := strings.Cut(c, "\n")
+		if head != "add map @7 /b/maps/x.map <<" || len(payload) > MaxPayload {
+			t.Errorf("command head %q, payload %d bytes (max %d)", head, len(payload), MaxPayload)
+		}
+		lines = append(lines, strings.Split(strings.TrimSuffix(payload, "\n"), "\n")...)
+	}
+	if len(lines) != len(entries) || lines[0] != "host-0000.example.com/a;b/ be_http:ns:r" || lines[999] != "host-0999.example.com/a;b/ be_http:ns:r" {
+		t.Errorf("%d payload lines (first %q), want the %d entries in order", len(lines), lines[0], len(entries))
+	}
+}
+
+// A PEM goes as a payload without blank lines or carriage returns, which
+// would end it early or reach the certificate parser.
+func TestCertPayload(t *testing.T) {
+	got := SetCert{Path: "/c.pem", PEM: []byte("-----BEGIN A-----\r\nx\n-----END A-----\n\n \n-----BEGIN B-----\ny\n-----END B-----")}.Commands()
+	want := []string{"set ssl cert /c.pem <<\n-----BEGIN A-----\nx\n-----END A-----\n-----BEGIN B-----\ny\n-----END B-----\n", "commit ssl cert /c.pem"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Commands = %q\nwant %q", got, want)
+	}
+}
+
+func TestDeleteServerCommand(t *testing.T) {
 	if got, want := DeleteServerCommand(beAB, "ep_127.0.0.1_1"), "del server "+beAB+"/ep_127.0.0.1_1"; got != want {
 		t.Errorf("DeleteServerCommand = %q, want %q", got, want)
 	}
