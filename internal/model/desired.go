@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -133,9 +134,10 @@ func ServerNameFor(ip string, port int) ServerName {
 // AdmittedRoute is a route that passed validation and admission, with its
 // services resolved to endpoints and its annotations parsed.
 type AdmittedRoute struct {
-	Key               RouteKey
+	Key RouteKey
+	// CreationTimestamp decides host conflicts in admission; nothing after
+	// admission reads it.
 	CreationTimestamp time.Time
-	Labels            map[string]string
 
 	Host string // lowercased, no port
 	Path string // "" or starting with "/"
@@ -151,6 +153,44 @@ type AdmittedRoute struct {
 	Backend BackendSettings
 	// Services is spec.to followed by spec.alternateBackends.
 	Services []ServiceBackend
+}
+
+// SameOutput reports whether a and b yield the same HAProxy configuration:
+// they are equal in every field but CreationTimestamp. The render cache
+// reuses a route's output on it and the planner skips unchanged routes on
+// it; TestSameOutputCoversEveryField keeps it complete.
+func (a *AdmittedRoute) SameOutput(b *AdmittedRoute) bool {
+	if a.Key != b.Key || a.Host != b.Host || a.Path != b.Path || a.Wildcard != b.Wildcard ||
+		a.Termination != b.Termination || a.InsecurePolicy != b.InsecurePolicy || a.TLS != b.TLS ||
+		!a.Backend.Equal(&b.Backend) || len(a.Services) != len(b.Services) {
+		return false
+	}
+	for i := range a.Services {
+		sa, sb := &a.Services[i], &b.Services[i]
+		if sa.Name != sb.Name || sa.Weight != sb.Weight || !slices.Equal(sa.Servers, sb.Servers) {
+			return false
+		}
+	}
+	return true
+}
+
+// Equal reports whether two backends' settings are the same.
+func (a *BackendSettings) Equal(b *BackendSettings) bool {
+	return a.Balance == b.Balance && a.Timeout == b.Timeout && a.TunnelTimeout == b.TunnelTimeout &&
+		a.HealthCheckInterval == b.HealthCheckInterval && slices.Equal(a.IPAllowlist, b.IPAllowlist) &&
+		a.HSTSHeader == b.HSTSHeader && a.DisableCookies == b.DisableCookies && a.CookieName == b.CookieName &&
+		a.CookieSameSite == b.CookieSameSite && SamePointee(a.RateLimit, b.RateLimit) &&
+		a.PodConcurrentConnections == b.PodConcurrentConnections && SamePointee(a.RewriteTarget, b.RewriteTarget) &&
+		a.ForwardedHeaders == b.ForwardedHeaders
+}
+
+// SamePointee reports whether a and b are both nil or point to equal
+// values.
+func SamePointee[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // BackendName returns the one backend this route renders to.

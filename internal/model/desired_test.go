@@ -1,6 +1,9 @@
 package model
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 func TestServerNameFor(t *testing.T) {
 	tests := []struct {
@@ -75,5 +78,75 @@ func TestSourceOfBigObjectIsIndexed(t *testing.T) {
 	field := "subsets[0].addresses[64].ip"
 	if got, want := src.At(field).String(), "e.yaml:71:9"; got != want {
 		t.Errorf("At(%s) = %s, want %s", field, got, want)
+	}
+}
+
+// SameOutput must compare every field that reaches the config, or a cached
+// render or a plan could miss a change: adding a field to these types
+// fails here until SameOutput (and this count) learn about it.
+func TestSameOutputCoversEveryField(t *testing.T) {
+	for _, c := range []struct {
+		typ    reflect.Type
+		fields int
+	}{
+		{reflect.TypeFor[AdmittedRoute](), 10},
+		{reflect.TypeFor[BackendSettings](), 13},
+		{reflect.TypeFor[ServiceBackend](), 3},
+		{reflect.TypeFor[Server](), 4},
+		{reflect.TypeFor[RouteTLS](), 4},
+		{reflect.TypeFor[RateLimit](), 3},
+		{reflect.TypeFor[RouteKey](), 2},
+	} {
+		if got := c.typ.NumField(); got != c.fields {
+			t.Errorf("%s has %d fields, SameOutput knows %d", c.typ, got, c.fields)
+		}
+	}
+	base := func() AdmittedRoute {
+		target := "/x"
+		return AdmittedRoute{
+			Key: RouteKey{Namespace: "ns", Name: "r"}, Host: "h.example.com", Path: "/p",
+			Backend: BackendSettings{Balance: BalanceLeastConn, IPAllowlist: []string{"10.0.0.0/8"},
+				RateLimit: &RateLimit{RateHTTP: 1}, RewriteTarget: &target},
+			Services: []ServiceBackend{{Name: "s", Weight: 100, Servers: []Server{
+				{Name: "ep_10.0.0.1_80", Address: "10.0.0.1", Port: 80, Weight: 1},
+				{Name: "ep_10.0.0.2_80", Address: "10.0.0.2", Port: 80, Weight: 1},
+			}}},
+		}
+	}
+	changes := map[string]func(r *AdmittedRoute){
+		"key":        func(r *AdmittedRoute) { r.Key.Name = "s" },
+		"host":       func(r *AdmittedRoute) { r.Host = "i.example.com" },
+		"path":       func(r *AdmittedRoute) { r.Path = "/q" },
+		"wildcard":   func(r *AdmittedRoute) { r.Wildcard = true },
+		"tls":        func(r *AdmittedRoute) { r.Termination = TerminationEdge },
+		"insecure":   func(r *AdmittedRoute) { r.InsecurePolicy = InsecurePolicyAllow },
+		"cert":       func(r *AdmittedRoute) { r.TLS.Key = "k" },
+		"timeout":    func(r *AdmittedRoute) { r.Backend.Timeout = 1 },
+		"allowlist":  func(r *AdmittedRoute) { r.Backend.IPAllowlist[0] = "10.0.0.0/9" },
+		"ratelimit":  func(r *AdmittedRoute) { r.Backend.RateLimit.RateHTTP = 2 },
+		"rewrite":    func(r *AdmittedRoute) { s := "/y"; r.Backend.RewriteTarget = &s },
+		"forwarded":  func(r *AdmittedRoute) { r.Backend.ForwardedHeaders = "never" },
+		"maxconn":    func(r *AdmittedRoute) { r.Backend.PodConcurrentConnections = 3 },
+		"svc weight": func(r *AdmittedRoute) { r.Services[0].Weight = 1 },
+		"server":     func(r *AdmittedRoute) { r.Services[0].Servers[1].Port = 81 },
+		"servers":    func(r *AdmittedRoute) { r.Services[0].Servers = r.Services[0].Servers[:1] },
+		"services":   func(r *AdmittedRoute) { r.Services = nil },
+	}
+	a := base()
+	if b := base(); !a.SameOutput(&b) {
+		t.Fatal("equal routes compare different")
+	}
+	// Admission's field: the same output.
+	b := base()
+	b.CreationTimestamp = b.CreationTimestamp.Add(1)
+	if !a.SameOutput(&b) {
+		t.Error("routes differing only in creationTimestamp compare different")
+	}
+	for name, change := range changes {
+		b := base()
+		change(&b)
+		if a.SameOutput(&b) {
+			t.Errorf("%s: changed route compares same", name)
+		}
 	}
 }

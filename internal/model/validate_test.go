@@ -283,7 +283,6 @@ func TestValidateRouteAdmittedForm(t *testing.T) {
 	want := AdmittedRoute{
 		Key:               RouteKey{"shop", "front"},
 		CreationTimestamp: r.Meta.CreationTimestamp,
-		Labels:            map[string]string{"app": "shop"},
 		Host:              "shop.example.com",
 		Path:              "/cart",
 		Termination:       TerminationEdge,

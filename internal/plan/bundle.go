@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/haroute/haroute/internal/model"
@@ -49,7 +50,7 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 			d.add(Change{Mode: ModeReload, Kind: KindMapFile, Subject: m.Name, Detail: "added"})
 			continue
 		}
-		if entriesEqual(old.Entries, m.Entries) {
+		if slices.Equal(old.Entries, m.Entries) {
 			continue
 		}
 		added, removed, explained := d.entryDiff(old.Entries, m.Entries)
@@ -70,18 +71,6 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 			d.add(Change{Mode: ModeReload, Kind: KindMapFile, Subject: olds[i].Name, Detail: "removed"})
 		}
 	}
-}
-
-func entriesEqual(a, b []render.MapEntry) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // entryDiff counts the entries only one side has, and reports whether all

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/haroute/haroute/internal/model"
@@ -331,7 +332,7 @@ func (d *differ) router() {
 	if !selectorEqual(a.RouteSelector, b.RouteSelector) {
 		d.add(Change{Mode: ModeDaemon, Kind: KindRouterSettings, Subject: "routeSelector", Detail: "changed"})
 	}
-	daemon("namespaces", !stringsEqual(a.Namespaces, b.Namespaces), a.Namespaces, b.Namespaces)
+	daemon("namespaces", !slices.Equal(a.Namespaces, b.Namespaces), a.Namespaces, b.Namespaces)
 	daemon("allowWildcardRoutes", a.AllowWildcardRoutes != b.AllowWildcardRoutes, a.AllowWildcardRoutes, b.AllowWildcardRoutes)
 }
 
@@ -363,19 +364,7 @@ func selectorEqual(a, b *model.LabelSelector) bool {
 	}
 	for i, x := range a.MatchExpressions {
 		y := b.MatchExpressions[i]
-		if x.Key != y.Key || x.Operator != y.Operator || !stringsEqual(x.Values, y.Values) {
-			return false
-		}
-	}
-	return true
-}
-
-func stringsEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
+		if x.Key != y.Key || x.Operator != y.Operator || !slices.Equal(x.Values, y.Values) {
 			return false
 		}
 	}

@@ -57,7 +57,7 @@ func sortedRoutes(rs []model.AdmittedRoute) []model.AdmittedRoute {
 
 // route diffs one route present on both sides.
 func (d *differ) route(old, cur *model.AdmittedRoute) {
-	if routeEqual(old, cur) {
+	if old.SameOutput(cur) {
 		return
 	}
 	key := cur.Key.String()
@@ -219,23 +219,16 @@ func (d *differ) backendDiff(a, b model.BackendSettings) (fields, detail []strin
 	ra, rb := d.applied.Desired.Router.HealthCheckInterval, d.desired.Desired.Router.HealthCheckInterval
 	inherited := ra != rb && a.HealthCheckInterval == ra && b.HealthCheckInterval == rb
 	diff("health.check.interval", a.HealthCheckInterval != b.HealthCheckInterval && !inherited, a.HealthCheckInterval, b.HealthCheckInterval)
-	diff("ip_allowlist", !stringsEqual(a.IPAllowlist, b.IPAllowlist), a.IPAllowlist, b.IPAllowlist)
+	diff("ip_allowlist", !slices.Equal(a.IPAllowlist, b.IPAllowlist), a.IPAllowlist, b.IPAllowlist)
 	diff("hsts_header", a.HSTSHeader != b.HSTSHeader, a.HSTSHeader, b.HSTSHeader)
 	diff("disable_cookies", a.DisableCookies != b.DisableCookies, a.DisableCookies, b.DisableCookies)
 	diff("cookie_name", a.CookieName != b.CookieName, a.CookieName, b.CookieName)
 	diff("cookie-same-site", a.CookieSameSite != b.CookieSameSite, a.CookieSameSite, b.CookieSameSite)
-	diff("rate-limit-connections", !rateLimitEqual(a.RateLimit, b.RateLimit), rateLimitString(a.RateLimit), rateLimitString(b.RateLimit))
+	diff("rate-limit-connections", !model.SamePointee(a.RateLimit, b.RateLimit), rateLimitString(a.RateLimit), rateLimitString(b.RateLimit))
 	diff("pod-concurrent-connections", a.PodConcurrentConnections != b.PodConcurrentConnections, a.PodConcurrentConnections, b.PodConcurrentConnections)
-	diff("rewrite-target", !stringPtrEqual(a.RewriteTarget, b.RewriteTarget), stringPtrString(a.RewriteTarget), stringPtrString(b.RewriteTarget))
+	diff("rewrite-target", !model.SamePointee(a.RewriteTarget, b.RewriteTarget), stringPtrString(a.RewriteTarget), stringPtrString(b.RewriteTarget))
 	diff("set-forwarded-headers", a.ForwardedHeaders != b.ForwardedHeaders, a.ForwardedHeaders, b.ForwardedHeaders)
 	return fields, detail
-}
-
-func rateLimitEqual(a, b *model.RateLimit) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 func rateLimitString(r *model.RateLimit) string {
@@ -245,44 +238,9 @@ func rateLimitString(r *model.RateLimit) string {
 	return fmt.Sprintf("concurrent-tcp=%d rate-tcp=%d rate-http=%d", r.ConcurrentTCP, r.RateTCP, r.RateHTTP)
 }
 
-func stringPtrEqual(a, b *string) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
 func stringPtrString(p *string) string {
 	if p == nil {
 		return "unset"
 	}
 	return show(*p)
-}
-
-// routeEqual reports whether two routes render the same. Labels and the
-// creation time only matter to admission, whose outcome is the route set.
-func routeEqual(a, b *model.AdmittedRoute) bool {
-	if a.Key != b.Key || a.Host != b.Host || a.Path != b.Path || a.Wildcard != b.Wildcard ||
-		a.Termination != b.Termination || a.InsecurePolicy != b.InsecurePolicy || a.TLS != b.TLS {
-		return false
-	}
-	x, y := a.Backend, b.Backend
-	if x.Balance != y.Balance || x.Timeout != y.Timeout || x.TunnelTimeout != y.TunnelTimeout ||
-		x.HealthCheckInterval != y.HealthCheckInterval || !stringsEqual(x.IPAllowlist, y.IPAllowlist) ||
-		x.HSTSHeader != y.HSTSHeader || x.DisableCookies != y.DisableCookies || x.CookieName != y.CookieName ||
-		x.CookieSameSite != y.CookieSameSite || !rateLimitEqual(x.RateLimit, y.RateLimit) ||
-		x.PodConcurrentConnections != y.PodConcurrentConnections || !stringPtrEqual(x.RewriteTarget, y.RewriteTarget) ||
-		x.ForwardedHeaders != y.ForwardedHeaders {
-		return false
-	}
-	if len(a.Services) != len(b.Services) {
-		return false
-	}
-	for i := range a.Services {
-		s, t := &a.Services[i], &b.Services[i]
-		if s.Name != t.Name || s.Weight != t.Weight || !slices.Equal(s.Servers, t.Servers) {
-			return false
-		}
-	}
-	return true
 }

@@ -2,9 +2,7 @@ package render
 
 import (
 	"bytes"
-	"maps"
 	"reflect"
-	"slices"
 
 	"github.com/haroute/haroute/internal/model"
 )
@@ -112,46 +110,3 @@ func (t *cacheTable) sameSkeleton(head []byte, outs []*routeOut) bool {
 	return n == len(t.skeleton) && bytes.Equal(head, t.skeleton[:len(head)])
 }
 
-// sameRoute reports whether a and b render identically because they are
-// equal in every field. TestSameRouteCoversEveryField keeps it complete.
-func sameRoute(a, b *model.AdmittedRoute) bool {
-	if a.Key != b.Key || a.CreationTimestamp != b.CreationTimestamp || a.Host != b.Host || a.Path != b.Path ||
-		a.Wildcard != b.Wildcard || a.Termination != b.Termination || a.InsecurePolicy != b.InsecurePolicy ||
-		a.TLS != b.TLS || !sameLabels(a.Labels, b.Labels) || !sameBackend(&a.Backend, &b.Backend) ||
-		len(a.Services) != len(b.Services) {
-		return false
-	}
-	for i := range a.Services {
-		sa, sb := &a.Services[i], &b.Services[i]
-		if sa.Name != sb.Name || sa.Weight != sb.Weight || !slices.Equal(sa.Servers, sb.Servers) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameLabels is maps.Equal with a shortcut: an unchanged route hands
-// render the very map it had last time, and comparing 10k label maps
-// entry by entry was most of the cache's lookup cost.
-func sameLabels(a, b map[string]string) bool {
-	if reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() {
-		return true
-	}
-	return maps.Equal(a, b)
-}
-
-func sameBackend(a, b *model.BackendSettings) bool {
-	return a.Balance == b.Balance && a.Timeout == b.Timeout && a.TunnelTimeout == b.TunnelTimeout &&
-		a.HealthCheckInterval == b.HealthCheckInterval && slices.Equal(a.IPAllowlist, b.IPAllowlist) &&
-		a.HSTSHeader == b.HSTSHeader && a.DisableCookies == b.DisableCookies && a.CookieName == b.CookieName &&
-		a.CookieSameSite == b.CookieSameSite && samePointee(a.RateLimit, b.RateLimit) &&
-		a.PodConcurrentConnections == b.PodConcurrentConnections && samePointee(a.RewriteTarget, b.RewriteTarget) &&
-		a.ForwardedHeaders == b.ForwardedHeaders
-}
-
-func samePointee[T comparable](a, b *T) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}

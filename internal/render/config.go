@@ -201,7 +201,7 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 			e = t.lookup(i, r.Key)
 			sameKeys = sameKeys && t.entries[i].route.Key == r.Key
 		}
-		if e != nil && sameRoute(&e.route, r) {
+		if e != nil && e.route.SameOutput(r) {
 			outs[i] = e
 			continue
 		}
