@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/haroute/haroute/internal/fsutil"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -246,7 +247,7 @@ func (m *Manager) Install(flags []string) error {
 	if _, err := os.Stat(path); err == nil {
 		m.log.Info("replacing unit", "path", path)
 	}
-	if err := writeFileAtomic(path, []byte(unit), 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(path, []byte(unit), 0o644); err != nil { // systemd never reads half a unit
 		return fmt.Errorf("install service: %w", err)
 	}
 	if err := m.run(ctx, "systemctl", "daemon-reload"); err != nil {
@@ -411,33 +412,4 @@ func shellJoin(words []string) string {
 		quoted[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 	}
 	return strings.Join(quoted, " ")
-}
-
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory, synced and renamed, so systemd never reads half a unit.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
