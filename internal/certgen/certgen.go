@@ -13,13 +13,14 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/haroute/haroute/internal/fsutil"
 	"io/fs"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/haroute/haroute/internal/fsutil"
 )
 
 // Validity is how long a generated certificate is valid: one year.

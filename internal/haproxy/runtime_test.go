@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/haroute/haroute/internal/plan"
-	"github.com/haroute/haroute/internal/render"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/haroute/haroute/internal/plan"
+	"github.com/haroute/haroute/internal/render"
 )
 
 // TestRuntimeReplies runs every command family haroute sends, succeeding

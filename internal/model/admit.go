@@ -2,11 +2,12 @@ package model
 
 import (
 	"fmt"
-	"github.com/haroute/haroute/internal/parallel"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/haroute/haroute/internal/parallel"
 )
 
 // Admission decides which routes are served. Three rules, as in OpenShift:

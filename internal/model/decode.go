@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/haroute/haroute/internal/parallel"
 	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/haroute/haroute/internal/parallel"
 )
 
 // Decoding happens in three steps per file:

@@ -3,8 +3,9 @@ package model
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/haroute/haroute/internal/parallel"
 	"slices"
+
+	"github.com/haroute/haroute/internal/parallel"
 )
 
 // SourceFile is one input file of a snapshot. Path is relative to the

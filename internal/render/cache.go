@@ -109,4 +109,3 @@ func (t *cacheTable) sameSkeleton(head []byte, outs []*routeOut) bool {
 	}
 	return n == len(t.skeleton) && bytes.Equal(head, t.skeleton[:len(head)])
 }
-

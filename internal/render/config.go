@@ -2,13 +2,13 @@ package render
 
 import (
 	"bytes"
-	"github.com/haroute/haroute/internal/parallel"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/parallel"
 )
 
 // TLS defaults: Mozilla's "intermediate" profile (TLS 1.2+, AEAD ciphers,

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/haroute/haroute/internal/fsutil"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -25,6 +24,7 @@ import (
 
 	kservice "github.com/kardianos/service"
 
+	"github.com/haroute/haroute/internal/fsutil"
 	"github.com/haroute/haroute/systemd"
 )
 
