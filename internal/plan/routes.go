@@ -110,8 +110,8 @@ func hostPath(r *model.AdmittedRoute) string {
 func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 	be := cur.BackendName()
 	key := cur.Key.String()
-	oldServers := render.RouteServers(*old)
-	newServers := render.RouteServers(*cur)
+	oldServers := old.Servers()
+	newServers := cur.Servers()
 	oldIndex := make(map[model.ServerName]model.Server, len(oldServers))
 	for _, s := range oldServers {
 		oldIndex[s.Name] = s

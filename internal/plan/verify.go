@@ -84,7 +84,7 @@ func expect(desired State, backends map[model.BackendName]bool, maps map[string]
 			continue
 		}
 		checked := r.HealthChecked()
-		servers := render.RouteServers(r)
+		servers := r.Servers()
 		list := make([]ExpectedServer, 0, len(servers))
 		for _, s := range servers {
 			list = append(list, ExpectedServer{Name: s.Name, Addr: s.Address, Port: s.Port,

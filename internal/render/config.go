@@ -385,15 +385,18 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 	}
 
 	inter := duration(healthCheckInterval(r, in))
-	eachRouteServer(r, func(s *model.Server) {
-		b := append(w.full, "  server "...)
-		b = append(b, s.Name...)
-		b = append(b, ' ')
-		b = appendHostPort(b, s.Address, s.Port)
-		b = append(b, ' ')
-		b = appendServerArgs(b, r, s, in, inter)
-		w.full = append(b, '\n')
-	})
+	for i := range r.Services {
+		for j := range r.Services[i].Servers {
+			s := &r.Services[i].Servers[j]
+			b := append(w.full, "  server "...)
+			b = append(b, s.Name...)
+			b = append(b, ' ')
+			b = appendHostPort(b, s.Address, s.Port)
+			b = append(b, ' ')
+			b = appendServerArgs(b, r, s, in, inter)
+			w.full = append(b, '\n')
+		}
+	}
 }
 
 // forwardedHeaders renders haproxy.router.openshift.io/set-forwarded-headers

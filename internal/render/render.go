@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -183,10 +184,8 @@ func checkRoute(r *model.AdmittedRoute) error {
 	if err := checkWord("backend name", string(r.BackendName())); err != nil {
 		return err
 	}
-	for i := range r.Services {
-		if err := checkServers(r.Services[i].Servers); err != nil {
-			return err
-		}
+	if err := checkServers(r); err != nil {
+		return err
 	}
 	bs := r.Backend
 	if !validBalance[bs.Balance] {
@@ -227,21 +226,56 @@ func checkRoute(r *model.AdmittedRoute) error {
 	return nil
 }
 
-func checkServers(servers []model.Server) error {
-	for i := range servers {
-		s := &servers[i]
-		if err := checkWord("server name", string(s.Name)); err != nil {
-			return err
+// checkServers checks every server of the route. Names must be unique in
+// the backend: admission keeps an endpoint behind two services once, and
+// HAProxy refuses a duplicate server.
+func checkServers(r *model.AdmittedRoute) error {
+	n := 0
+	for i := range r.Services {
+		n += len(r.Services[i].Servers)
+	}
+	// Names seen so far: scanned while few, else in a map.
+	var few [smallRoute]model.ServerName
+	names := few[:0]
+	var seen map[model.ServerName]bool
+	if n > smallRoute {
+		seen = make(map[model.ServerName]bool, n)
+	}
+	for i := range r.Services {
+		for j := range r.Services[i].Servers {
+			s := &r.Services[i].Servers[j]
+			if seen != nil && seen[s.Name] || seen == nil && slices.Contains(names, s.Name) {
+				return fmt.Errorf("server %s appears twice", s.Name)
+			}
+			if seen != nil {
+				seen[s.Name] = true
+			} else {
+				names = append(names, s.Name)
+			}
+			if err := checkServer(s); err != nil {
+				return err
+			}
 		}
-		if net.ParseIP(s.Address) == nil {
-			return fmt.Errorf("server %s address %q is not an IP address", s.Name, s.Address)
-		}
-		if s.Port < 1 || s.Port > 65535 {
-			return fmt.Errorf("server %s port %d out of range 1-65535", s.Name, s.Port)
-		}
-		if s.Weight < 0 || s.Weight > 256 {
-			return fmt.Errorf("server %s weight %d out of range 0-256", s.Name, s.Weight)
-		}
+	}
+	return nil
+}
+
+// smallRoute is the number of servers up to which duplicate names are
+// found by scanning rather than with a map.
+const smallRoute = 16
+
+func checkServer(s *model.Server) error {
+	if err := checkWord("server name", string(s.Name)); err != nil {
+		return err
+	}
+	if net.ParseIP(s.Address) == nil {
+		return fmt.Errorf("server %s address %q is not an IP address", s.Name, s.Address)
+	}
+	if s.Port < 1 || s.Port > 65535 {
+		return fmt.Errorf("server %s port %d out of range 1-65535", s.Name, s.Port)
+	}
+	if s.Weight < 0 || s.Weight > 256 {
+		return fmt.Errorf("server %s weight %d out of range 0-256", s.Name, s.Weight)
 	}
 	return nil
 }

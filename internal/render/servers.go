@@ -78,70 +78,6 @@ func destinationCAPath(r *model.AdmittedRoute, in Input) string {
 	}
 }
 
-// RouteServers returns the servers rendered for a route: every server of
-// every service, in order, keeping the first of any duplicate name (the
-// same endpoint behind two services of one route would otherwise be a
-// duplicate server, which HAProxy refuses).
-func RouteServers(r model.AdmittedRoute) []model.Server {
-	n := 0
-	for _, svc := range r.Services {
-		n += len(svc.Servers)
-	}
-	if n == 0 {
-		return nil
-	}
-	out := make([]model.Server, 0, n)
-	eachRouteServer(&r, func(s *model.Server) { out = append(out, *s) })
-	return out
-}
-
-// smallRoute is the number of servers up to which duplicate names are
-// found by scanning rather than with a map.
-const smallRoute = 16
-
-// eachRouteServer calls fn for the servers RouteServers returns, in order.
-func eachRouteServer(r *model.AdmittedRoute, fn func(*model.Server)) {
-	n := 0
-	for _, svc := range r.Services {
-		n += len(svc.Servers)
-	}
-	var seen map[model.ServerName]bool
-	if n > smallRoute {
-		seen = make(map[model.ServerName]bool, n)
-	}
-	// dup reports whether the server j of service i has the name of an
-	// earlier one.
-	dup := func(i, j int) bool {
-		name := r.Services[i].Servers[j].Name
-		if seen != nil {
-			if seen[name] {
-				return true
-			}
-			seen[name] = true
-			return false
-		}
-		for si := 0; si <= i; si++ {
-			servers := r.Services[si].Servers
-			if si == i {
-				servers = servers[:j]
-			}
-			for k := range servers {
-				if servers[k].Name == name {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for i := range r.Services {
-		for j := range r.Services[i].Servers {
-			if !dup(i, j) {
-				fn(&r.Services[i].Servers[j])
-			}
-		}
-	}
-}
-
 // UncheckedServers lists, per backend, the servers whose health checks the
 // daemon must disable (`disable health`) after every start or reload and
 // after adding them at runtime: those of routes with fewer than two active
@@ -156,7 +92,7 @@ func UncheckedServers(d *model.Desired) map[model.BackendName][]model.ServerName
 		if r.HealthChecked() {
 			continue
 		}
-		servers := RouteServers(r)
+		servers := r.Servers()
 		if len(servers) == 0 {
 			continue
 		}
