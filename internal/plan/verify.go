@@ -51,15 +51,10 @@ type Expectation struct {
 	Maps map[string][]render.MapEntry
 }
 
-// Expect computes the expectation for every backend and map of a desired
-// state. Narrow it with Only to what a plan touched.
-func Expect(desired State) Expectation {
-	return expect(desired, nil, nil)
-}
-
-// ExpectTouched is Expect(desired).Only(backends, maps), computed for those
-// backends and maps alone: a one-endpoint change at 10k routes must not
-// pay for an expectation of every route.
+// ExpectTouched computes what HAProxy must show, once desired is applied,
+// for the given backends and maps (those a plan touched; see Touched)
+// alone: a one-endpoint change at 10k routes must not pay for an
+// expectation of every route. Names the desired state lacks are left out.
 func ExpectTouched(desired State, backends []model.BackendName, maps []string) Expectation {
 	wantBE := make(map[model.BackendName]bool, len(backends))
 	for _, be := range backends {
@@ -72,7 +67,7 @@ func ExpectTouched(desired State, backends []model.BackendName, maps []string) E
 	return expect(desired, wantBE, wantMap)
 }
 
-// expect builds the expectation; nil filters mean everything.
+// expect builds the expectation; nil filters mean everything (tests).
 func expect(desired State, backends map[model.BackendName]bool, maps map[string]bool) Expectation {
 	exp := Expectation{
 		Servers: make(map[model.BackendName][]ExpectedServer),
@@ -102,24 +97,6 @@ func expect(desired State, backends map[model.BackendName]bool, maps map[string]
 		}
 	}
 	return exp
-}
-
-func (e Expectation) Only(backends []model.BackendName, maps []string) Expectation {
-	out := Expectation{
-		Servers: make(map[model.BackendName][]ExpectedServer, len(backends)),
-		Maps:    make(map[string][]render.MapEntry, len(maps)),
-	}
-	for _, be := range backends {
-		if s, ok := e.Servers[be]; ok {
-			out.Servers[be] = s
-		}
-	}
-	for _, p := range maps {
-		if m, ok := e.Maps[p]; ok {
-			out.Maps[p] = m
-		}
-	}
-	return out
 }
 
 // maxMismatches bounds how many differences a Verify error lists.

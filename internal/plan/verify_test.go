@@ -17,9 +17,10 @@ func TestVerify(t *testing.T) {
 		SetWeight{Backend: beAB, Server: "ep_127.0.0.1_18083", Weight: 100},
 		MapReplace{Path: httpMap},
 	}}
-	exp := Expect(desired).Only(p.Touched())
+	backends, maps := p.Touched()
+	exp := ExpectTouched(desired, backends, maps)
 	if len(exp.Servers) != 1 || len(exp.Maps) != 1 {
-		t.Fatalf("Only(Touched()) kept %d backends and %d maps, want 1 and 1", len(exp.Servers), len(exp.Maps))
+		t.Fatalf("ExpectTouched(Touched()) kept %d backends and %d maps, want 1 and 1", len(exp.Servers), len(exp.Maps))
 	}
 
 	good := func() map[model.BackendName][]ObservedServer {
@@ -116,7 +117,7 @@ func TestVerifyCapsMismatches(t *testing.T) {
 }
 
 func TestExpectHealth(t *testing.T) {
-	exp := Expect(stateOf(t, testInput(baseDesired())))
+	exp := expect(stateOf(t, testInput(baseDesired())), nil, nil)
 	for be, want := range map[model.BackendName]bool{beAB: true, beHello: false, bePair: true} {
 		for _, s := range exp.Servers[be] {
 			if s.Checked != want || s.Admin != AdminReady {
@@ -189,23 +190,28 @@ func TestDeleteServerCommand(t *testing.T) {
 	}
 }
 
-// ExpectTouched computes exactly what Expect(...).Only(...) filters down to.
-func TestExpectTouchedEqualsExpectOnly(t *testing.T) {
+// ExpectTouched holds the full expectation of exactly the backends and maps
+// asked for that exist.
+func TestExpectTouchedFilters(t *testing.T) {
 	st := stateOf(t, testInput(baseDesired()))
+	all := expect(st, nil, nil)
 	var backends []model.BackendName
 	for i, r := range st.Desired.Routes {
 		if i%2 == 0 {
 			backends = append(backends, r.BackendName())
 		}
 	}
-	backends = append(backends, "be_http:nope:nope")
-	maps := []string{absPath(st.Input.Dir, st.Bundle.Maps[0].Name), "/no/such.map"}
-	want := Expect(st).Only(backends, maps)
-	got := ExpectTouched(st, backends, maps)
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("ExpectTouched = %+v\nwant %+v", got, want)
+	mapPath := absPath(st.Input.Dir, st.Bundle.Maps[0].Name)
+	got := ExpectTouched(st, append(backends, "be_http:nope:nope"), []string{mapPath, "/no/such.map"})
+	if len(got.Servers) != len(backends) || len(got.Maps) != 1 {
+		t.Fatalf("ExpectTouched kept %d backends and %d maps, want %d and 1", len(got.Servers), len(got.Maps), len(backends))
 	}
-	if len(got.Servers) == 0 || len(got.Maps) != 1 {
-		t.Fatalf("filters dropped everything: %d backends, %d maps", len(got.Servers), len(got.Maps))
+	for _, be := range backends {
+		if !reflect.DeepEqual(got.Servers[be], all.Servers[be]) {
+			t.Errorf("%s: %+v, want %+v", be, got.Servers[be], all.Servers[be])
+		}
+	}
+	if !reflect.DeepEqual(got.Maps[mapPath], all.Maps[mapPath]) || len(all.Maps[mapPath]) == 0 {
+		t.Errorf("map %s: %d entries, want the %d rendered", mapPath, len(got.Maps[mapPath]), len(all.Maps[mapPath]))
 	}
 }
