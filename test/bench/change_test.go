@@ -32,20 +32,23 @@ func BenchmarkChange10kOneEndpoint(b *testing.B) {
 	l := model.NewLoader()
 	l.Load(before)
 	cache := &render.Cache{}
-	gens := [2][]model.SourceFile{after, before}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		res := l.Load(gens[i%2])
-		i++
-		bundle, err := render.Render(render.Input{
+	change := func(files []model.SourceFile) {
+		res := l.Load(files)
+		_, err := render.Render(render.Input{
 			Desired: res.Desired, Dir: "/var/lib/haroute/live", RunDir: "/run/haroute",
 			DefaultCertificate: cert, Cache: cache,
 		})
 		if err != nil || len(res.Desired.Routes) != 10000 {
 			b.Fatalf("%d routes admitted, render error %v", len(res.Desired.Routes), err)
 		}
-		_ = bundle
+	}
+	change(before) // the daemon's cache is warm too: a cold render is not a change
+	gens := [2][]model.SourceFile{after, before}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		change(gens[i%2])
+		i++
 	}
 }
 
