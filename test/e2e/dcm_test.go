@@ -129,6 +129,9 @@ func TestLongLivedConnectionSurvivesRemoval(t *testing.T) {
 	if got := r.reloads() - before; got != 0 {
 		t.Fatalf("%d reloads, want 0", got)
 	}
+	if cfg := readShowServers(t, r, "be_http:e2e:web"); !strings.Contains(cfg, fmt.Sprintf("_%d ", one.Port)) {
+		t.Fatalf("the drained server is gone while its stream is open:\n%s", cfg)
+	}
 	resp.Body.Close()
 	// Once the client is gone, the drained server is deleted.
 	r.eventually(10*time.Second, "drained server deleted", func() error {

@@ -92,8 +92,18 @@ func TestBadGenerationKeepsServing(t *testing.T) {
 		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
 		"endpoints.yaml", endpointsYAML("one", one),
 	)))
-	time.Sleep(500 * time.Millisecond)
-	r.serves("one.e2e.test", "/", "one")
+	r.eventually(20*time.Second, "RouterConfig error visible in status", func() error {
+		st := r.store.Get()
+		if st.LastError == nil || !strings.Contains(st.LastError.Message, "router.yaml") {
+			return fmt.Errorf("last error = %+v", st.LastError)
+		}
+		return nil
+	})
+	for i := 0; i < 20; i++ {
+		if got, err := r.get("one.e2e.test", "/"); err != nil || got != "one" {
+			t.Fatalf("after a bad RouterConfig: got %q, %v; want the last good config serving", got, err)
+		}
+	}
 }
 
 // git-sync publishes by renaming a temporary link over the configured one.
