@@ -20,7 +20,7 @@ import (
 func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State) {
 	writeStart := time.Now()
 	if err := d.writeLive(next); err != nil {
-		d.recordError(err)
+		d.writeFailed(err)
 		return
 	}
 	d.desired = next

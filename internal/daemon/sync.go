@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -58,7 +59,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		}
 		// HAProxy is down and restarting: the restart loads what is on disk.
 		if err := d.writeChecked(ctx, next); err != nil {
-			d.recordError(err)
+			d.writeFailed(err)
 			return nil
 		}
 		d.desired = next
@@ -79,7 +80,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		// A reload is needed (or already waiting): validate, write, and let
 		// the throttle coalesce it with anything else that arrives.
 		if err := d.writeChecked(ctx, next); err != nil {
-			d.recordError(err)
+			d.writeFailed(err)
 			return nil
 		}
 		d.desired = next
@@ -181,7 +182,7 @@ func (d *Daemon) input(desired *model.Desired, dir string) (render.Input, error)
 func (d *Daemon) writeChecked(ctx context.Context, next plan.State) error {
 	cand, err := d.prepare(next.Desired, d.cand.path)
 	if err != nil {
-		return err
+		return rejected{err}
 	}
 	if _, err := d.cand.write(cand.Bundle); err != nil {
 		return fmt.Errorf("write candidate: %w", err)
@@ -189,13 +190,34 @@ func (d *Daemon) writeChecked(ctx context.Context, next plan.State) error {
 	checkCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := haproxy.Check(checkCtx, d.sup.Binary(), d.cand.path+"/"+render.ConfigFile); err != nil {
-		return fmt.Errorf("candidate rejected, last good config keeps serving: %w", err)
+		err = fmt.Errorf("candidate rejected, last good config keeps serving: %w", err)
+		if checkCtx.Err() != nil {
+			return err // timed out: not a verdict on the content
+		}
+		return rejected{err}
 	}
 	if err := d.writeLive(next); err != nil {
 		return err
 	}
 	d.unchecked = false // the whole bundle on disk was just validated
 	return nil
+}
+
+// rejected marks a generation refused for its content (render or
+// `haproxy -c`): the same content would be refused again.
+type rejected struct{ err error }
+
+func (e rejected) Error() string { return e.err.Error() }
+func (e rejected) Unwrap() error { return e.err }
+
+// writeFailed reports a generation that did not reach the disk. Unless
+// its content was rejected, the snapshot is forgotten, so the next event
+// or resync tries it again: a full disk must not lose a change.
+func (d *Daemon) writeFailed(err error) {
+	d.recordError(err)
+	if !errors.As(err, new(rejected)) {
+		d.lastHash = ""
+	}
 }
 
 func (d *Daemon) writeLive(next plan.State) error {
@@ -209,7 +231,7 @@ func (d *Daemon) writeLive(next plan.State) error {
 
 func (d *Daemon) firstStart(ctx context.Context, next plan.State) error {
 	if err := d.writeChecked(ctx, next); err != nil {
-		d.recordError(err)
+		d.writeFailed(err)
 		return nil // wait for a better generation
 	}
 	d.desired = next

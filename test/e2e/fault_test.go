@@ -139,3 +139,28 @@ func TestHAProxyRestartMidChangesConverges(t *testing.T) {
 		return nil
 	})
 }
+
+// A change that cannot be written (here the live directory is briefly a
+// file; in life, a full disk) is retried once writing works again: the
+// periodic resync picks it up, with no new change needed.
+func TestUnwritableChangeIsRetried(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := serveWeb(t, r, "", one)
+	live := filepath.Join(r.stateDir, "live")
+	must(t, os.Rename(live, live+".away"))
+	must(t, os.WriteFile(live, nil, 0o600))
+	must(t, w.Publish(scaleFiles(r, "", []*backend{two})))
+	r.eventually(20*time.Second, "write error visible in status", func() error {
+		if st := r.store.Get(); st.LastError == nil || !strings.Contains(st.LastError.Message, "write live bundle") {
+			return fmt.Errorf("last error = %+v", st.LastError)
+		}
+		return nil
+	})
+	if got, err := r.get("web.e2e.test", "/"); err != nil || got != "one" {
+		t.Fatalf("while the change cannot be written: got %q, %v; want the last good state", got, err)
+	}
+	must(t, os.Remove(live))
+	must(t, os.Rename(live+".away", live))
+	r.serves("web.e2e.test", "/", "two") // within a resync (2 s here)
+}

@@ -46,6 +46,7 @@ type router struct {
 	applied            []daemon.Applied
 	client             *http.Client
 	runtimeTimeout     time.Duration // daemon.Options.RuntimeTimeout; 0 = default
+	stateDir           string        // the daemon's; set by start
 }
 
 // newRouter prepares a config dir and ports; publish a first generation
@@ -77,9 +78,10 @@ func (r *router) startWith(mode, dir string) {
 	t := r.t
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	r.stateDir = filepath.Join(t.TempDir(), "state")
 	testenv.StartDaemon(t, daemon.Options{
 		ConfigDir: dir, WatchMode: snapshotMode(mode), RunDir: r.runDir,
-		StateDir: filepath.Join(t.TempDir(), "state"), MetricsAddress: r.metrics,
+		StateDir: r.stateDir, MetricsAddress: r.metrics,
 		Resync: 2 * time.Second, Debounce: 100 * time.Millisecond,
 		RuntimeTimeout: r.runtimeTimeout, Logger: logger, Status: r.store,
 		OnApply: func(a daemon.Applied) {
