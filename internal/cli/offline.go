@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/haroute/haroute/internal/certgen"
+	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/fsutil"
 	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/plan"
@@ -78,7 +79,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("render", stderr)
 	out := fs.String("out", "", "output directory for the bundle")
-	runDir := fs.String("run-dir", "/run/haroute", "run dir the config refers to for its sockets")
+	runDir := fs.String("run-dir", daemon.DefaultRunDir, "run dir the config refers to for its sockets")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseErr(err)
@@ -176,7 +177,7 @@ func planCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if res.Diagnostics.HasErrors(false) {
 			fmt.Fprintf(stderr, "haroute plan: %s has errors (run haroute check %s); planning with what is valid\n", dir, dir)
 		}
-		in, err := offlineInput(res.Desired, tmp, "/run/haroute")
+		in, err := offlineInput(res.Desired, tmp, daemon.DefaultRunDir)
 		if err != nil {
 			fmt.Fprintf(stderr, "haroute plan: %v\n", err)
 			return ExitInvalid

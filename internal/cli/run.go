@@ -16,6 +16,10 @@ import (
 var nowFunc = time.Now
 
 // runFlags are the flags of `run`, shared with `service install`, which
+// defaultMetricsAddress is where `run` serves /metrics and /status and
+// where `status` asks.
+const defaultMetricsAddress = "127.0.0.1:9191"
+
 // passes them through to the unit.
 type runFlags struct {
 	configDir, runDir, stateDir, haproxy, metricsAddr, watchMode string
@@ -28,10 +32,10 @@ func (f *runFlags) register(fs interface {
 	DurationVar(*time.Duration, string, time.Duration, string)
 }) {
 	fs.StringVar(&f.configDir, "config-dir", "", "directory of Route, Endpoints and RouterConfig YAML (required)")
-	fs.StringVar(&f.runDir, "run-dir", "/run/haroute", "directory for HAProxy's master and admin sockets (mode 0700)")
-	fs.StringVar(&f.stateDir, "state-dir", "/var/lib/haroute", "directory for the rendered bundle and the generated default certificate")
+	fs.StringVar(&f.runDir, "run-dir", daemon.DefaultRunDir, "directory for HAProxy's master and admin sockets (mode 0700)")
+	fs.StringVar(&f.stateDir, "state-dir", daemon.DefaultStateDir, "directory for the rendered bundle and the generated default certificate")
 	fs.StringVar(&f.haproxy, "haproxy", "", "haproxy binary (default: haproxy from PATH)")
-	fs.StringVar(&f.metricsAddr, "metrics-address", "127.0.0.1:9191", "address for /metrics, /healthz, /readyz and /status (empty disables)")
+	fs.StringVar(&f.metricsAddr, "metrics-address", defaultMetricsAddress, "address for /metrics, /healthz, /readyz and /status (empty disables)")
 	fs.StringVar(&f.watchMode, "watch-mode", "auto", "directory layout: auto, atomic (..data), link (git-sync) or plain")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")

@@ -13,7 +13,7 @@ import (
 
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("status", stderr)
-	addr := fs.String("address", "127.0.0.1:9191", "the daemon's --metrics-address")
+	addr := fs.String("address", defaultMetricsAddress, "the daemon's --metrics-address")
 	if err := fs.Parse(args); err != nil {
 		return parseErr(err)
 	}

@@ -26,6 +26,13 @@ import (
 	"github.com/haroute/haroute/internal/watch"
 )
 
+// Where the daemon keeps its sockets and its state unless Options say
+// otherwise: the directories the systemd unit makes writable.
+const (
+	DefaultRunDir   = "/run/haroute"
+	DefaultStateDir = "/var/lib/haroute"
+)
+
 // Options configures a daemon. Zero values get the defaults noted.
 type Options struct {
 	ConfigDir string
@@ -128,10 +135,10 @@ func New(opts Options) (*Daemon, error) {
 		return nil, errors.New("config dir is required")
 	}
 	if opts.RunDir == "" {
-		opts.RunDir = "/run/haroute"
+		opts.RunDir = DefaultRunDir
 	}
 	if opts.StateDir == "" {
-		opts.StateDir = "/var/lib/haroute"
+		opts.StateDir = DefaultStateDir
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -172,7 +179,7 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	inspector, err := haproxy.NewInspector(filepath.Join(opts.RunDir, "admin.sock"))
+	inspector, err := haproxy.NewInspector(filepath.Join(opts.RunDir, render.AdminSocket))
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +193,7 @@ func New(opts Options) (*Daemon, error) {
 		live:       newBundleDir(live),
 		cand:       newBundleDir(filepath.Join(opts.StateDir, "candidate")),
 		sup:        sup,
-		runtime:    haproxy.NewRuntime(filepath.Join(opts.RunDir, "admin.sock")),
+		runtime:    haproxy.NewRuntime(filepath.Join(opts.RunDir, render.AdminSocket)),
 		lastFiles:  map[string]model.SourceFile{},
 		pending:    map[model.BackendName]map[model.ServerName]bool{},
 		hardNOFILE: nofileHardLimit(),

@@ -24,6 +24,7 @@ import (
 
 	kservice "github.com/kardianos/service"
 
+	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/fsutil"
 	"github.com/haroute/haroute/systemd"
 )
@@ -37,7 +38,7 @@ const Name = "haroute"
 // daemon agree.
 const (
 	DefaultConfigDir = "/etc/haroute/config"
-	DefaultRunDir    = "/run/haroute"
+	DefaultRunDir    = daemon.DefaultRunDir
 )
 
 // User is the account the systemd unit runs as.
@@ -279,7 +280,7 @@ func (m *Manager) ensureUser(ctx context.Context) error {
 	}
 	if !ok {
 		if err := m.run(ctx, "useradd", "--system", "--gid", User, "--no-create-home",
-			"--home-dir", "/var/lib/haroute", "--shell", "/usr/sbin/nologin", User); err != nil {
+			"--home-dir", daemon.DefaultStateDir, "--shell", "/usr/sbin/nologin", User); err != nil {
 			return fmt.Errorf("create user: %w", err)
 		}
 		m.log.Info("created user", "user", User)
