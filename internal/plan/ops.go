@@ -3,7 +3,6 @@ package plan
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 
@@ -48,7 +47,7 @@ type AddServer struct {
 // checks disabled; `enable server` is used instead of the `enabled` keyword,
 // which 3.0 removed.
 func (o AddServer) Commands() []string {
-	line := fmt.Sprintf("add server %s %s", serverRef(o.Backend, o.Server), hostPort(o.Addr, o.Port))
+	line := fmt.Sprintf("add server %s %s", serverRef(o.Backend, o.Server), render.HostPort(o.Addr, o.Port))
 	if o.Args != "" {
 		line += " " + o.Args
 	}
@@ -60,7 +59,7 @@ func (o AddServer) Commands() []string {
 }
 
 func (o AddServer) String() string {
-	return fmt.Sprintf("add server %s %s", serverRef(o.Backend, o.Server), hostPort(o.Addr, o.Port))
+	return fmt.Sprintf("add server %s %s", serverRef(o.Backend, o.Server), render.HostPort(o.Addr, o.Port))
 }
 
 // SetDynamicCookieKey re-sends a backend's dynamic cookie key. On 2.6 a
@@ -288,12 +287,6 @@ func healthCommand(be model.BackendName, srv model.ServerName, checked bool) str
 		return "enable health " + serverRef(be, srv)
 	}
 	return "disable health " + serverRef(be, srv)
-}
-
-// hostPort brackets IPv6 literals, which HAProxy accepts and which keeps the
-// port unambiguous.
-func hostPort(addr string, port int) string {
-	return net.JoinHostPort(addr, strconv.Itoa(port))
 }
 
 // cliEscape protects the characters the runtime API's argument parser

@@ -150,7 +150,7 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 			// Names derive from ip:port, so this only happens if that
 			// rule changes; the runtime cannot rename, so reload.
 			d.add(Change{Mode: ModeReload, Kind: KindEndpointAddress, Subject: key,
-				Detail: fmt.Sprintf("%s %s -> %s", s.Name, hostPort(o.Address, o.Port), hostPort(s.Address, s.Port))})
+				Detail: fmt.Sprintf("%s %s -> %s", s.Name, render.HostPort(o.Address, o.Port), render.HostPort(s.Address, s.Port))})
 			continue
 		}
 		// Anything besides the weight that differs on the server line

@@ -152,7 +152,7 @@ func verifyBackend(be model.BackendName, want []ExpectedServer, got []ObservedSe
 			continue
 		}
 		if !sameAddr(o.Addr, w.Addr) || o.Port != w.Port {
-			bad = append(bad, fmt.Sprintf("%s: address %s, want %s", ref, hostPort(o.Addr, o.Port), hostPort(w.Addr, w.Port)))
+			bad = append(bad, fmt.Sprintf("%s: address %s, want %s", ref, render.HostPort(o.Addr, o.Port), render.HostPort(w.Addr, w.Port)))
 		}
 		if o.Weight != w.Weight {
 			bad = append(bad, fmt.Sprintf("%s: weight %d, want %d", ref, o.Weight, w.Weight))

@@ -218,7 +218,7 @@ func TestLiveRouting(t *testing.T) {
 			addr := backend("added-"+r.Key.Name, nil)
 			host, port := splitHostPort(addr)
 			srv := model.Server{Name: model.ServerName("added_" + r.Key.Name), Address: host, Port: port, Weight: 1}
-			cmd := fmt.Sprintf("add server %s/%s %s %s", r.BackendName(), srv.Name, ServerAddress(srv), ServerArgs(r, srv, in))
+			cmd := fmt.Sprintf("add server %s/%s %s %s", r.BackendName(), srv.Name, HostPort(srv.Address, srv.Port), ServerArgs(r, srv, in))
 			out := adminCommand(t, in.RunDir, cmd)
 			if !strings.Contains(out, "New server registered") {
 				t.Errorf("%s\n→ %s", cmd, out)

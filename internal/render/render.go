@@ -460,5 +460,5 @@ func bindAddress(addr string, port int) string {
 	if addr == "" {
 		return ":" + strconv.Itoa(port)
 	}
-	return hostPort(addr, port)
+	return HostPort(addr, port)
 }

@@ -352,8 +352,8 @@ func TestServerArgs(t *testing.T) {
 			t.Errorf("%s: ServerArgs =\n %q\nwant\n %q", c.name, got, c.want)
 		}
 	}
-	if got, want := ServerAddress(model.Server{Address: "fd00::1", Port: 8080}), "[fd00::1]:8080"; got != want {
-		t.Errorf("ServerAddress = %q, want %q", got, want)
+	if got, want := HostPort("fd00::1", 8080), "[fd00::1]:8080"; got != want {
+		t.Errorf("HostPort = %q, want %q", got, want)
 	}
 }
 

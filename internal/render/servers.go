@@ -51,10 +51,6 @@ func appendServerArgs(b []byte, r *model.AdmittedRoute, s *model.Server, in Inpu
 	return b
 }
 
-// ServerAddress renders a server's address as it appears on the server line
-// and in `add server` (IPv6 bracketed).
-func ServerAddress(s model.Server) string { return hostPort(s.Address, s.Port) }
-
 func healthCheckInterval(r *model.AdmittedRoute, in Input) time.Duration {
 	if d := r.Backend.HealthCheckInterval; d > 0 {
 		return d

@@ -64,13 +64,14 @@ func duration(d time.Duration) string {
 	}
 }
 
-// hostPort renders an address for a bind or server line; IPv6 literals are
-// bracketed, which HAProxy 2.6 accepts and which keeps the port unambiguous.
-func hostPort(host string, port int) string {
+// HostPort renders an address as bind and server lines and `add server`
+// take it; IPv6 literals are bracketed, which HAProxy 2.6 accepts and
+// which keeps the port unambiguous.
+func HostPort(host string, port int) string {
 	return string(appendHostPort(make([]byte, 0, len(host)+8), host, port))
 }
 
-// appendHostPort appends hostPort(host, port) to b.
+// appendHostPort appends HostPort(host, port) to b.
 func appendHostPort(b []byte, host string, port int) []byte {
 	if strings.Contains(host, ":") {
 		b = append(b, '[')
