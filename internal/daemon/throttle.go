@@ -1,6 +1,9 @@
 package daemon
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // throttle decides when a requested reload may run (DESIGN §5): the first
 // reload after a quiet period runs at once; later ones wait until interval
@@ -17,7 +20,7 @@ type throttle struct {
 func (t *throttle) request(reasons ...string) {
 	t.pending = true
 	for _, r := range reasons {
-		if !contains(t.reasons, r) {
+		if !slices.Contains(t.reasons, r) {
 			t.reasons = append(t.reasons, r)
 		}
 	}
@@ -44,15 +47,6 @@ func (t *throttle) start(now time.Time) []string {
 	reasons := t.reasons
 	t.pending, t.reasons, t.lastStart = false, nil, now
 	return reasons
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // clear drops a pending reload that became moot (HAProxy restarted and

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -33,9 +34,9 @@ func (r LabelSelectorRequirement) matches(labels map[string]string) bool {
 	v, ok := labels[r.Key]
 	switch r.Operator {
 	case "In":
-		return ok && contains(r.Values, v)
+		return ok && slices.Contains(r.Values, v)
 	case "NotIn":
-		return !ok || !contains(r.Values, v)
+		return !ok || !slices.Contains(r.Values, v)
 	case "Exists":
 		return ok
 	case "DoesNotExist":
@@ -45,15 +46,6 @@ func (r LabelSelectorRequirement) matches(labels map[string]string) bool {
 		// answer for a router that must not serve what it was not given.
 		return false
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // validateSelector checks a selector written at field (e.g.

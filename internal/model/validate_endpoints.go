@@ -140,7 +140,7 @@ func sliceGroups(sl *EndpointSlice) groupsMemo {
 
 func namespaceOrDefault(ns string) string {
 	if ns == "" {
-		return "default"
+		return defaultNamespace
 	}
 	return ns
 }
