@@ -29,12 +29,11 @@ func Handler(store *Store, metrics http.Handler) http.Handler {
 		writeText(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		s := store.Get()
-		if s.Ready {
+		ready, reason := store.Ready()
+		if ready {
 			writeText(w, http.StatusOK, "ok")
 			return
 		}
-		reason := s.NotReadyReason
 		if reason == "" {
 			reason = defaultNotReady
 		}

@@ -129,6 +129,14 @@ func (s *Store) Get() Status {
 	return s.status.clone()
 }
 
+// Ready reports readiness and, when not ready, why, without copying the
+// status: /readyz is probed every few seconds, and Get copies every route.
+func (s *Store) Ready() (bool, string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.status.Ready, s.status.NotReadyReason
+}
+
 func (s Status) clone() Status {
 	c := s
 	if s.Routes != nil {
