@@ -19,17 +19,13 @@ const DefaultRuntimeTimeout = 30 * time.Second
 // (`stats socket <run>/admin.sock mode 600 level admin`).
 type Runtime struct {
 	socketPath string
-	timeout    time.Duration
 }
 
 // NewRuntime returns a client for the admin socket at socketPath. It does
 // not connect: every call opens its own connection.
 func NewRuntime(socketPath string) *Runtime {
-	return &Runtime{socketPath: socketPath, timeout: DefaultRuntimeTimeout}
+	return &Runtime{socketPath: socketPath}
 }
-
-// SocketPath returns the admin socket this client talks to.
-func (r *Runtime) SocketPath() string { return r.socketPath }
 
 // Response is HAProxy's reply to one runtime command.
 type Response struct {
@@ -95,7 +91,7 @@ func (r *Runtime) execute(ctx context.Context, cmds []string, stopOnRefusal bool
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		ctx, cancel = context.WithTimeout(ctx, DefaultRuntimeTimeout)
 		defer cancel()
 	}
 	s, err := r.dial(ctx)

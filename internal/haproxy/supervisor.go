@@ -16,6 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// readyTimeout bounds Start's wait for the first worker.
+const readyTimeout = 30 * time.Second
+
 // Options configure a Supervisor.
 type Options struct {
 	Binary     string // haproxy executable; "" = "haproxy" from PATH
@@ -24,10 +27,6 @@ type Options struct {
 	// admin.sock the rendered config declares). Created with mode 0700.
 	RunDir string
 	Logger *slog.Logger
-	// Env is added to haroute's own environment for HAProxy.
-	Env []string
-	// ReadyTimeout bounds Start's wait for the first worker (default 30 s).
-	ReadyTimeout time.Duration
 	// SoftStopTimeout bounds how long Stop lets workers finish their
 	// connections after SIGUSR1 before it sends SIGTERM (default 10 s).
 	SoftStopTimeout time.Duration
@@ -65,9 +64,6 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.ReadyTimeout <= 0 {
-		opts.ReadyTimeout = 30 * time.Second
 	}
 	if opts.SoftStopTimeout <= 0 {
 		opts.SoftStopTimeout = 10 * time.Second
@@ -120,7 +116,6 @@ func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
 		"-f", s.opts.ConfigPath,
 		"-p", s.PIDFile(),
 	)
-	cmd.Env = append(os.Environ(), s.opts.Env...)
 	// A process group of its own: signals to haroute's group (Ctrl-C in a
 	// terminal) do not hit HAProxy behind Stop's back, and Stop can sweep
 	// the group as a safety net.
@@ -151,7 +146,7 @@ func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
 	go p.wait()
 	s.log.Info("haproxy started", "pid", cmd.Process.Pid, "config", s.opts.ConfigPath)
 
-	if err := p.waitReady(ctx, s.opts.ReadyTimeout); err != nil {
+	if err := p.waitReady(ctx, readyTimeout); err != nil {
 		_ = p.Stop(context.Background())
 		return nil, err
 	}
