@@ -226,17 +226,17 @@ func validateSorted(sorted []*Route, memos []*routeMemo, settings *Settings, ds 
 		slab[i] = candidate{}
 		key := RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}
 		if i > 0 && sorted[i-1].Meta.Namespace == r.Meta.Namespace && sorted[i-1].Meta.Name == r.Meta.Name {
-			*ds = append(*ds, Diagnostic{Pos: r.Source.Pos, Severity: SeverityError, Route: key.String(),
+			*ds = append(*ds, Diagnostic{Pos: r.Source.Pos, Severity: SeverityError,
 				Message: fmt.Sprintf("route %s is already defined at %s; this definition is ignored", key, firstOf(sorted, i).Source.Pos)})
 			continue
 		}
 		if len(allowed) > 0 && !allowed[r.Meta.Namespace] {
-			*ds = append(*ds, Diagnostic{Pos: r.Source.Pos, Severity: SeverityNote, Route: key.String(),
+			*ds = append(*ds, Diagnostic{Pos: r.Source.Pos, Severity: SeverityNote,
 				Message: fmt.Sprintf("route not served by this router: namespace %q is not in the RouterConfig's spec.namespaces", r.Meta.Namespace)})
 			continue
 		}
 		if !settings.RouteSelector.Matches(r.Meta.Labels) {
-			*ds = append(*ds, Diagnostic{Pos: r.Source.Pos, Severity: SeverityNote, Route: key.String(),
+			*ds = append(*ds, Diagnostic{Pos: r.Source.Pos, Severity: SeverityNote,
 				Message: "route not served by this router: its labels do not match the RouterConfig's spec.routeSelector"})
 			continue
 		}

@@ -195,12 +195,6 @@ func (w *walker) finish(m *yaml.Node, meta *ObjectMeta, start int, isRoute bool)
 		}
 		w.diags = append(w.diags, Diagnostic{Pos: pos, Severity: SeverityError, Field: "metadata.name", Message: "required"})
 	}
-	if isRoute {
-		key := RouteKey{Namespace: meta.Namespace, Name: meta.Name}.String()
-		for i := start; i < len(w.diags); i++ {
-			w.diags[i].Route = key
-		}
-	}
 	return src
 }
 

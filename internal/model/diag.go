@@ -46,9 +46,6 @@ type Diagnostic struct {
 	// Field is the YAML path of the offending field, e.g. "spec.tls.key".
 	Field   string
 	Message string
-	// Route names the route the diagnostic belongs to ("ns/name"), if any,
-	// so statuses can carry their own warnings.
-	Route string
 }
 
 func (d Diagnostic) String() string {

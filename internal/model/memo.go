@@ -120,7 +120,7 @@ func (m *routeMemo) validate(r *Route, settings *Settings, dst *routeCheck) (Adm
 		ar, c := validateRoute(r, settings)
 		*m = routeMemo{validated: true, under: key, admitted: ar, diags: slices.Clip(c.diags), bad: c.bad}
 	}
-	*dst = routeCheck{src: r.Source, route: RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}, diags: m.diags, bad: m.bad}
+	*dst = routeCheck{src: r.Source, diags: m.diags, bad: m.bad}
 	return m.admitted, dst
 }
 

@@ -23,14 +23,12 @@ const maxServiceWeight = 256
 // routeCheck collects the diagnostics of one route.
 type routeCheck struct {
 	src   Source
-	route RouteKey
-	key   string // route.String(), made when the first diagnostic needs it
 	diags Diagnostics
 	bad   bool // an error was reported: the route is rejected
 }
 
 func newRouteCheck(r *Route) *routeCheck {
-	return &routeCheck{src: r.Source, route: RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}}
+	return &routeCheck{src: r.Source}
 }
 
 // pos returns where field was written, or where the first of the fallback
@@ -55,10 +53,7 @@ func (c *routeCheck) add(sev Severity, pos Position, field, msg string) {
 	if sev == SeverityError {
 		c.bad = true
 	}
-	if c.key == "" {
-		c.key = c.route.String()
-	}
-	c.diags = append(c.diags, Diagnostic{Pos: pos, Severity: sev, Field: field, Message: msg, Route: c.key})
+	c.diags = append(c.diags, Diagnostic{Pos: pos, Severity: sev, Field: field, Message: msg})
 }
 
 func (c *routeCheck) errorf(field string, format string, args ...any) {
