@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -175,24 +174,7 @@ func (r *router) start(name string) {
 
 // get fetches http://host/ through HAProxy and returns the body.
 func (r *router) get(host string) (string, error) {
-	req, err := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.http), nil)
-	if err != nil {
-		return "", err
-	}
-	req.Host = host
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("status %d", resp.StatusCode)
-	}
-	return string(body), nil
+	return testenv.Get(r.client, r.http, host, "/")
 }
 
 // untilServed polls host every 2 ms until want answers, and returns when.

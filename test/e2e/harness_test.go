@@ -103,21 +103,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // get fetches http://host/path through the router's HTTP port and returns
 // the body (the name of the backend that answered).
 func (r *router) get(host, path string) (string, error) {
-	req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d%s", r.http, path), nil)
-	req.Host = host
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != 200 {
-		return "", fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
-	}
-	return string(body), nil
+	return testenv.Get(r.client, r.http, host, path)
 }
 
 // eventually retries f until it succeeds or the timeout passes.

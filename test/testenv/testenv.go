@@ -6,10 +6,12 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -176,4 +178,28 @@ func StartDaemon(t testing.TB, opts daemon.Options, readyWithin time.Duration) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Get fetches http://127.0.0.1:port/path with the given Host through the
+// router and returns the body (the demo backends answer with their name);
+// any status but 200 is an error carrying the body.
+func Get(client *http.Client, port int, host, path string) (string, error) {
+	req, err := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
+	if err != nil {
+		return "", err
+	}
+	req.Host = host
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	return string(body), nil
 }
