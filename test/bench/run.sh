@@ -131,7 +131,7 @@ batch=$(bench_field BenchmarkExecuteBatch1000 ns/op)
 	echo "| 1 | Same, 1k routes (BenchmarkLoadRender1k) | — | $(fmt_ms "$lr1k"), $(fmt_mb "$(bench_field BenchmarkLoadRender1k B/op)") and $(bench_field BenchmarkLoadRender1k allocs/op) allocs per op | — |"
 	change=$(bench_field BenchmarkChange10kOneEndpoint ns/op)
 	if [[ -n $change ]]; then
-		echo "| 3 | In-process share of one endpoint change at 10k routes: warm loader, one file changed, load+admit+render (BenchmarkChange10kOneEndpoint, mean of 5) | — | $(fmt_ms "$change"), $(fmt_mb "$(bench_field BenchmarkChange10kOneEndpoint B/op)") and $(bench_field BenchmarkChange10kOneEndpoint allocs/op) allocs per op | — |"
+		echo "| 3 | In-process share of one endpoint change at 10k routes: warm loader and render cache, one file changed, load+admit+render (BenchmarkChange10kOneEndpoint, mean of 5) | — | $(fmt_ms "$change"), $(fmt_mb "$(bench_field BenchmarkChange10kOneEndpoint B/op)") and $(bench_field BenchmarkChange10kOneEndpoint allocs/op) allocs per op | — |"
 	fi
 	if [[ -f "$out/figures.md" ]]; then
 		LC_ALL=C sort -t '|' -k2,2 "$out/figures.md"
