@@ -1,19 +1,17 @@
 package plan
 
 import (
-	"bufio"
-	"io"
 	"math/big"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/haroute/haroute/internal/haproxy"
 	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/render"
 	"github.com/haroute/haroute/internal/testutil"
@@ -58,13 +56,9 @@ func TestRuntimePlanOnHAProxy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range o.Commands(ver) {
-				live.mustCmd(t, c)
-			}
+			live.mustCmd(t, o.Commands(ver)...)
 		case CommandOp:
-			for _, c := range o.Commands() {
-				live.mustCmd(t, c)
-			}
+			live.mustCmd(t, o.Commands()...)
 		}
 	}
 
@@ -94,6 +88,7 @@ func TestRuntimePlanOnHAProxy(t *testing.T) {
 type liveHAProxy struct {
 	dir, runDir string
 	state       State
+	rt          *haproxy.Runtime
 }
 
 // startHAProxy writes d's bundle, starts HAProxy on free ports and applies
@@ -134,6 +129,7 @@ func startHAProxy(t *testing.T, bin string, d *model.Desired, cert []byte) *live
 			t.Fatalf("haproxy did not open its admin socket:\n%s", stderr.String())
 		}
 	}
+	h.rt = haproxy.NewRuntime(h.runDir + "/" + render.AdminSocket)
 	for be, servers := range render.UncheckedServers(d) {
 		for _, s := range servers {
 			h.mustCmd(t, "disable health "+serverRef(be, s))
@@ -146,70 +142,62 @@ func stateFor(t *testing.T, d *model.Desired, cert []byte, dir, runDir string) S
 	return stateOf(t, render.Input{Desired: d, Dir: dir, RunDir: runDir, DefaultCertificate: cert})
 }
 
-// cmd sends one command on its own connection and returns the reply.
+// cmd sends one command and returns the reply.
 func (h *liveHAProxy) cmd(t *testing.T, command string) string {
 	t.Helper()
-	c, err := net.Dial("unix", h.runDir+"/"+render.AdminSocket)
+	resps, err := h.rt.Execute(t.Context(), []string{command})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if _, err := io.WriteString(c, command+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	reply, err := io.ReadAll(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(reply)
+	return resps[0].Output
 }
 
-// mustCmd fails on replies that are not one of the success messages.
-func (h *liveHAProxy) mustCmd(t *testing.T, command string) {
+// mustCmd sends commands as the daemon does (haproxy.Runtime.Apply) and
+// fails on the first HAProxy refuses.
+func (h *liveHAProxy) mustCmd(t *testing.T, commands ...string) {
 	t.Helper()
-	reply := strings.TrimSpace(h.cmd(t, command))
-	ok := reply == "" || reply == "New server registered." || strings.HasPrefix(reply, "Transaction ") ||
-		strings.Contains(reply, "Success!")
-	if !ok {
-		t.Fatalf("%q: %s", strings.SplitN(command, "\n", 2)[0], reply)
+	if _, err := h.rt.Apply(t.Context(), commands); err != nil {
+		t.Fatal(err)
 	}
 }
 
-// readBack reads servers and maps the way the daemon does.
+// readBack reads servers and maps with the daemon's reader (haproxy
+// package) and converts them as daemon.verify does.
 func (h *liveHAProxy) readBack(t *testing.T, backends []model.BackendName, maps []string) (map[model.BackendName][]ObservedServer, map[string][]render.MapEntry) {
 	t.Helper()
+	names := make([]string, len(backends))
+	for i, be := range backends {
+		names[i] = string(be)
+	}
+	states, err := h.rt.ServersStates(t.Context(), names)
+	if err != nil {
+		t.Fatal(err)
+	}
 	servers := make(map[model.BackendName][]ObservedServer)
 	for _, be := range backends {
 		list := []ObservedServer{}
-		sc := bufio.NewScanner(strings.NewReader(h.cmd(t, "show servers state "+string(be))))
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) < 19 || f[0] == "#" {
-				continue
+		for _, st := range states[string(be)] {
+			admin := AdminReady
+			if st.AdminState.Maint() {
+				admin = AdminMaint
 			}
-			admin, _ := strconv.ParseUint(f[6], 10, 32)
-			check, _ := strconv.ParseUint(f[13], 10, 32)
-			weight, _ := strconv.Atoi(f[7])
-			port, _ := strconv.Atoi(f[18])
-			state := AdminReady
-			if admin&0x7 != 0 { // forced, inherited or config maintenance
-				state = AdminMaint
-			}
-			list = append(list, ObservedServer{Name: model.ServerName(f[3]), Addr: f[4], Port: port,
-				Weight: weight, Admin: state, Checked: check&0x4 != 0})
+			list = append(list, ObservedServer{Name: model.ServerName(st.Name), Addr: st.Address, Port: st.Port,
+				Weight: st.Weight, Admin: admin, Checked: st.CheckState&haproxy.CheckEnabled != 0})
 		}
 		slices.SortFunc(list, func(a, b ObservedServer) int { return strings.Compare(string(a.Name), string(b.Name)) })
 		servers[be] = list
 	}
 	out := make(map[string][]render.MapEntry)
 	for _, m := range maps {
-		entries := []render.MapEntry{}
-		for line := range strings.Lines(h.cmd(t, "show map "+m)) {
-			if f := strings.Fields(line); len(f) == 3 {
-				entries = append(entries, render.MapEntry{Key: f[1], Value: f[2]})
-			}
+		entries, err := h.rt.ShowMap(t.Context(), m)
+		if err != nil {
+			t.Fatal(err)
 		}
-		out[m] = entries
+		list := []render.MapEntry{}
+		for _, e := range entries {
+			list = append(list, render.MapEntry{Key: e.Key, Value: e.Value})
+		}
+		out[m] = list
 	}
 	return servers, out
 }
