@@ -138,14 +138,12 @@ func (d *differ) certFiles(olds, news []render.Cert) {
 // otherFiles compares the files that are neither haproxy.cfg, the crt-list,
 // a map nor a certificate: the CA files. HAProxy reads them at startup only.
 func (d *differ) otherFiles(a, b *render.Bundle) {
-	skip := map[string]bool{render.ConfigFile: true, render.CrtListFile: true}
-	for _, bb := range []*render.Bundle{a, b} {
-		for _, m := range bb.Maps {
-			skip[m.Name] = true
-		}
-		for _, c := range bb.Certs {
-			skip[c.Name] = true
-		}
+	// Maps live under maps/ and certificates under certs/ (render's
+	// layout); telling them by name keeps this free of per-change sets of
+	// thousands of certificate names.
+	skip := func(name string) bool {
+		return name == render.ConfigFile || name == render.CrtListFile ||
+			strings.HasPrefix(name, "maps/") || strings.HasPrefix(name, "certs/")
 	}
 	kind := func(name string) Kind {
 		if strings.HasPrefix(name, "cas/") {
@@ -156,9 +154,9 @@ func (d *differ) otherFiles(a, b *render.Bundle) {
 	i, j := 0, 0
 	for i < len(a.Files) || j < len(b.Files) {
 		switch {
-		case i < len(a.Files) && skip[a.Files[i].Name]:
+		case i < len(a.Files) && skip(a.Files[i].Name):
 			i++
-		case j < len(b.Files) && skip[b.Files[j].Name]:
+		case j < len(b.Files) && skip(b.Files[j].Name):
 			j++
 		case j == len(b.Files) || (i < len(a.Files) && a.Files[i].Name < b.Files[j].Name):
 			d.add(Change{Mode: ModeReload, Kind: kind(a.Files[i].Name), Subject: a.Files[i].Name, Detail: "removed"})
