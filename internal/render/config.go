@@ -296,12 +296,12 @@ func routeDefaults(w *cfgWriter) {
 	w.line("")
 	w.line("defaults ", routesHTTP, " from ", baseDefaults)
 	w.line("  mode http")
-	w.line("  balance ", string(model.BalanceLeastConn))
+	w.line("  balance ", string(model.DefaultBalance))
 	forwardedHeaders(w, forwardedAppend)
 	w.line("")
 	w.line("defaults ", routesTCP, " from ", baseDefaults)
 	w.line("  mode tcp")
-	w.line("  balance ", string(model.BalanceSource))
+	w.line("  balance ", string(model.DefaultPassthroughBalance))
 	// Map-based hashing cannot take servers added at runtime.
 	w.line("  hash-type consistent")
 }
@@ -317,21 +317,21 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 
 	// What the backend inherits: mode, balance and, for HTTP with the
 	// default policy, the forwarded headers.
-	defaults, inherited := routesHTTP, model.BalanceLeastConn
+	defaults, inherited := routesHTTP, model.DefaultBalance
 	ownHeaders := !tcp && bs.ForwardedHeaders != "" && bs.ForwardedHeaders != forwardedAppend
 	switch {
 	case tcp:
-		defaults, inherited = routesTCP, model.BalanceSource
+		defaults, inherited = routesTCP, model.DefaultPassthroughBalance
 	case ownHeaders:
 		defaults, inherited = baseDefaults, ""
 	}
 	w.line("# route ", r.Key.String())
 	w.line("backend ", name, " from ", defaults)
 	balance := bs.Balance
-	if balance == "" {
-		balance = model.BalanceLeastConn
+	if balance == "" { // admission always sets it; hand-made input may not
+		balance = model.DefaultBalance
 		if tcp {
-			balance = model.BalanceSource
+			balance = model.DefaultPassthroughBalance
 		}
 	}
 	if balance != inherited {
