@@ -34,6 +34,16 @@ type Position struct {
 	Col  int
 }
 
+func positionLess(a, b Position) bool {
+	if a.Path != b.Path {
+		return a.Path < b.Path
+	}
+	if a.Line != b.Line {
+		return a.Line < b.Line
+	}
+	return a.Col < b.Col
+}
+
 func (p Position) String() string {
 	return fmt.Sprintf("%s:%d:%d", p.Path, p.Line, p.Col)
 }
@@ -74,14 +84,8 @@ func (ds Diagnostics) HasErrors(strict bool) bool {
 func (ds Diagnostics) Sort() {
 	sort.SliceStable(ds, func(i, j int) bool {
 		a, b := ds[i], ds[j]
-		if a.Pos.Path != b.Pos.Path {
-			return a.Pos.Path < b.Pos.Path
-		}
-		if a.Pos.Line != b.Pos.Line {
-			return a.Pos.Line < b.Pos.Line
-		}
-		if a.Pos.Col != b.Pos.Col {
-			return a.Pos.Col < b.Pos.Col
+		if a.Pos != b.Pos {
+			return positionLess(a.Pos, b.Pos)
 		}
 		return a.Message < b.Message
 	})

@@ -72,16 +72,6 @@ func resolveSettings(rcs []RouterConfig, prev *Settings) (Settings, Diagnostics)
 	return s, ds
 }
 
-func positionLess(a, b Position) bool {
-	if a.Path != b.Path {
-		return a.Path < b.Path
-	}
-	if a.Line != b.Line {
-		return a.Line < b.Line
-	}
-	return a.Col < b.Col
-}
-
 // settingsFrom applies defaults to one RouterConfig and validates it.
 func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	v := rcCheck{src: rc.Source}
