@@ -97,6 +97,9 @@ func Watch(ctx context.Context, opts Options, out chan<- struct{}) error {
 	if w.opts.Poll <= 0 {
 		w.opts.Poll = DefaultPoll
 	}
+	if w.opts.Mode == "" {
+		w.opts.Mode = snapshot.ModeAuto
+	}
 	return w.run(ctx)
 }
 
@@ -191,7 +194,7 @@ func (w *watcher) setup() error {
 	w.lost = true
 	parentErr := w.fw.Add(w.parent)
 	mode := w.opts.Mode
-	if mode == snapshot.ModeAuto || mode == "" {
+	if mode == snapshot.ModeAuto {
 		var err error
 		if mode, err = snapshot.Detect(w.dir); err != nil {
 			return fmt.Errorf("watch %s: %w", w.dir, err)
@@ -272,7 +275,7 @@ func (w *watcher) handle(ev fsnotify.Event) {
 // auto detection the sign that the layout changed (kubelet creates the
 // directory before its first ..data, so it briefly looks plain).
 func (w *watcher) dataLinkEvent(ev fsnotify.Event) {
-	if w.opts.Mode == snapshot.ModeAuto || w.opts.Mode == "" {
+	if w.opts.Mode == snapshot.ModeAuto {
 		if m, err := snapshot.Detect(w.dir); err == nil && m != w.mode {
 			w.resetup()
 			return
@@ -292,7 +295,7 @@ func (w *watcher) dirEvent(ev fsnotify.Event) {
 		w.log.Debug("new generation", "dir", w.dir, "op", ev.Op.String())
 		w.counted()
 		w.trigger()
-		if ev.Has(fsnotify.Create) && (w.opts.Mode == snapshot.ModeAuto || w.opts.Mode == "") {
+		if ev.Has(fsnotify.Create) && w.opts.Mode == snapshot.ModeAuto {
 			// The link may have been replaced by a real directory.
 			if m, err := snapshot.Detect(w.dir); err == nil && m != w.mode {
 				w.resetup()
