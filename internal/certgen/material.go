@@ -2,6 +2,7 @@ package certgen
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -44,12 +45,19 @@ func Resolve(s model.Settings, stateDir string, now func() time.Time) (Material,
 }
 
 func readBounded(path string) ([]byte, error) {
-	st, err := os.Stat(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if st.Size() > model.MaxFileSize {
-		return nil, fmt.Errorf("%s: %d bytes, limit %d", path, st.Size(), model.MaxFileSize)
+	defer f.Close()
+	// Read through the limit rather than trust a size read before: a file
+	// that grows meanwhile cannot exhaust memory.
+	data, err := io.ReadAll(io.LimitReader(f, model.MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return os.ReadFile(path)
+	if len(data) > model.MaxFileSize {
+		return nil, fmt.Errorf("%s: more than %d bytes", path, model.MaxFileSize)
+	}
+	return data, nil
 }

@@ -33,4 +33,19 @@ func TestResolve(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "nope.pem") {
 		t.Fatalf("missing file: error = %v", err)
 	}
+	// An oversized file is refused, naming the limit; one at the limit is read.
+	big := filepath.Join(dir, "big.pem")
+	if err := os.WriteFile(big, make([]byte, model.MaxFileSize+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Resolve(model.Settings{DefaultCertificateFile: big}, dir, now)
+	if err == nil || !strings.Contains(err.Error(), "big.pem: more than 8388608 bytes") {
+		t.Fatalf("oversized file: error = %v", err)
+	}
+	if err := os.Truncate(big, model.MaxFileSize); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = Resolve(model.Settings{DefaultCertificateFile: big}, dir, now); err != nil || len(m.DefaultCertificate) != model.MaxFileSize {
+		t.Fatalf("file at the limit: %v, %d bytes", err, len(m.DefaultCertificate))
+	}
 }
