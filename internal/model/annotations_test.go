@@ -29,7 +29,7 @@ func TestAnnotations(t *testing.T) {
 		want BackendSettings
 		diag []string
 	}{
-		{name: "no annotations: random balance", want: def(nil)},
+		{name: "no annotations: leastconn balance", want: BackendSettings{Balance: BalanceLeastConn, HealthCheckInterval: 5 * time.Second}},
 		{name: "passthrough defaults to source", term: TerminationPassthrough, ann: map[string]string{},
 			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second}},
 		{name: "health check interval as HAProxy time", ann: map[string]string{hc: "500ms"},

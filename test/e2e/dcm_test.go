@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -203,18 +204,12 @@ func TestStickyCookieRuntimeServerSurvivesReload(t *testing.T) {
 	pinned("after reload")
 }
 
+// readAll returns the body and closes it; a failed read shows as a wrong
+// body in the caller's check.
 func readAll(resp *http.Response) string {
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	resp.Body.Close()
-	return b.String()
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 // abFiles is an A/B route: blue gets blueW, green gets greenW.

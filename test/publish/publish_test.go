@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"testing"
 )
@@ -41,18 +42,6 @@ func dirNames(t *testing.T, dir string) []string {
 	return names
 }
 
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 var tsName = regexp.MustCompile(`^\.\.\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d\.\d{9}(_\d+)?$`)
 
 func TestAtomicWriterLayout(t *testing.T) {
@@ -84,7 +73,7 @@ func TestAtomicWriterLayout(t *testing.T) {
 	}
 	want := []string{second, "..data", "a.yaml", "c.yaml"}
 	sort.Strings(want)
-	if got := dirNames(t, dir); !equal(got, want) {
+	if got := dirNames(t, dir); !slices.Equal(got, want) {
 		t.Errorf("dir holds %q, want %q (old generation, sub link and ..data_tmp gone)", got, want)
 	}
 	if got := readFile(t, filepath.Join(dir, "a.yaml")); got != "a2" {
@@ -115,10 +104,10 @@ func TestGitSyncLayout(t *testing.T) {
 	if got := readFile(t, filepath.Join(g.Link(), "r.yaml")); got != "v2" {
 		t.Errorf("r.yaml = %q, want v2", got)
 	}
-	if got, want := dirNames(t, root), []string{".worktrees", "current"}; !equal(got, want) {
+	if got, want := dirNames(t, root), []string{".worktrees", "current"}; !slices.Equal(got, want) {
 		t.Errorf("root holds %q, want %q (no tmp-link left)", got, want)
 	}
-	if got, want := dirNames(t, filepath.Join(root, ".worktrees")), []string{filepath.Base(second)}; !equal(got, want) {
+	if got, want := dirNames(t, filepath.Join(root, ".worktrees")), []string{filepath.Base(second)}; !slices.Equal(got, want) {
 		t.Errorf("worktrees %q, want %q (old one removed)", got, want)
 	}
 }
