@@ -144,6 +144,10 @@ func TestUsageAndVersion(t *testing.T) {
 	if code, _, stderr := run(t, "run", "--config-dir", "x", "--watch-mode", "sideways"); code != ExitUsage || !strings.Contains(stderr, "sideways") {
 		t.Fatalf("bad watch mode: exit %d, stderr %q", code, stderr)
 	}
+	// Refused before the service manager is asked (no root needed).
+	if code, _, stderr := run(t, "service", "install", "--config-dir", "/x", "junk"); code != ExitUsage || !strings.Contains(stderr, `unexpected arguments ["junk"]`) {
+		t.Fatalf("service install with a stray argument: exit %d, stderr %q", code, stderr)
+	}
 }
 
 func TestStatusWhenNotRunning(t *testing.T) {

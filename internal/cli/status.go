@@ -46,6 +46,10 @@ func serviceCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintln(stderr, "haroute service install: --config-dir is required")
 			return ExitUsage
 		}
+		if fs.NArg() != 0 {
+			fmt.Fprintf(stderr, "haroute service install: unexpected arguments %q (run flags only)\n", fs.Args())
+			return ExitUsage
+		}
 	} else if len(rest) > 0 {
 		fmt.Fprintf(stderr, "haroute service %s takes no arguments\n", action)
 		return ExitUsage
