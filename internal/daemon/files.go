@@ -28,11 +28,20 @@ func newBundleDir(path string) *bundleDir {
 }
 
 // write makes the directory hold exactly b: changed files are replaced
-// atomically, files no longer in the bundle are removed.
+// atomically, files no longer in the bundle are removed, and every
+// directory touched is synced once at the end.
 func (d *bundleDir) write(b *render.Bundle) (changed int, err error) {
 	if err := os.MkdirAll(d.path, 0o700); err != nil {
 		return 0, fmt.Errorf("bundle dir: %w", err)
 	}
+	touched := map[string]bool{}
+	defer func() {
+		for dir := range touched {
+			if serr := fsutil.SyncDir(dir); serr != nil && err == nil {
+				err = serr
+			}
+		}
+	}()
 	want := make(map[string]bool, len(b.Files))
 	for i := range b.Files {
 		f := &b.Files[i]
@@ -47,12 +56,13 @@ func (d *bundleDir) write(b *render.Bundle) (changed int, err error) {
 		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
 			return changed, fmt.Errorf("bundle dir: %w", err)
 		}
-		if err := fsutil.WriteAtomic(full, f.Mode, func(w io.Writer) error {
+		if err := fsutil.ReplaceFile(full, f.Mode, func(w io.Writer) error {
 			_, err := f.WriteTo(w)
 			return err
 		}); err != nil {
 			return changed, err
 		}
+		touched[filepath.Dir(full)] = true
 		d.written[f.Name] = *f
 		changed++
 	}
@@ -79,9 +89,11 @@ func (d *bundleDir) write(b *render.Bundle) (changed int, err error) {
 		if want[name] {
 			continue
 		}
-		if err := os.Remove(filepath.Join(d.path, filepath.FromSlash(name))); err != nil && !os.IsNotExist(err) {
+		full := filepath.Join(d.path, filepath.FromSlash(name))
+		if err := os.Remove(full); err != nil && !os.IsNotExist(err) {
 			return changed, fmt.Errorf("remove stale %s: %w", name, err)
 		}
+		touched[filepath.Dir(full)] = true
 		delete(d.written, name)
 		changed++
 	}
