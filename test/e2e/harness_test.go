@@ -135,6 +135,28 @@ func (r *router) serves(host, path, want string) {
 	})
 }
 
+// reportsError waits until the status' last error mentions what.
+func (r *router) reportsError(what string) {
+	r.t.Helper()
+	r.eventually(20*time.Second, "error about "+what+" in status", func() error {
+		if st := r.store.Get(); st.LastError == nil || !strings.Contains(st.LastError.Message, what) {
+			return fmt.Errorf("last error = %+v", st.LastError)
+		}
+		return nil
+	})
+}
+
+// keepsServing asks for host n times and fails unless want answers each
+// time: the last good state still serves (why says after what).
+func (r *router) keepsServing(host, want string, n int, why string) {
+	r.t.Helper()
+	for range n {
+		if got, err := r.get(host, "/"); err != nil || got != want {
+			r.t.Fatalf("%s: got %q, %v; want %s, the last good state", why, got, err, want)
+		}
+	}
+}
+
 // reloads is the master's reload counter from `show proc`.
 func (r *router) reloads() int {
 	r.t.Helper()

@@ -74,36 +74,16 @@ func TestBadGenerationKeepsServing(t *testing.T) {
 		"endpoints.yaml", endpointsYAML("one", one),
 	)
 	must(t, w.Publish(bad))
-	r.eventually(20*time.Second, "error visible in status", func() error {
-		st := r.store.Get()
-		if st.LastError == nil || !strings.Contains(st.LastError.Message, "routes.yaml") {
-			return fmt.Errorf("last error = %+v", st.LastError)
-		}
-		return nil
-	})
-	for i := 0; i < 20; i++ {
-		if got, err := r.get("one.e2e.test", "/"); err != nil || got != "one" {
-			t.Fatalf("after a bad generation: got %q, %v; want the old route still served", got, err)
-		}
-	}
+	r.reportsError("routes.yaml")
+	r.keepsServing("one.e2e.test", "one", 20, "after a bad generation")
 	// A broken RouterConfig (port 0) keeps the last good one: still served.
 	must(t, w.Publish(files(
 		"router.yaml", strings.Replace(r.routerConfig(""), fmt.Sprintf("http: %d", r.http), "http: 0", 1),
 		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
 		"endpoints.yaml", endpointsYAML("one", one),
 	)))
-	r.eventually(20*time.Second, "RouterConfig error visible in status", func() error {
-		st := r.store.Get()
-		if st.LastError == nil || !strings.Contains(st.LastError.Message, "router.yaml") {
-			return fmt.Errorf("last error = %+v", st.LastError)
-		}
-		return nil
-	})
-	for i := 0; i < 20; i++ {
-		if got, err := r.get("one.e2e.test", "/"); err != nil || got != "one" {
-			t.Fatalf("after a bad RouterConfig: got %q, %v; want the last good config serving", got, err)
-		}
-	}
+	r.reportsError("router.yaml")
+	r.keepsServing("one.e2e.test", "one", 20, "after a bad RouterConfig")
 }
 
 // git-sync publishes by renaming a temporary link over the configured one.
