@@ -30,7 +30,8 @@ import (
 // and decides admission. Invalid routes are rejected alone; an invalid
 // RouterConfig leaves prev (the last good settings; nil = defaults) in force.
 func Admit(objs Objects, prev *Settings) (*Desired, Diagnostics) {
-	return admit(objs, prev, nil, nil)
+	d, ds, _ := admit(objs, prev, nil, nil, nil)
+	return d, ds
 }
 
 // admitScratch is admission's working memory, kept by the Loader so that a
@@ -90,12 +91,43 @@ type conflictLoss struct {
 // admit is Admit reusing, and filling in, the memos of the objects when m
 // is not nil (the Loader's); m is parallel to objs. sc, when not nil, is
 // reused working memory.
-func admit(objs Objects, prev *Settings, m *memos, sc *admitScratch) (*Desired, Diagnostics) {
+//
+// lg, when not nil, is the last good version of each object (the Loader's,
+// see lastgood.go): a route or endpoints object whose current version is
+// rejected keeps serving its last good version, marked stale. The return
+// value is what to remember as last good if this result is committed.
+func admit(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *lastGood) (*Desired, Diagnostics, *lastGood) {
 	if sc == nil {
 		sc = &admitScratch{}
 	}
-	settings, ds := resolveSettings(objs.RouterConfigs, prev)
-	idx, eds := buildEndpointIndex(&objs, m, sc.index)
+	d, ds, pass := admitOnce(objs, prev, m, sc, lg)
+	if lg == nil {
+		return d, ds, nil
+	}
+	subs := lg.substitutes(pass)
+	if len(subs) == 0 {
+		return d, ds, pass.next(d, nil)
+	}
+	// Some routes were rejected and have a last good version: admit again
+	// with those versions in their place. This second pass runs only while
+	// a route is stale.
+	objs2, m2 := withSubstitutes(objs, m, subs)
+	d, ds2, pass2 := admitOnce(objs2, prev, m2, sc, lg)
+	ds2 = append(ds2, staleDiagnostics(d, subs)...)
+	ds2.Sort()
+	return d, ds2, pass2.next(d, subs)
+}
+
+// admitOnce is one admission pass over objs.
+func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *lastGood) (*Desired, Diagnostics, *admitPass) {
+	var settings Settings
+	var ds Diagnostics
+	if lg != nil && len(objs.RouterConfigs) == 0 && lg.fromConfig && prev != nil {
+		settings, ds = *prev, Diagnostics{routerConfigVanished()}
+	} else {
+		settings, ds = resolveSettings(objs.RouterConfigs, prev)
+	}
+	idx, eds, eps := buildEndpointIndex(&objs, m, sc.index, lg)
 	// Emptied for the next load: the index must not keep groups alive.
 	defer func() { clear(idx); sc.index = idx }()
 	ds = append(ds, eds...)
@@ -125,14 +157,24 @@ func admit(objs Objects, prev *Settings, m *memos, sc *admitScratch) (*Desired, 
 		}
 		d.Statuses[i] = c.status()
 	})
+	pass := &admitPass{fromConfig: len(objs.RouterConfigs) > 0 || (lg != nil && lg.fromConfig), endpoints: eps}
+	if lg != nil {
+		pass.served = make([]servedRoute, len(cands))
+	}
 	for i, c := range cands {
 		ds = append(ds, c.check.diags...)
+		if lg != nil {
+			pass.served[i] = servedRoute{key: c.admitted.Key, route: c.route, memo: c.memo, rejected: c.check.bad}
+			if c.check.bad {
+				pass.served[i].diags = c.check.diags
+			}
+		}
 		if d.Statuses[i].State != RouteRejected {
 			d.Routes = append(d.Routes, c.admitted)
 		}
 	}
 	ds.Sort()
-	return d, ds
+	return d, ds, pass
 }
 
 // admitGrain is how many routes one goroutine takes at a time.

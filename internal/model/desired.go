@@ -300,6 +300,9 @@ const (
 	RouteAdmitted             RouteState = "admitted"
 	RouteAdmittedWithWarnings RouteState = "admitted-with-warnings"
 	RouteRejected             RouteState = "rejected"
+	// RouteStale is a route whose current version is rejected and whose
+	// last good version keeps serving (Reasons say what is wrong now).
+	RouteStale RouteState = "stale"
 )
 
 // RouteStatus is what `status` and metrics show for each route.

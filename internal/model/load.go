@@ -21,6 +21,8 @@ type Result struct {
 	Desired     *Desired
 	Objects     Objects
 	Diagnostics Diagnostics
+	// next is the last good state to remember if this result is committed.
+	next *lastGood
 }
 
 // Loader decodes snapshots incrementally. It is not safe for concurrent use.
@@ -38,6 +40,9 @@ type Loader struct {
 	parsed int
 	// scratch is admission's working memory, reused between loads.
 	scratch admitScratch
+	// good is the last good version of each object, from the last
+	// committed result (lastgood.go).
+	good *lastGood
 	// routes is the last load's assembled routes, reused while every file
 	// that has routes still holds the same decoded objects: at 10k routes
 	// most changes are endpoints, and copying every Route was a large part
@@ -74,15 +79,58 @@ func NewLoader() *Loader {
 // and must not be modified: admission results of unchanged files are
 // reused rather than computed again (see memo.go).
 func (l *Loader) Load(files []SourceFile) Result {
+	res := l.Evaluate(files)
+	l.Commit(res)
+	return res
+}
+
+// Evaluate is Load without committing: the result's objects do not become
+// anyone's last good version, nor its settings the fallback for a broken
+// RouterConfig, until Commit. The daemon commits only what HAProxy
+// accepted.
+func (l *Loader) Evaluate(files []SourceFile) Result {
 	objs, m, diags := l.decodeWithMemos(files)
-	desired, admitDiags := admit(objs, l.prev, m, &l.scratch)
-	if desired != nil {
-		settings := desired.Router
-		l.prev = &settings
+	good := l.good
+	if good == nil {
+		good = &lastGood{}
 	}
+	desired, admitDiags, next := admit(objs, l.prev, m, &l.scratch, good)
 	diags = append(diags, admitDiags...)
 	diags.Sort()
-	return Result{Desired: desired, Objects: objs, Diagnostics: diags}
+	return Result{Desired: desired, Objects: objs, Diagnostics: diags, next: next}
+}
+
+// Commit makes res the last good state: its settings and the versions of
+// the objects it served.
+func (l *Loader) Commit(res Result) {
+	if res.Desired != nil {
+		settings := res.Desired.Router
+		l.prev = &settings
+	}
+	if res.next != nil {
+		l.good = res.next
+	}
+}
+
+// Refuse marks the current version of route key as refused by HAProxy
+// (for example by `haproxy -c`), with HAProxy's message: the next
+// Evaluate rejects that version, so its last good version, if any, keeps
+// serving. A new version of the route (its file changed) is tried afresh.
+// It reports whether the route was found.
+func (l *Loader) Refuse(key RouteKey, msg string) bool {
+	for _, st := range l.files {
+		if st.good == nil {
+			continue
+		}
+		for i := range st.good.Routes {
+			r := &st.good.Routes[i]
+			if r.Meta.Name == key.Name && namespaceOrDefault(r.Meta.Namespace) == key.Namespace {
+				st.memo.routes[i].refused = msg
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // decode brings the per-path cache in step with files and returns the

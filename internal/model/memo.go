@@ -74,6 +74,9 @@ type routeMemo struct {
 	admitted  AdmittedRoute // services named and weighted, without servers
 	diags     Diagnostics   // capacity-limited, so appending copies
 	bad       bool
+	// refused is HAProxy's message when it refused this version of the
+	// route (Loader.Refuse); it rejects the route whatever validation said.
+	refused string
 
 	// resolved is set once the services were resolved against the
 	// endpoint groups named in from (one per service, in order).
@@ -121,6 +124,9 @@ func (m *routeMemo) validate(r *Route, settings *Settings, dst *routeCheck) (Adm
 		*m = routeMemo{validated: true, under: key, admitted: ar, diags: slices.Clip(c.diags), bad: c.bad}
 	}
 	*dst = routeCheck{src: r.Source, diags: m.diags, bad: m.bad}
+	if m.refused != "" {
+		dst.errorf("metadata.name", "HAProxy refused this route: %s", m.refused)
+	}
 	return m.admitted, dst
 }
 

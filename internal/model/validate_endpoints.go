@@ -39,14 +39,19 @@ type serviceKey struct{ namespace, name string }
 // buildEndpointIndex validates every Endpoints and EndpointSlice and
 // indexes their ready addresses by service. With memos (parallel to objs),
 // each object's groups are computed once and reused while it is unchanged.
-// idx, when not nil, is an empty index whose storage is reused.
-func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex) (endpointIndex, Diagnostics) {
+// idx, when not nil, is an empty index whose storage is reused. With lg,
+// an object whose current version has errors serves its last good
+// version (see lastgood.go); the versions in force are returned.
+func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex, lg *lastGood) (endpointIndex, Diagnostics, []goodEndpoints) {
 	if idx == nil {
 		idx = make(endpointIndex, len(objs.Endpoints)+len(objs.EndpointSlices))
 	}
 	var ds Diagnostics
-	add := func(g *groupsMemo) {
-		ds = append(ds, g.diags...)
+	var inForce []goodEndpoints
+	if lg != nil {
+		inForce = make([]goodEndpoints, 0, len(objs.Endpoints)+len(objs.EndpointSlices))
+	}
+	index := func(g *groupsMemo) {
 		if !g.ok {
 			return
 		}
@@ -58,31 +63,49 @@ func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex) (endpointInd
 			idx[g.key] = g.groups
 		}
 	}
+	add := func(key endpointsKey, pos Position, g *groupsMemo) {
+		ds = append(ds, g.diags...)
+		use := g
+		good, stale := lg.staleEndpoints(key, g)
+		if stale {
+			use = good
+			ds = append(ds, Diagnostic{Pos: pos, Severity: SeverityWarning,
+				Message: fmt.Sprintf("%s/%s: this version has errors; its last good version keeps serving until it is fixed or removed", key.namespace, key.name)})
+		}
+		index(use)
+		if lg != nil {
+			inForce = append(inForce, goodEndpoints{key: key, memo: use, stale: stale})
+		}
+	}
 	for i := range objs.Endpoints {
+		ep := &objs.Endpoints[i]
+		key := endpointsKey{namespace: namespaceOrDefault(ep.Meta.Namespace), name: ep.Meta.Name}
 		if m == nil {
-			g := endpointsGroups(&objs.Endpoints[i])
-			add(&g)
+			g := endpointsGroups(ep)
+			add(key, ep.Source.Pos, &g)
 			continue
 		}
 		g := m.endpoints[i]
 		if !g.done {
-			*g = endpointsGroups(&objs.Endpoints[i])
+			*g = endpointsGroups(ep)
 		}
-		add(g)
+		add(key, ep.Source.Pos, g)
 	}
 	for i := range objs.EndpointSlices {
+		sl := &objs.EndpointSlices[i]
+		key := endpointsKey{slice: true, namespace: namespaceOrDefault(sl.Meta.Namespace), name: sl.Meta.Name}
 		if m == nil {
-			g := sliceGroups(&objs.EndpointSlices[i])
-			add(&g)
+			g := sliceGroups(sl)
+			add(key, sl.Source.Pos, &g)
 			continue
 		}
 		g := m.slices[i]
 		if !g.done {
-			*g = sliceGroups(&objs.EndpointSlices[i])
+			*g = sliceGroups(sl)
 		}
-		add(g)
+		add(key, sl.Source.Pos, g)
 	}
-	return idx, ds
+	return idx, ds, inForce
 }
 
 // endpointsGroups validates one Endpoints: one group per subset.

@@ -1,0 +1,238 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Last good, per object (DESIGN §7). A file that fails to parse keeps its
+// last good objects (load.go); this file covers the objects inside files
+// that parse: a Route whose new version is rejected (validation,
+// admission, or HAProxy refusing it) keeps serving its last good version,
+// and so does an Endpoints or EndpointSlice whose new version has errors.
+// Such objects are *stale*: served, with the errors of their current
+// version reported. Only a generation in which the object is absent
+// deletes it. A route that was never good is simply rejected.
+//
+// Last good is what the Loader remembers from the last committed load
+// (Loader.Commit): the daemon commits only what HAProxy accepted, so a
+// version HAProxy refused never becomes anyone's last good.
+
+// lastGood is the last good version of every object of a committed load.
+type lastGood struct {
+	// routes are sorted by key (admission's order), for binary search.
+	routes []servedRoute
+	// endpoints are the endpoint objects in force, in load order.
+	endpoints []goodEndpoints
+	// fromConfig is set when the settings came from a RouterConfig, so
+	// that one vanishing keeps them (ports never move because a file
+	// disappeared).
+	fromConfig bool
+}
+
+// servedRoute is one route candidate of an admission pass: the object, its
+// memo, and whether it was rejected (with the diagnostics why).
+type servedRoute struct {
+	key      RouteKey
+	route    *Route
+	memo     *routeMemo
+	rejected bool
+	diags    Diagnostics
+}
+
+// endpointsKey names an endpoints object; Endpoints and EndpointSlices
+// with the same name are different objects.
+type endpointsKey struct {
+	slice           bool
+	namespace, name string
+}
+
+// goodEndpoints is the version of one endpoints object that is in force.
+type goodEndpoints struct {
+	key   endpointsKey
+	memo  *groupsMemo
+	stale bool // memo is an earlier version; the current one has errors
+}
+
+// admitPass is what one admission pass saw, for deciding substitutions and
+// for the next last good.
+type admitPass struct {
+	served     []servedRoute // parallel to Desired.Statuses; nil without last good
+	endpoints  []goodEndpoints
+	fromConfig bool
+}
+
+// find returns the last good route with key.
+func (lg *lastGood) find(key RouteKey) (servedRoute, bool) {
+	i, ok := slices.BinarySearchFunc(lg.routes, key, func(s servedRoute, k RouteKey) int { return compareRouteKeys(s.key, k) })
+	if !ok {
+		return servedRoute{}, false
+	}
+	return lg.routes[i], true
+}
+
+func compareRouteKeys(a, b RouteKey) int {
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// substitute is a rejected route and the last good version that replaces
+// it.
+type substitute struct {
+	bad  servedRoute
+	good servedRoute
+}
+
+// substitutes lists the rejected routes of pass that have a last good
+// version other than the one rejected.
+func (lg *lastGood) substitutes(pass *admitPass) []substitute {
+	var out []substitute
+	for _, s := range pass.served {
+		if !s.rejected {
+			continue
+		}
+		g, ok := lg.find(s.key)
+		if !ok || g.memo == s.memo || (g.memo == nil && g.route == s.route) {
+			continue // never good, or the good version itself is now rejected
+		}
+		out = append(out, substitute{bad: s, good: g})
+	}
+	return out
+}
+
+// withSubstitutes returns objs and m with each substituted route replaced by
+// its last good version. The inputs are shared with the Loader and are not
+// modified.
+func withSubstitutes(objs Objects, m *memos, subs []substitute) (Objects, *memos) {
+	byRoute := make(map[*Route]servedRoute, len(subs))
+	for _, s := range subs {
+		byRoute[s.bad.route] = s.good
+	}
+	routes := make([]Route, len(objs.Routes))
+	var m2 *memos
+	if m != nil {
+		cp := *m
+		cp.routes = make([]*routeMemo, len(m.routes))
+		m2 = &cp
+	}
+	for i := range objs.Routes {
+		routes[i] = objs.Routes[i]
+		if m2 != nil {
+			m2.routes[i] = m.routes[i]
+		}
+		// Admission may have copied a route to default its namespace, so
+		// match by position as well as by address.
+		g, ok := byRoute[&objs.Routes[i]]
+		if !ok {
+			for _, s := range subs {
+				if s.bad.route.Source.Pos == objs.Routes[i].Source.Pos && s.bad.key.Name == objs.Routes[i].Meta.Name {
+					g, ok = s.good, true
+					break
+				}
+			}
+		}
+		if ok {
+			routes[i] = *g.route
+			if m2 != nil {
+				m2.routes[i] = g.memo
+			}
+		}
+	}
+	objs.Routes = routes
+	return objs, m2
+}
+
+// staleDiagnostics reports, for each substituted route, the errors of its
+// current version and that its last good version keeps serving; the
+// route's status becomes stale when that version was admitted.
+func staleDiagnostics(d *Desired, subs []substitute) Diagnostics {
+	var ds Diagnostics
+	for _, s := range subs {
+		ds = append(ds, s.bad.diags...)
+		i := slices.IndexFunc(d.Statuses, func(st RouteStatus) bool { return st.Key == s.bad.key })
+		if i < 0 || d.Statuses[i].State == RouteRejected {
+			continue
+		}
+		st := &d.Statuses[i]
+		st.State = RouteStale
+		st.Source = s.bad.route.Source.Pos
+		st.Reasons = nil
+		for _, diag := range s.bad.diags {
+			if diag.Severity == SeverityError {
+				st.Reasons = append(st.Reasons, fmt.Sprintf("%s: %s", diag.Pos, fieldMessage(diag)))
+			}
+		}
+		ds = append(ds, Diagnostic{Pos: s.bad.route.Source.Pos, Severity: SeverityWarning,
+			Message: fmt.Sprintf("route %s: this version is rejected; its last good version (from %s) keeps serving until it is fixed or removed",
+				s.bad.key, s.good.route.Source.Pos)})
+	}
+	return ds
+}
+
+func fieldMessage(d Diagnostic) string {
+	if d.Field != "" {
+		return d.Field + ": " + d.Message
+	}
+	return d.Message
+}
+
+// next is the last good to remember if the pass that produced d is
+// committed: every admitted route as it now is, and the last good version
+// of each stale one.
+func (p *admitPass) next(d *Desired, subs []substitute) *lastGood {
+	lg := &lastGood{endpoints: p.endpoints, fromConfig: p.fromConfig}
+	lg.routes = make([]servedRoute, 0, len(p.served))
+	for i, s := range p.served {
+		if d.Statuses[i].State == RouteRejected {
+			continue
+		}
+		lg.routes = append(lg.routes, servedRoute{key: s.key, route: s.route, memo: s.memo})
+	}
+	_ = subs // substituted routes are served as their good version: already in p.served
+	return lg
+}
+
+// routerConfigVanished is the warning for a generation without a
+// RouterConfig after one with: the last settings stay, so ports and the
+// bind address do not move because a file disappeared.
+func routerConfigVanished() Diagnostic {
+	return Diagnostic{Severity: SeverityWarning, Field: "kind",
+		Message: "no RouterConfig in this generation, but the last good one had one: its settings stay in force " +
+			"(to return to the defaults, publish a RouterConfig with an empty spec)"}
+}
+
+// staleEndpoints returns the last good version of the endpoints object
+// with key, when the current version g has errors and lg has an earlier
+// version without.
+func (lg *lastGood) staleEndpoints(key endpointsKey, g *groupsMemo) (*groupsMemo, bool) {
+	if lg == nil || !g.diags.HasErrors(false) {
+		return nil, false
+	}
+	for _, e := range lg.endpoints {
+		if e.key == key && e.memo != g {
+			return e.memo, true
+		}
+	}
+	return nil, false
+}
+
+// StaleCount is how many objects serve their last good version.
+func (r Result) StaleCount() int {
+	n := 0
+	for _, st := range r.Desired.Statuses {
+		if st.State == RouteStale {
+			n++
+		}
+	}
+	if r.next != nil {
+		for _, e := range r.next.endpoints {
+			if e.stale {
+				n++
+			}
+		}
+	}
+	return n
+}

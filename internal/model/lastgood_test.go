@@ -1,0 +1,158 @@
+package model
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// routeYAML is one route with the given host, for last-good tests.
+func routeYAML(name, host string) string {
+	return "---\napiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n  name: " + name +
+		"\n  namespace: ns\nspec:\n  host: " + host + "\n  to: {name: svc}\n"
+}
+
+func statusOf(t *testing.T, d *Desired, name string) RouteStatus {
+	t.Helper()
+	for _, st := range d.Statuses {
+		if st.Key.Name == name {
+			return st
+		}
+	}
+	t.Fatalf("no status for route %s", name)
+	return RouteStatus{}
+}
+
+func servedHost(d *Desired, name string) string {
+	for _, r := range d.Routes {
+		if r.Key.Name == name {
+			return r.Host
+		}
+	}
+	return ""
+}
+
+func TestLastGoodRoute(t *testing.T) {
+	l := NewLoader()
+	good := SourceFile{Path: "r.yaml", Data: []byte(routeYAML("app", "app.example.test") + routeYAML("other", "other.example.test"))}
+	res := l.Load([]SourceFile{good})
+	if got := servedHost(res.Desired, "app"); got != "app.example.test" {
+		t.Fatalf("first load serves %q", got)
+	}
+
+	// An invalid edit: the last good version keeps serving, stale, with
+	// the error at file:line:col.
+	bad := SourceFile{Path: "r.yaml", Data: []byte(routeYAML("app", "app.example.test:80") + routeYAML("other", "other.example.test"))}
+	res = l.Load([]SourceFile{bad})
+	if got := servedHost(res.Desired, "app"); got != "app.example.test" {
+		t.Fatalf("invalid edit: served host %q, want the last good app.example.test", got)
+	}
+	st := statusOf(t, res.Desired, "app")
+	if st.State != RouteStale || len(st.Reasons) == 0 || !strings.HasPrefix(st.Reasons[0], "r.yaml:8:9: spec.host") {
+		t.Fatalf("invalid edit: status %+v, want stale with a reason at r.yaml:8:9", st)
+	}
+	if !res.Diagnostics.HasErrors(false) {
+		t.Fatalf("invalid edit: no error diagnostic: %v", res.Diagnostics)
+	}
+	if res.StaleCount() != 1 {
+		t.Fatalf("StaleCount = %d, want 1", res.StaleCount())
+	}
+
+	// Still broken after an unrelated change: still stale.
+	bad2 := SourceFile{Path: "r.yaml", Data: []byte(routeYAML("app", "app.example.test:80") + routeYAML("other", "other2.example.test"))}
+	res = l.Load([]SourceFile{bad2})
+	if got := servedHost(res.Desired, "app"); got != "app.example.test" {
+		t.Fatalf("after another change: served host %q", got)
+	}
+	if got := servedHost(res.Desired, "other"); got != "other2.example.test" {
+		t.Fatalf("the other route did not move: %q", got)
+	}
+
+	// Fixed: the new version serves.
+	fixed := SourceFile{Path: "r.yaml", Data: []byte(routeYAML("app", "new.example.test") + routeYAML("other", "other2.example.test"))}
+	res = l.Load([]SourceFile{fixed})
+	if got := statusOf(t, res.Desired, "app"); got.State != RouteAdmitted || servedHost(res.Desired, "app") != "new.example.test" {
+		t.Fatalf("fixed: %+v host %q", got, servedHost(res.Desired, "app"))
+	}
+
+	// Removed from a well-formed generation: deleted.
+	res = l.Load([]SourceFile{{Path: "r.yaml", Data: []byte(routeYAML("other", "other2.example.test"))}})
+	if servedHost(res.Desired, "app") != "" {
+		t.Fatal("a route absent from a well-formed generation still serves")
+	}
+}
+
+func TestNeverGoodRouteIsRejected(t *testing.T) {
+	l := NewLoader()
+	res := l.Load([]SourceFile{{Path: "r.yaml", Data: []byte(routeYAML("app", "app.example.test:80"))}})
+	if st := statusOf(t, res.Desired, "app"); st.State != RouteRejected {
+		t.Fatalf("state %s, want rejected", st.State)
+	}
+}
+
+func TestEvaluateDoesNotCommit(t *testing.T) {
+	l := NewLoader()
+	l.Load([]SourceFile{{Path: "r.yaml", Data: []byte(routeYAML("app", "a.example.test"))}})
+	// A version evaluated but never committed (HAProxy refused the
+	// generation) is not the last good one.
+	l.Evaluate([]SourceFile{{Path: "r.yaml", Data: []byte(routeYAML("app", "b.example.test"))}})
+	res := l.Evaluate([]SourceFile{{Path: "r.yaml", Data: []byte(routeYAML("app", "b.example.test:1"))}})
+	if got := servedHost(res.Desired, "app"); got != "a.example.test" {
+		t.Fatalf("served %q, want the committed a.example.test", got)
+	}
+}
+
+func TestRefusedRouteServesLastGood(t *testing.T) {
+	l := NewLoader()
+	l.Load([]SourceFile{{Path: "r.yaml", Data: []byte(routeYAML("app", "a.example.test"))}})
+	next := []SourceFile{{Path: "r.yaml", Data: []byte(routeYAML("app", "b.example.test"))}}
+	l.Evaluate(next)
+	if !l.Refuse(RouteKey{Namespace: "ns", Name: "app"}, "parsing [x:1]: bad") {
+		t.Fatal("Refuse did not find the route")
+	}
+	res := l.Evaluate(next)
+	st := statusOf(t, res.Desired, "app")
+	if st.State != RouteStale || servedHost(res.Desired, "app") != "a.example.test" {
+		t.Fatalf("refused version: %+v host %q", st, servedHost(res.Desired, "app"))
+	}
+	if !slices.ContainsFunc(st.Reasons, func(r string) bool { return strings.Contains(r, "HAProxy refused this route") }) {
+		t.Fatalf("reasons %q do not say HAProxy refused it", st.Reasons)
+	}
+}
+
+func TestLastGoodEndpoints(t *testing.T) {
+	ep := func(ip string) SourceFile {
+		return SourceFile{Path: "ep.yaml", Data: []byte("apiVersion: v1\nkind: Endpoints\nmetadata: {name: svc, namespace: ns}\nsubsets:\n- addresses: [{ip: " + ip + "}]\n  ports: [{port: 8080}]\n")}
+	}
+	r := SourceFile{Path: "r.yaml", Data: []byte(routeYAML("app", "a.example.test"))}
+	l := NewLoader()
+	res := l.Load([]SourceFile{r, ep("10.0.0.1")})
+	if n := len(res.Desired.Routes[0].Services[0].Servers); n != 1 {
+		t.Fatalf("%d servers", n)
+	}
+	res = l.Load([]SourceFile{r, ep("10.0.0.999")})
+	srv := res.Desired.Routes[0].Services[0].Servers
+	if len(srv) != 1 || srv[0].Address != "10.0.0.1" {
+		t.Fatalf("invalid endpoints edit: servers %+v, want the last good 10.0.0.1", srv)
+	}
+	if res.StaleCount() != 1 {
+		t.Fatalf("StaleCount = %d", res.StaleCount())
+	}
+}
+
+func TestRouterConfigVanishedKeepsSettings(t *testing.T) {
+	rc := SourceFile{Path: "rc.yaml", Data: []byte("apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata: {name: router}\nspec:\n  bindOptions:\n    ports: {http: 9080, https: 9443, stats: 9936}\n")}
+	r := SourceFile{Path: "r.yaml", Data: []byte(routeYAML("app", "a.example.test"))}
+	l := NewLoader()
+	res := l.Load([]SourceFile{rc, r})
+	if res.Desired.Router.HTTPPort != 9080 {
+		t.Fatalf("http port %d", res.Desired.Router.HTTPPort)
+	}
+	res = l.Load([]SourceFile{r})
+	if res.Desired.Router.HTTPPort != 9080 {
+		t.Fatalf("RouterConfig vanished: http port moved to %d", res.Desired.Router.HTTPPort)
+	}
+	if !slices.ContainsFunc(res.Diagnostics, func(d Diagnostic) bool { return strings.Contains(d.Message, "no RouterConfig in this generation") }) {
+		t.Fatalf("no warning: %v", res.Diagnostics)
+	}
+}
