@@ -24,12 +24,14 @@ const defaultMetricsAddress = "127.0.0.1:9191"
 type runFlags struct {
 	configDir, runDir, stateDir, haproxy, metricsAddr, watchMode string
 	logFormat, logLevel                                          string
-	resync, debounce                                             time.Duration
+	resync, debounce, deletionQuiet                              time.Duration
+	deletionShare                                                float64
 }
 
 func (f *runFlags) register(fs interface {
 	StringVar(*string, string, string, string)
 	DurationVar(*time.Duration, string, time.Duration, string)
+	Float64Var(*float64, string, float64, string)
 }) {
 	fs.StringVar(&f.configDir, "config-dir", "", "directory of Route, Endpoints and RouterConfig YAML (required)")
 	fs.StringVar(&f.runDir, "run-dir", daemon.DefaultRunDir, "directory for HAProxy's master and admin sockets (mode 0700)")
@@ -41,6 +43,9 @@ func (f *runFlags) register(fs interface {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&f.resync, "resync", 60*time.Second, "periodic full resync, in case a change event was missed")
 	fs.DurationVar(&f.debounce, "debounce", 250*time.Millisecond, "quiet period before reading a plain directory")
+	fs.DurationVar(&f.deletionQuiet, "deletion-quiet", 15*time.Second,
+		"deletion guard: how long the directory must read the same before a generation dropping all routes, more than --deletion-share of them, or (plain mode) any route is applied; negative disables")
+	fs.Float64Var(&f.deletionShare, "deletion-share", 0.5, "deletion guard: share of routes (0-1] a generation may drop without waiting for --deletion-quiet")
 }
 
 func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
@@ -96,6 +101,8 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		MetricsAddress: f.metricsAddr,
 		Resync:         f.resync,
 		Debounce:       f.debounce,
+		DeletionQuiet:  f.deletionQuiet,
+		DeletionShare:  f.deletionShare,
 		Trigger:        trigger,
 		Logger:         log,
 	})

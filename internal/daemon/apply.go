@@ -17,15 +17,9 @@ import (
 // reload or restart would load), then the commands, then a read-back. Any
 // error or disagreement falls back to a reload, which restores the on-disk
 // truth.
+//
+// The caller has written next to the live directory and accepted it.
 func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State) {
-	writeStart := time.Now()
-	if err := d.writeLive(next); err != nil {
-		d.writeFailed(err)
-		return
-	}
-	d.desired = next
-	d.unchecked = true
-	d.log.Debug("bundle written", "took", time.Since(writeStart))
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, d.opts.RuntimeTimeout)
 	defer cancel()
@@ -38,7 +32,7 @@ func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State)
 		d.fallback(ctx, fmt.Sprintf("runtime-fallback: %v", err))
 		return
 	}
-	d.applied = next
+	d.applied, d.appliedFrom = next, d.desiredFrom
 	counts := map[string]int{}
 	for _, op := range p.Ops {
 		counts[opName(op)]++

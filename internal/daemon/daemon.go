@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/haroute/haroute/internal/certgen"
 	"github.com/haroute/haroute/internal/haproxy"
 	"github.com/haroute/haroute/internal/metrics"
 	"github.com/haroute/haroute/internal/model"
@@ -53,6 +54,14 @@ type Options struct {
 	// the checks set after a load; past it, the change goes through a
 	// reload. Default 15s: a plan of thousands of servers takes seconds.
 	RuntimeTimeout time.Duration
+	// DeletionQuiet is how long the directory must read the same before a
+	// generation that drops all routes, or more than DeletionShare of
+	// them, is applied (guard.go). Default 15s; negative disables the
+	// guard.
+	DeletionQuiet time.Duration
+	// DeletionShare is the share of routes (0–1) a generation may drop
+	// without waiting for DeletionQuiet. Default 0.5.
+	DeletionShare float64
 	// Trigger forces a resync (the CLI sends SIGHUP here).
 	Trigger <-chan struct{}
 	Logger  *slog.Logger
@@ -94,11 +103,23 @@ type Daemon struct {
 	// inspector reads `show info` for the status page.
 	inspector haproxy.Inspector
 
-	// lastSnap is the snapshot behind desired; lastFiles keeps the last
-	// good content per path so an unreadable file keeps its objects.
-	lastSnap  *snapshot.Snapshot
+	// lastFiles keeps the last good content per path so an unreadable
+	// file keeps its objects; lastHash is the last snapshot processed.
 	lastFiles map[string]model.SourceFile
 	lastHash  string
+	// desiredFrom and appliedFrom are the snapshots behind desired and
+	// applied: status names what HAProxy runs, never a refused candidate.
+	desiredFrom, appliedFrom *snapshot.Snapshot
+	// material is the TLS material last accepted, kept when a file the
+	// RouterConfig names breaks.
+	material *certgen.Material
+	// store saves the last good state for restarts; anchors are the last
+	// good content of each path (persist.go); restored is what was read
+	// back at start, nil if nothing was.
+	store    *lastGoodStore
+	anchors  map[string]model.SourceFile
+	restored *saved
+	guard    deletionGuard
 	// loggedDiags are the diagnostics already logged, by their text.
 	loggedDiags map[string]bool
 
@@ -142,6 +163,12 @@ func New(opts Options) (*Daemon, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.DeletionQuiet == 0 {
+		opts.DeletionQuiet = 15 * time.Second
+	}
+	if opts.DeletionShare <= 0 || opts.DeletionShare > 1 {
+		opts.DeletionShare = 0.5
 	}
 	if opts.RuntimeTimeout <= 0 {
 		opts.RuntimeTimeout = 15 * time.Second
@@ -198,7 +225,10 @@ func New(opts Options) (*Daemon, error) {
 		pending:    map[model.BackendName]map[model.ServerName]bool{},
 		hardNOFILE: nofileHardLimit(),
 		gc:         newIdleGC(),
+		store:      newLastGoodStore(opts.StateDir, opts.Logger),
+		anchors:    map[string]model.SourceFile{},
 	}
+	d.restore()
 	d.status.Set(func(s *status.Status) { s.NotReadyReason = "no configuration applied yet" })
 	return d, nil
 }
@@ -218,6 +248,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go status.ServeListener(ctx, ln, status.Handler(d.status, d.metrics.Handler()))
 	}
 
+	storeCtx, stopStore := context.WithCancel(context.Background())
+	go d.store.run(storeCtx)
+	defer func() { stopStore(); <-d.store.done }()
+
 	changes := make(chan struct{}, 1)
 	changes <- struct{}{} // the first sync
 	go func() {
@@ -233,6 +267,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	reloadTimer := time.NewTimer(time.Hour)
 	reloadTimer.Stop()
+	guardTimer := time.NewTimer(time.Hour)
+	guardTimer.Stop()
 	var restartAt <-chan time.Time
 	drain := time.NewTicker(time.Second)
 	defer drain.Stop()
@@ -255,6 +291,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		case <-reloadTimer.C:
 			d.reload(ctx)
+		case <-guardTimer.C:
+			// The deletion guard's second read.
+			if err := d.sync(ctx, true); err != nil {
+				return err
+			}
 		case <-exited:
 			if time.Since(d.startedAt) > stableAfter {
 				d.restarts = 0 // it ran fine for a while: not a crash loop
@@ -276,6 +317,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 		if at, ok := d.throttle.due(time.Now()); ok && d.proc != nil {
 			resetTimer(reloadTimer, time.Until(at))
+		}
+		if !d.guard.at.IsZero() {
+			resetTimer(guardTimer, time.Until(d.guard.at))
+			d.guard.at = time.Time{}
 		}
 	}
 }

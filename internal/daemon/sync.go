@@ -26,7 +26,11 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 	snap, err := d.reader.Read(ctx, d.opts.ConfigDir, d.opts.WatchMode)
 	if err != nil {
 		d.metrics.SnapshotError()
-		d.recordError(fmt.Errorf("read %s: %w", d.opts.ConfigDir, err))
+		d.recordError(fmt.Errorf("read %s: %w; the last good state keeps serving", d.opts.ConfigDir, err))
+		if d.proc == nil && d.applied.Desired == nil && d.restored != nil {
+			// Nothing to read at start: serve what was last good.
+			return d.serveRestored(ctx)
+		}
 		return nil
 	}
 	if snap.Hash == d.lastHash && !force && d.desired.Desired != nil {
@@ -36,63 +40,158 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		d.metrics.SnapshotError()
 		d.recordError(fmt.Errorf("%w; its last good content stays in force", fe))
 	}
+	files := d.withLastGood(snap)
 	read := time.Now()
-	res := d.loader.Load(d.withLastGood(snap))
-	d.logDiagnostics(res.Diagnostics)
-	if errs := countErrors(res.Diagnostics); errs > 0 {
-		d.recordError(fmt.Errorf("%d problem(s) in %s; first: %s", errs, d.opts.ConfigDir, firstError(res.Diagnostics)))
-	}
-	loaded := time.Now()
-	next, err := d.prepare(d.fitted(res.Desired), d.live.path)
-	if err != nil {
-		d.recordError(err)
-		return nil
-	}
-	d.log.Debug("snapshot prepared", "files", len(snap.Files), "attempts", snap.Attempts,
-		"read", read.Sub(began), "load", loaded.Sub(read), "render", time.Since(loaded))
-	d.lastHash, d.lastSnap = snap.Hash, snap
-	d.throttle.interval = next.Desired.Router.ReloadInterval
-
-	if d.proc == nil {
-		if d.applied.Desired == nil {
-			return d.firstStart(ctx, next)
-		}
-		// HAProxy is down and restarting: the restart loads what is on disk.
-		if err := d.writeChecked(ctx, next); err != nil {
-			d.writeFailed(err)
+	// A generation HAProxy refuses is split to find the routes responsible
+	// (culprits.go); those are rejected alone and the rest goes again.
+	for attempt := 0; ; attempt++ {
+		res := d.loader.Evaluate(files)
+		d.reportInput(res)
+		loaded := time.Now()
+		material, err := d.resolveMaterial(res.Desired.Router)
+		if err != nil {
+			d.recordError(err)
 			return nil
 		}
-		d.desired = next
-		return nil
+		next, err := d.prepare(d.fitted(res.Desired), d.live.path, material)
+		if err != nil {
+			d.recordError(err)
+			return nil
+		}
+		d.log.Debug("snapshot prepared", "files", len(snap.Files), "attempts", snap.Attempts,
+			"read", read.Sub(began), "load", loaded.Sub(read), "render", time.Since(loaded))
+		d.lastHash = snap.Hash
+		if d.holdDeletion(snap, next) {
+			d.lastHash = "" // read again when the guard's timer fires
+			return nil
+		}
+		gen := generation{state: next, result: res, snap: snap, files: files, material: material}
+		refused, err := d.advance(ctx, gen)
+		if err != nil {
+			return err
+		}
+		if len(refused) == 0 || attempt >= maxCulpritRounds {
+			return nil
+		}
+		for _, c := range refused {
+			d.loader.Refuse(c.key, c.msg)
+			d.log.Error("route refused by haproxy", "route", c.key.String(), "err", c.msg)
+		}
+	}
+}
+
+// maxCulpritRounds bounds how often one sync splits a refused generation:
+// each round rejects at least one route, and a route refused on its own
+// stays refused until its file changes.
+const maxCulpritRounds = 3
+
+// generation is one evaluated snapshot on its way to HAProxy.
+type generation struct {
+	state    plan.State
+	result   model.Result
+	snap     *snapshot.Snapshot
+	files    []model.SourceFile
+	material certgen.Material
+}
+
+// advance moves HAProxy towards gen. When `haproxy -c` refuses gen, it
+// returns the routes responsible, if routes are.
+func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error) {
+	next := gen.state
+	if d.proc == nil {
+		if err := d.writeChecked(ctx, next); err != nil {
+			return d.refusedBy(ctx, next, err), nil
+		}
+		d.accept(gen)
+		if d.applied.Desired == nil {
+			return nil, d.start(ctx)
+		}
+		// HAProxy is down and restarting: the restart loads what is on disk.
+		return nil, nil
 	}
 
 	base := d.applied
 	base.PendingDeletes = d.pending
 	p := plan.Compute(base, next)
 	if len(p.Changes) == 0 && !d.throttle.pending {
-		d.desired = next
-		return nil
+		d.accept(gen)
+		return nil, nil
 	}
 	for _, c := range p.Changes {
 		d.log.Info("change", "mode", c.Mode.String(), "kind", string(c.Kind), "subject", c.Subject, "detail", c.Detail)
 	}
-	if p.Reload || d.throttle.pending {
+	if p.Reload || d.throttle.pending || touchesCertificates(p) {
 		// A reload is needed (or already waiting): validate, write, and let
-		// the throttle coalesce it with anything else that arrives.
+		// the throttle coalesce it with anything else that arrives. New
+		// certificate files are validated too, so the live directory never
+		// holds what `haproxy -c` refuses.
 		if err := d.writeChecked(ctx, next); err != nil {
-			d.writeFailed(err)
-			return nil
+			return d.refusedBy(ctx, next, err), nil
 		}
-		d.desired = next
+		d.accept(gen)
+		if !p.Reload && !d.throttle.pending {
+			d.applyRuntime(ctx, p, next)
+			return nil, nil
+		}
 		reasons := reasonStrings(p.Reasons)
 		if len(reasons) == 0 {
 			reasons = []string{"coalesced with a pending reload"}
 		}
 		d.throttle.request(reasons...)
+		return nil, nil
+	}
+	if err := d.writeLive(next); err != nil {
+		d.writeFailed(err)
+		return nil, nil
+	}
+	d.unchecked = true
+	d.accept(gen)
+	d.applyRuntime(ctx, p, next)
+	return nil, nil
+}
+
+// touchesCertificates reports whether a runtime plan installs certificate
+// files.
+func touchesCertificates(p plan.Plan) bool {
+	for _, op := range p.Ops {
+		if _, ok := op.(plan.SetCert); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// refusedBy handles a generation that did not reach the disk: it reports
+// err and, when `haproxy -c` refused the content, looks for the routes
+// responsible.
+func (d *Daemon) refusedBy(ctx context.Context, next plan.State, err error) []culprit {
+	d.writeFailed(err)
+	var rej rejected
+	if !errors.As(err, &rej) || !rej.checked {
 		return nil
 	}
-	d.applyRuntime(ctx, p, next)
-	return nil
+	cs, cerr := d.culprits(ctx, next)
+	if cerr != nil {
+		d.recordError(fmt.Errorf("looking for the routes haproxy refuses: %w", cerr))
+		return nil
+	}
+	if len(cs) > 0 {
+		d.lastHash = "" // the same snapshot goes again without them
+	}
+	return cs
+}
+
+// accept records gen as what the directory asks for and what is on disk:
+// the loader remembers its objects as last good, the throttle takes its
+// reload interval, and the last good state is saved for restarts.
+func (d *Daemon) accept(gen generation) {
+	d.desired = gen.state
+	d.desiredFrom = gen.snap
+	d.loader.Commit(gen.result)
+	d.material = &gen.material
+	d.throttle.interval = gen.state.Desired.Router.ReloadInterval
+	d.saveLastGood(gen)
+	d.clearErrorIfClean(gen.result)
 }
 
 // logDiagnostics logs the problems that were not in the previous snapshot,
@@ -152,10 +251,11 @@ func (d *Daemon) lastGoodUnder(path string) []model.SourceFile {
 }
 
 // prepare renders desired for the bundle directory dir.
-func (d *Daemon) prepare(desired *model.Desired, dir string) (plan.State, error) {
-	in, err := d.input(desired, dir)
-	if err != nil {
-		return plan.State{}, err
+func (d *Daemon) prepare(desired *model.Desired, dir string, m certgen.Material) (plan.State, error) {
+	in := render.Input{
+		Desired: desired, Dir: dir, RunDir: d.opts.RunDir,
+		DefaultCertificate: m.DefaultCertificate, DefaultDestinationCA: m.DefaultDestinationCA,
+		Cache: &d.renderCache,
 	}
 	b, err := render.Render(in)
 	if err != nil {
@@ -164,25 +264,28 @@ func (d *Daemon) prepare(desired *model.Desired, dir string) (plan.State, error)
 	return plan.State{Desired: desired, Bundle: b, Input: in}, nil
 }
 
-func (d *Daemon) input(desired *model.Desired, dir string) (render.Input, error) {
-	m, err := certgen.Resolve(desired.Router, d.opts.StateDir, time.Now)
-	if err != nil {
-		return render.Input{}, err
+// resolveMaterial reads the TLS material the settings name. When a file
+// it names is broken, the last good material keeps serving (stale): a
+// bad certificate file must not block every other change.
+func (d *Daemon) resolveMaterial(s model.Settings) (certgen.Material, error) {
+	m, err := certgen.Resolve(s, d.opts.StateDir, time.Now)
+	if err == nil {
+		return m, nil
 	}
-	return render.Input{
-		Desired: desired, Dir: dir, RunDir: d.opts.RunDir,
-		DefaultCertificate: m.DefaultCertificate, DefaultDestinationCA: m.DefaultDestinationCA,
-		Cache: &d.renderCache,
-	}, nil
+	if d.material == nil {
+		return m, fmt.Errorf("RouterConfig: %w", err)
+	}
+	d.recordError(fmt.Errorf("RouterConfig: %w; the last good certificate material keeps serving", err))
+	return *d.material, nil
 }
 
 // writeChecked validates next with `haproxy -c` in the candidate directory
 // and only then writes it to the live directory. A failing candidate never
 // reaches the live files.
 func (d *Daemon) writeChecked(ctx context.Context, next plan.State) error {
-	cand, err := d.prepare(next.Desired, d.cand.path)
+	cand, err := d.prepare(next.Desired, d.cand.path, materialOf(next))
 	if err != nil {
-		return rejected{err}
+		return rejected{err: err}
 	}
 	if _, err := d.cand.write(cand.Bundle); err != nil {
 		return fmt.Errorf("write candidate: %w", err)
@@ -194,7 +297,7 @@ func (d *Daemon) writeChecked(ctx context.Context, next plan.State) error {
 		if checkCtx.Err() != nil {
 			return err // timed out: not a verdict on the content
 		}
-		return rejected{err}
+		return rejected{err: err, checked: true}
 	}
 	if err := d.writeLive(next); err != nil {
 		return err
@@ -205,7 +308,10 @@ func (d *Daemon) writeChecked(ctx context.Context, next plan.State) error {
 
 // rejected marks a generation refused for its content (render or
 // `haproxy -c`): the same content would be refused again.
-type rejected struct{ err error }
+type rejected struct {
+	err     error
+	checked bool // `haproxy -c` refused it
+}
 
 func (e rejected) Error() string { return e.err.Error() }
 func (e rejected) Unwrap() error { return e.err }
@@ -226,18 +332,6 @@ func (d *Daemon) writeLive(next plan.State) error {
 		return fmt.Errorf("write live bundle: %w", err)
 	}
 	d.metrics.ObserveWrite(time.Since(start))
-	return nil
-}
-
-func (d *Daemon) firstStart(ctx context.Context, next plan.State) error {
-	if err := d.writeChecked(ctx, next); err != nil {
-		d.writeFailed(err)
-		return nil // wait for a better generation
-	}
-	d.desired = next
-	if err := d.start(ctx); err != nil {
-		return err
-	}
 	return nil
 }
 
@@ -294,7 +388,7 @@ func (d *Daemon) reload(ctx context.Context) {
 // reload), and brings runtime-only state in line with it: servers of routes
 // with fewer than two active endpoints have their checks disabled.
 func (d *Daemon) loaded(ctx context.Context, reasons []string, reload bool, elapsed time.Duration) {
-	d.applied = d.desired
+	d.applied, d.appliedFrom = d.desired, d.desiredFrom
 	d.pending = map[model.BackendName]map[model.ServerName]bool{}
 	d.housekeepAfter, d.housekeepBackoff = time.Time{}, 0 // a new worker: ask again
 	var cmds []string
@@ -320,8 +414,11 @@ func (d *Daemon) loaded(ctx context.Context, reasons []string, reload bool, elap
 func (d *Daemon) published(reasons []string, reload bool, elapsed time.Duration) {
 	d.generation++
 	now := time.Now()
-	hash := d.lastHash
-	d.metrics.SetConfig(hash, d.generation)
+	var hash string
+	if d.appliedFrom != nil {
+		hash = d.appliedFrom.Hash
+	}
+	d.metrics.SetGeneration(d.generation)
 	routes := status.RoutesFrom(d.applied.Desired.Statuses)
 	d.metrics.SetRoutes(status.RouteCounts(routes))
 	d.status.Set(func(s *status.Status) {
@@ -340,14 +437,13 @@ func (d *Daemon) published(reasons []string, reload bool, elapsed time.Duration)
 		d.log.Info("haproxy loaded", "generation", d.generation, "reasons", reasons, "took", elapsed)
 	}
 	if d.opts.OnApply != nil {
-		d.opts.OnApply(Applied{Generation: d.generation, Snapshot: d.lastSnap, Desired: d.applied.Desired, Reload: reload, Reasons: reasons})
+		d.opts.OnApply(Applied{Generation: d.generation, Snapshot: d.appliedFrom, Desired: d.applied.Desired, Reload: reload, Reasons: reasons})
 	}
 }
 
 func (d *Daemon) recordError(err error) {
 	d.log.Error("error", "err", err)
-	now := time.Now()
-	d.status.Set(func(s *status.Status) { s.LastError = &status.Error{Time: now, Message: err.Error()} })
+	d.status.RecordError(time.Now(), err.Error())
 }
 
 func (d *Daemon) setNotReady(reason string) {

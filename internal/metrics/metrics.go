@@ -8,7 +8,6 @@ package metrics
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,8 +31,11 @@ type Metrics struct {
 	reloads             *prometheus.CounterVec
 	runtimeUpdates      *prometheus.CounterVec
 	runtimeFallbacks    *prometheus.CounterVec
-	configInfo          *prometheus.GaugeVec
+	generation          prometheus.Gauge
 	snapshotErrors      prometheus.Counter
+	inputProblems       *prometheus.GaugeVec
+	staleObjects        prometheus.Gauge
+	guardHolds          prometheus.Counter
 	routes              *prometheus.GaugeVec
 	processes           *prometheus.GaugeVec
 	watchEvents         prometheus.Counter
@@ -88,15 +90,30 @@ func New() *Metrics {
 			Name:      "runtime_fallbacks_total",
 			Help:      "Runtime plans that fell back to a reload, by kind of reason.",
 		}, []string{"reason"}),
-		configInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		generation: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace,
-			Name:      "config_info",
-			Help:      "Always 1, labelled with the hash and generation of the configuration HAProxy runs.",
-		}, []string{"hash", "generation"}),
+			Name:      "config_generation",
+			Help:      "Generation of the configuration HAProxy runs (counts applied configurations since start; the content hash is in /status).",
+		}),
+		inputProblems: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "input_problems",
+			Help:      "Diagnostics of the last generation read from the config directory, by severity (error, warning, note). Errors mean some object is rejected or stale.",
+		}, []string{"severity"}),
+		staleObjects: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "stale_objects",
+			Help:      "Objects (routes, endpoints) serving their last good version because their current version is invalid.",
+		}),
+		guardHolds: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "deletion_guard_holds_total",
+			Help:      "Times a generation that drops routes was held back until the config directory stayed the same for the quiet period.",
+		}),
 		snapshotErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "snapshot_errors_total",
-			Help:      "Snapshots of the config directory that could not be read or had files that failed to load.",
+			Help:      "Reads of the config directory that failed, plus files that could not be read (each unreadable file counts once per read). YAML and validation errors are in haroute_input_problems.",
 		}),
 		routes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace,
@@ -125,7 +142,10 @@ func New() *Metrics {
 		m.reloads,
 		m.runtimeUpdates,
 		m.runtimeFallbacks,
-		m.configInfo,
+		m.generation,
+		m.inputProblems,
+		m.staleObjects,
+		m.guardHolds,
 		m.snapshotErrors,
 		m.routes,
 		m.processes,
@@ -134,6 +154,11 @@ func New() *Metrics {
 	// Both roles exist from the start so dashboards see 0, not "no data".
 	m.processes.WithLabelValues("current").Set(0)
 	m.processes.WithLabelValues("old").Set(0)
+	m.SetRoutes(nil)
+	m.SetInputProblems(0, 0, 0)
+	for _, op := range RuntimeOps {
+		m.runtimeUpdates.WithLabelValues(op)
+	}
 	return m
 }
 
@@ -192,13 +217,21 @@ func (m *Metrics) RuntimeFallback(reason string) {
 	m.runtimeFallbacks.WithLabelValues(ReasonKind(reason)).Inc()
 }
 
-// SetConfig publishes the hash and generation of the configuration now
-// applied. Only the current pair is exported: older label sets are dropped,
-// so `haroute_config_info` always has exactly one series.
-func (m *Metrics) SetConfig(hash string, generation uint64) {
-	m.configInfo.Reset()
-	m.configInfo.WithLabelValues(hash, strconv.FormatUint(generation, 10)).Set(1)
+// SetGeneration publishes the generation of the configuration now applied.
+func (m *Metrics) SetGeneration(generation uint64) { m.generation.Set(float64(generation)) }
+
+// SetInputProblems publishes the diagnostics of the last generation read.
+func (m *Metrics) SetInputProblems(errors, warnings, notes int) {
+	m.inputProblems.WithLabelValues("error").Set(float64(errors))
+	m.inputProblems.WithLabelValues("warning").Set(float64(warnings))
+	m.inputProblems.WithLabelValues("note").Set(float64(notes))
 }
+
+// SetStale publishes how many objects serve their last good version.
+func (m *Metrics) SetStale(n int) { m.staleObjects.Set(float64(n)) }
+
+// DeletionGuardHeld counts one generation held back by the deletion guard.
+func (m *Metrics) DeletionGuardHeld() { m.guardHolds.Inc() }
 
 // SnapshotError counts one snapshot that failed (wholly or in part).
 func (m *Metrics) SnapshotError() { m.snapshotErrors.Inc() }
@@ -207,11 +240,19 @@ func (m *Metrics) SnapshotError() { m.snapshotErrors.Inc() }
 // "admitted-with-warnings", "rejected"). Statuses missing from counts drop
 // out, so a status that no longer occurs does not linger.
 func (m *Metrics) SetRoutes(counts map[string]int) {
-	m.routes.Reset()
-	for status, n := range counts {
-		m.routes.WithLabelValues(status).Set(float64(n))
+	for _, state := range routeStates {
+		m.routes.WithLabelValues(state).Set(float64(counts[state]))
 	}
 }
+
+// routeStates are the admission states routes are counted by; each has a
+// series from the start.
+var routeStates = []string{"admitted", "admitted-with-warnings", "rejected", "stale"}
+
+// RuntimeOps are the operations runtime_updates_total counts, each with a
+// series from the start.
+var RuntimeOps = []string{"add-server", "drain-server", "reenable-server", "set-weight", "enable-health",
+	"disable-health", "map-replace", "set-cert", "set-cookie-key", "del-server"}
 
 // SetProcesses publishes the number of current and old (draining) HAProxy
 // workers.

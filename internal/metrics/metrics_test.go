@@ -25,8 +25,11 @@ func exercise(m *Metrics) {
 	m.RuntimeUpdate("add-server", 3)
 	m.RuntimeUpdate("set-weight", 0) // ignored
 	m.RuntimeFallback("read-back mismatch: be_http:default:shop/ep_10.0.0.1_8080")
-	m.SetConfig("abc", 1)
-	m.SetConfig("def", 2)
+	m.SetGeneration(1)
+	m.SetGeneration(2)
+	m.SetInputProblems(2, 1, 0)
+	m.SetStale(1)
+	m.DeletionGuardHeld()
 	m.SnapshotError()
 	m.SetRoutes(map[string]int{"admitted": 4, "rejected": 1})
 	m.SetProcesses(1, 2)
@@ -56,7 +59,10 @@ func TestGatherNamesAndTypes(t *testing.T) {
 		"haroute_reloads_total":                         dto.MetricType_COUNTER,
 		"haroute_runtime_updates_total":                 dto.MetricType_COUNTER,
 		"haroute_runtime_fallbacks_total":               dto.MetricType_COUNTER,
-		"haroute_config_info":                           dto.MetricType_GAUGE,
+		"haroute_config_generation":                     dto.MetricType_GAUGE,
+		"haroute_input_problems":                        dto.MetricType_GAUGE,
+		"haroute_stale_objects":                         dto.MetricType_GAUGE,
+		"haroute_deletion_guard_holds_total":            dto.MetricType_COUNTER,
 		"haroute_snapshot_errors_total":                 dto.MetricType_COUNTER,
 		"haroute_routes":                                dto.MetricType_GAUGE,
 		"haroute_haproxy_processes":                     dto.MetricType_GAUGE,
@@ -133,9 +139,13 @@ func TestSeriesValues(t *testing.T) {
 	m := New()
 	exercise(m)
 	want := []string{
-		`haroute_config_info{generation="2",hash="def"} 1`,
+		`haroute_config_generation 2`,
+		`haroute_deletion_guard_holds_total 1`,
 		`haroute_haproxy_processes{role="current"} 1`,
 		`haroute_haproxy_processes{role="old"} 2`,
+		`haroute_input_problems{severity="error"} 2`,
+		`haroute_input_problems{severity="note"} 0`,
+		`haroute_input_problems{severity="warning"} 1`,
 		`haroute_last_reload_success_timestamp_seconds 1700000000.5`,
 		`haroute_last_reload_successful 0`,
 		`haroute_reload_failures_total 1`,
@@ -144,10 +154,22 @@ func TestSeriesValues(t *testing.T) {
 		`haroute_reloads_total{reason="route-added"} 1`,
 		`haroute_reloads_total{reason="runtime-fallback"} 1`,
 		`haroute_routes{status="admitted"} 4`,
+		`haroute_routes{status="admitted-with-warnings"} 0`,
 		`haroute_routes{status="rejected"} 1`,
+		`haroute_routes{status="stale"} 0`,
 		`haroute_runtime_fallbacks_total{reason="read-back-mismatch"} 1`,
 		`haroute_runtime_updates_total{op="add-server"} 3`,
+		`haroute_runtime_updates_total{op="del-server"} 0`,
+		`haroute_runtime_updates_total{op="disable-health"} 0`,
+		`haroute_runtime_updates_total{op="drain-server"} 0`,
+		`haroute_runtime_updates_total{op="enable-health"} 0`,
+		`haroute_runtime_updates_total{op="map-replace"} 0`,
+		`haroute_runtime_updates_total{op="reenable-server"} 0`,
+		`haroute_runtime_updates_total{op="set-cert"} 0`,
+		`haroute_runtime_updates_total{op="set-cookie-key"} 0`,
+		`haroute_runtime_updates_total{op="set-weight"} 0`,
 		`haroute_snapshot_errors_total 1`,
+		`haroute_stale_objects 1`,
 		`haroute_watch_events_total 2`,
 		`haroute_write_config_seconds_count 1`,
 	}
@@ -215,15 +237,15 @@ func TestHandlerServesText(t *testing.T) {
 	body := scrape(t, m)
 	for _, want := range []string{
 		"# TYPE haroute_reload_seconds histogram",
-		`haroute_config_info{generation="2",hash="def"} 1`,
+		`haroute_config_generation 2`,
 		"# TYPE go_goroutines gauge",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("scrape lacks %q", want)
 		}
 	}
-	if strings.Contains(body, `hash="abc"`) {
-		t.Errorf("scrape still shows the previous config_info series")
+	if strings.Contains(body, `haroute_config_info`) {
+		t.Errorf("scrape still shows config_info, a series per change")
 	}
 }
 
@@ -298,5 +320,25 @@ func TestObserveStartIsASuccessfulLoad(t *testing.T) {
 	}
 	if reloadSeries != 0 {
 		t.Fatalf("a start counted %d reload series", reloadSeries)
+	}
+}
+
+// A fresh registry shows every known labelled series at 0, so alerts and
+// dashboards see 0 rather than "no data".
+func TestKnownSeriesStartAtZero(t *testing.T) {
+	body := scrape(t, New())
+	want := []string{
+		`haroute_routes{status="admitted"} 0`,
+		`haroute_routes{status="rejected"} 0`,
+		`haroute_routes{status="stale"} 0`,
+		`haroute_input_problems{severity="error"} 0`,
+		`haroute_runtime_updates_total{op="add-server"} 0`,
+		`haroute_runtime_updates_total{op="set-cert"} 0`,
+		`haroute_stale_objects 0`,
+	}
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			t.Errorf("fresh scrape lacks %q", w)
+		}
 	}
 }

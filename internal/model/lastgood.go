@@ -52,7 +52,8 @@ type endpointsKey struct {
 type goodEndpoints struct {
 	key   endpointsKey
 	memo  *groupsMemo
-	stale bool // memo is an earlier version; the current one has errors
+	stale bool   // memo is an earlier version; the current one has errors
+	path  string // the file of the current version
 }
 
 // admitPass is what one admission pass saw, for deciding substitutions and
@@ -235,4 +236,32 @@ func (r Result) StaleCount() int {
 		}
 	}
 	return n
+}
+
+// StalePaths is the set of files holding the current, rejected version of
+// a stale object.
+func (r Result) StalePaths() map[string]bool {
+	out := map[string]bool{}
+	if r.Desired != nil {
+		for _, st := range r.Desired.Statuses {
+			if st.State == RouteStale {
+				out[st.Source.Path] = true
+			}
+		}
+	}
+	if r.next != nil {
+		for _, e := range r.next.endpoints {
+			if e.stale {
+				out[e.path] = true
+			}
+		}
+	}
+	return out
+}
+
+// Failed reports whether the current content of path failed to decode (its
+// last good objects, if any, stay in force).
+func (l *Loader) Failed(path string) bool {
+	st := l.files[path]
+	return st != nil && st.failed
 }

@@ -74,7 +74,7 @@ func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex, lg *lastGood
 		}
 		index(use)
 		if lg != nil {
-			inForce = append(inForce, goodEndpoints{key: key, memo: use, stale: stale})
+			inForce = append(inForce, goodEndpoints{key: key, memo: use, stale: stale, path: pos.Path})
 		}
 	}
 	for i := range objs.Endpoints {

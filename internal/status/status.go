@@ -36,7 +36,17 @@ type Status struct {
 	RuntimeUpdates uint64 `json:"runtimeUpdates"`
 	Fallbacks      uint64 `json:"fallbacks"`
 
-	LastError *Error `json:"lastError,omitempty"`
+	// LastError is the current problem, nil once it is gone;
+	// RecentErrors keeps the last few, newest last, with when they
+	// were resolved.
+	LastError    *Error  `json:"lastError,omitempty"`
+	RecentErrors []Error `json:"recentErrors,omitempty"`
+
+	// InputProblems counts the diagnostics of the last generation read.
+	InputProblems InputProblems `json:"inputProblems"`
+	// DeletionGuard is set while a generation that drops routes is held
+	// back until the directory is stable.
+	DeletionGuard *Guard `json:"deletionGuard,omitempty"`
 
 	HAProxy HAProxy `json:"haproxy"`
 }
@@ -65,6 +75,8 @@ type Reload struct {
 type Error struct {
 	Time    time.Time `json:"time"`
 	Message string    `json:"message"`
+	// Resolved is when the problem was gone; zero while it stands.
+	Resolved time.Time `json:"resolved,omitzero"`
 }
 
 // HAProxy describes the supervised HAProxy processes.
@@ -96,6 +108,61 @@ func RoutesFrom(statuses []model.RouteStatus) []Route {
 		})
 	}
 	return out
+}
+
+// InputProblems counts diagnostics by severity.
+type InputProblems struct {
+	Errors   int `json:"errors"`
+	Warnings int `json:"warnings"`
+	Notes    int `json:"notes"`
+}
+
+// Guard describes a generation held back by the deletion guard.
+type Guard struct {
+	Since   time.Time `json:"since"`
+	Dropped int       `json:"dropped"`
+	Of      int       `json:"of"`
+	Reason  string    `json:"reason"`
+}
+
+// maxRecentErrors bounds the error history.
+const maxRecentErrors = 10
+
+// RecordError makes msg the current error and adds it to the history; a
+// message equal to the current one only refreshes its time.
+func (s *Store) RecordError(now time.Time, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &s.status
+	if st.LastError != nil && st.LastError.Message == msg {
+		st.LastError.Time = now
+		if n := len(st.RecentErrors); n > 0 && st.RecentErrors[n-1].Message == msg {
+			st.RecentErrors[n-1].Time = now
+		}
+		return
+	}
+	e := Error{Time: now, Message: msg}
+	st.LastError = &e
+	st.RecentErrors = append(st.RecentErrors, e)
+	if n := len(st.RecentErrors); n > maxRecentErrors {
+		st.RecentErrors = slices.Clone(st.RecentErrors[n-maxRecentErrors:])
+	}
+}
+
+// ClearError records that no error stands any more.
+func (s *Store) ClearError(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &s.status
+	if st.LastError == nil {
+		return
+	}
+	st.LastError = nil
+	for i := range st.RecentErrors {
+		if st.RecentErrors[i].Resolved.IsZero() {
+			st.RecentErrors[i].Resolved = now
+		}
+	}
 }
 
 // RouteCounts counts routes by state, in the shape metrics.SetRoutes takes.
@@ -155,6 +222,11 @@ func (s Status) clone() Status {
 	if s.LastError != nil {
 		e := *s.LastError
 		c.LastError = &e
+	}
+	c.RecentErrors = slices.Clone(s.RecentErrors)
+	if s.DeletionGuard != nil {
+		g := *s.DeletionGuard
+		c.DeletionGuard = &g
 	}
 	c.HAProxy.Workers = slices.Clone(s.HAProxy.Workers)
 	c.HAProxy.OldWorkers = slices.Clone(s.HAProxy.OldWorkers)

@@ -1,0 +1,115 @@
+package daemon
+
+import (
+	"context"
+	"reflect"
+
+	"github.com/haroute/haroute/internal/certgen"
+	"github.com/haroute/haroute/internal/haproxy"
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/plan"
+	"github.com/haroute/haroute/internal/render"
+)
+
+// When `haproxy -c` refuses a candidate that validation admitted, one bad
+// route must not block every other change (DESIGN §7). The last accepted
+// state passed `haproxy -c` (or was built from one that did), so the
+// culprits are among the routes that are new or changed since: the
+// candidate is checked with subsets of those, halving until each failure
+// is pinned on single routes, which are then rejected alone with HAProxy's
+// own message. A candidate that fails even without any changed route is
+// refused as a whole (its settings are at fault), as before.
+
+// culprit is a route HAProxy refused, with its message.
+type culprit struct {
+	key model.RouteKey
+	msg string
+}
+
+// culprits returns the routes of next that make `haproxy -c` fail.
+func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, error) {
+	var prev []model.AdmittedRoute
+	if d.desired.Desired != nil {
+		prev = d.desired.Desired.Routes
+	}
+	stable, changed := splitChanged(prev, next.Desired.Routes)
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	check := func(subset []model.AdmittedRoute) (string, error) {
+		cp := *next.Desired
+		cp.Routes = append(append(make([]model.AdmittedRoute, 0, len(stable)+len(subset)), stable...), subset...)
+		cand, err := d.prepare(&cp, d.cand.path, materialOf(next))
+		if err != nil {
+			return err.Error(), nil
+		}
+		if _, err := d.cand.write(cand.Bundle); err != nil {
+			return "", err
+		}
+		if err := haproxy.Check(ctx, d.sup.Binary(), d.cand.path+"/"+render.ConfigFile); err != nil {
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+			return err.Error(), nil
+		}
+		return "", nil
+	}
+	if msg, err := check(nil); err != nil || msg != "" {
+		return nil, err // not the routes: refused as a whole
+	}
+	return bisect(changed, check)
+}
+
+// bisect pins the failures of check on single routes of set, which fails
+// as a whole. Two halves that pass alone but fail together are all
+// reported, with the message of the whole.
+func bisect(set []model.AdmittedRoute, check func([]model.AdmittedRoute) (string, error)) ([]culprit, error) {
+	msg, err := check(set)
+	if err != nil || msg == "" {
+		return nil, err
+	}
+	if len(set) == 1 {
+		return []culprit{{key: set[0].Key, msg: msg}}, nil
+	}
+	half := len(set) / 2
+	a, err := bisect(set[:half], check)
+	if err != nil {
+		return nil, err
+	}
+	b, err := bisect(set[half:], check)
+	if err != nil {
+		return nil, err
+	}
+	if len(a)+len(b) > 0 {
+		return append(a, b...), nil
+	}
+	out := make([]culprit, len(set))
+	for i, r := range set {
+		out[i] = culprit{key: r.Key, msg: msg}
+	}
+	return out, nil
+}
+
+// splitChanged divides cur into routes equal to their version in prev and
+// routes that are new or changed. It runs only after a refusal, so a deep
+// comparison is affordable.
+func splitChanged(prev, cur []model.AdmittedRoute) (stable, changed []model.AdmittedRoute) {
+	byKey := make(map[model.RouteKey]*model.AdmittedRoute, len(prev))
+	for i := range prev {
+		byKey[prev[i].Key] = &prev[i]
+	}
+	for _, r := range cur {
+		if old, ok := byKey[r.Key]; ok && reflect.DeepEqual(*old, r) {
+			stable = append(stable, r)
+		} else {
+			changed = append(changed, r)
+		}
+	}
+	return stable, changed
+}
+
+// materialOf is the TLS material a rendered state was made with.
+func materialOf(s plan.State) certgen.Material {
+	return certgen.Material{DefaultCertificate: s.Input.DefaultCertificate, DefaultDestinationCA: s.Input.DefaultDestinationCA}
+}
+

@@ -1,0 +1,127 @@
+package daemon
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/plan"
+	"github.com/haroute/haroute/internal/snapshot"
+)
+
+// The deletion guard (DESIGN §7). A directory that vanishes, is torn down
+// half-way (the kubelet removing a volume when a MicroShift holder pod is
+// recreated) or reappears empty reads as a well-formed generation without
+// routes. Applying it would take every route down. So a generation that
+// would drop all routes, or more than DeletionShare of them, is applied
+// only once the directory has read the same for DeletionQuiet: read when
+// first seen, and again after the quiet period, with the same content
+// hash. In plain mode, where files are edited in place and a file cut off
+// mid-write can read as fewer routes, any generation that drops a route
+// waits the same way. A route counts as dropped when it disappears or
+// loses its last server.
+
+// deletionGuard is what the guard holds back, if anything.
+type deletionGuard struct {
+	hash  string    // the held snapshot's content hash
+	since time.Time // when it was first seen
+	// at is when to read the directory again (zero: nothing held).
+	at time.Time
+}
+
+// holdDeletion reports whether next must wait, and arranges the second
+// read when it does.
+func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) bool {
+	if d.desired.Desired == nil || d.opts.DeletionQuiet < 0 {
+		return false
+	}
+	prev := d.desired.Desired.Routes
+	dropped, names := droppedRoutes(prev, next.Desired.Routes)
+	if dropped == 0 || !d.guarded(snap.Mode, dropped, len(prev)) {
+		d.releaseGuard()
+		return false
+	}
+	now := time.Now()
+	g := &d.guard
+	if g.hash != snap.Hash {
+		*g = deletionGuard{hash: snap.Hash, since: now}
+	}
+	if now.Sub(g.since) >= d.opts.DeletionQuiet {
+		d.log.Warn("deletion guard: the directory stayed the same for the quiet period; applying",
+			"dropped", dropped, "of", len(prev), "stable_for", now.Sub(g.since).Round(time.Millisecond))
+		d.releaseGuard()
+		return false
+	}
+	g.at = g.since.Add(d.opts.DeletionQuiet)
+	d.metrics.DeletionGuardHeld()
+	d.log.Warn("deletion guard: holding back a generation that drops routes until the directory is stable",
+		"dropped", dropped, "of", len(prev), "routes", names, "until", g.at.Format(time.RFC3339))
+	d.setGuardStatus(g.since, dropped, len(prev))
+	return true
+}
+
+// guarded reports whether dropping dropped of total routes needs the quiet
+// period.
+func (d *Daemon) guarded(mode snapshot.Mode, dropped, total int) bool {
+	if mode == snapshot.ModePlain {
+		return true
+	}
+	return dropped >= total || float64(dropped) > d.opts.DeletionShare*float64(total)
+}
+
+func (d *Daemon) releaseGuard() {
+	if d.guard.at.IsZero() && d.guard.hash == "" {
+		return
+	}
+	d.guard = deletionGuard{}
+	d.setGuardStatus(time.Time{}, 0, 0)
+}
+
+// droppedRoutes counts the routes of prev that cur drops: absent, or with
+// no server left where they had one. Both are in namespace/name order, as
+// admission produces them. It names up to a few of them for the log.
+func droppedRoutes(prev, cur []model.AdmittedRoute) (int, string) {
+	n := 0
+	var names []string
+	drop := func(r *model.AdmittedRoute) {
+		n++
+		if len(names) < 5 {
+			names = append(names, r.Key.String())
+		}
+	}
+	j := 0
+	for i := range prev {
+		p := &prev[i]
+		for j < len(cur) && compareKey(cur[j].Key, p.Key) < 0 {
+			j++
+		}
+		if j == len(cur) || cur[j].Key != p.Key {
+			drop(p)
+			continue
+		}
+		if servers(p) > 0 && servers(&cur[j]) == 0 {
+			drop(p)
+		}
+	}
+	out := strings.Join(names, ",")
+	if n > len(names) {
+		out += fmt.Sprintf(",… (%d more)", n-len(names))
+	}
+	return n, out
+}
+
+func servers(r *model.AdmittedRoute) int {
+	n := 0
+	for _, s := range r.Services {
+		n += len(s.Servers)
+	}
+	return n
+}
+
+func compareKey(a, b model.RouteKey) int {
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}

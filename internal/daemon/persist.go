@@ -1,0 +1,303 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/haroute/haroute/internal/certgen"
+	"github.com/haroute/haroute/internal/fsutil"
+	"github.com/haroute/haroute/internal/model"
+)
+
+// Last good survives restarts (DESIGN §7). A package upgrade restarts
+// haroute; if the tree holds a broken file at that moment, the objects it
+// held must keep serving. So every accepted generation's inputs are saved
+// in <state-dir>/lastgood: the files as accepted, and, for a path whose
+// accepted content is broken or holds stale objects, the last content of
+// that path that was good (its anchor). At start the anchors are loaded
+// first and the accepted files over them, which rebuilds the same last
+// good versions; a config dir that cannot be read at all then serves the
+// saved state.
+//
+// File contents are stored once each, by content hash, so a change writes
+// the files that changed and a small index; the writes run off the
+// reconcile loop, latest state wins, so a burst of changes costs one save.
+
+const lastGoodDir = "lastgood"
+
+// savedIndex is lastgood/index.json.
+type savedIndex struct {
+	Version int          `json:"version"`
+	Files   []savedEntry `json:"files"`
+	Anchors []savedEntry `json:"anchors,omitempty"`
+	// DefaultCertificate and DefaultDestinationCA are content hashes of
+	// the TLS material in force.
+	DefaultCertificate   string `json:"defaultCertificate,omitempty"`
+	DefaultDestinationCA string `json:"defaultDestinationCA,omitempty"`
+}
+
+type savedEntry struct {
+	Path string `json:"path"`
+	Hash string `json:"hash"`
+}
+
+// saved is the last good state read back at start.
+type saved struct {
+	files, anchors []model.SourceFile
+	material       *certgen.Material
+}
+
+// saveRequest is one state to save: the index and the contents it names.
+type saveRequest struct {
+	index    savedIndex
+	contents map[string][]byte
+}
+
+// lastGoodStore saves states in the background.
+type lastGoodStore struct {
+	dir  string
+	log  *slog.Logger
+	reqs chan saveRequest
+	// done is closed when the writer has stopped (tests wait on it).
+	done chan struct{}
+}
+
+func newLastGoodStore(stateDir string, log *slog.Logger) *lastGoodStore {
+	return &lastGoodStore{dir: filepath.Join(stateDir, lastGoodDir), log: log, reqs: make(chan saveRequest, 1), done: make(chan struct{})}
+}
+
+// save queues r, replacing a queued state not yet written.
+func (s *lastGoodStore) save(r saveRequest) {
+	for {
+		select {
+		case s.reqs <- r:
+			return
+		default:
+		}
+		select {
+		case <-s.reqs:
+		default:
+		}
+	}
+}
+
+// run writes queued states until ctx ends, then writes what is queued.
+func (s *lastGoodStore) run(ctx context.Context) {
+	defer close(s.done)
+	writes := 0
+	for {
+		select {
+		case r := <-s.reqs:
+			s.write(r, writes%100 == 0)
+			writes++
+		case <-ctx.Done():
+			select {
+			case r := <-s.reqs:
+				s.write(r, false)
+			default:
+			}
+			return
+		}
+	}
+}
+
+func (s *lastGoodStore) write(r saveRequest, prune bool) {
+	objects := filepath.Join(s.dir, "objects")
+	if err := os.MkdirAll(objects, 0o700); err != nil {
+		s.log.Error("save last good state", "err", err)
+		return
+	}
+	for hash, data := range r.contents {
+		path := filepath.Join(objects, hash)
+		if _, err := os.Stat(path); err == nil {
+			continue
+		}
+		// Contents may hold private keys.
+		if err := fsutil.WriteFileAtomic(path, data, 0o600); err != nil {
+			s.log.Error("save last good state", "err", err)
+			return
+		}
+	}
+	idx, err := json.Marshal(r.index)
+	if err == nil {
+		err = fsutil.WriteFileAtomic(filepath.Join(s.dir, "index.json"), idx, 0o600)
+	}
+	if err != nil {
+		s.log.Error("save last good state", "err", err)
+		return
+	}
+	if prune {
+		s.prune(r.index)
+	}
+}
+
+// prune removes contents no longer named by the index.
+func (s *lastGoodStore) prune(idx savedIndex) {
+	keep := map[string]bool{idx.DefaultCertificate: true, idx.DefaultDestinationCA: true}
+	for _, e := range append(idx.Files, idx.Anchors...) {
+		keep[e.Hash] = true
+	}
+	objects := filepath.Join(s.dir, "objects")
+	entries, err := os.ReadDir(objects)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !keep[e.Name()] {
+			_ = os.Remove(filepath.Join(objects, e.Name()))
+		}
+	}
+}
+
+var hashName = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// load reads the saved state; none saved is (nil, nil).
+func (s *lastGoodStore) load() (*saved, error) {
+	data, err := os.ReadFile(filepath.Join(s.dir, "index.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var idx savedIndex
+	if err := json.Unmarshal(data, &idx); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(s.dir, "index.json"), err)
+	}
+	read := func(hash string) ([]byte, error) {
+		// The hash names a file: it must not name anything else.
+		if !hashName.MatchString(hash) {
+			return nil, fmt.Errorf("saved state names %q, not a content hash", hash)
+		}
+		b, err := os.ReadFile(filepath.Join(s.dir, "objects", hash))
+		if err != nil {
+			return nil, err
+		}
+		if contentHash(b) != hash {
+			return nil, fmt.Errorf("saved content %s is damaged", hash)
+		}
+		return b, nil
+	}
+	files := func(es []savedEntry) ([]model.SourceFile, error) {
+		out := make([]model.SourceFile, 0, len(es))
+		for _, e := range es {
+			b, err := read(e.Hash)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, model.SourceFile{Path: e.Path, Data: b, Hash: e.Hash})
+		}
+		return out, nil
+	}
+	var sv saved
+	if sv.files, err = files(idx.Files); err != nil {
+		return nil, err
+	}
+	if sv.anchors, err = files(idx.Anchors); err != nil {
+		return nil, err
+	}
+	if idx.DefaultCertificate != "" {
+		m := certgen.Material{}
+		if m.DefaultCertificate, err = read(idx.DefaultCertificate); err != nil {
+			return nil, err
+		}
+		if idx.DefaultDestinationCA != "" {
+			if m.DefaultDestinationCA, err = read(idx.DefaultDestinationCA); err != nil {
+				return nil, err
+			}
+		}
+		sv.material = &m
+	}
+	return &sv, nil
+}
+
+func contentHash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// saveLastGood queues gen's inputs for saving and moves the anchors on:
+// a path whose content is good now is its own anchor.
+func (d *Daemon) saveLastGood(gen generation) {
+	stale := gen.result.StalePaths()
+	present := make(map[string]bool, len(gen.files))
+	req := saveRequest{contents: make(map[string][]byte), index: savedIndex{Version: 1}}
+	for _, f := range gen.files {
+		present[f.Path] = true
+		hash := f.Hash
+		if hash == "" {
+			hash = contentHash(f.Data)
+		}
+		req.index.Files = append(req.index.Files, savedEntry{Path: f.Path, Hash: hash})
+		req.contents[hash] = f.Data
+		if stale[f.Path] || d.loader.Failed(f.Path) {
+			if a, ok := d.anchors[f.Path]; ok && a.Hash != hash {
+				req.index.Anchors = append(req.index.Anchors, savedEntry{Path: a.Path, Hash: a.Hash})
+				req.contents[a.Hash] = a.Data
+			}
+			continue
+		}
+		d.anchors[f.Path] = model.SourceFile{Path: f.Path, Data: f.Data, Hash: hash}
+	}
+	for p := range d.anchors {
+		if !present[p] {
+			delete(d.anchors, p)
+		}
+	}
+	if c := gen.material.DefaultCertificate; len(c) > 0 {
+		req.index.DefaultCertificate = contentHash(c)
+		req.contents[req.index.DefaultCertificate] = c
+	}
+	if ca := gen.material.DefaultDestinationCA; len(ca) > 0 {
+		req.index.DefaultDestinationCA = contentHash(ca)
+		req.contents[req.index.DefaultDestinationCA] = ca
+	}
+	d.store.save(req)
+}
+
+// restore loads the saved last good state into the loader, so objects
+// broken in the tree at start keep their last good versions.
+func (d *Daemon) restore() {
+	sv, err := d.store.load()
+	if err != nil {
+		d.log.Warn("saved last good state unreadable; starting from the directory alone", "err", err)
+		return
+	}
+	if sv == nil {
+		return
+	}
+	if len(sv.anchors) > 0 {
+		byPath := make(map[string]model.SourceFile, len(sv.files))
+		for _, f := range sv.files {
+			byPath[f.Path] = f
+		}
+		for _, a := range sv.anchors {
+			byPath[a.Path] = a
+			d.anchors[a.Path] = a
+		}
+		first := make([]model.SourceFile, 0, len(byPath))
+		for _, f := range byPath {
+			first = append(first, f)
+		}
+		d.loader.Load(first)
+	}
+	d.loader.Load(sv.files)
+	for _, f := range sv.files {
+		d.lastFiles[f.Path] = f
+		if _, ok := d.anchors[f.Path]; !ok && !d.loader.Failed(f.Path) {
+			d.anchors[f.Path] = f
+		}
+	}
+	d.material = sv.material
+	d.restored = sv
+	d.log.Info("restored the last good state", "files", len(sv.files), "anchors", len(sv.anchors))
+}

@@ -1,0 +1,88 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/snapshot"
+	"github.com/haroute/haroute/internal/status"
+)
+
+// reportInput publishes the problems of an evaluated generation: each new
+// diagnostic in the log, the counts by severity as a gauge and in status
+// (so an alert fires while the tree has errors), and the objects serving
+// their last good version.
+func (d *Daemon) reportInput(res model.Result) {
+	d.logDiagnostics(res.Diagnostics)
+	var errs, warns, notes int
+	for _, diag := range res.Diagnostics {
+		switch diag.Severity {
+		case model.SeverityError:
+			errs++
+		case model.SeverityWarning:
+			warns++
+		default:
+			notes++
+		}
+	}
+	stale := res.StaleCount()
+	d.metrics.SetInputProblems(errs, warns, notes)
+	d.metrics.SetStale(stale)
+	d.status.Set(func(s *status.Status) {
+		s.InputProblems = status.InputProblems{Errors: errs, Warnings: warns, Notes: notes}
+	})
+	if errs > 0 {
+		d.recordError(fmt.Errorf("%d problem(s) in %s; first: %s", errs, d.opts.ConfigDir, firstError(res.Diagnostics)))
+	}
+}
+
+// clearErrorIfClean clears the last error once an accepted generation has
+// no errors: "last error" describes the present, the history the past.
+func (d *Daemon) clearErrorIfClean(res model.Result) {
+	if res.Diagnostics.HasErrors(false) || (d.desiredFrom != nil && len(d.desiredFrom.Errors) > 0) {
+		return
+	}
+	d.status.ClearError(time.Now())
+}
+
+// setGuardStatus shows a generation held by the deletion guard, or none
+// when since is zero.
+func (d *Daemon) setGuardStatus(since time.Time, dropped, total int) {
+	d.status.Set(func(s *status.Status) {
+		if since.IsZero() {
+			s.DeletionGuard = nil
+			return
+		}
+		s.DeletionGuard = &status.Guard{Since: since, Dropped: dropped, Of: total,
+			Reason: "the directory must stay the same for the quiet period before routes are dropped"}
+	})
+}
+
+// serveRestored starts serving the saved last good state when the config
+// dir cannot be read at start.
+func (d *Daemon) serveRestored(ctx context.Context) error {
+	sv := d.restored
+	d.log.Warn("config dir unreadable at start; serving the saved last good state", "files", len(sv.files))
+	var h strings.Builder
+	for _, f := range sv.files {
+		h.WriteString(f.Path + "\x00" + f.Hash + "\x00")
+	}
+	snap := &snapshot.Snapshot{Root: "saved last good state", Files: sv.files, Hash: "saved:" + contentHash([]byte(h.String()))}
+	res := d.loader.Evaluate(sv.files)
+	d.reportInput(res)
+	material, err := d.resolveMaterial(res.Desired.Router)
+	if err != nil {
+		d.recordError(err)
+		return nil
+	}
+	next, err := d.prepare(d.fitted(res.Desired), d.live.path, material)
+	if err != nil {
+		d.recordError(err)
+		return nil
+	}
+	_, err = d.advance(ctx, generation{state: next, result: res, snap: snap, files: sv.files, material: material})
+	return err
+}
