@@ -351,3 +351,23 @@ func TestReadLinkHostileEntries(t *testing.T) {
 		t.Errorf("snapshot:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestReadAtomicThroughLinkedDir: a ConfigMap mount reached through a
+// symlink is still a legitimate layout; ..data is judged against the
+// physical config dir.
+func TestReadAtomicThroughLinkedDir(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	if err := publish.NewAtomicWriter(real).Publish(bytesOf(map[string]string{"a.yaml": "a"})); err != nil {
+		t.Fatal(err)
+	}
+	mount := filepath.Join(base, "mount")
+	symlink(t, "real", mount)
+	s, err := readPromptly(t, &Reader{}, mount, ModeAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := contents(t, s), "a.yaml=a\n"; s.Mode != ModeAtomic || got != want {
+		t.Errorf("mode %s, snapshot:\n%s\nwant atomic:\n%s", s.Mode, got, want)
+	}
+}

@@ -549,15 +549,18 @@ func (w *walker) stillAt(inside string, read os.FileInfo) error {
 		if fi, err = os.Lstat(p); err != nil {
 			return err
 		}
-		sub := path.Join(elems[:i+1]...)
+		var problem string
 		switch last := i == len(elems)-1; {
 		case fi.Mode()&fs.ModeSymlink != 0:
-			return fmt.Errorf("%w: %s is now a symlink", errReplaced, sub)
+			problem = "is now a symlink"
 		case !last && !fi.IsDir():
-			return fmt.Errorf("%w: %s is no longer a directory", errReplaced, sub)
+			problem = "is no longer a directory"
 		case last && !os.SameFile(fi, read):
-			return fmt.Errorf("%w: %s now names another file", errReplaced, sub)
+			problem = "now names another file"
+		default:
+			continue
 		}
+		return fmt.Errorf("%w: %s %s", errReplaced, strings.Join(elems[:i+1], "/"), problem)
 	}
 	return nil
 }
