@@ -1,11 +1,12 @@
 package certgen
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
+	"github.com/haroute/haroute/internal/fsutil"
 	"github.com/haroute/haroute/internal/model"
 )
 
@@ -26,7 +27,7 @@ func Resolve(s model.Settings, stateDir string, now func() time.Time) (Material,
 		m.DefaultCertificate = []byte(s.DefaultCertificate)
 	case s.DefaultCertificateFile != "":
 		if m.DefaultCertificate, err = readBounded(s.DefaultCertificateFile); err != nil {
-			return m, fmt.Errorf("default certificate: %w", err)
+			return m, fmt.Errorf("spec.defaultCertificate: %w", err)
 		}
 	default:
 		if m.DefaultCertificate, err = EnsureDefault(stateDir, now); err != nil {
@@ -38,20 +39,26 @@ func Resolve(s model.Settings, stateDir string, now func() time.Time) (Material,
 		m.DefaultDestinationCA = []byte(s.DefaultDestinationCA)
 	case s.DefaultDestinationCAFile != "":
 		if m.DefaultDestinationCA, err = readBounded(s.DefaultDestinationCAFile); err != nil {
-			return m, fmt.Errorf("default destination CA: %w", err)
+			return m, fmt.Errorf("spec.defaultDestinationCA: %w", err)
 		}
 	}
 	return m, nil
 }
 
+// readBounded reads the file a RouterConfig field names. The open never
+// blocks and only a regular file is read: a FIFO would hold the sync (and
+// with it the whole daemon) until a writer came, and a device never ends.
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, _, err := fsutil.OpenRegular(path, false)
 	if err != nil {
-		return nil, err
+		if errors.Is(err, fsutil.ErrNotRegular) {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return nil, err // os errors name the path already
 	}
 	defer f.Close()
-	// Read through the limit rather than trust a size read before: a file
-	// that grows meanwhile cannot exhaust memory.
+	// Read through the limit rather than trust the size from the open: a
+	// file that grows meanwhile cannot exhaust memory.
 	data, err := io.ReadAll(io.LimitReader(f, model.MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,5 +48,52 @@ func TestResolve(t *testing.T) {
 	}
 	if m, err = Resolve(model.Settings{DefaultCertificateFile: big}, dir, now); err != nil || len(m.DefaultCertificate) != model.MaxFileSize {
 		t.Fatalf("file at the limit: %v, %d bytes", err, len(m.DefaultCertificate))
+	}
+}
+
+// TestResolveRefusesSpecialFiles: a RouterConfig naming a FIFO, a directory
+// or a device is refused at once, naming the field and the file; a FIFO
+// must not hold the sync until a writer comes. A link to a FIFO counts as a
+// FIFO.
+func TestResolveRefusesSpecialFiles(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC) }
+	dir := t.TempDir()
+	pipe := filepath.Join(dir, "pipe.pem")
+	if err := syscall.Mkfifo(pipe, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.pem")
+	if err := os.Symlink(pipe, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		settings model.Settings
+		want     string
+	}{
+		{"fifo certificate", model.Settings{DefaultCertificateFile: pipe},
+			"spec.defaultCertificate: " + pipe + ": not a regular file: named pipe (FIFO)"},
+		{"link to fifo CA", model.Settings{DefaultCertificate: "INLINE", DefaultDestinationCAFile: link},
+			"spec.defaultDestinationCA: " + link + ": not a regular file: named pipe (FIFO)"},
+		{"directory certificate", model.Settings{DefaultCertificateFile: dir},
+			"spec.defaultCertificate: " + dir + ": not a regular file: directory"},
+		{"device CA", model.Settings{DefaultCertificate: "INLINE", DefaultDestinationCAFile: "/dev/null"},
+			"spec.defaultDestinationCA: /dev/null: not a regular file: character device"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() {
+				_, err := Resolve(tc.settings, dir, now)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || err.Error() != tc.want {
+					t.Errorf("error = %v, want %s", err, tc.want)
+				}
+			case <-time.After(time.Minute): // a hang guard, not a time bound
+				t.Fatal("Resolve blocked")
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,11 +16,11 @@ import (
 
 var nowFunc = time.Now
 
-// runFlags are the flags of `run`, shared with `service install`, which
 // defaultMetricsAddress is where `run` serves /metrics and /status and
 // where `status` asks.
 const defaultMetricsAddress = "127.0.0.1:9191"
 
+// runFlags are the flags of `run`, shared with `service install`, which
 // passes them through to the unit.
 type runFlags struct {
 	configDir, runDir, stateDir, haproxy, metricsAddr, watchMode string
@@ -70,10 +71,13 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return ExitUsage
 	}
 
-	// Signals become events here, at the edge: SIGTERM/SIGINT cancel the
-	// context, SIGHUP asks for a resync on a capacity-1 channel.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// Signals become events here, at the edge: SIGTERM/SIGINT stop the
+	// daemon (see serve), SIGHUP asks for a resync on a capacity-1 channel.
+	stopSigs := make(chan os.Signal, 2) // room for an impatient second signal
+	signal.Notify(stopSigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(stopSigs)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -111,10 +115,63 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return ExitInvalid
 	}
 	log.Info("haroute starting", "version", Version, "config_dir", f.configDir, "run_dir", f.runDir, "metrics", f.metricsAddr)
-	if err := d.Run(ctx); err != nil {
-		log.Error("haroute stopped", "err", err)
-		return ExitInvalid
+	return serve(ctx, d, stopSigs, log)
+}
+
+// stopGrace bounds how long run waits for the daemon after the first
+// SIGTERM or SIGINT. The daemon needs at most about 20 s to stop HAProxy
+// (a 15 s soft stop, then SIGKILL and a 5 s wait); the unit's
+// TimeoutStopSec is 60 s. A daemon stuck past this bound (a blocked system
+// call, a bug) must not make the stop wait for systemd's SIGKILL, and an
+// operator's second Ctrl-C must not be ignored. A variable so tests can
+// shorten it.
+var stopGrace = 25 * time.Second
+
+// daemonRunner is what serve drives: *daemon.Daemon, or a stand-in in tests.
+type daemonRunner interface {
+	Run(ctx context.Context) error
+}
+
+// serve runs d until it returns. The first stop signal (or the end of ctx)
+// cancels d's context; if d has not returned stopGrace later, or when a
+// second signal arrives, serve returns a failure without waiting further,
+// so a stop always stops.
+func serve(ctx context.Context, d daemonRunner, stopSigs <-chan os.Signal, log *slog.Logger) int {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+
+	parentDone := ctx.Done()
+	var stopping bool
+	var giveUp <-chan time.Time
+	stop := func(why string, args ...any) {
+		stopping = true
+		parentDone = nil
+		log.Info(why, args...)
+		cancel()
+		giveUp = time.After(stopGrace)
 	}
-	log.Info("haroute stopped")
-	return ExitOK
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				log.Error("haroute stopped", "err", err)
+				return ExitInvalid
+			}
+			log.Info("haroute stopped")
+			return ExitOK
+		case sig := <-stopSigs:
+			if stopping {
+				log.Error("haroute exiting without waiting for the daemon to stop: second signal", "signal", sig.String())
+				return ExitInvalid
+			}
+			stop("stopping", "signal", sig.String(), "grace", stopGrace)
+		case <-parentDone:
+			stop("stopping", "reason", context.Cause(ctx).Error(), "grace", stopGrace)
+		case <-giveUp:
+			log.Error("haroute exiting without waiting for the daemon to stop: it did not stop in time", "grace", stopGrace)
+			return ExitInvalid
+		}
+	}
 }

@@ -1,5 +1,6 @@
 // Package fsutil writes files the way a reader racing the writer expects:
-// whole or not at all (temp file, fsync, rename, fsync of the directory).
+// whole or not at all (temp file, fsync, rename, fsync of the directory),
+// and opens files to read without ever blocking on a FIFO or a device.
 package fsutil
 
 import (

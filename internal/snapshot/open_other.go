@@ -4,7 +4,7 @@ package snapshot
 
 import "os"
 
-// openNoFollow falls back to a plain open where O_NOFOLLOW does not exist.
-func openNoFollow(name string) (*os.File, error) {
+// openDir is a plain open where O_DIRECTORY and O_NOFOLLOW do not exist.
+func openDir(name string) (*os.File, error) {
 	return os.Open(name)
 }

@@ -7,8 +7,10 @@ import (
 	"syscall"
 )
 
-// openNoFollow opens a file the walk has already vetted, refusing a final
-// symlink that was swapped in since: the check and the open see one file.
-func openNoFollow(name string) (*os.File, error) {
-	return os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+// openDir opens a directory the walk has already seen as one, refusing a
+// final symlink swapped in since (ELOOP) and anything that is no longer a
+// directory (ENOTDIR) without waiting: O_NONBLOCK is what keeps a FIFO
+// swapped in from blocking the open until a writer comes.
+func openDir(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 }

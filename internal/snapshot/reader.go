@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/haroute/haroute/internal/fsutil"
 	"github.com/haroute/haroute/internal/model"
 )
 
@@ -220,7 +221,28 @@ func resolve(dir string, mode Mode) (string, error) {
 	if !fi.IsDir() {
 		return "", rootError("resolve", link, errNotDir)
 	}
+	if mode == ModeAtomic {
+		if err := dataInside(dir, link, root); err != nil {
+			return "", err
+		}
+	}
 	return root, nil
+}
+
+// dataInside checks that ..data leads to a directory directly inside the
+// config dir, as kubelet's ..2026_… generations are: anyone who can write a
+// ..data link must not be able to make the router read /etc. Links are
+// compared as physical paths, so a config dir reached through a symlink
+// still qualifies.
+func dataInside(dir, link, root string) error {
+	physical, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return rootError("resolve", dir, err)
+	}
+	if filepath.Dir(root) != physical {
+		return fmt.Errorf("resolve %s: %w: %s is not a directory directly inside %s", link, ErrOutside, root, physical)
+	}
+	return nil
 }
 
 // walker reads the files below one resolved root.
@@ -232,6 +254,10 @@ type walker struct {
 	maxFileSize, maxTotalSize int64
 	total                     int64
 	snap                      *Snapshot
+
+	// rootInfo identifies the root directory the walk opened; every file
+	// read must still be reachable from that very directory afterwards.
+	rootInfo os.FileInfo
 
 	// last is the previous snapshot's files by path (read-only); scratch
 	// is the buffer files found there are read into before comparing.
@@ -258,13 +284,18 @@ func (w *walker) fileError(rel string, err error) {
 	w.snap.Errors = append(w.snap.Errors, FileError{Path: rel, Err: err})
 }
 
+// path turns a slash-separated path relative to the root into a physical one.
+func (w *walker) path(rel string) string {
+	return filepath.Join(w.root, filepath.FromSlash(rel))
+}
+
 // walk reads the directory rel (slash-separated, "" for the root). Only
 // errors that make the whole snapshot unusable are returned.
 func (w *walker) walk(rel string) error {
 	if err := w.ctx.Err(); err != nil {
 		return fmt.Errorf("read config dir %s: %w", w.dir, err)
 	}
-	entries, err := os.ReadDir(filepath.Join(w.root, filepath.FromSlash(rel)))
+	entries, err := w.list(rel)
 	switch {
 	case err == nil:
 	case rel == "" && vanished(err):
@@ -299,16 +330,38 @@ func (w *walker) walk(rel string) error {
 		case t&fs.ModeSymlink != 0:
 			err = w.readLink(child)
 		case t.IsRegular():
-			err = w.readFile(child, filepath.Join(w.root, filepath.FromSlash(child)))
+			err = w.readFile(child, child, w.path(child))
 		default:
-			// FIFOs, sockets and devices: reading a FIFO would block.
-			w.fileError(child, errNotRegular)
+			// FIFOs, sockets and devices are refused without being opened:
+			// opening some devices has effects of its own.
+			w.fileError(child, fsutil.NotRegular(t))
 		}
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// list returns the entries of the directory rel, sorted by name. The
+// directory is opened without following a final symlink and without
+// blocking, so one swapped for a link or a FIFO since its parent was listed
+// is refused rather than followed or waited on. The root's identity is
+// remembered for the checks after each read.
+func (w *walker) list(rel string) ([]fs.DirEntry, error) {
+	d, err := openDir(w.path(rel))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	if rel == "" {
+		if w.rootInfo, err = d.Stat(); err != nil {
+			return nil, err
+		}
+	}
+	entries, err := d.ReadDir(-1)
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return entries, err
 }
 
 func hasConfigExt(name string) bool {
@@ -321,9 +374,10 @@ func hasConfigExt(name string) bool {
 
 // readLink reads a symlinked file, but only when it resolves inside the
 // root: a hostile link must not make the router read /etc/shadow. Links to
-// directories are not followed (they could loop).
+// directories are not followed (they could loop); links to FIFOs, sockets
+// and devices are refused without opening them.
 func (w *walker) readLink(rel string) error {
-	link := filepath.Join(w.root, filepath.FromSlash(rel))
+	link := w.path(rel)
 	target, err := filepath.EvalSymlinks(link)
 	if err != nil {
 		if !vanished(err) {
@@ -340,8 +394,8 @@ func (w *walker) readLink(rel string) error {
 		w.fileError(rel, fmt.Errorf("dangling symlink to %s", dest))
 		return nil
 	}
-	inside, err := filepath.Rel(w.root, target)
-	if err != nil || inside == ".." || strings.HasPrefix(inside, ".."+string(filepath.Separator)) || filepath.IsAbs(inside) {
+	inside, ok := w.inside(target)
+	if !ok {
 		w.fileError(rel, fmt.Errorf("%w: %s", errOutsideRoot, target))
 		return nil
 	}
@@ -354,48 +408,93 @@ func (w *walker) readLink(rel string) error {
 		return nil
 	case fi.IsDir():
 		return nil // a directory named like a config file: not followed
+	case !fi.Mode().IsRegular():
+		w.fileError(rel, fmt.Errorf("symlink to %s: %w", target, fsutil.NotRegular(fi.Mode())))
+		return nil
 	}
-	return w.readFile(rel, target)
+	return w.readFile(rel, inside, target)
 }
 
-// readFile reads one file through a limited reader, so a file that grows
-// while it is read cannot exhaust memory.
-func (w *walker) readFile(rel, file string) error {
+// inside returns target (a physical path) relative to the root, slash
+// separated, if it lies below the root.
+func (w *walker) inside(target string) (string, bool) {
+	rel, err := filepath.Rel(w.root, target)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// readAttempts bounds how often one file is read again because the path was
+// replaced while it was read (an editor saving by rename does that).
+const readAttempts = 3
+
+// Test hooks, nil outside tests: called with the physical path of a file
+// just before it is opened and just after it was read.
+var hookBeforeOpen, hookAfterRead func(file string)
+
+// readFile reads the regular file at the physical path file, which is the
+// root-relative path inside (the snapshot path rel, or a symlink's
+// target). After the read it checks that the file read is still the one
+// at inside, reached from the root through directories only: a directory
+// or the root swapped for a symlink during the read cannot let an outside
+// file in.
+func (w *walker) readFile(rel, inside, file string) error {
 	if err := w.ctx.Err(); err != nil {
 		return fmt.Errorf("read config dir %s: %w", w.dir, err)
 	}
-	f, err := openNoFollow(file)
-	if err != nil {
-		if vanished(err) {
-			if w.moved() {
-				return errMoved
-			}
-			return nil // deleted in place since its directory was listed
+	for attempt := 1; ; attempt++ {
+		data, read, err := w.readOnce(rel, file)
+		if err != nil || read == nil {
+			return err
 		}
-		w.fileError(rel, fmt.Errorf("open: %w", err))
-		return nil
+		err = w.stillAt(inside, read)
+		switch {
+		case err == nil:
+			return w.add(rel, data)
+		case w.moved():
+			return errMoved
+		case vanished(err):
+			return nil // removed in place since it was read
+		case attempt == readAttempts:
+			w.fileError(rel, err)
+			return nil
+		}
+	}
+}
+
+// readOnce opens file without blocking, requires a regular file within the
+// size limit and reads it. It returns the data and the FileInfo of the file
+// read; a nil FileInfo with a nil error means there is nothing to add (a
+// FileError was recorded, or the file was removed in place).
+func (w *walker) readOnce(rel, file string) ([]byte, os.FileInfo, error) {
+	if hookBeforeOpen != nil {
+		hookBeforeOpen(file)
+	}
+	f, fi, err := fsutil.OpenRegular(file, true)
+	if err != nil {
+		switch {
+		case !vanished(err):
+			w.fileError(rel, openError(err))
+			return nil, nil, nil
+		case w.moved():
+			return nil, nil, errMoved
+		default:
+			return nil, nil, nil // deleted in place since its directory was listed
+		}
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		w.fileError(rel, fmt.Errorf("stat: %w", err))
-		return nil
-	}
-	if !fi.Mode().IsRegular() {
-		w.fileError(rel, errNotRegular)
-		return nil
-	}
 	if fi.Size() > w.maxFileSize {
 		w.fileError(rel, sizeError{size: fi.Size(), limit: w.maxFileSize})
-		return nil
+		return nil, nil, nil
 	}
 	if err := w.checkTotal(fi.Size()); err != nil {
-		return err
+		return nil, nil, err
 	}
 	// A file seen in the last snapshot is read into the scratch buffer
 	// first: when its bytes are unchanged the old buffer is kept and the
 	// scratch is reused for the next file.
-	prev, seen := w.last[rel]
+	_, seen := w.last[rel]
 	var buf []byte
 	if seen {
 		buf = slices.Grow(w.scratch[:0], int(fi.Size())+1)
@@ -406,18 +505,74 @@ func (w *walker) readFile(rel, file string) error {
 	if seen {
 		w.scratch = data
 	}
+	if hookAfterRead != nil {
+		hookAfterRead(file)
+	}
 	if err != nil {
 		w.fileError(rel, fmt.Errorf("read: %w", err))
-		return nil
+		return nil, nil, nil
 	}
 	if int64(len(data)) > w.maxFileSize {
 		w.fileError(rel, sizeError{size: max(fi.Size(), int64(len(data))), limit: w.maxFileSize})
-		return nil
+		return nil, nil, nil
 	}
+	return data, fi, nil
+}
+
+// openError words a failed open: a refused FIFO or device as is, anything
+// else (permissions, a symlink swapped in: ELOOP) with its context.
+func openError(err error) error {
+	if errors.Is(err, fsutil.ErrNotRegular) {
+		return err
+	}
+	return fmt.Errorf("open: %w", err)
+}
+
+// stillAt checks that the file read (fi, from the open descriptor) is what
+// the root-relative path inside names now, through the same root directory
+// and real directories only. Checked after the read, it catches a directory
+// swapped for a symlink to elsewhere and back again while the file was
+// opened: the descriptor would then be another file than the one the path
+// names.
+func (w *walker) stillAt(inside string, read os.FileInfo) error {
+	p := w.root
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(fi, w.rootInfo) {
+		return fmt.Errorf("%w: the directory %s was replaced", errReplaced, w.root)
+	}
+	elems := strings.Split(inside, "/")
+	for i, elem := range elems {
+		p = filepath.Join(p, elem)
+		if fi, err = os.Lstat(p); err != nil {
+			return err
+		}
+		var problem string
+		switch last := i == len(elems)-1; {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			problem = "is now a symlink"
+		case !last && !fi.IsDir():
+			problem = "is no longer a directory"
+		case last && !os.SameFile(fi, read):
+			problem = "now names another file"
+		default:
+			continue
+		}
+		return fmt.Errorf("%w: %s %s", errReplaced, strings.Join(elems[:i+1], "/"), problem)
+	}
+	return nil
+}
+
+// add records the file read at rel, reusing the last snapshot's buffer and
+// hash when the bytes are unchanged.
+func (w *walker) add(rel string, data []byte) error {
 	if err := w.checkTotal(int64(len(data))); err != nil {
 		return err
 	}
 	w.total += int64(len(data))
+	prev, seen := w.last[rel]
 	if seen && bytes.Equal(prev.Data, data) {
 		w.snap.Files = append(w.snap.Files, model.SourceFile{Path: rel, Data: prev.Data, Hash: prev.Hash})
 		return nil

@@ -24,10 +24,15 @@ var (
 	// Per-file excess is reported as a FileError wrapping it; total excess
 	// fails the snapshot.
 	ErrTooLarge = errors.New("input too large")
+	// ErrOutside: ..data leads somewhere other than a directory directly
+	// inside the config dir, so nothing behind it is trusted.
+	ErrOutside = errors.New("link leads outside the config dir")
 
 	errNotDir      = errors.New("not a directory")
 	errOutsideRoot = errors.New("symlink leads outside the config dir")
-	errNotRegular  = errors.New("not a regular file")
+	// errReplaced: the path of a file no longer led to the file read by the
+	// time the read ended, even after a few attempts.
+	errReplaced = errors.New("replaced while it was read")
 )
 
 // Snapshot is one consistent generation of the config directory.

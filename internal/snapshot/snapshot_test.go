@@ -265,7 +265,7 @@ func TestReadSpecialFile(t *testing.T) {
 		t.Skipf("mkfifo: %v", err)
 	}
 	s := read(t, &Reader{}, dir, ModePlain)
-	if got, want := contents(t, s), "!pipe.yaml: not a regular file\n"; got != want {
+	if got, want := contents(t, s), "!pipe.yaml: not a regular file: named pipe (FIFO)\n"; got != want {
 		t.Errorf("snapshot:\n%s\nwant:\n%s", got, want)
 	}
 }

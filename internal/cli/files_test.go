@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// runPromptly is run that fails the test instead of hanging with it: the
+// guard is not a time bound, a command blocked on a FIFO never returns.
+func runPromptly(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, stdout, stderr := run(t, args...)
+		done <- result{code, stdout, stderr}
+	}()
+	select {
+	case r := <-done:
+		return r.code, r.stdout, r.stderr
+	case <-time.After(time.Minute):
+		t.Fatalf("haroute %s blocked", strings.Join(args, " "))
+		return 0, "", ""
+	}
+}
+
+// TestCheckDoesNotHangOnFIFO: a FIFO in the tree, or a link to one, is
+// reported by path and check returns, judging the rest of the tree.
+func TestCheckDoesNotHangOnFIFO(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute, "endpoints.yaml": goodEndpoints})
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("fifo", filepath.Join(dir, "to-fifo.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runPromptly(t, "check", dir)
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "pipe.yaml:1:1: error: not a regular file: named pipe (FIFO)\n" +
+		"to-fifo.yaml:1:1: error: symlink to " + filepath.Join(root, "fifo") + ": not a regular file: named pipe (FIFO)\n"
+	if code != ExitInvalid || stdout != want || !strings.Contains(stderr, "invalid (1 routes admitted, 0 rejected)") {
+		t.Fatalf("check: exit %d\nstdout %q\nwant   %q\nstderr %q", code, stdout, want, stderr)
+	}
+}
+
+// TestRenderDoesNotHangOnFIFOCertificate: a RouterConfig whose
+// defaultCertificate names a FIFO fails render at once, naming the field
+// and the file.
+func TestRenderDoesNotHangOnFIFOCertificate(t *testing.T) {
+	pipe := filepath.Join(t.TempDir(), "cert.pem")
+	if err := syscall.Mkfifo(pipe, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := writeFiles(t, map[string]string{
+		"routes.yaml": goodRoute, "endpoints.yaml": goodEndpoints,
+		"router.yaml": "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec:\n  defaultCertificate: " + pipe + "\n",
+	})
+	code, stdout, stderr := runPromptly(t, "render", dir, "--out", t.TempDir())
+	want := "haroute render: spec.defaultCertificate: " + pipe + ": not a regular file: named pipe (FIFO)\n"
+	if code != ExitInvalid || stdout != "" || stderr != want {
+		t.Fatalf("render: exit %d\nstdout %q\nstderr %q\nwant   %q", code, stdout, stderr, want)
+	}
+}
