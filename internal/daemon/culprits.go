@@ -112,4 +112,3 @@ func splitChanged(prev, cur []model.AdmittedRoute) (stable, changed []model.Admi
 func materialOf(s plan.State) certgen.Material {
 	return certgen.Material{DefaultCertificate: s.Input.DefaultCertificate, DefaultDestinationCA: s.Input.DefaultDestinationCA}
 }
-
