@@ -114,7 +114,11 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 	base.PendingDeletes = d.pending
 	p := plan.Compute(base, next)
 	if len(p.Changes) == 0 && !d.throttle.pending {
+		// Nothing for HAProxy to do, but the generation may still differ
+		// in what status shows: a route rejected or gone stale.
 		d.accept(gen)
+		d.applied, d.appliedFrom = next, d.desiredFrom
+		d.published(nil, false, 0)
 		return nil, nil
 	}
 	for _, c := range p.Changes {

@@ -46,7 +46,9 @@ type router struct {
 	applied            []daemon.Applied
 	client             *http.Client
 	runtimeTimeout     time.Duration // daemon.Options.RuntimeTimeout; 0 = default
-	stateDir           string        // the daemon's; set by start
+	stateDir           string        // the daemon's; set by the first start
+	deletionQuiet      time.Duration // daemon.Options.DeletionQuiet; 0 = default
+	stop               func()        // stops the running daemon
 }
 
 // newRouter prepares a config dir and ports; publish a first generation
@@ -78,11 +80,14 @@ func (r *router) startWith(mode, dir string) {
 	t := r.t
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	r.stateDir = filepath.Join(t.TempDir(), "state")
-	testenv.StartDaemon(t, daemon.Options{
+	if r.stateDir == "" {
+		r.stateDir = filepath.Join(t.TempDir(), "state")
+	}
+	r.stop = testenv.StartDaemon(t, daemon.Options{
 		ConfigDir: dir, WatchMode: snapshotMode(mode), RunDir: r.runDir,
 		StateDir: r.stateDir, MetricsAddress: r.metrics,
 		Resync: 2 * time.Second, Debounce: 100 * time.Millisecond,
+		DeletionQuiet:  r.deletionQuiet,
 		RuntimeTimeout: r.runtimeTimeout, Logger: logger, Status: r.store,
 		OnApply: func(a daemon.Applied) {
 			r.mu.Lock()

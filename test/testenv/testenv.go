@@ -134,7 +134,10 @@ func RunDir(t testing.TB) string {
 // once if Run returns before that (HAProxy refused to start, say), with
 // Run's error. The daemon runs the HAProxy testutil.HAProxy finds, unless
 // opts names one.
-func StartDaemon(t testing.TB, opts daemon.Options, readyWithin time.Duration) {
+//
+// It returns a function that stops the daemon before the test ends (for
+// restart tests); calling it is optional.
+func StartDaemon(t testing.TB, opts daemon.Options, readyWithin time.Duration) (stop func()) {
 	t.Helper()
 	if opts.HAProxy == "" {
 		opts.HAProxy = testutil.HAProxy(t)
@@ -147,10 +150,11 @@ func StartDaemon(t testing.TB, opts daemon.Options, readyWithin time.Duration) {
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
 	stopped := false
-	t.Cleanup(func() {
+	stop = func() {
 		if stopped {
 			return
 		}
+		stopped = true
 		cancel()
 		select {
 		case err := <-done:
@@ -160,12 +164,13 @@ func StartDaemon(t testing.TB, opts daemon.Options, readyWithin time.Duration) {
 		case <-time.After(30 * time.Second):
 			t.Errorf("daemon did not stop within 30s")
 		}
-	})
+	}
+	t.Cleanup(stop)
 	deadline := time.Now().Add(readyWithin)
 	for {
 		st := opts.Status.Get()
 		if st.Ready {
-			return
+			return stop
 		}
 		select {
 		case err := <-done:

@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/status"
+	"github.com/haroute/haroute/test/publish"
+)
+
+// The "never down" promise (DESIGN §7) against a real HAProxy: an invalid
+// edit, a restart over a broken tree, an emptied or torn-down directory and
+// a vanished RouterConfig all leave the served routes serving.
+
+// twoRoutes is a generation with routes a (service one) and b (service
+// two); aHost is a's host as written, possibly invalid.
+func twoRoutes(r *router, one, two *backend, aHost string) map[string][]byte {
+	return files(
+		"router.yaml", r.routerConfig(""),
+		"a.yaml", routeYAML("a", aHost, "", "one"),
+		"b.yaml", routeYAML("b", "b.e2e.test", "", "two"),
+		"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("two", two)),
+	)
+}
+
+// routeStatus waits until route name has state, and returns its status.
+func (r *router) routeStatus(name string, state model.RouteState) status.Route {
+	r.t.Helper()
+	var got status.Route
+	r.eventually(20*time.Second, fmt.Sprintf("route %s %s", name, state), func() error {
+		for _, rt := range r.store.Get().Routes {
+			if rt.Key == "e2e/"+name {
+				got = rt
+				if rt.State == state {
+					return nil
+				}
+				return fmt.Errorf("state %s, reasons %q", rt.State, rt.Reasons)
+			}
+		}
+		return fmt.Errorf("no status for route %s", name)
+	})
+	return got
+}
+
+func TestInvalidEditServesLastGood(t *testing.T) {
+	r := newRouter(t)
+	one, two, three := startBackend(t, "one"), startBackend(t, "two"), startBackend(t, "three")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(twoRoutes(r, one, two, "a.e2e.test")))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+
+	// A port in the host: invalid. The last good version keeps serving.
+	must(t, w.Publish(twoRoutes(r, one, two, "a.e2e.test:80")))
+	st := r.routeStatus("a", model.RouteStale)
+	if len(st.Reasons) == 0 || !strings.Contains(st.Reasons[0], "a.yaml:7:") || !strings.Contains(st.Reasons[0], "spec.host") {
+		t.Fatalf("stale route reasons %q do not name a.yaml:7 and spec.host", st.Reasons)
+	}
+	r.keepsServing("a.e2e.test", "one", 10, "invalid edit")
+
+	// Later changes still apply: b moves to another endpoint.
+	gen := twoRoutes(r, one, two, "a.e2e.test:80")
+	gen["endpoints.yaml"] = []byte(join(endpointsYAML("one", one), endpointsYAML("two", three)))
+	must(t, w.Publish(gen))
+	r.serves("b.e2e.test", "/", "three")
+	r.keepsServing("a.e2e.test", "one", 5, "after a later change")
+	if n := r.store.Get().InputProblems.Errors; n == 0 {
+		t.Fatal("status counts no input errors while a route is stale")
+	}
+
+	// Fixed: the new version serves and the error clears.
+	gen["a.yaml"] = []byte(routeYAML("a", "a2.e2e.test", "", "one"))
+	must(t, w.Publish(gen))
+	r.serves("a2.e2e.test", "/", "one")
+	r.eventually(10*time.Second, "last error cleared", func() error {
+		if st := r.store.Get(); st.LastError != nil {
+			return fmt.Errorf("last error %q", st.LastError.Message)
+		}
+		return nil
+	})
+}
+
+// A restart (a package upgrade) over a tree with a broken file serves the
+// last good version saved in the state dir.
+func TestRestartOverBrokenTreeServesLastGood(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(twoRoutes(r, one, two, "a.e2e.test")))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+
+	gen := twoRoutes(r, one, two, "a.e2e.test:80")
+	gen["b.yaml"] = []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: [b\n")
+	must(t, w.Publish(gen))
+	r.routeStatus("a", model.RouteStale)
+	time.Sleep(500 * time.Millisecond) // the save runs off the loop
+	r.stop()
+
+	r.store = &status.Store{}
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	r.serves("b.e2e.test", "/", "two")
+	r.routeStatus("a", model.RouteStale)
+}
+
+// A config dir that cannot be read at start serves the saved state.
+func TestStartWithoutConfigDirServesSaved(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(twoRoutes(r, one, two, "a.e2e.test")))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	time.Sleep(500 * time.Millisecond)
+	r.stop()
+
+	must(t, os.RemoveAll(r.dir))
+	r.store = &status.Store{}
+	r.start("auto")
+	r.serves("a.e2e.test", "/", "one")
+	r.serves("b.e2e.test", "/", "two")
+}
+
+// An emptied directory is applied only after it stayed empty for the quiet
+// period; a teardown that is republished within it deletes nothing.
+func TestDeletionGuard(t *testing.T) {
+	r := newRouter(t)
+	r.deletionQuiet = 3 * time.Second
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := twoRoutes(r, one, two, "a.e2e.test")
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	http := r.http
+
+	// Torn down (the kubelet removing the volume): unreadable, so nothing
+	// changes. Then it comes back empty, and is republished within the
+	// quiet period: nothing is deleted at any point.
+	tearDown(t, r.dir)
+	r.reportsError("read")
+	r.keepsServing("a.e2e.test", "one", 10, "directory torn down")
+	w = publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(files("README", "nothing here")))
+	r.eventually(10*time.Second, "guard holds", func() error {
+		if r.store.Get().DeletionGuard == nil {
+			return fmt.Errorf("no deletion guard in status")
+		}
+		return nil
+	})
+	r.keepsServing("a.e2e.test", "one", 10, "directory empty")
+	must(t, w.Publish(gen))
+	deadline := time.Now().Add(2 * r.deletionQuiet)
+	for time.Now().Before(deadline) {
+		r.keepsServing("a.e2e.test", "one", 1, "republished within the quiet period")
+		time.Sleep(100 * time.Millisecond)
+	}
+	if g := r.store.Get().DeletionGuard; g != nil {
+		t.Fatalf("guard still holds after the directory came back: %+v", g)
+	}
+
+	// Emptied for good: applied after the quiet period, and the ports do
+	// not move although the RouterConfig went too.
+	must(t, w.Publish(files("README", "nothing here")))
+	r.keepsServing("a.e2e.test", "one", 5, "just emptied")
+	r.eventually(20*time.Second, "emptied directory applied", func() error {
+		if _, err := r.get("a.e2e.test", "/"); err == nil {
+			return fmt.Errorf("a.e2e.test still served")
+		}
+		return nil
+	})
+	if r.http != http {
+		t.Fatal("port moved")
+	}
+	must(t, w.Publish(gen))
+	r.serves("b.e2e.test", "/", "two")
+}
+
+// tearDown removes an AtomicWriter directory the way the kubelet removes a
+// volume: the data link, the timestamped directories and the user links.
+func tearDown(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	must(t, err)
+	for _, e := range entries {
+		must(t, os.RemoveAll(filepath.Join(dir, e.Name())))
+	}
+}
+
+// A generation without the RouterConfig keeps its ports.
+func TestRouterConfigVanishingKeepsPorts(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := twoRoutes(r, one, two, "a.e2e.test")
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	delete(gen, "router.yaml")
+	gen["endpoints.yaml"] = []byte(join(endpointsYAML("one", two), endpointsYAML("two", two)))
+	must(t, w.Publish(gen))
+	r.serves("a.e2e.test", "/", "two") // on the same port
+}
