@@ -26,7 +26,7 @@ func Resolve(s model.Settings, stateDir string, now func() time.Time) (Material,
 	case s.DefaultCertificate != "":
 		m.DefaultCertificate = []byte(s.DefaultCertificate)
 	case s.DefaultCertificateFile != "":
-		if m.DefaultCertificate, err = readBounded(s.DefaultCertificateFile); err != nil {
+		if m.DefaultCertificate, err = readPEMFile(s.DefaultCertificateFile, model.CheckCertificateBundle); err != nil {
 			return m, fmt.Errorf("spec.defaultCertificate: %w", err)
 		}
 	default:
@@ -38,11 +38,25 @@ func Resolve(s model.Settings, stateDir string, now func() time.Time) (Material,
 	case s.DefaultDestinationCA != "":
 		m.DefaultDestinationCA = []byte(s.DefaultDestinationCA)
 	case s.DefaultDestinationCAFile != "":
-		if m.DefaultDestinationCA, err = readBounded(s.DefaultDestinationCAFile); err != nil {
+		if m.DefaultDestinationCA, err = readPEMFile(s.DefaultDestinationCAFile, model.CheckCABundle); err != nil {
 			return m, fmt.Errorf("spec.defaultDestinationCA: %w", err)
 		}
 	}
 	return m, nil
+}
+
+// readPEMFile reads path and judges it with check, as model judges inline
+// PEM: a file HAProxy would refuse must fail here, naming the file, and
+// not in `haproxy -c` where it would block every route.
+func readPEMFile(path string, check func([]byte) error) ([]byte, error) {
+	data, err := readBounded(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(data); err != nil {
+		return nil, fmt.Errorf("%s %w", path, err)
+	}
+	return data, nil
 }
 
 // readBounded reads the file a RouterConfig field names. The open never

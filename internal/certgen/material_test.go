@@ -1,6 +1,7 @@
 package certgen
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,13 +21,17 @@ func TestResolve(t *testing.T) {
 	if err != nil || !strings.Contains(string(m.DefaultCertificate), "PRIVATE KEY") || m.DefaultDestinationCA != nil {
 		t.Fatalf("defaults: %v, cert %d bytes, ca %q", err, len(m.DefaultCertificate), m.DefaultDestinationCA)
 	}
-	// Inline PEM and files are used as given.
+	// Inline PEM (validated by model already) and valid files are used as given.
+	caPEM, keyPEM, err := SelfSigned(now(), []string{"ca.example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, []byte("CA"), 0o644); err != nil {
+	if err := os.WriteFile(caFile, caPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m, err = Resolve(model.Settings{DefaultCertificate: "INLINE", DefaultDestinationCAFile: caFile}, dir, now)
-	if err != nil || string(m.DefaultCertificate) != "INLINE" || string(m.DefaultDestinationCA) != "CA" {
+	if err != nil || string(m.DefaultCertificate) != "INLINE" || !bytes.Equal(m.DefaultDestinationCA, caPEM) {
 		t.Fatalf("inline and file: %v, %q, %q", err, m.DefaultCertificate, m.DefaultDestinationCA)
 	}
 	// A missing file is an error naming it.
@@ -34,9 +39,11 @@ func TestResolve(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "nope.pem") {
 		t.Fatalf("missing file: error = %v", err)
 	}
-	// An oversized file is refused, naming the limit; one at the limit is read.
+	// An oversized file is refused, naming the limit; one at the limit is
+	// read (a valid bundle padded with blank lines, which PEM allows).
+	bundle := append(append([]byte(nil), caPEM...), keyPEM...)
 	big := filepath.Join(dir, "big.pem")
-	if err := os.WriteFile(big, make([]byte, model.MaxFileSize+1), 0o644); err != nil {
+	if err := os.WriteFile(big, append(bundle, bytes.Repeat([]byte("\n"), model.MaxFileSize+1-len(bundle))...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Resolve(model.Settings{DefaultCertificateFile: big}, dir, now)
@@ -93,6 +100,60 @@ func TestResolveRefusesSpecialFiles(t *testing.T) {
 				}
 			case <-time.After(time.Minute): // a hang guard, not a time bound
 				t.Fatal("Resolve blocked")
+			}
+		})
+	}
+}
+
+// TestResolveJudgesFiles: PEM read from a file path is judged as inline PEM
+// is, and the error names the RouterConfig field and the file, so a file
+// HAProxy would refuse never reaches it.
+func TestResolveJudgesFiles(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC) }
+	dir := t.TempDir()
+	certPEM, keyPEM, err := SelfSigned(now(), []string{"default.example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.pem", string(certPEM)+string(keyPEM))
+	notPEM := write("shadow", "root:*:19000:0:99999:7:::\n")
+	noKey := write("nokey.pem", string(certPEM))
+	damaged := write("damaged.pem", "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"+string(certPEM)+string(keyPEM))
+	headers := write("headers.pem", strings.Replace(string(certPEM), "-----\n", "-----\nFoo: bar\n\n", 1)+string(keyPEM))
+
+	if m, err := Resolve(model.Settings{DefaultCertificateFile: good, DefaultDestinationCAFile: write("ca.pem", string(certPEM))}, dir, now); err != nil ||
+		!bytes.Equal(m.DefaultCertificate, append(certPEM, keyPEM...)) || !bytes.Equal(m.DefaultDestinationCA, certPEM) {
+		t.Fatalf("valid files: %v", err)
+	}
+	for _, tt := range []struct {
+		name string
+		s    model.Settings
+		want string
+	}{
+		{"not PEM", model.Settings{DefaultCertificateFile: notPEM},
+			"spec.defaultCertificate: " + notPEM + " contains no PEM CERTIFICATE block"},
+		{"no key", model.Settings{DefaultCertificateFile: noKey},
+			"spec.defaultCertificate: " + noKey + " contains no private key: it needs the certificate chain and its key"},
+		{"damaged block before a good one", model.Settings{DefaultCertificateFile: damaged},
+			"spec.defaultCertificate: " + damaged + " is not valid PEM: block 1 does not decode (damaged base64 or missing END line)"},
+		{"PEM header in a certificate", model.Settings{DefaultCertificateFile: headers},
+			"spec.defaultCertificate: " + headers + " block 1 has PEM headers (Foo): OpenSSL refuses them outside encrypted keys"},
+		{"CA file with a key", model.Settings{DefaultDestinationCAFile: good},
+			"spec.defaultDestinationCA: " + good + " block 2 is a private key; certificates only here"},
+		{"CA file not PEM", model.Settings{DefaultDestinationCAFile: notPEM},
+			"spec.defaultDestinationCA: " + notPEM + " contains no PEM CERTIFICATE block"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Resolve(tt.s, dir, now)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("error = %v\nwant    %s", err, tt.want)
 			}
 		})
 	}

@@ -135,7 +135,7 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	if c := spec.DefaultCertificate; c != "" {
 		const f = "spec.defaultCertificate"
 		if looksLikePEM(c) {
-			if err := checkCertificateBundle(c); err != nil {
+			if err := CheckCertificateBundle([]byte(c)); err != nil {
 				v.errorf(f, "defaultCertificate %v", err)
 			} else {
 				s.DefaultCertificate = c
@@ -149,7 +149,7 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	if c := spec.DefaultDestinationCA; c != "" {
 		const f = "spec.defaultDestinationCA"
 		if looksLikePEM(c) {
-			if _, err := parseCertificates(c); err != nil {
+			if err := CheckCABundle([]byte(c)); err != nil {
 				v.errorf(f, "defaultDestinationCA %v", err)
 			} else {
 				s.DefaultDestinationCA = c

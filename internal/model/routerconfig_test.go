@@ -202,7 +202,7 @@ func TestRouterConfigSettings(t *testing.T) {
 		{
 			name:  "default certificate without key",
 			spec:  RouterConfigSpec{DefaultCertificate: pair.cert},
-			diags: []string{`rc.yaml:20:7: error: spec.defaultCertificate: defaultCertificate contains no private key: inline PEM needs the certificate chain and its key`},
+			diags: []string{`rc.yaml:20:7: error: spec.defaultCertificate: defaultCertificate contains no private key: it needs the certificate chain and its key`},
 		},
 		{
 			name:  "default certificate with the wrong key",

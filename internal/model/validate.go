@@ -150,27 +150,13 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 		c.add(SeverityError, c.pos("spec.tls.key", "spec.tls.certificate"), "spec.tls.key", "key is required when certificate is set")
 	case tls.Certificate == "" && tls.Key != "":
 		c.add(SeverityError, c.pos("spec.tls.certificate", "spec.tls.key"), "spec.tls.certificate", "certificate is required when key is set")
-	case tls.Certificate != "":
-		if p := checkCertificateAndKey(tls.Certificate, tls.Key); p != nil {
-			field := "spec.tls.certificate"
-			if p.onKey {
-				field = "spec.tls.key"
-			}
-			c.errorf(field, "%s", p.msg)
-		}
 	}
-	if tls.CACertificate != "" {
-		if _, err := parseCertificates(tls.CACertificate); err != nil {
-			c.errorf("spec.tls.caCertificate", "caCertificate %v", err)
-		}
+	for _, p := range checkRouteTLSMaterial(tls) {
+		c.errorf("spec.tls."+p.field, "%s", p.msg)
 	}
-	if tls.DestinationCACertificate != "" {
-		if tls.Termination == TerminationEdge {
-			c.errorf("spec.tls.destinationCACertificate",
-				"destinationCACertificate is only valid for reencrypt routes: edge routes talk plain HTTP to the backend")
-		} else if _, err := parseCertificates(tls.DestinationCACertificate); err != nil {
-			c.errorf("spec.tls.destinationCACertificate", "destinationCACertificate %v", err)
-		}
+	if tls.DestinationCACertificate != "" && tls.Termination == TerminationEdge {
+		c.errorf("spec.tls.destinationCACertificate",
+			"destinationCACertificate is only valid for reencrypt routes: edge routes talk plain HTTP to the backend")
 	}
 	ar.TLS = RouteTLS{
 		Certificate:              tls.Certificate,

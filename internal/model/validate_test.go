@@ -24,7 +24,7 @@ func TestValidateRoute(t *testing.T) {
 	}{
 		{name: "valid plain route", edit: func(r *Route) {}},
 		{name: "valid edge route with RSA PKCS#1 key", edit: func(r *Route) {
-			r.Spec.TLS = &TLSConfig{Termination: TerminationEdge, Certificate: rsa.cert, Key: rsa.key, CACertificate: ecP8.cert}
+			r.Spec.TLS = &TLSConfig{Termination: TerminationEdge, Certificate: rsa.cert, Key: rsa.key, CACertificate: rsa.cert}
 		}},
 		{name: "valid edge route with ECDSA PKCS#8 key", edit: func(r *Route) {
 			r.Spec.TLS = &TLSConfig{Termination: TerminationEdge, Certificate: ecP8.cert, Key: ecP8.key}
