@@ -270,7 +270,7 @@ const (
 // BackendSettings is what the route's annotations set. Zero values mean
 // "not set, use the router default".
 type BackendSettings struct {
-	Balance             BalanceAlgorithm // always set by validation: the annotation, else random (passthrough: source), as in OpenShift 4
+	Balance             BalanceAlgorithm // always set by validation: the annotation, else defaultBalance
 	Timeout             time.Duration    // haproxy.router.openshift.io/timeout (timeout server)
 	TunnelTimeout       time.Duration    // …/timeout-tunnel
 	HealthCheckInterval time.Duration    // resolved: annotation > RouterConfig > 5s
