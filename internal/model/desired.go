@@ -54,6 +54,9 @@ type Settings struct {
 	RouteSelector       *LabelSelector
 	Namespaces          []string
 	AllowWildcardRoutes bool
+	// Domain is where hosts are generated for routes without spec.host
+	// ("" = such routes are rejected).
+	Domain string
 }
 
 // Defaults as documented in DESIGN §3 (OpenShift's IngressController values).

@@ -76,14 +76,24 @@ func validateRoute(r *Route, settings *Settings) (AdmittedRoute, *routeCheck) {
 		c.errorf("metadata.namespace", "%s", msg)
 	}
 	spec := &r.Spec
+	host, generated := routeHost(c, r, settings)
 	ar := AdmittedRoute{
 		Key:               RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name},
 		CreationTimestamp: r.Meta.CreationTimestamp,
-		Host:              spec.Host,
+		Host:              host,
 		Path:              spec.Path,
 	}
-	if msg := hostProblem(spec.Host); msg != "" {
-		c.add(SeverityError, c.pos("spec.host", "spec"), "spec.host", msg)
+	switch {
+	case host == "": // routeHost said why
+	case generated:
+		if msg := hostProblem(host); msg != "" {
+			f := generatedFrom(spec)
+			c.add(SeverityError, c.pos(f, "spec"), f, fmt.Sprintf("generated host %q is not valid: %s; set spec.host", host, msg))
+		}
+	default:
+		if msg := hostProblem(host); msg != "" {
+			c.add(SeverityError, c.pos("spec.host", "spec"), "spec.host", msg)
+		}
 	}
 	if msg := pathProblem(spec.Path); msg != "" {
 		c.errorf("spec.path", "%s", msg)

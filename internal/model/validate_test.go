@@ -54,7 +54,7 @@ func TestValidateRoute(t *testing.T) {
 
 		// host
 		{name: "host missing", edit: func(r *Route) { r.Spec.Host = "" }, want: []string{
-			`ns-r.yaml:12:7: error: spec.host: host is required: haroute has no default domain to generate one from`,
+			`ns-r.yaml:12:7: error: spec.host: host is required: set spec.host in the route, or spec.domain in the RouterConfig to generate <name>-<namespace>.<domain>`,
 		}},
 		{name: "host with port", edit: func(r *Route) { r.Spec.Host = "a.com:80" }, want: []string{
 			`ns-r.yaml:12:7: error: spec.host: host must not include a port`,
