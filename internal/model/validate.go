@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Route validation. Every rule reports at the field it is about, so an
@@ -112,14 +113,15 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 	if tls == nil {
 		return
 	}
-	switch tls.Termination {
+	term := defaultTermination(c, tls)
+	switch term {
 	case TerminationEdge, TerminationReencrypt, TerminationPassthrough:
-		ar.Termination = tls.Termination
+		ar.Termination = term
 	case TerminationNone:
 		c.add(SeverityError, c.pos("spec.tls.termination", "spec.tls"), "spec.tls.termination",
 			"termination is required when tls is set (edge, reencrypt or passthrough)")
 	default:
-		c.errorf("spec.tls.termination", "termination %q is not one of edge, reencrypt, passthrough", tls.Termination)
+		c.errorf("spec.tls.termination", "termination %q is not one of edge, reencrypt, passthrough", term)
 	}
 
 	switch tls.InsecureEdgeTerminationPolicy {
@@ -129,7 +131,7 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 		ar.InsecurePolicy = InsecurePolicyRedirect
 	case InsecurePolicyAllow:
 		ar.InsecurePolicy = InsecurePolicyAllow
-		if tls.Termination == TerminationPassthrough {
+		if term == TerminationPassthrough {
 			c.errorf("spec.tls.insecureEdgeTerminationPolicy",
 				"insecureEdgeTerminationPolicy Allow is not supported for passthrough routes (use None or Redirect)")
 		}
@@ -138,7 +140,7 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 			"insecureEdgeTerminationPolicy %q is not one of None, Allow, Redirect", tls.InsecureEdgeTerminationPolicy)
 	}
 
-	if tls.Termination == TerminationPassthrough {
+	if term == TerminationPassthrough {
 		if spec.Path != "" {
 			c.errorf("spec.path", "passthrough routes cannot have a path: TLS is not terminated, so only the SNI host is visible")
 		}
@@ -175,7 +177,7 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 		}
 	}
 	if tls.DestinationCACertificate != "" {
-		if tls.Termination == TerminationEdge {
+		if term == TerminationEdge {
 			c.errorf("spec.tls.destinationCACertificate",
 				"destinationCACertificate is only valid for reencrypt routes: edge routes talk plain HTTP to the backend")
 		} else if _, err := parseCertificates(tls.DestinationCACertificate); err != nil {
@@ -187,6 +189,30 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 		Key:                      tls.Key,
 		CACertificate:            tls.CACertificate,
 		DestinationCACertificate: tls.DestinationCACertificate,
+	}
+}
+
+// defaultTermination is spec.tls.termination after OpenShift's defaulting
+// (openshift/library-go pkg/route/defaulting): a tls block without a
+// termination, and without the destinationCACertificate that only
+// reencrypt takes, is edge; "Edge", "Reencrypt" and "Passthrough" are
+// read in lowercase. A note says what was defaulted; the route object
+// itself is left as written.
+func defaultTermination(c *routeCheck, tls *TLSConfig) Termination {
+	const field = "spec.tls.termination"
+	switch t := tls.Termination; t {
+	case TerminationNone:
+		if tls.DestinationCACertificate != "" {
+			return t
+		}
+		c.add(SeverityNote, c.pos(field, "spec.tls"), field, "termination is not set: defaulted to edge, as OpenShift does")
+		return TerminationEdge
+	case "Edge", "Reencrypt", "Passthrough":
+		lower := Termination(strings.ToLower(string(t)))
+		c.add(SeverityNote, c.pos(field), field, fmt.Sprintf("termination %q is read as %q, as OpenShift does", t, lower))
+		return lower
+	default:
+		return t
 	}
 }
 
