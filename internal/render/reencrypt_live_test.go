@@ -1,81 +1,18 @@
 package render
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/testutil"
 )
-
-// testCA issues server certificates, as OpenShift's service CA does.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  string
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key, pem: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))}
-}
-
-// issue returns a server certificate for dnsName signed by ca.
-func (ca *testCA) issue(t *testing.T, dnsName string) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: dnsName},
-		DNSNames:     []string{dnsName},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
 
 // TestLiveReencryptVerifiesAsOpenShift serves reencrypt routes through a
 // real HAProxy to TLS backends whose certificates are issued, as
@@ -87,7 +24,7 @@ func (ca *testCA) issue(t *testing.T, dnsName string) tls.Certificate {
 func TestLiveReencryptVerifiesAsOpenShift(t *testing.T) {
 	bin := testutil.HAProxy(t)
 	tc := loadTestCerts(t)
-	serviceCA, stranger := newTestCA(t, "service CA"), newTestCA(t, "stranger CA")
+	serviceCA, stranger := testutil.NewCA(t, "service CA"), testutil.NewCA(t, "stranger CA")
 
 	tlsBackend := func(name string, cert tls.Certificate) string {
 		s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -98,8 +35,8 @@ func TestLiveReencryptVerifiesAsOpenShift(t *testing.T) {
 		t.Cleanup(s.Close)
 		return s.Listener.Addr().String()
 	}
-	forService := serviceCA.issue(t, "web.shop.svc")
-	forOther := serviceCA.issue(t, "other.shop.svc")
+	forService := serviceCA.Issue(t, "web.shop.svc")
+	forOther := serviceCA.Issue(t, "other.shop.svc")
 
 	front := model.RouteTLS{Certificate: tc.Cert, Key: tc.Key}
 	withDestCA := func(ca string) model.RouteTLS {
@@ -112,12 +49,12 @@ func TestLiveReencryptVerifiesAsOpenShift(t *testing.T) {
 	s.MaxConnections = 2000
 	s.HTTPPort, s.HTTPSPort, s.StatsPort = freePort(t), freePort(t), freePort(t)
 	d := desired(s,
-		route("shop", "own-ca", "own-ca.example.com", "", reencrypt(model.InsecurePolicyNone, withDestCA(serviceCA.pem)),
+		route("shop", "own-ca", "own-ca.example.com", "", reencrypt(model.InsecurePolicyNone, withDestCA(serviceCA.PEM)),
 			svc("web", 100, tlsBackend("own-ca", forService))),
 		// The route's own CA checks the chain only: any name passes.
-		route("shop", "own-ca-any-name", "own-ca-any-name.example.com", "", reencrypt(model.InsecurePolicyNone, withDestCA(serviceCA.pem)),
+		route("shop", "own-ca-any-name", "own-ca-any-name.example.com", "", reencrypt(model.InsecurePolicyNone, withDestCA(serviceCA.PEM)),
 			svc("web", 100, tlsBackend("own-ca-any-name", forOther))),
-		route("shop", "own-ca-stranger", "own-ca-stranger.example.com", "", reencrypt(model.InsecurePolicyNone, withDestCA(stranger.pem)),
+		route("shop", "own-ca-stranger", "own-ca-stranger.example.com", "", reencrypt(model.InsecurePolicyNone, withDestCA(stranger.PEM)),
 			svc("web", 100, tlsBackend("own-ca-stranger", forService))),
 		route("shop", "default-ca", "default-ca.example.com", "", reencrypt(model.InsecurePolicyNone, front),
 			svc("web", 100, tlsBackend("default-ca", forService))),
@@ -131,7 +68,7 @@ func TestLiveReencryptVerifiesAsOpenShift(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(tmp) })
 	in := Input{Desired: d, Dir: tmp + "/b", RunDir: tmp + "/r", DefaultCertificate: []byte(tc.Default),
-		DefaultDestinationCA: []byte(serviceCA.pem)}
+		DefaultDestinationCA: []byte(serviceCA.PEM)}
 	b := mustRender(t, in)
 	writeBundle(t, in.Dir, b)
 	if err := os.MkdirAll(in.RunDir, 0o700); err != nil {
