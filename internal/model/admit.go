@@ -479,7 +479,7 @@ func (c *candidate) status() RouteStatus {
 	r := c.route
 	st := RouteStatus{
 		Key:    c.admitted.Key,
-		Host:   r.Spec.Host,
+		Host:   c.admitted.Host, // spec.host, or the generated one
 		Path:   r.Spec.Path,
 		State:  RouteAdmitted,
 		Source: r.Source.Pos,

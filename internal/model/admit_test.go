@@ -419,13 +419,22 @@ func TestAdmitEndpointResolution(t *testing.T) {
 			servers: []string{"ep_10.0.0.1_9000 10.0.0.1:9000 256"},
 		},
 		{
-			name: "targetPort by number; no spec.port takes the first TCP port",
+			name: "targetPort by number",
 			port: &RoutePort{TargetPort: IntOrString{Int: 9000}},
 			eps: []Endpoints{{Meta: ObjectMeta{Name: "web", Namespace: "ns"}, Subsets: []EndpointSubset{{
 				Addresses: []EndpointAddress{{IP: "10.0.0.1"}},
 				Ports:     []EndpointPort{{Name: "http", Port: 8080}, {Name: "admin", Port: 9000}},
 			}}}},
 			servers: []string{"ep_10.0.0.1_9000 10.0.0.1:9000 256"},
+		},
+		{
+			// As the OpenShift router: no targetPort serves every port.
+			name: "no spec.port takes every TCP port",
+			eps: []Endpoints{{Meta: ObjectMeta{Name: "web", Namespace: "ns"}, Subsets: []EndpointSubset{{
+				Addresses: []EndpointAddress{{IP: "10.0.0.1"}},
+				Ports:     []EndpointPort{{Name: "dns", Port: 53, Protocol: "UDP"}, {Name: "http", Port: 8080}, {Name: "admin", Port: 9000}},
+			}}}},
+			servers: []string{"ep_10.0.0.1_8080 10.0.0.1:8080 128", "ep_10.0.0.1_9000 10.0.0.1:9000 128"},
 		},
 		{
 			name: "no port matches",

@@ -29,7 +29,7 @@ func TestAnnotations(t *testing.T) {
 		want BackendSettings
 		diag []string
 	}{
-		{name: "no annotations: leastconn balance", want: BackendSettings{Balance: BalanceLeastConn, HealthCheckInterval: 5 * time.Second}},
+		{name: "no annotations: roundrobin balance", want: BackendSettings{Balance: BalanceRoundRobin, HealthCheckInterval: 5 * time.Second}},
 		{name: "passthrough defaults to source", term: TerminationPassthrough, ann: map[string]string{},
 			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second}},
 		{name: "health check interval as HAProxy time", ann: map[string]string{hc: "500ms"},
@@ -162,6 +162,42 @@ func TestAnnotations(t *testing.T) {
 			equalLines(t, c.diags, tt.diag)
 			if c.bad {
 				t.Errorf("annotations must never reject a route")
+			}
+		})
+	}
+}
+
+// TestDefaultBalance pins the balance of routes without the annotation:
+// roundrobin, which honours weights and serves runtime-added servers,
+// except source for passthrough routes with one active service; as in
+// OpenShift, passthrough routes split over services use roundrobin.
+func TestDefaultBalance(t *testing.T) {
+	w := func(n int32) *int32 { return &n }
+	for _, c := range []struct {
+		name string
+		term Termination
+		alts []RouteTargetReference
+		ann  string
+		want BalanceAlgorithm
+	}{
+		{name: "http", want: BalanceRoundRobin},
+		{name: "edge A/B", term: TerminationEdge, alts: []RouteTargetReference{{Name: "b", Weight: w(5)}}, want: BalanceRoundRobin},
+		{name: "reencrypt", term: TerminationReencrypt, want: BalanceRoundRobin},
+		{name: "passthrough", term: TerminationPassthrough, want: BalanceSource},
+		{name: "passthrough A/B", term: TerminationPassthrough, alts: []RouteTargetReference{{Name: "b"}}, want: BalanceRoundRobin},
+		{name: "passthrough alternate at weight 0", term: TerminationPassthrough,
+			alts: []RouteTargetReference{{Name: "b", Weight: w(0)}}, want: BalanceSource},
+		{name: "annotation wins", term: TerminationPassthrough, alts: []RouteTargetReference{{Name: "b"}}, ann: "leastconn", want: BalanceLeastConn},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := testRoute("ns", "r", "a.example.com")
+			r.Spec.AlternateBackends = c.alts
+			if c.ann != "" {
+				r.Meta.Annotations = map[string]string{AnnotationBalance: c.ann}
+			}
+			s := DefaultSettings()
+			if got := parseAnnotations(newRouteCheck(&r), &r, c.term, &s).Balance; got != c.want {
+				t.Errorf("balance = %s, want %s", got, c.want)
 			}
 		})
 	}

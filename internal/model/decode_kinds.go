@@ -272,7 +272,9 @@ func (w *walker) routeSpec(n *yaml.Node, spec *RouteSpec) {
 		case "wildcardPolicy":
 			s, _ := w.str(v, "spec.wildcardPolicy")
 			spec.WildcardPolicy = WildcardPolicy(s)
-		case "subdomain", "httpHeaders":
+		case "subdomain":
+			spec.Subdomain, _ = w.str(v, "spec.subdomain")
+		case "httpHeaders":
 			w.unsupported(k, "spec."+key)
 		default:
 			w.unknownField(k, "spec."+key)
@@ -556,6 +558,8 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 			spec.Namespaces = w.stringList(v, "spec.namespaces")
 		case "allowWildcardRoutes":
 			spec.AllowWildcardRoutes, _ = w.boolean(v, "spec.allowWildcardRoutes")
+		case "domain":
+			spec.Domain, _ = w.str(v, "spec.domain")
 		default:
 			w.unknownField(k, "spec."+key)
 		}

@@ -266,8 +266,8 @@ func TestDecodeDiagnostics(t *testing.T) {
 		},
 		{
 			name: "unsupported route field",
-			in:   routeHead + "spec:\n  subdomain: www\n",
-			want: []string{"f.yaml:6:3: warning: spec.subdomain: not supported by haroute, ignored"},
+			in:   routeHead + "spec:\n  httpHeaders: {}\n",
+			want: []string{"f.yaml:6:3: warning: spec.httpHeaders: not supported by haroute, ignored"},
 		},
 		{
 			name:   "unknown router config field is an error",

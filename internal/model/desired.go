@@ -54,6 +54,9 @@ type Settings struct {
 	RouteSelector       *LabelSelector
 	Namespaces          []string
 	AllowWildcardRoutes bool
+	// Domain is where hosts are generated for routes without spec.host
+	// ("" = such routes are rejected).
+	Domain string
 }
 
 // Defaults as documented in DESIGN §3 (OpenShift's IngressController values).
@@ -270,7 +273,7 @@ const (
 // BackendSettings is what the route's annotations set. Zero values mean
 // "not set, use the router default".
 type BackendSettings struct {
-	Balance             BalanceAlgorithm // always set by validation: the annotation, else random (passthrough: source), as in OpenShift 4
+	Balance             BalanceAlgorithm // always set by validation: the annotation, else defaultBalance
 	Timeout             time.Duration    // haproxy.router.openshift.io/timeout (timeout server)
 	TunnelTimeout       time.Duration    // …/timeout-tunnel
 	HealthCheckInterval time.Duration    // resolved: annotation > RouterConfig > 5s

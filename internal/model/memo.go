@@ -60,10 +60,11 @@ func (m *memos) add(f *fileMemo, routes bool) {
 type validationKey struct {
 	allowWildcardRoutes bool
 	healthCheckInterval time.Duration
+	domain              string
 }
 
 func validationKeyOf(s *Settings) validationKey {
-	return validationKey{allowWildcardRoutes: s.AllowWildcardRoutes, healthCheckInterval: s.HealthCheckInterval}
+	return validationKey{allowWildcardRoutes: s.AllowWildcardRoutes, healthCheckInterval: s.HealthCheckInterval, domain: s.Domain}
 }
 
 // routeMemo is what admission computed for one route object.

@@ -73,6 +73,7 @@ type Route struct {
 
 type RouteSpec struct {
 	Host              string
+	Subdomain         string // without Host: the host is <subdomain>.<RouterConfig spec.domain>
 	Path              string
 	To                RouteTargetReference
 	AlternateBackends []RouteTargetReference
@@ -183,6 +184,9 @@ type RouterConfigSpec struct {
 	RouteSelector        *LabelSelector
 	Namespaces           []string
 	AllowWildcardRoutes  bool
+	// Domain is the IngressController's domain: what hosts are generated
+	// in for routes without spec.host.
+	Domain string
 }
 
 type BindOptions struct {

@@ -174,6 +174,13 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 		s.Namespaces = append([]string(nil), spec.Namespaces...)
 	}
 	s.AllowWildcardRoutes = spec.AllowWildcardRoutes
+	if d := spec.Domain; d != "" {
+		if msg := domainProblem(d); msg != "" {
+			v.errorf("spec.domain", "%s", msg)
+		} else {
+			s.Domain = d
+		}
+	}
 	return s, v.ds
 }
 

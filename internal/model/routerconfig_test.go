@@ -27,6 +27,7 @@ var rcFields = []string{
 	"spec.routeSelector.matchLabels.shard",            // 24
 	"spec.namespaces[1]",                              // 25
 	"spec.tuningOptions.tunnelTimeout",                // 26
+	"spec.domain",                                     // 27
 }
 
 func TestRouterConfigSettings(t *testing.T) {
@@ -154,6 +155,21 @@ func TestRouterConfigSettings(t *testing.T) {
 			spec:  RouterConfigSpec{BindOptions: BindOptions{Ports: BindPorts{HTTP: ptr(30080)}}},
 			check: func(s Settings) Settings { s.HTTPPort = 30080; return s },
 			diags: []string{`rc.yaml:11:7: warning: spec.bindOptions.ports.http: port 30080 is inside the Kubernetes NodePort range 30000-32767`},
+		},
+		{
+			name:  "domain",
+			spec:  RouterConfigSpec{Domain: "apps.example.com"},
+			check: func(s Settings) Settings { s.Domain = "apps.example.com"; return s },
+		},
+		{
+			name:  "domain not a DNS name",
+			spec:  RouterConfigSpec{Domain: "*.apps.example.com"},
+			diags: []string{`rc.yaml:27:7: error: spec.domain: domain "*.apps.example.com" is not a DNS name: label "*" is not 1-63 lowercase letters, digits and '-', starting and ending alphanumeric`},
+		},
+		{
+			name:  "domain with a long label",
+			spec:  RouterConfigSpec{Domain: strings.Repeat("x", 64) + ".example.com"},
+			diags: []string{`rc.yaml:27:7: error: spec.domain: domain "` + strings.Repeat("x", 64) + `.example.com" is not a DNS name: label "` + strings.Repeat("x", 64) + `" is not 1-63 lowercase letters, digits and '-', starting and ending alphanumeric`},
 		},
 		{
 			name:  "address",

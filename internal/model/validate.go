@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Route validation. Every rule reports at the field it is about, so an
@@ -76,14 +77,24 @@ func validateRoute(r *Route, settings *Settings) (AdmittedRoute, *routeCheck) {
 		c.errorf("metadata.namespace", "%s", msg)
 	}
 	spec := &r.Spec
+	host, generated := routeHost(c, r, settings)
 	ar := AdmittedRoute{
 		Key:               RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name},
 		CreationTimestamp: r.Meta.CreationTimestamp,
-		Host:              spec.Host,
+		Host:              host,
 		Path:              spec.Path,
 	}
-	if msg := hostProblem(spec.Host); msg != "" {
-		c.add(SeverityError, c.pos("spec.host", "spec"), "spec.host", msg)
+	switch {
+	case host == "": // routeHost said why
+	case generated:
+		if msg := hostProblem(host); msg != "" {
+			f := generatedFrom(spec)
+			c.add(SeverityError, c.pos(f, "spec"), f, fmt.Sprintf("generated host %q is not valid: %s; set spec.host", host, msg))
+		}
+	default:
+		if msg := hostProblem(host); msg != "" {
+			c.add(SeverityError, c.pos("spec.host", "spec"), "spec.host", msg)
+		}
 	}
 	if msg := pathProblem(spec.Path); msg != "" {
 		c.errorf("spec.path", "%s", msg)
@@ -102,14 +113,15 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 	if tls == nil {
 		return
 	}
-	switch tls.Termination {
+	term := defaultTermination(c, tls)
+	switch term {
 	case TerminationEdge, TerminationReencrypt, TerminationPassthrough:
-		ar.Termination = tls.Termination
+		ar.Termination = term
 	case TerminationNone:
 		c.add(SeverityError, c.pos("spec.tls.termination", "spec.tls"), "spec.tls.termination",
 			"termination is required when tls is set (edge, reencrypt or passthrough)")
 	default:
-		c.errorf("spec.tls.termination", "termination %q is not one of edge, reencrypt, passthrough", tls.Termination)
+		c.errorf("spec.tls.termination", "termination %q is not one of edge, reencrypt, passthrough", term)
 	}
 
 	switch tls.InsecureEdgeTerminationPolicy {
@@ -119,7 +131,7 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 		ar.InsecurePolicy = InsecurePolicyRedirect
 	case InsecurePolicyAllow:
 		ar.InsecurePolicy = InsecurePolicyAllow
-		if tls.Termination == TerminationPassthrough {
+		if term == TerminationPassthrough {
 			c.errorf("spec.tls.insecureEdgeTerminationPolicy",
 				"insecureEdgeTerminationPolicy Allow is not supported for passthrough routes (use None or Redirect)")
 		}
@@ -128,7 +140,7 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 			"insecureEdgeTerminationPolicy %q is not one of None, Allow, Redirect", tls.InsecureEdgeTerminationPolicy)
 	}
 
-	if tls.Termination == TerminationPassthrough {
+	if term == TerminationPassthrough {
 		if spec.Path != "" {
 			c.errorf("spec.path", "passthrough routes cannot have a path: TLS is not terminated, so only the SNI host is visible")
 		}
@@ -154,7 +166,7 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 	for _, p := range checkRouteTLSMaterial(tls) {
 		c.errorf("spec.tls."+p.field, "%s", p.msg)
 	}
-	if tls.DestinationCACertificate != "" && tls.Termination == TerminationEdge {
+	if tls.DestinationCACertificate != "" && term == TerminationEdge {
 		c.errorf("spec.tls.destinationCACertificate",
 			"destinationCACertificate is only valid for reencrypt routes: edge routes talk plain HTTP to the backend")
 	}
@@ -163,6 +175,30 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 		Key:                      tls.Key,
 		CACertificate:            tls.CACertificate,
 		DestinationCACertificate: tls.DestinationCACertificate,
+	}
+}
+
+// defaultTermination is spec.tls.termination after OpenShift's defaulting
+// (openshift/library-go pkg/route/defaulting): a tls block without a
+// termination, and without the destinationCACertificate that only
+// reencrypt takes, is edge; "Edge", "Reencrypt" and "Passthrough" are
+// read in lowercase. A note says what was defaulted; the route object
+// itself is left as written.
+func defaultTermination(c *routeCheck, tls *TLSConfig) Termination {
+	const field = "spec.tls.termination"
+	switch t := tls.Termination; t {
+	case TerminationNone:
+		if tls.DestinationCACertificate != "" {
+			return t
+		}
+		c.add(SeverityNote, c.pos(field, "spec.tls"), field, "termination is not set: defaulted to edge, as OpenShift does")
+		return TerminationEdge
+	case "Edge", "Reencrypt", "Passthrough":
+		lower := Termination(strings.ToLower(string(t)))
+		c.add(SeverityNote, c.pos(field), field, fmt.Sprintf("termination %q is read as %q, as OpenShift does", t, lower))
+		return lower
+	default:
+		return t
 	}
 }
 

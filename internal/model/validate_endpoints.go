@@ -248,6 +248,16 @@ func (ix endpointIndex) resolve(ns, svc string, port *RoutePort) resolution {
 		if len(g.addrs) == 0 {
 			continue
 		}
+		if port == nil {
+			// No targetPort: every port, as the OpenShift router serves
+			// such a route (endpointsForAlias without a preferred port).
+			for _, p := range g.ports {
+				for _, a := range g.addrs {
+					res.endpoints = append(res.endpoints, endpoint{addr: a, port: int(p.Port)})
+				}
+			}
+			continue
+		}
 		p, ok := pickPort(g.ports, port)
 		if !ok {
 			res.portMiss = true
@@ -277,15 +287,9 @@ func (ix endpointIndex) resolve(ns, svc string, port *RoutePort) resolution {
 	return res
 }
 
-// pickPort chooses the port of a group for a route: by name or number when
-// the route sets targetPort, else the first port.
+// pickPort chooses the port of a group for a route's targetPort, by name or
+// number.
 func pickPort(ports []EndpointPort, tp *RoutePort) (int, bool) {
-	if len(ports) == 0 {
-		return 0, false
-	}
-	if tp == nil {
-		return int(ports[0].Port), true
-	}
 	t := tp.TargetPort
 	for _, p := range ports {
 		if t.IsString {

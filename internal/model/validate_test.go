@@ -54,7 +54,7 @@ func TestValidateRoute(t *testing.T) {
 
 		// host
 		{name: "host missing", edit: func(r *Route) { r.Spec.Host = "" }, want: []string{
-			`ns-r.yaml:12:7: error: spec.host: host is required: haroute has no default domain to generate one from`,
+			`ns-r.yaml:12:7: error: spec.host: host is required: set spec.host in the route, or spec.domain in the RouterConfig to generate <name>-<namespace>.<domain>`,
 		}},
 		{name: "host with port", edit: func(r *Route) { r.Spec.Host = "a.com:80" }, want: []string{
 			`ns-r.yaml:12:7: error: spec.host: host must not include a port`,
@@ -147,7 +147,8 @@ func TestValidateRoute(t *testing.T) {
 		{name: "invalid termination", edit: func(r *Route) { r.Spec.TLS = &TLSConfig{Termination: "terminate"} }, want: []string{
 			`ns-r.yaml:17:7: error: spec.tls.termination: termination "terminate" is not one of edge, reencrypt, passthrough`,
 		}},
-		{name: "missing termination", edit: func(r *Route) { r.Spec.TLS = &TLSConfig{} }, want: []string{
+		// Without a destinationCACertificate it would default to edge.
+		{name: "missing termination with a destination CA", edit: func(r *Route) { r.Spec.TLS = &TLSConfig{DestinationCACertificate: rsa.cert} }, want: []string{
 			`ns-r.yaml:17:7: error: spec.tls.termination: termination is required when tls is set (edge, reencrypt or passthrough)`,
 		}},
 		{name: "invalid insecure policy", edit: func(r *Route) {

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,5 +34,41 @@ func TestRandomBalanceEndpointAddReloads(t *testing.T) {
 	r2.Services[0].Servers[0].Weight = 50
 	if p := Compute(stateOf(t, testInput(applied2)), stateOf(t, testInput(desired2))); p.Reload {
 		t.Fatalf("weight change on a random-balance route reloads: %s", p.Summary())
+	}
+}
+
+// A passthrough route balances with source while one service takes the
+// traffic and with roundrobin once a second one does (as OpenShift). The
+// weight change that brings the second service in also changes the
+// balance, which HAProxy cannot change at runtime: the plan reloads and
+// says why.
+func TestWeightChangeFlippingBalanceReloads(t *testing.T) {
+	admit := func(altWeight int32) *model.Desired {
+		route := model.Route{
+			Meta: model.ObjectMeta{Name: "tcp", Namespace: "default"},
+			Spec: model.RouteSpec{
+				Host:              "tcp.example.com",
+				To:                model.RouteTargetReference{Kind: "Service", Name: "a"},
+				AlternateBackends: []model.RouteTargetReference{{Kind: "Service", Name: "b", Weight: &altWeight}},
+				TLS:               &model.TLSConfig{Termination: model.TerminationPassthrough},
+			},
+		}
+		eps := func(name string, port int32) model.Endpoints {
+			return model.Endpoints{Meta: model.ObjectMeta{Name: name, Namespace: "default"}, Subsets: []model.EndpointSubset{{
+				Addresses: []model.EndpointAddress{{IP: "127.0.0.1"}}, Ports: []model.EndpointPort{{Port: port}}}}}
+		}
+		d, ds := model.Admit(model.Objects{Routes: []model.Route{route}, Endpoints: []model.Endpoints{eps("a", 18093), eps("b", 18094)}}, nil)
+		if ds.HasErrors(false) {
+			t.Fatalf("admit: %v", ds)
+		}
+		return d
+	}
+	p := Compute(stateOf(t, testInput(admit(0))), stateOf(t, testInput(admit(50))))
+	if !p.Reload {
+		t.Fatalf("plan %s, want a reload", p.Summary())
+	}
+	want := `reload | backend settings changed | default/tcp | (balance) | balance source -> roundrobin`
+	if got := changeLines(p); !slices.Contains(got, want) {
+		t.Fatalf("changes:\n%s\nwant among them %q", strings.Join(got, "\n"), want)
 	}
 }

@@ -334,6 +334,8 @@ func (d *differ) router() {
 	}
 	daemon("namespaces", !slices.Equal(a.Namespaces, b.Namespaces), a.Namespaces, b.Namespaces)
 	daemon("allowWildcardRoutes", a.AllowWildcardRoutes != b.AllowWildcardRoutes, a.AllowWildcardRoutes, b.AllowWildcardRoutes)
+	// Generated hosts move with the domain: map updates.
+	daemon("domain", a.Domain != b.Domain, a.Domain, b.Domain)
 }
 
 // show formats a setting value so that "unset" reads as such.

@@ -265,6 +265,24 @@ func TestCompute(t *testing.T) {
 			wantSummary: "plan: no HAProxy changes",
 		},
 		{
+			name: "a new domain moves the hosts generated in it, in the maps",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.Domain = "apps.example.com"
+				routeByName(t, d, "hello").Host = "hello-default.apps.example.com"
+			},
+			wantChanges: []string{
+				`daemon | router settings changed | domain | "" -> apps.example.com`,
+				"runtime | host/path changed | default/hello | hello.example.com -> hello-default.apps.example.com",
+				"runtime | map changed | maps/http.map | +1 -1 entries",
+			},
+			wantCommands: []string{
+				"prepare map /var/lib/haroute/bundle/maps/http.map",
+				"add map @1 /var/lib/haroute/bundle/maps/http.map <<\nab.example.com/ be_http:default:ab\nhello-default.apps.example.com/ be_http:default:hello\nother.example.com/ be_http:default:other\npair.example.com/ be_http:default:pair\nsecure.example.com/ be_edge_http:default:secure\n",
+				"commit map @1 /var/lib/haroute/bundle/maps/http.map",
+			},
+			wantSummary: "plan: runtime (1 operation, no reload)",
+		},
+		{
 			name: "DCM turned off reloads a runtime change",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				d.Router.DynamicConfigManager = false

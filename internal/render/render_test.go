@@ -340,12 +340,17 @@ func TestServerArgs(t *testing.T) {
 			"weight 7 check inter 3s"},
 		{"maxconn", route("ns", "r", "h", "", backendSettings(func(b *model.BackendSettings) { b.PodConcurrentConnections = 9 })), in,
 			"weight 7 check inter 5s maxconn 9"},
+		// OpenShift's template: no SNI; the host name is checked only
+		// against the default destination CA, as the service's name.
 		{"reencrypt system CA", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{})), in,
-			"weight 7 check inter 5s ssl verify required ca-file @system-ca sni req.hdr(host),field(1,:),lower port 80"},
-		{"reencrypt default CA", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{})), withCA,
-			"weight 7 check inter 5s ssl verify required ca-file /var/lib/haroute/bundle/cas/default-destination.pem sni req.hdr(host),field(1,:),lower port 80"},
+			"weight 7 check inter 5s ssl verify required ca-file @system-ca port 80"},
+		{"reencrypt default CA", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{}), svc("web", 100)), withCA,
+			"weight 7 check inter 5s ssl verifyhost web.ns.svc verify required ca-file /var/lib/haroute/bundle/cas/default-destination.pem port 80"},
+		{"reencrypt default CA, alternate service", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{}),
+			svc("web", 100, "10.0.0.2:80"), svc("canary", 10, "10.0.0.1:80")), withCA,
+			"weight 7 check inter 5s ssl verifyhost canary.ns.svc verify required ca-file /var/lib/haroute/bundle/cas/default-destination.pem port 80"},
 		{"reencrypt own CA", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{DestinationCACertificate: tc.CA})), withCA,
-			"weight 7 check inter 5s ssl verify required ca-file /var/lib/haroute/bundle/cas/ns_r.pem sni req.hdr(host),field(1,:),lower port 80"},
+			"weight 7 check inter 5s ssl verify required ca-file /var/lib/haroute/bundle/cas/ns_r.pem port 80"},
 		{"passthrough", route("ns", "r", "h", "", passthrough(model.InsecurePolicyNone)), in, "weight 7 check inter 5s"},
 	} {
 		if got := ServerArgs(c.r, srv, c.in); got != c.want {

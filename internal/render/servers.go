@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -43,12 +44,46 @@ func appendServerArgs(b []byte, r *model.AdmittedRoute, s *model.Server, in Inpu
 		// with a TLS handshake unless a check port is set, and
 		// `no-check-ssl` is refused by `add server` on 2.6 — so name the
 		// server's own port (verified on 2.6.12: L4OK vs L6 checks).
-		b = append(b, " ssl verify required ca-file "...)
+		//
+		// What is verified follows OpenShift's template: no SNI is sent; a
+		// route's own destinationCACertificate checks the chain alone; the
+		// router's default destination CA (OpenShift's service CA) also
+		// checks that the certificate names the service,
+		// <service>.<namespace>.svc. The system store, haroute's fallback
+		// where OpenShift would verify nothing, checks the chain alone.
+		b = append(b, " ssl"...)
+		if r.TLS.DestinationCACertificate == "" && len(in.DefaultDestinationCA) > 0 {
+			b = append(b, " verifyhost "...)
+			b = appendServiceHostname(b, r, s)
+		}
+		b = append(b, " verify required ca-file "...)
 		b = append(b, destinationCAPath(r, in)...)
-		b = append(b, " sni req.hdr(host),field(1,:),lower port "...)
+		b = append(b, " port "...)
 		b = strconv.AppendInt(b, int64(s.Port), 10)
 	}
 	return b
+}
+
+// appendServiceHostname appends the cluster DNS name of the service s
+// belongs to, <service>.<namespace>.svc: what a service-serving
+// certificate is issued for. A server not found among the route's
+// services (hand-made input) is taken as the primary service's, as
+// OpenShift's runtime-added servers are.
+func appendServiceHostname(b []byte, r *model.AdmittedRoute, s *model.Server) []byte {
+	svc := ""
+	for i := range r.Services {
+		if i == 0 {
+			svc = r.Services[0].Name
+		}
+		if slices.ContainsFunc(r.Services[i].Servers, func(o model.Server) bool { return o.Name == s.Name }) {
+			svc = r.Services[i].Name
+			break
+		}
+	}
+	b = append(b, svc...)
+	b = append(b, '.')
+	b = append(b, r.Key.Namespace...)
+	return append(b, ".svc"...)
 }
 
 func healthCheckInterval(r *model.AdmittedRoute, in Input) time.Duration {
