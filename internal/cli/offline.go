@@ -54,10 +54,10 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "haroute check: %v\n", err)
 		return ExitInvalid
 	}
+	// Notes too (a skipped kind, an annotation haroute ignores): they
+	// explain why the served state differs from the files, and do not
+	// change the exit code.
 	for _, d := range res.Diagnostics {
-		if d.Severity == model.SeverityNote {
-			continue
-		}
 		fmt.Fprintln(stdout, d.String())
 	}
 	admitted, rejected := 0, 0

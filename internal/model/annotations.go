@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Route annotations, with OpenShift's names and meanings so that routes
@@ -442,15 +443,46 @@ func positiveInt(v string) (int, error) {
 }
 
 // rewriteTargetProblem checks the rewrite-target annotation, a path prefix
-// that replaces the route's path in requests.
+// that replaces the route's path in requests. haroute copies it literally.
+// OpenShift's router interprets some characters instead (it drops
+// unescaped quotes and single backslashes, reads '#' as the start of a
+// comment and "%%" as one '%'), so those are refused rather than given a
+// meaning that differs from OpenShift's: percent-encoding says the same
+// thing unambiguously.
 func rewriteTargetProblem(v string) string {
-	if v == "" || v[0] != '/' {
-		return fmt.Sprintf("rewrite target %q must start with \"/\"", v)
+	switch {
+	case v == "" || v[0] != '/':
+		return fmt.Sprintf("rewrite target %s must start with \"/\"", shortQuote(v))
+	case len(v) > MaxMapKeyLength:
+		return fmt.Sprintf("rewrite target is %d bytes long, more than the limit of %d", len(v), MaxMapKeyLength)
 	}
 	for i := 0; i < len(v); i++ {
-		if c := v[i]; c <= ' ' || c == 0x7f {
-			return fmt.Sprintf("rewrite target %q must not contain whitespace or control characters", v)
+		switch c := v[i]; {
+		case c <= ' ' || c == 0x7f:
+			return fmt.Sprintf("rewrite target %s must not contain whitespace or control characters", shortQuote(v))
+		case c >= 0x80:
+			return fmt.Sprintf("rewrite target %s must be ASCII: percent-encode other characters", shortQuote(v))
+		case c == '"' || c == '\'' || c == '\\' || c == '#':
+			return fmt.Sprintf("rewrite target %s contains %q, which OpenShift's router interprets rather than copies: percent-encode it (%%%02X)", shortQuote(v), c, c)
+		case c == '%' && !(i+2 < len(v) && isHex(v[i+1]) && isHex(v[i+2])):
+			return fmt.Sprintf("rewrite target %s: '%%' must start a percent-encoded byte such as %%20", shortQuote(v))
 		}
 	}
 	return ""
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// shortQuote quotes a value for a message, cut short when it is long: a
+// value of megabytes must not make a diagnostic of megabytes.
+func shortQuote(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf("… (%d bytes)", len(s))
 }

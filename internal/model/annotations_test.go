@@ -3,6 +3,7 @@ package model
 import (
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -127,6 +128,28 @@ func TestAnnotations(t *testing.T) {
 		{name: "rewrite target invalid", ann: map[string]string{AnnotationRewriteTarget: "v2"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "v2" must start with "/"; annotation ignored`,
 		}},
+		{name: "rewrite target with percent-encoding and sub-delims", ann: map[string]string{AnnotationRewriteTarget: "/a%27b/$x;y=1&z@"},
+			want: def(func(b *BackendSettings) { b.RewriteTarget = ptr("/a%27b/$x;y=1&z@") })},
+		{name: "rewrite target with quote", ann: map[string]string{AnnotationRewriteTarget: "/a'b"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "/a'b" contains '\'', which OpenShift's router interprets rather than copies: percent-encode it (%27); annotation ignored`,
+		}},
+		{name: "rewrite target with backslash", ann: map[string]string{AnnotationRewriteTarget: `/a\b`}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "/a\\b" contains '\\', which OpenShift's router interprets rather than copies: percent-encode it (%5C); annotation ignored`,
+		}},
+		{name: "rewrite target with hash", ann: map[string]string{AnnotationRewriteTarget: "/a#b"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "/a#b" contains '#', which OpenShift's router interprets rather than copies: percent-encode it (%23); annotation ignored`,
+		}},
+		{name: "rewrite target with bare percent", ann: map[string]string{AnnotationRewriteTarget: "/100%"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "/100%": '%' must start a percent-encoded byte such as %20; annotation ignored`,
+		}},
+		{name: "rewrite target not ASCII", ann: map[string]string{AnnotationRewriteTarget: "/café"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "/café" must be ASCII: percent-encode other characters; annotation ignored`,
+		}},
+		{name: "rewrite target too long", ann: map[string]string{AnnotationRewriteTarget: "/" + strings.Repeat("a", MaxMapKeyLength)}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target is 4097 bytes long, more than the limit of 4096; annotation ignored`,
+		}},
+		{name: "cookie name with quote and hash is a token", ann: map[string]string{AnnotationCookieName: "a'b#c"},
+			want: def(func(b *BackendSettings) { b.CookieName = "a'b#c" })},
 		{name: "rewrite target with space", ann: map[string]string{AnnotationRewriteTarget: "/a b"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "/a b" must not contain whitespace or control characters; annotation ignored`,
 		}},

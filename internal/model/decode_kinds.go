@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -78,8 +79,88 @@ func (w *walker) object(n *yaml.Node) {
 			w.listKind(m, kind, apiVersion)
 			return
 		}
+		if like, ok := nearMissKind(kind, apiVersion); ok {
+			// A typo must not drop a route as quietly as a Service is
+			// skipped: warn, so `check --strict` fails.
+			w.report(SeverityWarning, resolve(kindNode), "kind", "%s %q (%s) is not a kind haroute reads but looks like %s (%s): the object is skipped",
+				kind, objectName(m), apiVersion, like.kind, like.apiVersions[0])
+			return
+		}
 		w.report(SeverityNote, m, "", "skipped %s %q: haroute reads only Route, Endpoints, EndpointSlice and RouterConfig", kind, objectName(m))
 	}
+}
+
+// ourKind is a kind haroute reads and the apiVersions it reads it under.
+type ourKind struct {
+	kind        string
+	apiVersions []string
+}
+
+var ourKinds = []ourKind{
+	{"Route", []string{apiRoute, apiRouteLegacy}},
+	{"Endpoints", []string{apiCore}},
+	{"EndpointSlice", []string{apiDiscovery}},
+	{"RouterConfig", []string{apiRouterConfig}},
+}
+
+// ownGroups are API groups in which haroute reads every kind there is
+// (route.openshift.io has only Route, discovery.k8s.io only
+// EndpointSlice): any other kind in them is a mistake.
+var ownGroups = []string{"route.openshift.io", "discovery.k8s.io", "haroute.io"}
+
+// nearMissKind reports which of haroute's kinds an unknown kind most
+// likely meant: one spelled the same but for case, one in a group that
+// holds only haroute's kinds, or one at most two edits away under the
+// apiVersion of that kind. The last test needs the apiVersion, or
+// Kubernetes' Role (rbac.authorization.k8s.io) would pass for a Route.
+func nearMissKind(kind, apiVersion string) (ourKind, bool) {
+	group := "" // the core group, apiVersion "v1"
+	if g, _, ok := strings.Cut(apiVersion, "/"); ok {
+		group = g
+	}
+	for _, k := range ourKinds {
+		if strings.EqualFold(kind, k.kind) {
+			return k, true
+		}
+	}
+	for _, k := range ourKinds {
+		for _, v := range k.apiVersions {
+			g, _, grouped := strings.Cut(v, "/")
+			if grouped && g == group && slices.Contains(ownGroups, group) {
+				return k, true
+			}
+			if v == apiVersion && withinTwoEdits(strings.ToLower(kind), strings.ToLower(k.kind)) {
+				return k, true
+			}
+		}
+	}
+	return ourKind{}, false
+}
+
+// withinTwoEdits reports whether a Levenshtein distance of at most 2
+// separates a and b. Kinds are short, and only unknown kinds get here.
+func withinTwoEdits(a, b string) bool {
+	const most = 2
+	if len(a)-len(b) > most || len(b)-len(a) > most {
+		return false
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)] <= most
 }
 
 // typeMeta checks that kind and apiVersion are present strings.

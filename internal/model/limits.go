@@ -35,3 +35,14 @@ func DefaultLimits() Limits {
 		MaxDepth:          MaxDepth,
 	}
 }
+
+// MaxMapKeyLength bounds the key a route puts in HAProxy's map files:
+// its host, its path without a trailing slash, and "/" (see
+// internal/render). HAProxy 2.6 reads map files a line at a time into a
+// buffer of tune.bufsize (16 KiB by default) and cuts a longer line in
+// two, the tail becoming an entry of its own: a route of one tenant could
+// then claim a host and path of another. 4 KiB keeps key and value well
+// inside that buffer and is longer than any request line a browser sends
+// (most servers refuse URLs over 8 KiB, many over 4 KiB). Validation
+// refuses routes whose host and path exceed it.
+const MaxMapKeyLength = 4096

@@ -96,7 +96,9 @@ func validateRoute(r *Route, settings *Settings) (AdmittedRoute, *routeCheck) {
 			c.add(SeverityError, c.pos("spec.host", "spec"), "spec.host", msg)
 		}
 	}
-	if msg := pathProblem(spec.Path); msg != "" {
+	if msg := routeKeyProblem(spec.Host, spec.Path); msg != "" {
+		c.errorf("spec.path", "%s", msg)
+	} else if msg := pathProblem(spec.Path); msg != "" {
 		c.errorf("spec.path", "%s", msg)
 	}
 

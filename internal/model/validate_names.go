@@ -113,9 +113,24 @@ func hostProblem(host string) string {
 	}
 }
 
+// routeKeyProblem bounds host and path together: they become one map key
+// (host + path + "/"), which must stay within MaxMapKeyLength. The host
+// alone never exceeds it (253 bytes at most), so the path is at fault.
+func routeKeyProblem(host, path string) string {
+	if n := len(host) + len(path) + 1; n > MaxMapKeyLength {
+		return fmt.Sprintf("host and path are %d bytes together, more than the limit of %d: "+
+			"HAProxy reads its map files in lines of 16 KiB, so a longer key could be split into an entry for another route",
+			n-1, MaxMapKeyLength-1)
+	}
+	return ""
+}
+
 // pathProblem checks spec.path. The path becomes a key in an HAProxy map
-// file, where whitespace separates key from value and '#' starts a comment;
-// '?' and '#' never reach the path HAProxy matches anyway.
+// file, where whitespace separates key from value; '?' and '#' never
+// reach the path HAProxy matches, and HAProxy refuses requests with
+// control or non-ASCII bytes in their path. Quotes and '\' are admitted,
+// as OpenShift admits them: HAProxy accepts them in request paths, and
+// render quotes them where the path appears in haproxy.cfg.
 func pathProblem(path string) string {
 	if path == "" {
 		return ""

@@ -94,6 +94,15 @@ func TestValidateRoute(t *testing.T) {
 		{name: "path with control character", edit: func(r *Route) { r.Spec.Path = "/a\x01" }, want: []string{
 			`ns-r.yaml:13:7: error: spec.path: path "/a\x01" must not contain control characters`,
 		}},
+		{name: "path with quotes and backslash is admitted", edit: func(r *Route) { r.Spec.Path = `/a'b"c\d` }},
+		{name: "path as long as allowed", edit: func(r *Route) {
+			r.Spec.Path = "/" + strings.Repeat("a", MaxMapKeyLength-len(r.Spec.Host)-2)
+		}},
+		{name: "path too long", edit: func(r *Route) {
+			r.Spec.Path = "/" + strings.Repeat("a", MaxMapKeyLength-len(r.Spec.Host)-1)
+		}, want: []string{
+			`ns-r.yaml:13:7: error: spec.path: host and path are 4096 bytes together, more than the limit of 4095: HAProxy reads its map files in lines of 16 KiB, so a longer key could be split into an entry for another route`,
+		}},
 		{name: "path not ASCII", edit: func(r *Route) { r.Spec.Path = "/café" }, want: []string{
 			`ns-r.yaml:13:7: error: spec.path: path "/café" must be ASCII: percent-encode other characters, as they arrive in requests`,
 		}},

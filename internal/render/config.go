@@ -227,12 +227,15 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 			if o.err = checkRoute(r); o.err != nil {
 				continue
 			}
+			o.maps = routeMapEntries(r)
+			if o.err = checkMapEntries(o.maps); o.err != nil {
+				continue
+			}
 			f, s := len(w.full), len(w.skel)
 			w.line("")
 			backend(w, r, in)
 			spans[j] = span{full: [2]int{f, len(w.full)}, skel: [2]int{s, len(w.skel)}}
 			o.stem = fileStem(r.Key.Namespace, r.Key.Name)
-			o.maps = routeMapEntries(r)
 			o.destCA, o.cert, o.crtLine = routeTLS(r, in.Dir)
 			if t != nil {
 				o.route = *r
@@ -435,14 +438,18 @@ func rewriteTarget(w *cfgWriter, r *model.AdmittedRoute) {
 	if t == nil || *t == "" {
 		return
 	}
+	// The path and the target are literals (checked in checkRoute): the
+	// path is quoted as a regular expression, the target as a regular
+	// expression replacement that is also a log-format string.
 	base := strings.TrimSuffix(r.Path, "/")
+	target := regexpReplacement(*t)
 	if base != "" {
 		re, _ := singleQuoted("path", "^"+quoteRegexp(base)+"$", false)
-		rep, _ := singleQuoted("rewrite target", *t, true)
+		rep, _ := singleQuoted("rewrite target", target, true)
 		w.line("  http-request replace-path ", re, " ", rep)
 	}
 	re, _ := singleQuoted("path", "^"+quoteRegexp(base)+"/(.*)$", false)
-	rep, _ := singleQuoted("rewrite target", strings.TrimSuffix(*t, "/")+`/\1`, true)
+	rep, _ := singleQuoted("rewrite target", strings.TrimSuffix(target, "/")+`/\1`, true)
 	w.line("  http-request replace-path ", re, " ", rep)
 }
 
@@ -462,7 +469,9 @@ func cookie(w *cfgWriter, r *model.AdmittedRoute, be model.BackendName) {
 	if bs.CookieSameSite != "" {
 		sameSite = " attr SameSite=" + bs.CookieSameSite
 	}
-	w.line("  cookie ", name, " insert indirect nocache httponly", secure, dynamic, sameSite)
+	// A cookie name is an RFC 9110 token, which may hold '#', '\'' and
+	// '$': cfgArg quotes it then.
+	w.line("  cookie ", cfgArg(name), " insert indirect nocache httponly", secure, dynamic, sameSite)
 	w.line("  dynamic-cookie-key ", DynamicCookieKey(be))
 }
 

@@ -174,7 +174,9 @@ func checkRoute(r *model.AdmittedRoute) error {
 		return fmt.Errorf("host %q is not lowercase", r.Host)
 	}
 	if r.Path != "" {
-		if err := checkWord("path", r.Path); err != nil {
+		// The path is a map key (no white space there) and, quoted, part
+		// of rewrite rules; quotes and '\\' are fine in both.
+		if err := checkMapKeyPart("path", r.Path); err != nil {
 			return err
 		}
 		if r.Path[0] != '/' {
@@ -198,7 +200,7 @@ func checkRoute(r *model.AdmittedRoute) error {
 		return fmt.Errorf("unknown set-forwarded-headers value %q", bs.ForwardedHeaders)
 	}
 	if bs.CookieName != "" {
-		if err := checkWord("cookie name", bs.CookieName); err != nil {
+		if err := checkMapKeyPart("cookie name", bs.CookieName); err != nil {
 			return err
 		}
 		if strings.ContainsAny(bs.CookieName, ";,=") {
@@ -216,7 +218,7 @@ func checkRoute(r *model.AdmittedRoute) error {
 		}
 	}
 	if t := bs.RewriteTarget; t != nil && *t != "" {
-		if err := checkWord("rewrite target", *t); err != nil {
+		if err := checkQuotable("rewrite target", *t); err != nil {
 			return err
 		}
 	}
@@ -276,6 +278,40 @@ func checkServer(s *model.Server) error {
 	}
 	if s.Weight < 0 || s.Weight > 256 {
 		return fmt.Errorf("server %s weight %d out of range 0-256", s.Name, s.Weight)
+	}
+	return nil
+}
+
+// checkMapKeyPart rejects white space and control characters, which end
+// a key in a map file (and a word in haproxy.cfg); any other byte is
+// literal in a map file and can be quoted in haproxy.cfg.
+func checkMapKeyPart(what, s string) error {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == 0x7f {
+			return fmt.Errorf("%s %q contains white space or a control character (%q)", what, s, c)
+		}
+	}
+	return nil
+}
+
+// maxMapLine bounds one map line: key, space, value and newline. HAProxy
+// 2.6 reads map files a line at a time into a buffer of tune.bufsize
+// (16384 bytes) and cuts a longer line in two, the tail becoming an entry
+// of its own, which would let one route claim another's host. Validation
+// keeps keys within model.MaxMapKeyLength and values are backend names
+// (at most about 330 bytes), so a line over this bound is a bug upstream;
+// render refuses it rather than write it.
+const maxMapLine = model.MaxMapKeyLength + 1024
+
+// checkMapEntries refuses map entries HAProxy would not read back whole.
+func checkMapEntries(adds []mapAdd) error {
+	for _, e := range adds {
+		if len(e.Key) > model.MaxMapKeyLength {
+			return fmt.Errorf("%s key of %d bytes is longer than %d", e.name, len(e.Key), model.MaxMapKeyLength)
+		}
+		if n := len(e.Key) + len(e.Value) + 2; n > maxMapLine {
+			return fmt.Errorf("%s line of %d bytes is longer than %d", e.name, n, maxMapLine)
+		}
 	}
 	return nil
 }

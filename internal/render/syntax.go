@@ -28,21 +28,75 @@ func checkWord(what, s string) error {
 	return nil
 }
 
-// singleQuoted quotes s for haproxy.cfg with single quotes, inside which
-// HAProxy does no escaping and no environment expansion. When s is also a
-// log-format string (set-header values, replace-path replacements), '%'
-// is doubled so it stays literal.
+// singleQuoted quotes s as one haproxy.cfg argument. Inside single quotes
+// HAProxy does no escaping and no environment expansion; a single quote
+// itself ends the quoted part, so it is written as a closing quote, an
+// escaped quote and an opening quote, which HAProxy's line parser joins
+// into one word as a shell does. When s is also a log-format string (set-header values,
+// replace-path replacements), '%' is doubled so it stays literal. Control
+// characters cannot be written on a config line at all.
 func singleQuoted(what, s string, logFormat bool) (string, error) {
+	if err := checkQuotable(what, s); err != nil {
+		return "", err
+	}
+	return string(appendQuoted(make([]byte, 0, len(s)+8), s, logFormat)), nil
+}
+
+// checkQuotable rejects what no quoting can put on a config line.
+func checkQuotable(what, s string) error {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < ' ' || c == 0x7f || c == '\'' {
-			return "", fmt.Errorf("%s %q contains a character not allowed in a quoted haproxy argument (%q)", what, s, c)
+		if c := s[i]; c < ' ' || c == 0x7f {
+			return fmt.Errorf("%s %q contains a control character (%q)", what, s, c)
 		}
 	}
-	if logFormat {
-		s = strings.ReplaceAll(s, "%", "%%")
+	return nil
+}
+
+// appendQuoted appends s single-quoted (see singleQuoted) to b; s must
+// have passed checkQuotable.
+func appendQuoted(b []byte, s string, logFormat bool) []byte {
+	b = append(b, '\'')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\'':
+			b = append(b, `'\''`...)
+		case c == '%' && logFormat:
+			b = append(b, "%%"...)
+		default:
+			b = append(b, c)
+		}
 	}
-	return "'" + s + "'", nil
+	return append(b, '\'')
+}
+
+// cfgArg returns s as one haproxy.cfg argument: as is when every byte is
+// one HAProxy's line parser takes literally outside quotes (the common
+// case, which keeps the config readable and costs no allocation), else
+// single-quoted. s must have passed checkQuotable.
+func cfgArg(s string) string {
+	for i := 0; i < len(s); i++ {
+		if !isBareByte(s[i]) {
+			return string(appendQuoted(make([]byte, 0, len(s)+8), s, false))
+		}
+	}
+	return s
+}
+
+// isBareByte reports whether c means itself in an unquoted haproxy.cfg
+// word: not white space, a quote, '\' (escapes), '#' (comment) or '$'
+// (environment variables), nor a control or non-ASCII byte.
+func isBareByte(c byte) bool {
+	return c > ' ' && c < 0x7f && c != '\'' && c != '"' && c != '\\' && c != '#' && c != '$'
+}
+
+// regexpReplacement escapes a literal for the replacement of replace-path
+// and similar actions, where HAProxy reads '\' followed by a digit as a
+// back-reference and '\' followed by anything else as that character.
+func regexpReplacement(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	return strings.ReplaceAll(s, `\`, `\\`)
 }
 
 // duration renders d in the largest HAProxy time unit that is exact, so
