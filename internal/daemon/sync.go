@@ -300,7 +300,7 @@ func (d *Daemon) loaded(ctx context.Context, reasons []string, reload bool, elap
 	var cmds []string
 	for be, servers := range render.UncheckedServers(d.applied.Desired) {
 		for _, s := range servers {
-			cmds = append(cmds, "disable health "+string(be)+"/"+string(s))
+			cmds = append(cmds, plan.DisableHealth{Backend: be, Server: s}.Commands()...)
 		}
 	}
 	if len(cmds) > 0 {
