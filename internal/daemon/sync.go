@@ -172,7 +172,8 @@ func (d *Daemon) input(desired *model.Desired, dir string) (render.Input, error)
 	return render.Input{
 		Desired: desired, Dir: dir, RunDir: d.opts.RunDir,
 		DefaultCertificate: m.DefaultCertificate, DefaultDestinationCA: m.DefaultDestinationCA,
-		Cache: &d.renderCache,
+		StatsCredentials: m.StatsCredentials,
+		Cache:            &d.renderCache,
 	}, nil
 }
 

@@ -54,6 +54,11 @@ type Settings struct {
 	RouteSelector       *LabelSelector
 	Namespaces          []string
 	AllowWildcardRoutes bool
+
+	// StatsCredentialsFile names the file with the /stats page's
+	// "user:password"; "" = no /stats page. The caller reads it (see
+	// ParseStatsCredentials).
+	StatsCredentialsFile string
 }
 
 // Defaults as documented in DESIGN §3 (OpenShift's IngressController values).

@@ -183,6 +183,16 @@ type RouterConfigSpec struct {
 	RouteSelector        *LabelSelector
 	Namespaces           []string
 	AllowWildcardRoutes  bool
+	Stats                StatsOptions
+}
+
+// StatsOptions configures the stats port's /stats page (OpenShift's
+// ROUTER_METRICS_USERNAME/PASSWORD, as a file so the password is not in
+// the config tree).
+type StatsOptions struct {
+	// CredentialsFile is an absolute path to a file holding
+	// "user:password" on one line. Unset: no /stats page.
+	CredentialsFile string
 }
 
 type BindOptions struct {

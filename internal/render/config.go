@@ -147,8 +147,15 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("  mode http")
 	w.line("  http-request use-service prometheus-exporter if { path /metrics }")
 	w.line("  monitor-uri /healthz")
-	w.line("  stats enable")
-	w.line("  stats uri /stats")
+	// The stats page lists every backend and endpoint address: served
+	// only with credentials. Single quotes keep the password literal
+	// (model.ParseStatsCredentials refuses a quote in it).
+	if c := in.StatsCredentials; c.Set() {
+		w.line("  stats enable")
+		w.line("  stats uri /stats")
+		w.line("  stats realm haroute")
+		w.line("  stats auth '", c.User, ":", c.Password, "'")
+	}
 
 	preloadCAs(w, in)
 	routeDefaults(w)
