@@ -61,6 +61,11 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("global")
 	w.line("  stats socket ", in.RunDir, "/", AdminSocket, " mode 600 level admin expose-fd listeners")
 	w.line("  stats timeout 2m")
+	// No SO_REUSEPORT: another process on the same ports (a second
+	// router, a stray HAProxy) fails to bind instead of silently taking
+	// part of the traffic. Reloads and takeovers pass the listening
+	// sockets on (expose-fd listeners), so they never bind twice.
+	w.line("  noreuseport")
 	w.line("  maxconn ", strconv.Itoa(s.MaxConnections))
 	if s.ThreadCount > 0 {
 		w.line("  nbthread ", strconv.Itoa(s.ThreadCount))
