@@ -256,7 +256,7 @@ func (p *Process) waitReady(ctx context.Context, timeout time.Duration) error {
 	for {
 		select {
 		case <-p.done:
-			return fmt.Errorf("haproxy exited during startup: %w", p.waitErr)
+			return p.startupError()
 		default:
 		}
 		qctx, qcancel := context.WithTimeout(ctx, time.Second)
@@ -279,12 +279,24 @@ func (p *Process) waitReady(ctx context.Context, timeout time.Duration) error {
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("haproxy exited during startup: %w", p.waitErr)
+			return p.startupError()
 		case <-ctx.Done():
 			return fmt.Errorf("haproxy not ready: %w (last: %v)%s", ctx.Err(), lastErr, p.out.tailSuffix())
 		case <-tick.C:
 		}
 	}
+}
+
+// startupError says why HAProxy exited before it was ready. A port held by
+// another process (with noreuseport, a second router or a stray HAProxy)
+// is named first, in HAProxy's words.
+func (p *Process) startupError() error {
+	for _, line := range p.out.lines() {
+		if _, bind, ok := strings.Cut(line, "cannot bind socket"); ok {
+			return fmt.Errorf("haproxy exited during startup: cannot bind socket%s; another process holds the port: %w", bind, p.waitErr)
+		}
+	}
+	return fmt.Errorf("haproxy exited during startup: %w", p.waitErr)
 }
 
 // PID is the master's process id.
