@@ -94,6 +94,10 @@ type Daemon struct {
 	// inspector reads `show info` for the status page.
 	inspector haproxy.Inspector
 
+	// runLock and brokenSockets belong to heal.go.
+	runLock       *haproxy.RunDirLock
+	brokenSockets string
+
 	// lastSnap is the snapshot behind desired; lastFiles keeps the last
 	// good content per path so an unreadable file keeps its objects.
 	lastSnap  *snapshot.Snapshot
@@ -175,6 +179,8 @@ func New(opts Options) (*Daemon, error) {
 		ConfigPath: filepath.Join(live, render.ConfigFile),
 		RunDir:     opts.RunDir,
 		Logger:     opts.Logger.With("component", "haproxy"),
+
+		ListenerSockets: []string{filepath.Join(opts.RunDir, render.SNISocket)}, // checked by heal
 	})
 	if err != nil {
 		return nil, err
@@ -210,6 +216,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// Everything started here stops when Run returns, error or not.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if err := d.lockRunDir(); err != nil {
+		return err
+	}
+	defer d.runLock.Close()
 	if d.opts.MetricsAddress != "" {
 		ln, err := status.Listen(d.opts.MetricsAddress)
 		if err != nil {
@@ -272,6 +282,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.restarts++
 			}
 		case <-drain.C:
+			d.heal(ctx)
 			d.housekeep(ctx)
 		}
 		if at, ok := d.throttle.due(time.Now()); ok && d.proc != nil {
