@@ -124,4 +124,3 @@ func modeOf(t *testing.T, path string) os.FileMode {
 	must(t, err)
 	return fi.Mode().Perm()
 }
-
