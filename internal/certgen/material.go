@@ -14,6 +14,8 @@ import (
 type Material struct {
 	DefaultCertificate   []byte // never empty
 	DefaultDestinationCA []byte // empty: the system trust store
+	// StatsCredentials guard the /stats page; unset: no /stats page.
+	StatsCredentials model.StatsCredentials
 }
 
 // Resolve reads what settings name: inline PEM as is, a file path from
@@ -40,6 +42,16 @@ func Resolve(s model.Settings, stateDir string, now func() time.Time) (Material,
 	case s.DefaultDestinationCAFile != "":
 		if m.DefaultDestinationCA, err = readPEMFile(s.DefaultDestinationCAFile, model.CheckCABundle); err != nil {
 			return m, fmt.Errorf("spec.defaultDestinationCA: %w", err)
+		}
+	}
+	if p := s.StatsCredentialsFile; p != "" {
+		data, err := readBounded(p)
+		if err != nil {
+			return m, fmt.Errorf("stats credentials: %w", err)
+		}
+		// The error names the file, never its content: a password.
+		if m.StatsCredentials, err = model.ParseStatsCredentials(data); err != nil {
+			return m, fmt.Errorf("stats credentials %s: %w", p, err)
 		}
 	}
 	return m, nil

@@ -145,6 +145,7 @@ func offlineInput(d *model.Desired, outDir, runDir string) (render.Input, error)
 	return render.Input{
 		Desired: d, Dir: outDir, RunDir: runDir,
 		DefaultCertificate: m.DefaultCertificate, DefaultDestinationCA: m.DefaultDestinationCA,
+		StatsCredentials: m.StatsCredentials,
 	}, nil
 }
 

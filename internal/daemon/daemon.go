@@ -103,6 +103,10 @@ type Daemon struct {
 	// inspector reads `show info` for the status page.
 	inspector haproxy.Inspector
 
+	// runLock and brokenSockets belong to heal.go.
+	runLock       *haproxy.RunDirLock
+	brokenSockets string
+
 	// lastFiles keeps the last good content per path so an unreadable
 	// file keeps its objects; lastHash is the last snapshot processed.
 	lastFiles map[string]model.SourceFile
@@ -113,6 +117,9 @@ type Daemon struct {
 	// material is the TLS material last accepted, kept when a file the
 	// RouterConfig names breaks.
 	material *certgen.Material
+	// materialErr is why the material named by the settings could not be
+	// used, while the last good material serves.
+	materialErr error
 	// store saves the last good state for restarts; anchors are the last
 	// good content of each path (persist.go); restored is what was read
 	// back at start, nil if nothing was.
@@ -202,6 +209,8 @@ func New(opts Options) (*Daemon, error) {
 		ConfigPath: filepath.Join(live, render.ConfigFile),
 		RunDir:     opts.RunDir,
 		Logger:     opts.Logger.With("component", "haproxy"),
+
+		ListenerSockets: []string{filepath.Join(opts.RunDir, render.SNISocket)}, // checked by heal
 	})
 	if err != nil {
 		return nil, err
@@ -240,6 +249,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// Everything started here stops when Run returns, error or not.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if err := d.lockRunDir(); err != nil {
+		return err
+	}
+	defer d.runLock.Close()
 	if d.opts.MetricsAddress != "" {
 		ln, err := status.Listen(d.opts.MetricsAddress)
 		if err != nil {
@@ -313,6 +326,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.restarts++
 			}
 		case <-drain.C:
+			d.heal(ctx)
 			d.housekeep(ctx)
 		}
 		if at, ok := d.throttle.due(time.Now()); ok && d.proc != nil {

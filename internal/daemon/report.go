@@ -42,7 +42,7 @@ func (d *Daemon) reportInput(res model.Result) {
 // clearErrorIfClean clears the last error once an accepted generation has
 // no errors: "last error" describes the present, the history the past.
 func (d *Daemon) clearErrorIfClean(res model.Result) {
-	if res.Diagnostics.HasErrors(false) || (d.desiredFrom != nil && len(d.desiredFrom.Errors) > 0) {
+	if res.Diagnostics.HasErrors(false) || d.materialErr != nil || (d.desiredFrom != nil && len(d.desiredFrom.Errors) > 0) {
 		return
 	}
 	d.status.ClearError(time.Now())

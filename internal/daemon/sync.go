@@ -259,7 +259,8 @@ func (d *Daemon) prepare(desired *model.Desired, dir string, m certgen.Material)
 	in := render.Input{
 		Desired: desired, Dir: dir, RunDir: d.opts.RunDir,
 		DefaultCertificate: m.DefaultCertificate, DefaultDestinationCA: m.DefaultDestinationCA,
-		Cache: &d.renderCache,
+		StatsCredentials: m.StatsCredentials,
+		Cache:            &d.renderCache,
 	}
 	b, err := render.Render(in)
 	if err != nil {
@@ -273,6 +274,7 @@ func (d *Daemon) prepare(desired *model.Desired, dir string, m certgen.Material)
 // bad certificate file must not block every other change.
 func (d *Daemon) resolveMaterial(s model.Settings) (certgen.Material, error) {
 	m, err := certgen.Resolve(s, d.opts.StateDir, time.Now)
+	d.materialErr = err
 	if err == nil {
 		return m, nil
 	}
@@ -398,7 +400,7 @@ func (d *Daemon) loaded(ctx context.Context, reasons []string, reload bool, elap
 	var cmds []string
 	for be, servers := range render.UncheckedServers(d.applied.Desired) {
 		for _, s := range servers {
-			cmds = append(cmds, "disable health "+string(be)+"/"+string(s))
+			cmds = append(cmds, plan.DisableHealth{Backend: be, Server: s}.Commands()...)
 		}
 	}
 	if len(cmds) > 0 {

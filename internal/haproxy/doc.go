@@ -7,6 +7,9 @@
 //   - Supervisor / Process (supervisor.go): start, readiness, exit detection,
 //     stop. The restart policy belongs to the caller (the daemon), which
 //     watches Process.Done and calls Supervisor.Start again with backoff.
+//   - Ownership (owner.go): the run dir lock (one haroute per run dir), the
+//     takeover of an HAProxy an earlier haroute left running, Replace and
+//     Process.Sockets for healing deleted sockets.
 //   - Master (master.go): `show proc` and a confirmed `reload`.
 //   - Runtime (runtime.go, readback.go): batches of runtime commands over one
 //     connection, with failure replies recognized per command, and typed

@@ -57,6 +57,7 @@ func selfSigned(t testing.TB, serial int64) string {
 
 const testConfig = `global
     stats socket {{.Run}}/admin.sock mode 600 level admin expose-fd listeners
+    noreuseport
     maxconn 500
 defaults
     mode http

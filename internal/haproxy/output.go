@@ -72,6 +72,13 @@ func (o *outputLog) waitEOF(limit time.Duration) {
 	}
 }
 
+// lines returns the last lines read.
+func (o *outputLog) lines() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.ring...)
+}
+
 // mark returns the number of lines read so far.
 func (o *outputLog) mark() int {
 	o.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -23,10 +24,18 @@ const readyTimeout = 30 * time.Second
 type Options struct {
 	Binary     string // haproxy executable; "" = "haproxy" from PATH
 	ConfigPath string
-	// RunDir holds master.sock and haproxy.pid (and, by convention, the
-	// admin.sock the rendered config declares). Created with mode 0700.
+	// RunDir holds master.sock, haproxy.pid and haroute.lock (and, by
+	// convention, the admin.sock the rendered config declares). Created
+	// with mode 0700.
 	RunDir string
-	Logger *slog.Logger
+	// AdminSocket is the admin socket the config declares, with
+	// `expose-fd listeners`: a takeover fetches the listening sockets
+	// through it. Default <RunDir>/admin.sock.
+	AdminSocket string
+	// ListenerSockets are unix sockets the config binds (the TLS hop);
+	// Process.Sockets checks them too.
+	ListenerSockets []string
+	Logger          *slog.Logger
 	// SoftStopTimeout bounds how long Stop lets workers finish their
 	// connections after SIGUSR1 before it sends SIGTERM (default 10 s).
 	SoftStopTimeout time.Duration
@@ -65,6 +74,9 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.AdminSocket == "" {
+		opts.AdminSocket = filepath.Join(opts.RunDir, "admin.sock")
+	}
 	if opts.SoftStopTimeout <= 0 {
 		opts.SoftStopTimeout = 10 * time.Second
 	}
@@ -74,16 +86,23 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 // MasterSocket is the master CLI socket path.
 func (s *Supervisor) MasterSocket() string { return filepath.Join(s.opts.RunDir, "master.sock") }
 
+// AdminSocket is the admin socket path.
+func (s *Supervisor) AdminSocket() string { return s.opts.AdminSocket }
+
 // PIDFile is where HAProxy writes the master's PID.
 func (s *Supervisor) PIDFile() string { return filepath.Join(s.opts.RunDir, "haproxy.pid") }
 
 // Process is one running HAProxy master and its workers.
 type Process struct {
+	sup     *Supervisor
 	cmd     *exec.Cmd
 	master  *Master
 	out     *outputLog
 	log     *slog.Logger
 	softTTL time.Duration
+	// known is the last `show proc` read by Start or Reload: what a
+	// reload signalled without the master CLI is confirmed against.
+	known ProcInfo
 
 	done    chan struct{}
 	waitErr error // set before done is closed
@@ -100,22 +119,64 @@ type Process struct {
 // the error carries its last messages (a port in use reads "cannot bind
 // socket (Address already in use) [0.0.0.0:9080]").
 //
+// When the pid file names a master an earlier haroute left running on
+// this run dir, Start takes over from it: the new HAProxy inherits its
+// listening sockets (`-x <admin socket>`) and soft-stops it (`-sf`), so
+// no request is refused; it is made to exit in the background.
+//
 // `-S <path>,mode,600` is accepted by 2.6.12 and the socket is created
 // 0600 (checked in TestStartStop), so no chmod race is needed.
 func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
-	if err := os.MkdirAll(s.opts.RunDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create run dir: %w", err)
+	if err := prepareRunDir(s.opts.RunDir); err != nil {
+		return nil, err
 	}
-	// The run dir holds admin-level sockets; tighten a pre-existing one.
-	if err := os.Chmod(s.opts.RunDir, 0o700); err != nil {
-		return nil, fmt.Errorf("restrict run dir: %w", err)
+	prev := s.findPrevious()
+	var extra []string
+	if prev != nil {
+		extra = s.takeoverArgs(prev.pid, true)
+		s.log.Warn("taking over haproxy left running by an earlier haroute", "pid", prev.pid, "args", strings.Join(extra, " "))
 	}
-	cmd := exec.Command(s.binary,
+	p, err := s.launch(ctx, extra)
+	if err != nil {
+		if prev != nil {
+			_ = unix.Close(prev.pidfd) // it keeps serving; the next Start tries again
+		}
+		return nil, err
+	}
+	if prev != nil {
+		go retire(prev, s.opts.SoftStopTimeout, s.log)
+	}
+	return p, nil
+}
+
+// Replace starts a new HAProxy that takes over from old, which is soft-
+// stopped once the new one serves. It is the heal for sockets a reload
+// cannot bring back: a reload's new worker inherits the listening unix
+// sockets, deleted paths included, while a new master binds them afresh.
+// The sockets are not inherited (-x would carry the deleted ones over):
+// HAProxy pauses old's listeners while the new ones bind. On failure old
+// keeps serving.
+func (s *Supervisor) Replace(ctx context.Context, old *Process) (*Process, error) {
+	if err := prepareRunDir(s.opts.RunDir); err != nil {
+		return nil, err
+	}
+	p, err := s.launch(ctx, s.takeoverArgs(old.PID(), false))
+	if err != nil {
+		return nil, err
+	}
+	go func() { _ = old.Stop(context.Background()) }()
+	return p, nil
+}
+
+// launch starts HAProxy with extra arguments and waits until it is ready.
+func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, error) {
+	args := []string{
 		"-W",
-		"-S", s.MasterSocket()+",mode,600",
+		"-S", s.MasterSocket() + ",mode,600",
 		"-f", s.opts.ConfigPath,
 		"-p", s.PIDFile(),
-	)
+	}
+	cmd := exec.Command(s.binary, append(args, extra...)...)
 	// A process group of its own: signals to haroute's group (Ctrl-C in a
 	// terminal) do not hit HAProxy behind Stop's back, and Stop can sweep
 	// the group as a safety net.
@@ -136,6 +197,7 @@ func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
 	}
 	w.Close()
 	p := &Process{
+		sup:     s,
 		cmd:     cmd,
 		master:  NewMaster(s.MasterSocket()),
 		out:     newOutputLog(r, s.log.With("pid", cmd.Process.Pid)),
@@ -184,7 +246,7 @@ func (p *Process) wait() {
 	close(p.done)
 }
 
-// waitReady polls `show proc` until a worker is listed.
+// waitReady polls `show proc` until this master lists a worker.
 func (p *Process) waitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -194,28 +256,47 @@ func (p *Process) waitReady(ctx context.Context, timeout time.Duration) error {
 	for {
 		select {
 		case <-p.done:
-			return fmt.Errorf("haproxy exited during startup: %w", p.waitErr)
+			return p.startupError()
 		default:
 		}
 		qctx, qcancel := context.WithTimeout(ctx, time.Second)
 		info, err := p.master.ShowProc(qctx)
 		qcancel()
-		if err == nil && len(info.Workers) > 0 {
+		// During a takeover the socket path may still lead to the master
+		// being replaced: only this master's answer counts.
+		ours := err == nil && info.Master.PID == p.PID()
+		if ours && len(info.Workers) > 0 {
+			p.known = info
 			return nil
 		}
-		if err != nil {
+		switch {
+		case err != nil:
 			lastErr = err
-		} else {
+		case !ours:
+			lastErr = fmt.Errorf("master socket answered by pid %d, not %d", info.Master.PID, p.PID())
+		default:
 			lastErr = errors.New("no worker listed yet")
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("haproxy exited during startup: %w", p.waitErr)
+			return p.startupError()
 		case <-ctx.Done():
 			return fmt.Errorf("haproxy not ready: %w (last: %v)%s", ctx.Err(), lastErr, p.out.tailSuffix())
 		case <-tick.C:
 		}
 	}
+}
+
+// startupError says why HAProxy exited before it was ready. A port held by
+// another process (with noreuseport, a second router or a stray HAProxy)
+// is named first, in HAProxy's words.
+func (p *Process) startupError() error {
+	for _, line := range p.out.lines() {
+		if _, bind, ok := strings.Cut(line, "cannot bind socket"); ok {
+			return fmt.Errorf("haproxy exited during startup: cannot bind socket%s; another process holds the port: %w", bind, p.waitErr)
+		}
+	}
+	return fmt.Errorf("haproxy exited during startup: %w", p.waitErr)
 }
 
 // PID is the master's process id.
@@ -242,10 +323,23 @@ func (p *Process) Err() error {
 // Reload reloads through the master CLI and confirms it (see
 // Master.Reload). A failed reload's error carries the [ALERT] lines the
 // master printed for it.
+//
+// When the master socket is gone, the reload is signalled (SIGUSR2) and
+// confirmed once the re-executed master has created the socket again.
 func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 	mark := p.out.mark()
-	info, err := p.master.Reload(ctx)
+	var info ProcInfo
+	var err error
+	if _, serr := os.Stat(p.master.socketPath); errors.Is(serr, fs.ErrNotExist) {
+		p.log.Warn("master socket missing; reloading by signal", "socket", p.master.socketPath)
+		if err = p.signalReload(); err == nil {
+			info, err = p.master.confirmReload(ctx, p.known)
+		}
+	} else {
+		info, err = p.master.Reload(ctx)
+	}
 	if err == nil {
+		p.known = info
 		return info, nil
 	}
 	// The master prints "Loading failure!" after its alerts; wait briefly

@@ -234,7 +234,7 @@ func TestReload(t *testing.T) {
 	if !errors.Is(err, ErrReloadFailed) {
 		t.Fatalf("reload of a bad config = %v, want ErrReloadFailed", err)
 	}
-	wantAlert := fmt.Sprintf("[ALERT] config : parsing [%s:22] : unknown keyword 'bogus_keyword' in 'backend' section", r.Cfg)
+	wantAlert := fmt.Sprintf("[ALERT] config : parsing [%s:23] : unknown keyword 'bogus_keyword' in 'backend' section", r.Cfg)
 	if !strings.Contains(err.Error(), wantAlert) {
 		t.Errorf("reload error = %v\nwant it to contain %q", err, wantAlert)
 	}

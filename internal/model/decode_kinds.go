@@ -641,8 +641,26 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 			spec.AllowWildcardRoutes, _ = w.boolean(v, "spec.allowWildcardRoutes")
 		case "domain":
 			spec.Domain, _ = w.str(v, "spec.domain")
+		case "stats":
+			w.record("spec.stats", k)
+			w.statsOptions(v, &spec.Stats)
 		default:
 			w.unknownField(k, "spec."+key)
+		}
+	})
+}
+
+func (w *walker) statsOptions(n *yaml.Node, s *StatsOptions) {
+	m, ok := w.mapping(n, "spec.stats")
+	if !ok {
+		return
+	}
+	w.eachPair(m, "spec.stats", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "credentialsFile":
+			s.CredentialsFile, _ = w.str(v, "spec.stats.credentialsFile")
+		default:
+			w.unknownField(k, "spec.stats."+key)
 		}
 	})
 }

@@ -57,6 +57,11 @@ type Settings struct {
 	// Domain is where hosts are generated for routes without spec.host
 	// ("" = such routes are rejected).
 	Domain string
+
+	// StatsCredentialsFile names the file with the /stats page's
+	// "user:password"; "" = no /stats page. The caller reads it (see
+	// ParseStatsCredentials).
+	StatsCredentialsFile string
 }
 
 // Defaults as documented in DESIGN §3 (OpenShift's IngressController values).

@@ -187,6 +187,16 @@ type RouterConfigSpec struct {
 	// Domain is the IngressController's domain: what hosts are generated
 	// in for routes without spec.host.
 	Domain string
+	Stats                StatsOptions
+}
+
+// StatsOptions configures the stats port's /stats page (OpenShift's
+// ROUTER_METRICS_USERNAME/PASSWORD, as a file so the password is not in
+// the config tree).
+type StatsOptions struct {
+	// CredentialsFile is an absolute path to a file holding
+	// "user:password" on one line. Unset: no /stats page.
+	CredentialsFile string
 }
 
 type BindOptions struct {

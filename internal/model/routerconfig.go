@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -181,7 +182,65 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 			s.Domain = d
 		}
 	}
+	if p := spec.Stats.CredentialsFile; p != "" {
+		if msg := statsCredentialsPathProblem(p); msg != "" {
+			v.errorf("spec.stats.credentialsFile", "%s", msg)
+		} else {
+			s.StatsCredentialsFile = p
+		}
+	}
 	return s, v.ds
+}
+
+func statsCredentialsPathProblem(p string) string {
+	switch {
+	case strings.IndexByte(p, 0) >= 0:
+		return "credentialsFile path must not contain a NUL byte"
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Sprintf("credentialsFile %q is not an absolute file path", p)
+	}
+	return ""
+}
+
+// StatsCredentials are the user and password of the /stats page.
+type StatsCredentials struct {
+	User     string
+	Password string
+}
+
+// Set reports whether the /stats page has credentials (and so is served).
+func (c StatsCredentials) Set() bool { return c.User != "" }
+
+// ParseStatsCredentials reads a credentials file's content: "user:password"
+// on one line (a final newline is allowed). The password may hold any
+// printable ASCII character but the single quote, which render uses to
+// quote it; the user is a plain name. Errors never repeat the content:
+// it is a secret.
+func ParseStatsCredentials(data []byte) (StatsCredentials, error) {
+	line := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+	if strings.ContainsAny(line, "\r\n") {
+		return StatsCredentials{}, errors.New("more than one line; want user:password on one line")
+	}
+	user, password, ok := strings.Cut(line, ":")
+	switch {
+	case !ok:
+		return StatsCredentials{}, errors.New("no ':'; want user:password on one line")
+	case user == "":
+		return StatsCredentials{}, errors.New("empty user; want user:password on one line")
+	case password == "":
+		return StatsCredentials{}, errors.New("empty password; want user:password on one line")
+	}
+	for _, c := range user {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._@-", c)) {
+			return StatsCredentials{}, errors.New("user may hold only letters, digits and . _ @ -")
+		}
+	}
+	for _, c := range password {
+		if c < '!' || c > '~' || c == '\'' {
+			return StatsCredentials{}, errors.New("password may hold only printable ASCII characters other than space and '")
+		}
+	}
+	return StatsCredentials{User: user, Password: password}, nil
 }
 
 // filePathProblem checks a value that is not inline PEM, so must be a file

@@ -28,6 +28,7 @@ var rcFields = []string{
 	"spec.namespaces[1]",                              // 25
 	"spec.tuningOptions.tunnelTimeout",                // 26
 	"spec.domain",                                     // 27
+	"spec.stats.credentialsFile",                      // 28
 }
 
 func TestRouterConfigSettings(t *testing.T) {
@@ -208,6 +209,16 @@ func TestRouterConfigSettings(t *testing.T) {
 			},
 		},
 		{
+			name:  "stats credentials file",
+			spec:  RouterConfigSpec{Stats: StatsOptions{CredentialsFile: "/etc/haroute/stats"}},
+			check: func(s Settings) Settings { s.StatsCredentialsFile = "/etc/haroute/stats"; return s },
+		},
+		{
+			name:  "relative stats credentials file",
+			spec:  RouterConfigSpec{Stats: StatsOptions{CredentialsFile: "stats.txt"}},
+			diags: []string{`rc.yaml:28:7: error: spec.stats.credentialsFile: credentialsFile "stats.txt" is not an absolute file path`},
+		},
+		{
 			name: "relative path and broken PEM",
 			spec: RouterConfigSpec{DefaultCertificate: "certs/default.pem", DefaultDestinationCA: "-----BEGIN CERTIFICATE-----\nnot base64\n"},
 			diags: []string{
@@ -325,6 +336,40 @@ func TestLabelKeyProblem(t *testing.T) {
 	} {
 		if got := labelKeyProblem(key); got != want {
 			t.Errorf("labelKeyProblem(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+func TestParseStatsCredentials(t *testing.T) {
+	const secret = "s3cr#t$\"x\\y:z"
+	tests := []struct {
+		in      string
+		want    StatsCredentials
+		wantErr string
+	}{
+		{in: "admin:" + secret + "\n", want: StatsCredentials{User: "admin", Password: secret}},
+		{in: "ops.team@x-1:pw\r\n", want: StatsCredentials{User: "ops.team@x-1", Password: "pw"}},
+		{in: "admin:pw", want: StatsCredentials{User: "admin", Password: "pw"}},
+		{in: "", wantErr: "no ':'; want user:password on one line"},
+		{in: "adminpw\n", wantErr: "no ':'; want user:password on one line"},
+		{in: ":" + secret, wantErr: "empty user; want user:password on one line"},
+		{in: "admin:\n", wantErr: "empty password; want user:password on one line"},
+		{in: "admin:pw\nroot:pw\n", wantErr: "more than one line; want user:password on one line"},
+		{in: "ad min:" + secret, wantErr: "user may hold only letters, digits and . _ @ -"},
+		{in: "admin:pass word", wantErr: "password may hold only printable ASCII characters other than space and '"},
+		{in: "admin:it's", wantErr: "password may hold only printable ASCII characters other than space and '"},
+		{in: "admin:p\u00e4ss", wantErr: "password may hold only printable ASCII characters other than space and '"},
+	}
+	for _, tt := range tests {
+		got, err := ParseStatsCredentials([]byte(tt.in))
+		if tt.wantErr != "" {
+			if err == nil || err.Error() != tt.wantErr {
+				t.Errorf("ParseStatsCredentials(%q) error = %v, want %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want || !got.Set() {
+			t.Errorf("ParseStatsCredentials(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
 		}
 	}
 }

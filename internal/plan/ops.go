@@ -51,11 +51,8 @@ func (o AddServer) Commands() []string {
 	if o.Args != "" {
 		line += " " + o.Args
 	}
-	return []string{
-		line,
-		healthCommand(o.Backend, o.Server, o.Checked),
-		"enable server " + serverRef(o.Backend, o.Server),
-	}
+	cmds := append([]string{line}, healthCommands(o.Backend, o.Server, o.Checked)...)
+	return append(cmds, "enable server "+serverRef(o.Backend, o.Server))
 }
 
 func (o AddServer) String() string {
@@ -117,11 +114,8 @@ type ReenableServer struct {
 
 func (o ReenableServer) Commands() []string {
 	ref := serverRef(o.Backend, o.Server)
-	return []string{
-		fmt.Sprintf("set server %s weight %d", ref, o.Weight),
-		healthCommand(o.Backend, o.Server, o.Checked),
-		fmt.Sprintf("set server %s state ready", ref),
-	}
+	cmds := append([]string{fmt.Sprintf("set server %s weight %d", ref, o.Weight)}, healthCommands(o.Backend, o.Server, o.Checked)...)
+	return append(cmds, fmt.Sprintf("set server %s state ready", ref))
 }
 
 func (o ReenableServer) String() string {
@@ -151,7 +145,7 @@ type EnableHealth struct {
 }
 
 func (o EnableHealth) Commands() []string {
-	return []string{healthCommand(o.Backend, o.Server, true)}
+	return healthCommands(o.Backend, o.Server, true)
 }
 
 func (o EnableHealth) String() string { return "enable health " + serverRef(o.Backend, o.Server) }
@@ -164,7 +158,7 @@ type DisableHealth struct {
 }
 
 func (o DisableHealth) Commands() []string {
-	return []string{healthCommand(o.Backend, o.Server, false)}
+	return healthCommands(o.Backend, o.Server, false)
 }
 
 func (o DisableHealth) String() string { return "disable health " + serverRef(o.Backend, o.Server) }
@@ -282,11 +276,21 @@ func serverRef(be model.BackendName, srv model.ServerName) string {
 	return string(be) + "/" + string(srv)
 }
 
-func healthCommand(be model.BackendName, srv model.ServerName, checked bool) string {
+// healthCommands turns a server's health checks on or off. Off also forces
+// the server UP: `disable health` only stops the checks and leaves the
+// server in whatever state the last one gave it, so a server whose backend
+// was down at its first check stayed DOWN for good (seen on 2.6.12, for
+// servers from the config and from `add server` alike). An unchecked
+// server is one a route cannot do without, and is considered UP, as in
+// OpenShift. `set server … health up` works with checks disabled and in
+// maintenance (verified on 2.6.12); turning checks back on lets the next
+// check decide again.
+func healthCommands(be model.BackendName, srv model.ServerName, checked bool) []string {
+	ref := serverRef(be, srv)
 	if checked {
-		return "enable health " + serverRef(be, srv)
+		return []string{"enable health " + ref}
 	}
-	return "disable health " + serverRef(be, srv)
+	return []string{"disable health " + ref, "set server " + ref + " health up"}
 }
 
 // cliEscape protects the characters the runtime API's argument parser

@@ -351,6 +351,7 @@ func TestCompute(t *testing.T) {
 			},
 			wantCommands: []string{
 				"disable health " + bePair + "/ep_127.0.0.1_18090",
+				"set server " + bePair + "/ep_127.0.0.1_18090 health up",
 				"set server " + bePair + "/ep_127.0.0.1_18091 state maint",
 			},
 			wantChanges: []string{
@@ -367,7 +368,9 @@ func TestCompute(t *testing.T) {
 			wantCommands: []string{
 				"set server " + bePair + "/ep_127.0.0.1_18091 weight 0",
 				"disable health " + bePair + "/ep_127.0.0.1_18090",
+				"set server " + bePair + "/ep_127.0.0.1_18090 health up",
 				"disable health " + bePair + "/ep_127.0.0.1_18091",
+				"set server " + bePair + "/ep_127.0.0.1_18091 health up",
 			},
 			wantChanges: []string{
 				"runtime | weight changed | default/pair | ep_127.0.0.1_18091 256 -> 0",

@@ -22,6 +22,9 @@ type Input struct {
 	// DefaultDestinationCA is the PEM bundle reencrypt routes without their
 	// own destinationCACertificate verify against; empty = system store.
 	DefaultDestinationCA []byte
+	// StatsCredentials guard the stats port's /stats page; without them
+	// the page is not served. They end up in haproxy.cfg, hence its 0600.
+	StatsCredentials model.StatsCredentials
 	// Cache, when set, lets Render reuse the output of routes that did
 	// not change since an earlier call with the same Cache; the bundle is
 	// byte-identical either way. nil renders everything.

@@ -18,6 +18,8 @@ type goldenCase struct {
 	desired func(tc testCerts) *model.Desired
 	// defaultDestinationCA is passed as Input.DefaultDestinationCA.
 	defaultDestinationCA bool
+	// statsCredentials is passed as Input.StatsCredentials.
+	statsCredentials model.StatsCredentials
 }
 
 // testCerts is PEM material from testdata/certs (100-year validity, so the
@@ -221,7 +223,7 @@ func goldenCases() []goldenCase {
 					})),
 			)
 		}},
-		{name: "ipv6-and-ports", desired: func(testCerts) *model.Desired {
+		{name: "ipv6-and-ports", statsCredentials: model.StatsCredentials{User: "admin", Password: `p#a$s"w\o:rd`}, desired: func(testCerts) *model.Desired {
 			s := def
 			s.BindAddress = "::1"
 			s.HTTPPort, s.HTTPSPort, s.StatsPort = 9080, 9443, 9936

@@ -61,6 +61,11 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("global")
 	w.line("  stats socket ", in.RunDir, "/", AdminSocket, " mode 600 level admin expose-fd listeners")
 	w.line("  stats timeout 2m")
+	// No SO_REUSEPORT: another process on the same ports (a second
+	// router, a stray HAProxy) fails to bind instead of silently taking
+	// part of the traffic. Reloads and takeovers pass the listening
+	// sockets on (expose-fd listeners), so they never bind twice.
+	w.line("  noreuseport")
 	w.line("  maxconn ", strconv.Itoa(s.MaxConnections))
 	if s.ThreadCount > 0 {
 		w.line("  nbthread ", strconv.Itoa(s.ThreadCount))
@@ -147,8 +152,15 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("  mode http")
 	w.line("  http-request use-service prometheus-exporter if { path /metrics }")
 	w.line("  monitor-uri /healthz")
-	w.line("  stats enable")
-	w.line("  stats uri /stats")
+	// The stats page lists every backend and endpoint address: served
+	// only with credentials. Single quotes keep the password literal
+	// (model.ParseStatsCredentials refuses a quote in it).
+	if c := in.StatsCredentials; c.Set() {
+		w.line("  stats enable")
+		w.line("  stats uri /stats")
+		w.line("  stats realm haroute")
+		w.line("  stats auth '", c.User, ":", c.Password, "'")
+	}
 
 	preloadCAs(w, in)
 	routeDefaults(w)

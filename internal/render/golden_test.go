@@ -34,6 +34,7 @@ func TestGolden(t *testing.T) {
 			if c.defaultDestinationCA {
 				in.DefaultDestinationCA = []byte(tc.CA)
 			}
+			in.StatsCredentials = c.statsCredentials
 			checkGolden(t, filepath.Join(goldenRoot, c.name), in)
 		})
 	}

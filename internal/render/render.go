@@ -116,7 +116,8 @@ func Render(in Input) (*Bundle, error) {
 
 	full, skeleton := buildConfig(in, outs, t)
 	b.Skeleton = skeleton
-	b.Files = append(b.Files, File{Name: ConfigFile, Parts: full, Mode: 0o644})
+	// 0600: the config holds the stats password.
+	b.Files = append(b.Files, File{Name: ConfigFile, Parts: full, Mode: 0o600})
 	sort.Slice(b.Files, func(i, j int) bool { return b.Files[i].Name < b.Files[j].Name })
 	if t != nil {
 		t.commit(outs, b.Maps, mapData, skeleton)

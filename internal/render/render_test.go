@@ -60,7 +60,7 @@ func TestFilesSortedWithModes(t *testing.T) {
 		"certs/default.pem -rw-------",
 		"certs/ns_r.pem -rw-------",
 		"crt-list -rw-r--r--",
-		"haproxy.cfg -rw-r--r--",
+		"haproxy.cfg -rw-------",
 		"maps/http.map -rw-r--r--",
 		"maps/http_wildcard.map -rw-r--r--",
 		"maps/https.map -rw-r--r--",

@@ -110,8 +110,9 @@ func destinationCAPath(r *model.AdmittedRoute, in Input) string {
 }
 
 // UncheckedServers lists, per backend, the servers whose health checks the
-// daemon must disable (`disable health`) after every start or reload and
-// after adding them at runtime: those of routes with fewer than two active
+// daemon must disable (plan.DisableHealth: `disable health`, then `set
+// server … health up`) after every start or reload and after adding them
+// at runtime: those of routes with fewer than two active
 // endpoints, which send no check traffic (DESIGN §3). Names are sorted.
 // Backends without servers are left out.
 func UncheckedServers(d *model.Desired) map[model.BackendName][]model.ServerName {

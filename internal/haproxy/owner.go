@@ -1,0 +1,283 @@
+package haproxy
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// One HAProxy per run dir, owned by one haroute (DESIGN §7). Three parts:
+//   - a lock file in the run dir, so a second haroute on the same run dir
+//     refuses to start;
+//   - at start, an HAProxy master an earlier haroute left running (its
+//     haroute was killed with SIGKILL, say) is found through the pid file
+//     and taken over: the new HAProxy inherits its listening sockets and
+//     then soft-stops it, so no request is refused;
+//   - the rendered global `noreuseport` makes any other process on the same
+//     ports (a second router with another run dir, a stray HAProxy) fail
+//     to bind, with HAProxy's "cannot bind socket … [addr:port]" in the
+//     start error, instead of silently sharing the traffic.
+
+// LockFile is the lock a running haroute holds in its run dir.
+const LockFile = "haroute.lock"
+
+// ErrRunDirInUse is wrapped by LockRunDir's error when another process
+// holds the run dir.
+var ErrRunDirInUse = errors.New("run dir in use")
+
+// RunDirLock is an flock on <run dir>/haroute.lock, held while haroute
+// runs. The kernel drops it when the process dies, however it dies.
+type RunDirLock struct {
+	path string
+	f    *os.File
+}
+
+// LockRunDir creates runDir (0700) and takes its lock, or fails at once
+// with ErrRunDirInUse naming the holder's pid.
+func LockRunDir(runDir string) (*RunDirLock, error) {
+	if err := prepareRunDir(runDir); err != nil {
+		return nil, err
+	}
+	l := &RunDirLock{path: filepath.Join(runDir, LockFile)}
+	if err := l.lock(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *RunDirLock) lock() error {
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("lock run dir: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(l.path)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return fmt.Errorf("%w: %s is locked by another haroute (pid %s); give each router its own --run-dir",
+				ErrRunDirInUse, l.path, strings.TrimSpace(string(holder)))
+		}
+		return fmt.Errorf("lock %s: %w", l.path, err)
+	}
+	// The pid is for the error message of the next haroute only.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	if l.f != nil {
+		l.f.Close()
+	}
+	l.f = f
+	return nil
+}
+
+// Refresh takes the lock again when the lock file was removed or replaced
+// (the run dir deleted behind haroute's back): a lock on a deleted file
+// keeps nobody out.
+func (l *RunDirLock) Refresh() error {
+	var held, cur unix.Stat_t
+	if err := unix.Fstat(int(l.f.Fd()), &held); err != nil {
+		return fmt.Errorf("lock %s: %w", l.path, err)
+	}
+	if err := unix.Stat(l.path, &cur); err == nil && cur.Dev == held.Dev && cur.Ino == held.Ino {
+		return nil
+	}
+	if err := prepareRunDir(filepath.Dir(l.path)); err != nil {
+		return err
+	}
+	return l.lock()
+}
+
+// Close releases the lock. The file stays: removing it would let a
+// second haroute lock a new file while a third still waits on the old.
+func (l *RunDirLock) Close() error { return l.f.Close() }
+
+// prepareRunDir creates the run dir, or tightens an existing one: it
+// holds admin-level sockets.
+func prepareRunDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create run dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("restrict run dir: %w", err)
+	}
+	return nil
+}
+
+// previous is an HAProxy master left running on this run dir by an
+// earlier haroute, held through a pidfd so that no signal can reach a
+// process that reused its pid.
+type previous struct {
+	pid   int
+	pidfd int
+}
+
+// findPrevious returns the master named by the pid file if it still runs
+// and its command line names this run dir's master socket or this config:
+// a pid file outlives its process, and the pid may since belong to
+// anything. nil when there is none.
+func (s *Supervisor) findPrevious() *previous {
+	data, err := os.ReadFile(s.PIDFile())
+	if err != nil {
+		return nil
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 || pid == os.Getpid() {
+		return nil
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil // gone
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	// Read after the pidfd was opened: if the pidfd still names a live
+	// process now, the command line read was that process's.
+	if err != nil || !s.isOurs(cmdline) || unix.PidfdSendSignal(fd, 0, nil, 0) != nil {
+		if err == nil && !s.isOurs(cmdline) {
+			s.log.Warn("pid file names a process that is not this run dir's haproxy; ignoring it",
+				"pid_file", s.PIDFile(), "pid", pid)
+		}
+		unix.Close(fd)
+		return nil
+	}
+	return &previous{pid: pid, pidfd: fd}
+}
+
+// isOurs reports whether a /proc cmdline is an HAProxy master started for
+// this run dir or this config.
+func (s *Supervisor) isOurs(cmdline []byte) bool {
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	for i := 0; i+1 < len(args); i++ {
+		switch v := args[i+1]; args[i] {
+		case "-S":
+			if v == s.MasterSocket() || strings.HasPrefix(v, s.MasterSocket()+",") {
+				return true
+			}
+		case "-f":
+			if v == s.opts.ConfigPath {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// takeoverArgs are the arguments that make a new HAProxy take over from
+// prev: `-x <admin socket>` fetches prev's listening sockets over its
+// admin socket (`expose-fd listeners`), so the ports never close; `-sf`
+// has the new master soft-stop prev once it serves. Without a usable
+// admin socket only `-sf` is given: HAProxy then pauses prev's listeners
+// while it binds (a moment in which connections may be refused).
+func (s *Supervisor) takeoverArgs(prevPID int, inheritSockets bool) []string {
+	var args []string
+	if inheritSockets && isLiveSocket(s.AdminSocket()) {
+		args = append(args, "-x", s.AdminSocket())
+	}
+	return append(args, "-sf", strconv.Itoa(prevPID))
+}
+
+// retire makes sure prev goes: the new master has sent it SIGUSR1 (soft
+// stop); if it is still there after softTTL it gets SIGTERM, then SIGKILL.
+// Its workers go with it (verified on 2.6.12, also after SIGKILL).
+func retire(prev *previous, softTTL time.Duration, log *slog.Logger) {
+	defer unix.Close(prev.pidfd)
+	for _, st := range []struct {
+		wait time.Duration
+		next syscall.Signal
+	}{{softTTL, syscall.SIGTERM}, {5 * time.Second, syscall.SIGKILL}, {5 * time.Second, 0}} {
+		if waitPidfd(prev.pidfd, st.wait) {
+			log.Info("previous haproxy exited", "pid", prev.pid)
+			return
+		}
+		if st.next == 0 {
+			break
+		}
+		log.Warn("previous haproxy still running; signalling it", "pid", prev.pid, "signal", st.next.String())
+		_ = unix.PidfdSendSignal(prev.pidfd, st.next, nil, 0)
+	}
+	log.Error("previous haproxy did not exit after SIGKILL", "pid", prev.pid)
+}
+
+// waitPidfd waits up to d for the process behind a pidfd to exit.
+func waitPidfd(fd int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		ms := int(time.Until(deadline) / time.Millisecond)
+		if ms < 0 {
+			ms = 0
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, ms)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return false
+		case n > 0:
+			return true
+		case ms == 0:
+			return false
+		}
+	}
+}
+
+// isLiveSocket reports whether a unix socket at path accepts connections.
+func isLiveSocket(path string) bool {
+	c, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(c)
+	return unix.Connect(c, &unix.SockaddrUnix{Name: path}) == nil
+}
+
+// SocketsError lists the sockets (or the run dir) that are missing or
+// dead; the daemon heals them.
+type SocketsError struct {
+	// Missing are the paths that do not exist or do not accept
+	// connections, the run dir first when it is gone.
+	Missing []string
+	// MasterOnly is set when only the master socket is missing: a reload
+	// signalled to the master brings it back.
+	MasterOnly bool
+}
+
+func (e *SocketsError) Error() string {
+	return "missing or dead: " + strings.Join(e.Missing, ", ")
+}
+
+// Sockets checks that the run dir and every socket HAProxy serves in it
+// (master, admin, and Options.ListenerSockets such as the TLS hop) exist
+// and accept connections. It returns a *SocketsError when any does not.
+func (p *Process) Sockets() error {
+	if _, err := os.Stat(p.sup.opts.RunDir); err != nil {
+		return &SocketsError{Missing: []string{p.sup.opts.RunDir}}
+	}
+	e := &SocketsError{}
+	for _, path := range append([]string{p.sup.MasterSocket(), p.sup.AdminSocket()}, p.sup.opts.ListenerSockets...) {
+		if !isLiveSocket(path) {
+			e.Missing = append(e.Missing, path)
+		}
+	}
+	if len(e.Missing) == 0 {
+		return nil
+	}
+	e.MasterOnly = len(e.Missing) == 1 && e.Missing[0] == p.sup.MasterSocket()
+	return e
+}
+
+// signalReload reloads the master with SIGUSR2, for when its CLI socket
+// is gone: the re-executed master creates it again.
+func (p *Process) signalReload() error {
+	if err := p.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		return fmt.Errorf("signal haproxy master %d: %w", p.PID(), err)
+	}
+	return nil
+}

@@ -1,0 +1,279 @@
+package haproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// steadyLoad sends requests through the rig's HTTP port from 4 clients
+// until stop is called, which returns how many succeeded and failed, and
+// the first failure.
+func steadyLoad(t *testing.T, r *rig) (stop func() (ok, failed int64, first string)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var okN, failedN atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{Timeout: 5 * time.Second}
+			for ctx.Err() == nil {
+				resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", r.HTTP))
+				if err == nil {
+					if resp.StatusCode != 200 {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+					resp.Body.Close()
+				}
+				if err != nil {
+					failedN.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				okN.Add(1)
+			}
+		}()
+	}
+	return func() (int64, int64, string) {
+		cancel()
+		wg.Wait()
+		first, _ := firstErr.Load().(string)
+		return okN.Load(), failedN.Load(), first
+	}
+}
+
+// With noreuseport, master-worker reloads stay seamless: the master hands
+// the listening sockets to each new worker, nothing binds twice.
+func TestNoRequestFailsAcrossReloads(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	stop := steadyLoad(t, r)
+	for i := range 20 {
+		if _, err := r.proc.Reload(ctxT(t, 20*time.Second)); err != nil {
+			stop()
+			t.Fatalf("reload %d: %v", i+1, err)
+		}
+		time.Sleep(50 * time.Millisecond) // let requests reach the new worker
+	}
+	ok, failed, first := stop()
+	if failed != 0 || ok == 0 {
+		t.Fatalf("%d of %d requests failed across 20 reloads; first: %s", failed, ok+failed, first)
+	}
+	t.Logf("%d requests, none failed, across 20 reloads", ok)
+}
+
+// An HAProxy left running on the run dir (its haroute was killed with
+// SIGKILL) is taken over by the next Start without losing a request: the
+// new one inherits the listening sockets and soft-stops the old one.
+func TestStartTakesOverPreviousHAProxy(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	old := r.proc
+	stop := steadyLoad(t, r)
+	time.Sleep(200 * time.Millisecond)
+
+	// A second supervisor stands for the restarted haroute: it knows only
+	// the run dir.
+	next, err := NewSupervisor(r.sup.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := next.Start(ctxT(t, 20*time.Second))
+	if err != nil {
+		stop()
+		t.Fatalf("start over a previous haproxy: %v", err)
+	}
+	t.Cleanup(func() { proc.Stop(context.Background()) })
+	select {
+	case <-old.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the previous haproxy %d is still running", old.PID())
+	}
+	time.Sleep(200 * time.Millisecond)
+	ok, failed, first := stop()
+	if failed != 0 || ok == 0 {
+		t.Fatalf("%d of %d requests failed across the takeover; first: %s", failed, ok+failed, first)
+	}
+	// The master re-executes itself without the takeover arguments; its
+	// first worker still shows how it was started.
+	info, err := proc.Master().ShowProc(ctxT(t, 5*time.Second))
+	if err != nil || len(info.Workers) != 1 {
+		t.Fatalf("show proc = %+v, %v", info, err)
+	}
+	cmdline := readCmdline(t, info.Workers[0].PID)
+	if !strings.Contains(cmdline, " -x "+r.sup.AdminSocket()+" -sf "+strconv.Itoa(old.PID())) {
+		t.Errorf("new haproxy %q did not inherit the sockets of %d", cmdline, old.PID())
+	}
+	if pids := haproxyPIDs(t, r.Cfg); len(pids) != 2 {
+		t.Errorf("haproxy processes after takeover: %v, want the new master and its worker", pids)
+	}
+	// A reload of the new master does not carry the takeover arguments
+	// along: -sf would signal a pid that may since have been reused.
+	if _, err := proc.Reload(ctxT(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if cmdline := readCmdline(t, proc.PID()); strings.Contains(cmdline, strconv.Itoa(old.PID())) {
+		t.Errorf("reloaded master %q still names the previous one", cmdline)
+	}
+	t.Logf("%d requests, none failed, across the takeover", ok)
+}
+
+func readCmdline(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), " ")
+}
+
+// A pid file naming a process that is not this run dir's HAProxy (the pid
+// was reused) is ignored: nothing is signalled, Start starts afresh.
+func TestPIDFileOfUnrelatedProcessIgnored(t *testing.T) {
+	r := newRig(t)
+	sleeper := exec.Command("sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	writeFile(t, r.sup.PIDFile(), strconv.Itoa(sleeper.Process.Pid)+"\n")
+	r.start(t)
+	if strings.Contains(readCmdline(t, r.proc.PID()), "-sf") {
+		t.Errorf("started as a takeover of the unrelated pid %d", sleeper.Process.Pid)
+	}
+	if err := sleeper.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the unrelated process was signalled away: %v", err)
+	}
+	if got := r.get(t, ""); got != "200 b0" {
+		t.Errorf("GET = %q", got)
+	}
+}
+
+// A second HAProxy on the same ports (another run dir: another router)
+// fails with HAProxy's bind error naming the port, rather than sharing
+// the port through SO_REUSEPORT.
+func TestSecondHAProxyOnSamePortsFails(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	other := newRig(t)
+	cfg, err := os.ReadFile(r.Cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, other.Cfg, strings.ReplaceAll(string(cfg), r.Run, other.Run))
+	writeFile(t, filepath.Join(other.Run, "site.pem"), selfSigned(t, 2))
+	_, err = other.sup.Start(ctxT(t, 20*time.Second))
+	want := fmt.Sprintf("cannot bind socket (Address already in use) for [127.0.0.1:%d]", r.HTTP)
+	if err == nil || !strings.HasPrefix(err.Error(), "haproxy exited during startup: "+want+"; another process holds the port: ") {
+		t.Fatalf("second haproxy on the same ports: err = %v, want it to contain %q", err, want)
+	}
+	if got := r.get(t, ""); got != "200 b0" {
+		t.Errorf("the first haproxy after the second failed: GET = %q", got)
+	}
+}
+
+func TestLockRunDir(t *testing.T) {
+	dir := filepath.Join(shortDir(t), "run")
+	l, err := LockRunDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := modeOf(t, dir); got != 0o700 {
+		t.Errorf("run dir mode = %v, want 0700", got)
+	}
+	_, err = LockRunDir(dir)
+	want := fmt.Sprintf("run dir in use: %s/%s is locked by another haroute (pid %d); give each router its own --run-dir", dir, LockFile, os.Getpid())
+	if !errors.Is(err, ErrRunDirInUse) || err.Error() != want {
+		t.Errorf("second lock: %v\nwant %s", err, want)
+	}
+	// The run dir deleted: Refresh makes the lock hold again.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LockRunDir(dir); !errors.Is(err, ErrRunDirInUse) {
+		t.Errorf("lock after the run dir was deleted and refreshed: %v, want ErrRunDirInUse", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := LockRunDir(dir)
+	if err != nil {
+		t.Fatalf("lock after release: %v", err)
+	}
+	l2.Close()
+}
+
+// Sockets reports a deleted socket; a reload signalled to the master
+// brings its CLI socket back, and a replacement (a new master taking over
+// from the old) brings the admin socket back, which a reload does not:
+// its new worker inherits the deleted socket.
+func TestSocketsHealed(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	if err := r.proc.Sockets(); err != nil {
+		t.Fatalf("sockets of a fresh haproxy: %v", err)
+	}
+
+	must(t, os.Remove(r.sup.MasterSocket()))
+	var se *SocketsError
+	if err := r.proc.Sockets(); !errors.As(err, &se) || !se.MasterOnly || len(se.Missing) != 1 {
+		t.Fatalf("sockets without master.sock = %v, want it alone missing", err)
+	}
+	if _, err := r.proc.Reload(ctxT(t, 20*time.Second)); err != nil {
+		t.Fatalf("reload without master socket: %v", err)
+	}
+	if err := r.proc.Sockets(); err != nil {
+		t.Fatalf("after a signalled reload: %v", err)
+	}
+
+	must(t, os.Remove(r.sup.AdminSocket()))
+	if _, err := r.proc.Reload(ctxT(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	want := "missing or dead: " + r.sup.AdminSocket()
+	if err := r.proc.Sockets(); err == nil || err.Error() != want {
+		t.Fatalf("after a reload, sockets = %v, want %q (the reload cannot heal it)", err, want)
+	}
+	old := r.proc
+	proc, err := r.sup.Replace(ctxT(t, 20*time.Second), old)
+	if err != nil {
+		t.Fatalf("replace: %v", err)
+	}
+	r.proc = proc
+	t.Cleanup(func() { proc.Stop(context.Background()) })
+	if err := proc.Sockets(); err != nil {
+		t.Fatalf("after a replacement: %v", err)
+	}
+	select {
+	case <-old.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the replaced haproxy is still running")
+	}
+	if got := r.get(t, ""); got != "200 b0" {
+		t.Errorf("GET after replacement = %q", got)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
