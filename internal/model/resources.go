@@ -187,7 +187,7 @@ type RouterConfigSpec struct {
 	// Domain is the IngressController's domain: what hosts are generated
 	// in for routes without spec.host.
 	Domain string
-	Stats                StatsOptions
+	Stats  StatsOptions
 }
 
 // StatsOptions configures the stats port's /stats page (OpenShift's
