@@ -28,8 +28,8 @@ func Resolve(s model.Settings, stateDir string, now func() time.Time) (Material,
 	case s.DefaultCertificate != "":
 		m.DefaultCertificate = []byte(s.DefaultCertificate)
 	case s.DefaultCertificateFile != "":
-		if m.DefaultCertificate, err = readPEMFile(s.DefaultCertificateFile, model.CheckCertificateBundle); err != nil {
-			return m, fmt.Errorf("spec.defaultCertificate: %w", err)
+		if m.DefaultCertificate, err = readDefaultCertificate(s.DefaultCertificateFile); err != nil {
+			return m, fmt.Errorf("%s: %w", FieldDefaultCertificate, err)
 		}
 	default:
 		if m.DefaultCertificate, err = EnsureDefault(stateDir, now); err != nil {
@@ -40,21 +40,73 @@ func Resolve(s model.Settings, stateDir string, now func() time.Time) (Material,
 	case s.DefaultDestinationCA != "":
 		m.DefaultDestinationCA = []byte(s.DefaultDestinationCA)
 	case s.DefaultDestinationCAFile != "":
-		if m.DefaultDestinationCA, err = readPEMFile(s.DefaultDestinationCAFile, model.CheckCABundle); err != nil {
-			return m, fmt.Errorf("spec.defaultDestinationCA: %w", err)
+		if m.DefaultDestinationCA, err = readDestinationCA(s.DefaultDestinationCAFile); err != nil {
+			return m, fmt.Errorf("%s: %w", FieldDefaultDestinationCA, err)
 		}
 	}
 	if p := s.StatsCredentialsFile; p != "" {
-		data, err := readBounded(p)
-		if err != nil {
+		if m.StatsCredentials, err = readStatsCredentials(p); err != nil {
 			return m, fmt.Errorf("stats credentials: %w", err)
-		}
-		// The error names the file, never its content: a password.
-		if m.StatsCredentials, err = model.ParseStatsCredentials(data); err != nil {
-			return m, fmt.Errorf("stats credentials %s: %w", p, err)
 		}
 	}
 	return m, nil
+}
+
+// The RouterConfig fields that may name files.
+const (
+	FieldDefaultCertificate   = "spec.defaultCertificate"
+	FieldDefaultDestinationCA = "spec.defaultDestinationCA"
+	FieldStatsCredentials     = "spec.stats.credentialsFile"
+)
+
+// FileProblem is a file a RouterConfig field names that cannot be used.
+type FileProblem struct {
+	Field string
+	Err   error
+}
+
+// CheckFiles reads and judges the files s names, as Resolve does, and
+// generates nothing: `haroute check` reports what the daemon would refuse,
+// at the field that names the file.
+func CheckFiles(s model.Settings) []FileProblem {
+	var out []FileProblem
+	if p := s.DefaultCertificateFile; p != "" && s.DefaultCertificate == "" {
+		if _, err := readDefaultCertificate(p); err != nil {
+			out = append(out, FileProblem{Field: FieldDefaultCertificate, Err: err})
+		}
+	}
+	if p := s.DefaultDestinationCAFile; p != "" && s.DefaultDestinationCA == "" {
+		if _, err := readDestinationCA(p); err != nil {
+			out = append(out, FileProblem{Field: FieldDefaultDestinationCA, Err: err})
+		}
+	}
+	if p := s.StatsCredentialsFile; p != "" {
+		if _, err := readStatsCredentials(p); err != nil {
+			out = append(out, FileProblem{Field: FieldStatsCredentials, Err: err})
+		}
+	}
+	return out
+}
+
+func readDefaultCertificate(path string) ([]byte, error) {
+	return readPEMFile(path, model.CheckCertificateBundle)
+}
+
+func readDestinationCA(path string) ([]byte, error) {
+	return readPEMFile(path, model.CheckCABundle)
+}
+
+func readStatsCredentials(path string) (model.StatsCredentials, error) {
+	data, err := readBounded(path)
+	if err != nil {
+		return model.StatsCredentials{}, err
+	}
+	// The error names the file, never its content: a password.
+	c, err := model.ParseStatsCredentials(data)
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
 }
 
 // readPEMFile reads path and judges it with check, as model judges inline

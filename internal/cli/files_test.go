@@ -69,8 +69,35 @@ func TestRenderDoesNotHangOnFIFOCertificate(t *testing.T) {
 		"router.yaml": "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec:\n  defaultCertificate: " + pipe + "\n",
 	})
 	code, stdout, stderr := runPromptly(t, "render", dir, "--out", t.TempDir())
-	want := "haroute render: spec.defaultCertificate: " + pipe + ": not a regular file: named pipe (FIFO)\n"
+	msg := "spec.defaultCertificate: " + pipe + ": not a regular file: named pipe (FIFO)\n"
+	want := "router.yaml:6:23: error: " + msg + "haroute render: " + msg
 	if code != ExitInvalid || stdout != "" || stderr != want {
 		t.Fatalf("render: exit %d\nstdout %q\nstderr %q\nwant   %q", code, stdout, stderr, want)
+	}
+}
+
+// TestCheckJudgesRouterConfigFiles: files the RouterConfig names are read
+// as the daemon reads them, and a bad one is an error at the field.
+func TestCheckJudgesRouterConfigFiles(t *testing.T) {
+	tmp := t.TempDir()
+	notPEM := filepath.Join(tmp, "shadow")
+	if err := os.WriteFile(notPEM, []byte("root:*:19000:0:99999:7:::\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct{ path, want string }{
+		"not PEM":   {notPEM, "contains no PEM"},
+		"missing":   {filepath.Join(tmp, "missing.pem"), "no such file or directory"},
+		"directory": {tmp, "not a regular file: directory"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{
+				"routes.yaml": goodRoute, "endpoints.yaml": goodEndpoints,
+				"router.yaml": "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec:\n  defaultCertificate: " + tc.path + "\n",
+			})
+			code, stdout, _ := runPromptly(t, "check", dir)
+			if code != ExitInvalid || !strings.Contains(stdout, "router.yaml:6:23: error: spec.defaultCertificate: ") || !strings.Contains(stdout, tc.want) {
+				t.Fatalf("check: exit %d, stdout %q; want an error at router.yaml:6:23 saying %q", code, stdout, tc.want)
+			}
+		})
 	}
 }

@@ -34,8 +34,27 @@ func loadDir(ctx context.Context, dir string) (model.Result, error) {
 			Message:  fe.Err.Error(),
 		})
 	}
+	// Files the RouterConfig names are read as the daemon reads them, so
+	// what check admits, the daemon can load.
+	for _, p := range certgen.CheckFiles(res.Desired.Router) {
+		res.Diagnostics = append(res.Diagnostics, model.Diagnostic{
+			Pos: routerConfigField(res.Objects, p.Field), Severity: model.SeverityError, Field: p.Field, Message: p.Err.Error(),
+		})
+	}
 	res.Diagnostics.Sort()
 	return res, nil
+}
+
+// routerConfigField is where field is written in the RouterConfig.
+func routerConfigField(objs model.Objects, field string) model.Position {
+	if len(objs.RouterConfigs) == 0 {
+		return model.Position{}
+	}
+	rc := objs.RouterConfigs[0]
+	if p, ok := rc.Source.Lookup(field); ok {
+		return p
+	}
+	return rc.Source.Pos
 }
 
 func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
