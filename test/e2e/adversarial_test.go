@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/test/publish"
+)
+
+// Hostile input against a running router with a real HAProxy: whatever
+// arrives, the routes that were serving keep serving, the error names the
+// file, and later changes still apply.
+
+// A FIFO in the directory (and a link to one) never blocks the loop.
+func TestFIFOInDirectoryDoesNotBlock(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	for name, data := range oneRoute(r, one) {
+		must(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
+	}
+	r.start("plain")
+	r.serves("one.e2e.test", "/", "one")
+
+	must(t, syscall.Mkfifo(filepath.Join(r.dir, "pipe.yaml"), 0o644))
+	must(t, os.Symlink("pipe.yaml", filepath.Join(r.dir, "to-pipe.yaml")))
+	r.reportsError("pipe.yaml")
+	// The loop goes on: a later change applies.
+	must(t, os.WriteFile(filepath.Join(r.dir, "endpoints.yaml"), []byte(endpointsYAML("one", two)), 0o644))
+	r.serves("one.e2e.test", "/", "two")
+}
+
+// A path long enough to be split by HAProxy's map line buffer would let a
+// route claim another tenant's host: it is rejected, and the other
+// tenant's routes are untouched.
+func TestOverlongPathCannotHijack(t *testing.T) {
+	r := newRouter(t)
+	good, evil := startBackend(t, "good"), startBackend(t, "evil")
+	w := publish.NewAtomicWriter(r.dir)
+	base := func(extra string) map[string][]byte {
+		return files(
+			"router.yaml", r.routerConfig(""),
+			"good.yaml", routeYAML("admin", "other.e2e.test", "/admin", "good"),
+			"evil.yaml", extra,
+			"endpoints.yaml", join(endpointsYAML("good", good), endpointsYAML("evil", evil)),
+		)
+	}
+	must(t, w.Publish(base(routeYAML("evil", "evil.e2e.test", "", "evil"))))
+	r.start("atomic")
+	r.serves("other.e2e.test", "/admin", "good")
+
+	// The tail after ~16 KB would read as "other.e2e.test/admin".
+	long := "/" + strings.Repeat("a", 16*1024) + "other.e2e.test/admin"
+	must(t, w.Publish(base(routeYAML("evil2", "evil.e2e.test", long, "evil"))))
+	st := r.routeStatus("evil2", model.RouteRejected)
+	if len(st.Reasons) == 0 || !strings.Contains(strings.Join(st.Reasons, " "), "spec.path") {
+		t.Fatalf("overlong path: reasons %q do not name spec.path", st.Reasons)
+	}
+	for range 10 {
+		if got, err := r.get("other.e2e.test", "/admin"); err != nil || got != "good" {
+			t.Fatalf("other tenant's path after the overlong path: %q, %v", got, err)
+		}
+	}
+}
+
+// A certificate OpenSSL refuses (RSA-1024) on a served route leaves the
+// route serving its last good version.
+func TestWeakCertificateEditKeepsLastGood(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	edge := func(cert, key string) string {
+		s := routeYAML("tls", "tls.e2e.test", "", "one") + "  tls:\n    termination: edge\n"
+		if cert != "" {
+			s += "    certificate: |\n" + indent(cert, 6) + "\n    key: |\n" + indent(key, 6) + "\n"
+		}
+		return s
+	}
+	gen := func(route string) map[string][]byte {
+		return files("router.yaml", r.routerConfig(""), "tls.yaml", route, "endpoints.yaml", endpointsYAML("one", one))
+	}
+	must(t, w.Publish(gen(edge("", ""))))
+	r.start("atomic")
+	servesTLS := func(why string) {
+		r.eventually(20*time.Second, why, func() error {
+			got, err := r.getTLS("tls.e2e.test")
+			if err == nil && got != "one" {
+				err = fmt.Errorf("answered by %q", got)
+			}
+			return err
+		})
+	}
+	servesTLS("edge route served")
+
+	cert, key := weakCert(t, "tls.e2e.test")
+	must(t, w.Publish(gen(edge(cert, key))))
+	st := r.routeStatus("tls", model.RouteStale)
+	if !strings.Contains(strings.Join(st.Reasons, " "), "tls.yaml:") {
+		t.Fatalf("reasons %q do not name tls.yaml", st.Reasons)
+	}
+	for range 10 {
+		if got, err := r.getTLS("tls.e2e.test"); err != nil || got != "one" {
+			t.Fatalf("weak certificate published: %q, %v; want the last good state", got, err)
+		}
+	}
+}
+
+// A near-miss kind is a warning, never a silent drop; the route it was
+// meant to be is not served and the others are.
+func TestKindTypoIsReported(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := oneRoute(r, one)
+	gen["typo.yaml"] = []byte(strings.Replace(routeYAML("typo", "typo.e2e.test", "", "one"), "kind: Route", "kind: Rout", 1))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("one.e2e.test", "/", "one")
+	r.eventually(10*time.Second, "warning counted", func() error {
+		if n := r.store.Get().InputProblems.Warnings; n == 0 {
+			return fmt.Errorf("no warning counted for kind: Rout")
+		}
+		return nil
+	})
+}
+
+// weakCert is a self-signed RSA-1024 certificate and key for host: Go
+// accepts it, OpenSSL 3 at its default security level does not.
+func weakCert(t *testing.T, host string) (certPEM, keyPEM string) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 1024)
+	must(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	must(t, err)
+	certPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	keyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+	return certPEM, keyPEM
+}
