@@ -20,10 +20,12 @@ import (
 // own message. A candidate that fails even without any changed route is
 // refused as a whole (its settings are at fault), as before.
 
-// culprit is a route HAProxy refused, with its message.
+// culprit is a route HAProxy refused, or the RouterConfig (settings),
+// with HAProxy's message.
 type culprit struct {
-	key model.RouteKey
-	msg string
+	key      model.RouteKey
+	settings bool
+	msg      string
 }
 
 // culprits returns the routes of next that make `haproxy -c` fail.
@@ -33,7 +35,8 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 		prev = d.desired.Desired.Routes
 	}
 	stable, changed := splitChanged(prev, next.Desired.Routes)
-	if len(changed) == 0 {
+	settingsChanged := d.desired.Desired != nil && !reflect.DeepEqual(next.Desired.Router, d.desired.Desired.Router)
+	if len(changed) == 0 && !settingsChanged {
 		return nil, nil
 	}
 	check := func(subset []model.AdmittedRoute) (string, error) {
@@ -55,7 +58,12 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 		return "", nil
 	}
 	if msg, err := check(nil); err != nil || msg != "" {
-		return nil, err // not the routes: refused as a whole
+		if err == nil && settingsChanged {
+			// The routes that passed before fail with the new settings:
+			// the RouterConfig is at fault.
+			return []culprit{{settings: true, msg: msg}}, nil
+		}
+		return nil, err // refused as a whole
 	}
 	return bisect(changed, check)
 }

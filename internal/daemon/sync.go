@@ -47,6 +47,15 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 	for attempt := 0; ; attempt++ {
 		res := d.loader.Evaluate(files)
 		d.reportInput(res)
+		if res.RouterUnsettled && d.desired.Desired == nil {
+			// Never guess the ports: with no good RouterConfig yet, the
+			// defaults (80/443/1936 on every address) are not what the
+			// operator asked for.
+			d.recordError(errors.New("the RouterConfig cannot be used and none was good before: not starting HAProxy until it is fixed"))
+			d.setNotReady("RouterConfig invalid")
+			d.lastHash = ""
+			return nil
+		}
 		loaded := time.Now()
 		material, err := d.resolveMaterial(res.Desired.Router)
 		if err != nil {
@@ -74,6 +83,11 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			return nil
 		}
 		for _, c := range refused {
+			if c.settings {
+				d.loader.RefuseRouterConfig(c.msg)
+				d.log.Error("RouterConfig refused by haproxy; the last good settings stay in force", "err", c.msg)
+				continue
+			}
 			d.loader.Refuse(c.key, c.msg)
 			d.log.Error("route refused by haproxy", "route", c.key.String(), "err", c.msg)
 		}

@@ -122,9 +122,13 @@ func admit(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *lastGoo
 func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *lastGood) (*Desired, Diagnostics, *admitPass) {
 	var settings Settings
 	var ds Diagnostics
-	if lg != nil && len(objs.RouterConfigs) == 0 && lg.fromConfig && prev != nil {
+	switch {
+	case lg != nil && len(objs.RouterConfigs) == 0 && lg.fromConfig && prev != nil:
 		settings, ds = *prev, Diagnostics{routerConfigVanished()}
-	} else {
+	case lg != nil && lg.refusedConfig != "" && len(objs.RouterConfigs) > 0 && prev != nil:
+		settings, ds = *prev, Diagnostics{{Pos: objs.RouterConfigs[0].Source.Pos, Severity: SeverityError, Field: "spec",
+			Message: "HAProxy refused the configuration these settings make; the last good settings stay in force: " + lg.refusedConfig}}
+	default:
 		settings, ds = resolveSettings(objs.RouterConfigs, prev)
 	}
 	idx, eds, eps := buildEndpointIndex(&objs, m, sc.index, lg)

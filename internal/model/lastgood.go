@@ -29,6 +29,10 @@ type lastGood struct {
 	// that one vanishing keeps them (ports never move because a file
 	// disappeared).
 	fromConfig bool
+	// refusedConfig is HAProxy's message when it refused the current
+	// RouterConfig (Loader.RefuseRouterConfig); not part of what is
+	// committed.
+	refusedConfig string
 }
 
 // servedRoute is one route candidate of an admission pass: the object, its

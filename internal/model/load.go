@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
@@ -23,6 +24,27 @@ type Result struct {
 	Diagnostics Diagnostics
 	// next is the last good state to remember if this result is committed.
 	next *lastGood
+	// RouterUnsettled is set when the tree holds a RouterConfig that
+	// cannot be used (it fails to parse or validate) and no earlier one
+	// was ever good: the settings in force are the defaults only for lack
+	// of better, and a router must not start listening on them.
+	RouterUnsettled bool
+}
+
+// routerUnsettled reports whether a RouterConfig is present in the tree but
+// unusable.
+func (l *Loader) routerUnsettled(objs Objects, admitDiags Diagnostics) bool {
+	for _, st := range l.files {
+		if st.mayConfigure && st.good == nil {
+			return true
+		}
+	}
+	for _, d := range admitDiags {
+		if d.Message == routerConfigKept {
+			return true
+		}
+	}
+	return len(objs.RouterConfigs) > 1
 }
 
 // Loader decodes snapshots incrementally. It is not safe for concurrent use.
@@ -43,6 +65,8 @@ type Loader struct {
 	// good is the last good version of each object, from the last
 	// committed result (lastgood.go).
 	good *lastGood
+	// rcRefusal is the RouterConfig version HAProxy refused, if any.
+	rcRefusal *rcRefusal
 	// routes is the last load's assembled routes, reused while every file
 	// that has routes still holds the same decoded objects: at 10k routes
 	// most changes are endpoints, and copying every Route was a large part
@@ -63,8 +87,11 @@ type fileState struct {
 	hash   string
 	diags  Diagnostics // of the current content
 	failed bool        // the current content has errors
-	good   *Objects    // of the last content without errors; nil if none yet
-	memo   *fileMemo   // admission results for good, made as needed
+	// mayConfigure is set when the current content failed and looks like
+	// it holds a RouterConfig.
+	mayConfigure bool
+	good         *Objects  // of the last content without errors; nil if none yet
+	memo         *fileMemo // admission results for good, made as needed
 }
 
 // NewLoader returns a Loader with the default limits.
@@ -94,10 +121,23 @@ func (l *Loader) Evaluate(files []SourceFile) Result {
 	if good == nil {
 		good = &lastGood{}
 	}
+	if r := l.rcRefusal; r != nil {
+		if st := l.files[r.path]; st != nil && st.hash == r.hash {
+			cp := *good
+			cp.refusedConfig = r.msg
+			good = &cp
+		} else {
+			l.rcRefusal = nil // the RouterConfig changed: try it afresh
+		}
+	}
 	desired, admitDiags, next := admit(objs, l.prev, m, &l.scratch, good)
 	diags = append(diags, admitDiags...)
 	diags.Sort()
-	return Result{Desired: desired, Objects: objs, Diagnostics: diags, next: next}
+	res := Result{Desired: desired, Objects: objs, Diagnostics: diags, next: next}
+	if l.prev == nil {
+		res.RouterUnsettled = l.routerUnsettled(objs, admitDiags)
+	}
+	return res
 }
 
 // Commit makes res the last good state: its settings and the versions of
@@ -111,6 +151,22 @@ func (l *Loader) Commit(res Result) {
 		l.good = res.next
 	}
 }
+
+// RefuseRouterConfig marks the current version of the RouterConfig as
+// refused by HAProxy, with HAProxy's message: until its file changes, the
+// last good settings stay in force and the routes still apply.
+func (l *Loader) RefuseRouterConfig(msg string) bool {
+	for path, st := range l.files {
+		if st.good != nil && len(st.good.RouterConfigs) > 0 {
+			l.rcRefusal = &rcRefusal{path: path, hash: st.hash, msg: msg}
+			return true
+		}
+	}
+	return false
+}
+
+// rcRefusal is a RouterConfig version HAProxy refused.
+type rcRefusal struct{ path, hash, msg string }
 
 // Refuse marks the current version of route key as refused by HAProxy
 // (for example by `haproxy -c`), with HAProxy's message: the next
@@ -175,6 +231,9 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 			l.files[changed[i].Path] = st
 		}
 		st.hash, st.diags, st.failed = hashes[i], r.diags, r.failed
+		// A broken file that names the RouterConfig kind may be the
+		// router's settings: see Result.RouterUnsettled.
+		st.mayConfigure = r.failed && bytes.Contains(changed[i].Data, []byte("RouterConfig"))
 		if !r.failed {
 			objs := r.objs
 			st.good = &objs

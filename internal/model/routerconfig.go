@@ -30,6 +30,9 @@ const (
 	nodePortMax              = 32767
 )
 
+// routerConfigKept is the note on a RouterConfig with errors.
+const routerConfigKept = "RouterConfig has errors; the previous settings stay in force"
+
 // resolveSettings returns the settings in force for a snapshot: defaults
 // when there is no RouterConfig, the RouterConfig's when it is valid, and
 // prev (or defaults) when it is not.
@@ -65,7 +68,7 @@ func resolveSettings(rcs []RouterConfig, prev *Settings) (Settings, Diagnostics)
 		if len(sorted) == 1 {
 			ds = append(ds, Diagnostic{
 				Pos: sorted[0].Source.Pos, Severity: SeverityNote,
-				Message: "RouterConfig has errors; the previous settings stay in force",
+				Message: routerConfigKept,
 			})
 		}
 		return fallback, ds

@@ -49,6 +49,7 @@ type router struct {
 	stateDir           string        // the daemon's; set by the first start
 	deletionQuiet      time.Duration // daemon.Options.DeletionQuiet; 0 = default
 	stop               func()        // stops the running daemon
+	haproxy            string        // daemon.Options.HAProxy; "" = the real one
 }
 
 // newRouter prepares a config dir and ports; publish a first generation
@@ -87,7 +88,7 @@ func (r *router) startWith(mode, dir string) {
 		ConfigDir: dir, WatchMode: snapshotMode(mode), RunDir: r.runDir,
 		StateDir: r.stateDir, MetricsAddress: r.metrics,
 		Resync: 2 * time.Second, Debounce: 100 * time.Millisecond,
-		DeletionQuiet:  r.deletionQuiet,
+		DeletionQuiet: r.deletionQuiet, HAProxy: r.haproxy,
 		RuntimeTimeout: r.runtimeTimeout, Logger: logger, Status: r.store,
 		OnApply: func(a daemon.Applied) {
 			r.mu.Lock()

@@ -2,14 +2,17 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/status"
+	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 )
 
@@ -206,4 +209,57 @@ func TestRouterConfigVanishingKeepsPorts(t *testing.T) {
 	gen["endpoints.yaml"] = []byte(join(endpointsYAML("one", two), endpointsYAML("two", two)))
 	must(t, w.Publish(gen))
 	r.serves("a.e2e.test", "/", "two") // on the same port
+}
+
+// A generation HAProxy refuses as a whole, arriving while an accepted one
+// waits for its throttled reload, never shows in status: the hash and the
+// generation published are those of what HAProxy loaded.
+func TestRefusedGenerationBehindThrottledReload(t *testing.T) {
+	r := newRouter(t)
+	refusedPort := freePort(t)
+	// haproxy -c refuses any candidate listening on refusedPort; everything
+	// else goes to the real binary.
+	r.haproxy = filepath.Join(t.TempDir(), "haproxy")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = -c ] && grep -q ':%d' \"$3\"; then echo \"[ALERT] refusing port %d\" >&2; exit 1; fi\nexec %s \"$@\"\n",
+		refusedPort, refusedPort, testutil.HAProxy(t))
+	must(t, os.WriteFile(r.haproxy, []byte(script), 0o755))
+
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	rc := strings.Replace(r.routerConfig(""), "reloadInterval: 1s", "reloadInterval: 4s", 1)
+	gen := files("router.yaml", rc, "a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("two", two)))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+
+	gen["b.yaml"] = []byte(routeYAML("b", "b.e2e.test", "", "two"))
+	must(t, w.Publish(gen)) // a reload, at once
+	r.serves("b.e2e.test", "/", "two")
+	gen["c.yaml"] = []byte(routeYAML("c", "c.e2e.test", "", "two"))
+	must(t, w.Publish(gen)) // a reload, throttled
+	refused := maps.Clone(gen)
+	refused["router.yaml"] = []byte(strings.Replace(rc, fmt.Sprintf("http: %d", r.http), fmt.Sprintf("http: %d", refusedPort), 1))
+	must(t, w.Publish(refused))
+	r.reportsError("refusing port")
+	r.serves("c.e2e.test", "/", "two")
+
+	var applied []daemon.Applied
+	r.eventually(20*time.Second, "the throttled reload applied", func() error {
+		applied = r.appliedSnapshot()
+		if n := len(applied[len(applied)-1].Desired.Routes); n != 3 {
+			return fmt.Errorf("last applied has %d routes, want a, b and c", n)
+		}
+		return nil
+	})
+	last := applied[len(applied)-1]
+	for _, a := range applied {
+		if a.Desired.Router.HTTPPort == refusedPort {
+			t.Fatalf("generation %d with the refused port was applied", a.Generation)
+		}
+	}
+	st := r.store.Get()
+	if st.ConfigHash != last.Snapshot.Hash || st.Generation != last.Generation {
+		t.Fatalf("status names hash %s generation %d; HAProxy runs %s generation %d", st.ConfigHash, st.Generation, last.Snapshot.Hash, last.Generation)
+	}
 }
