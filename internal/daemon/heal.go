@@ -67,7 +67,7 @@ func (d *Daemon) heal(ctx context.Context) {
 	}
 	// The lock file went with a deleted run dir; Refresh recreates both.
 	if err := d.runLock.Refresh(); err != nil {
-		d.recordError(fmt.Errorf("heal run dir: %w", err))
+		d.healFailed(fmt.Errorf("heal run dir: %w", err))
 		return
 	}
 	var se *haproxy.SocketsError
@@ -97,9 +97,7 @@ func (d *Daemon) replace(ctx context.Context, reason string) {
 	d.log.Warn("replacing haproxy", "reason", reason, "pid", d.proc.PID())
 	proc, err := d.sup.Replace(rctx, d.proc)
 	if err != nil {
-		d.healing.backoff = min(max(2*d.healing.backoff, time.Second), time.Minute)
-		d.healing.after = time.Now().Add(d.healing.backoff)
-		d.recordError(fmt.Errorf("heal: replace haproxy (next try in %v): %w", d.healing.backoff, err))
+		d.healFailed(fmt.Errorf("heal: replace haproxy: %w", err))
 		return
 	}
 	d.proc = proc
@@ -107,4 +105,11 @@ func (d *Daemon) replace(ctx context.Context, reason string) {
 	d.throttle.clear() // the new HAProxy loaded the newest files
 	d.metrics.ObserveStart(time.Now())
 	d.loaded(ctx, []string{reason}, false, 0)
+}
+
+// healFailed records a failed heal and spaces out the next try.
+func (d *Daemon) healFailed(err error) {
+	d.healing.backoff = min(max(2*d.healing.backoff, time.Second), time.Minute)
+	d.healing.after = time.Now().Add(d.healing.backoff)
+	d.recordError(fmt.Errorf("%w (next try in %v)", err, d.healing.backoff))
 }
