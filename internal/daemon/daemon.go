@@ -103,9 +103,9 @@ type Daemon struct {
 	// inspector reads `show info` for the status page.
 	inspector haproxy.Inspector
 
-	// runLock and brokenSockets belong to heal.go.
-	runLock       *haproxy.RunDirLock
-	brokenSockets string
+	// runLock and healing belong to heal.go.
+	runLock *haproxy.RunDirLock
+	healing healState
 
 	// lastFiles keeps the last good content per path so an unreadable
 	// file keeps its objects; lastHash is the last snapshot processed.

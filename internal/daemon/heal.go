@@ -17,6 +17,15 @@ import (
 // socket every TLS route fails, without the admin socket every change
 // falls back to a reload. While it is broken, /readyz says so.
 
+// healState is what heal remembers between ticks.
+type healState struct {
+	broken string // the reason last found; "" when all is well
+	// after and backoff space out replacements that fail (up to a
+	// minute), so a HAProxy that cannot start is not retried every tick.
+	after   time.Time
+	backoff time.Duration
+}
+
 // lockRunDir takes the run dir's lock for as long as the daemon runs: a
 // second haroute on the same run dir fails here, before it touches
 // anything.
@@ -41,21 +50,24 @@ func (d *Daemon) heal(ctx context.Context) {
 	}
 	broken := d.proc.Sockets()
 	if broken == nil {
-		if d.brokenSockets != "" {
+		if d.healing.broken != "" {
 			d.log.Info("haproxy sockets healed")
-			d.brokenSockets = ""
 		}
+		d.healing = healState{}
 		return
 	}
 	reason := "haproxy sockets " + broken.Error()
 	d.setNotReady(reason)
-	if reason != d.brokenSockets {
+	if reason != d.healing.broken {
 		d.recordError(fmt.Errorf("%s; healing", reason))
-		d.brokenSockets = reason
+		d.healing.broken = reason
+	}
+	if time.Now().Before(d.healing.after) {
+		return
 	}
 	// The lock file went with a deleted run dir; Refresh recreates both.
 	if err := d.runLock.Refresh(); err != nil {
-		d.recordError(fmt.Errorf("heal run dir: %w", err))
+		d.healFailed(fmt.Errorf("heal run dir: %w", err))
 		return
 	}
 	var se *haproxy.SocketsError
@@ -85,7 +97,7 @@ func (d *Daemon) replace(ctx context.Context, reason string) {
 	d.log.Warn("replacing haproxy", "reason", reason, "pid", d.proc.PID())
 	proc, err := d.sup.Replace(rctx, d.proc)
 	if err != nil {
-		d.recordError(fmt.Errorf("heal: replace haproxy: %w", err))
+		d.healFailed(fmt.Errorf("heal: replace haproxy: %w", err))
 		return
 	}
 	d.proc = proc
@@ -93,4 +105,11 @@ func (d *Daemon) replace(ctx context.Context, reason string) {
 	d.throttle.clear() // the new HAProxy loaded the newest files
 	d.metrics.ObserveStart(time.Now())
 	d.loaded(ctx, []string{reason}, false, 0)
+}
+
+// healFailed records a failed heal and spaces out the next try.
+func (d *Daemon) healFailed(err error) {
+	d.healing.backoff = min(max(2*d.healing.backoff, time.Second), time.Minute)
+	d.healing.after = time.Now().Add(d.healing.backoff)
+	d.recordError(fmt.Errorf("%w (next try in %v)", err, d.healing.backoff))
 }

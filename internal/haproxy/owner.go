@@ -257,7 +257,7 @@ func (e *SocketsError) Error() string {
 // (master, admin, and Options.ListenerSockets such as the TLS hop) exist
 // and accept connections. It returns a *SocketsError when any does not.
 func (p *Process) Sockets() error {
-	if _, err := os.Stat(p.sup.opts.RunDir); err != nil {
+	if fi, err := os.Stat(p.sup.opts.RunDir); err != nil || !fi.IsDir() {
 		return &SocketsError{Missing: []string{p.sup.opts.RunDir}}
 	}
 	e := &SocketsError{}

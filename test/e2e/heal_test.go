@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,4 +124,52 @@ func modeOf(t *testing.T, path string) os.FileMode {
 	fi, err := os.Stat(path)
 	must(t, err)
 	return fi.Mode().Perm()
+}
+
+// readyz returns /readyz's status code and body.
+func (r *router) readyz() (int, string, error) {
+	resp, err := r.client.Get("http://" + r.metrics + "/readyz")
+	if err != nil {
+		return 0, "", err
+	}
+	return resp.StatusCode, strings.TrimSpace(readAll(resp)), nil
+}
+
+// While the run dir cannot be brought back (a file took its place),
+// /readyz says why it is not ready, and HTTP keeps being served by the
+// running HAProxy; once the way is clear, the heal completes.
+func TestReadyzNotReadyWhileRunDirBroken(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", join(routeYAML("one", "one.e2e.test", "", "one"), edgeRouteYAML("tls", "tls.e2e.test", "one")),
+		"endpoints.yaml", endpointsYAML("one", one),
+	)))
+	r.start("atomic")
+	r.serves("one.e2e.test", "/", "one")
+
+	must(t, os.RemoveAll(r.runDir))
+	must(t, os.WriteFile(r.runDir, []byte("in the way\n"), 0o600))
+	want := "not ready: haproxy sockets missing or dead: " + r.runDir
+	r.eventually(20*time.Second, "/readyz not ready", func() error {
+		code, body, err := r.readyz()
+		if err == nil && (code != http.StatusServiceUnavailable || body != want) {
+			err = fmt.Errorf("/readyz = %d %q, want 503 %q", code, body, want)
+		}
+		return err
+	})
+	r.reportsError("heal run dir: ")
+	r.keepsServing("one.e2e.test", "one", 5, "while the run dir is broken")
+
+	must(t, os.Remove(r.runDir))
+	r.eventually(30*time.Second, "/readyz ready again", func() error {
+		code, body, err := r.readyz()
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("/readyz = %d %q", code, body)
+		}
+		return err
+	})
+	r.eventually(20*time.Second, "TLS route served again", func() error { _, err := r.getTLS("tls.e2e.test"); return err })
 }
