@@ -43,6 +43,8 @@ type savedIndex struct {
 	// the TLS material in force.
 	DefaultCertificate   string `json:"defaultCertificate,omitempty"`
 	DefaultDestinationCA string `json:"defaultDestinationCA,omitempty"`
+	// StatsCredentials is the content hash of "user:password".
+	StatsCredentials string `json:"statsCredentials,omitempty"`
 }
 
 type savedEntry struct {
@@ -142,7 +144,7 @@ func (s *lastGoodStore) write(r saveRequest, prune bool) {
 
 // prune removes contents no longer named by the index.
 func (s *lastGoodStore) prune(idx savedIndex) {
-	keep := map[string]bool{idx.DefaultCertificate: true, idx.DefaultDestinationCA: true}
+	keep := map[string]bool{idx.DefaultCertificate: true, idx.DefaultDestinationCA: true, idx.StatsCredentials: true}
 	for _, e := range append(idx.Files, idx.Anchors...) {
 		keep[e.Hash] = true
 	}
@@ -215,6 +217,15 @@ func (s *lastGoodStore) load() (*saved, error) {
 				return nil, err
 			}
 		}
+		if idx.StatsCredentials != "" {
+			b, err := read(idx.StatsCredentials)
+			if err != nil {
+				return nil, err
+			}
+			if m.StatsCredentials, err = model.ParseStatsCredentials(b); err != nil {
+				return nil, fmt.Errorf("saved stats credentials: %w", err)
+			}
+		}
 		sv.material = &m
 	}
 	return &sv, nil
@@ -260,6 +271,11 @@ func (d *Daemon) saveLastGood(gen generation) {
 	if ca := gen.material.DefaultDestinationCA; len(ca) > 0 {
 		req.index.DefaultDestinationCA = contentHash(ca)
 		req.contents[req.index.DefaultDestinationCA] = ca
+	}
+	if c := gen.material.StatsCredentials; c.Set() {
+		b := []byte(c.User + ":" + c.Password + "\n")
+		req.index.StatsCredentials = contentHash(b)
+		req.contents[req.index.StatsCredentials] = b
 	}
 	d.store.save(req)
 }

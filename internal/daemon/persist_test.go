@@ -1,0 +1,72 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/haroute/haroute/internal/model"
+)
+
+// The saved state reads back as written, and a damaged or hostile one is
+// refused rather than served.
+func TestLastGoodStoreRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	s := newLastGoodStore(dir, slog.New(slog.DiscardHandler))
+	files := []model.SourceFile{{Path: "a.yaml", Data: []byte("a: 1\n")}, {Path: "sub/b.yaml", Data: []byte("b: 2\n")}}
+	anchor := model.SourceFile{Path: "a.yaml", Data: []byte("a: 0\n")}
+	creds := []byte("admin:s3cret\n")
+	req := saveRequest{contents: map[string][]byte{}, index: savedIndex{Version: 1}}
+	for _, f := range files {
+		h := contentHash(f.Data)
+		req.index.Files = append(req.index.Files, savedEntry{Path: f.Path, Hash: h})
+		req.contents[h] = f.Data
+	}
+	req.index.Anchors = []savedEntry{{Path: anchor.Path, Hash: contentHash(anchor.Data)}}
+	req.contents[contentHash(anchor.Data)] = anchor.Data
+	req.index.DefaultCertificate = contentHash([]byte("pem"))
+	req.contents[req.index.DefaultCertificate] = []byte("pem")
+	req.index.StatsCredentials = contentHash(creds)
+	req.contents[req.index.StatsCredentials] = creds
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go s.run(ctx)
+	s.save(req)
+	cancel()
+	<-s.done
+
+	sv, err := s.load()
+	if err != nil || sv == nil {
+		t.Fatalf("load: %v, %v", sv, err)
+	}
+	if len(sv.files) != 2 || string(sv.files[1].Data) != "b: 2\n" || len(sv.anchors) != 1 || string(sv.anchors[0].Data) != "a: 0\n" {
+		t.Fatalf("files %+v anchors %+v", sv.files, sv.anchors)
+	}
+	if sv.material == nil || string(sv.material.DefaultCertificate) != "pem" || sv.material.StatsCredentials.Password != "s3cret" {
+		t.Fatalf("material %+v", sv.material)
+	}
+	info, err := os.Stat(filepath.Join(dir, lastGoodDir, "objects", req.index.StatsCredentials))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("saved credentials: %v, mode %v", err, info.Mode())
+	}
+
+	// Damaged content is refused.
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(dir, lastGoodDir, "objects", contentHash(files[0].Data)), []byte("tampered"), 0o600))
+	if _, err := s.load(); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("damaged content: %v", err)
+	}
+	// An index naming a path instead of a hash is refused.
+	must(os.WriteFile(filepath.Join(dir, lastGoodDir, "index.json"), []byte(`{"version":1,"files":[{"path":"x","hash":"../../etc/passwd"}]}`), 0o600))
+	if _, err := s.load(); err == nil || !strings.Contains(err.Error(), "not a content hash") {
+		t.Fatalf("hostile index: %v", err)
+	}
+}
