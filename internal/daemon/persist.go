@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"github.com/haroute/haroute/internal/certgen"
 	"github.com/haroute/haroute/internal/fsutil"
@@ -58,10 +59,12 @@ type saved struct {
 	material       *certgen.Material
 }
 
-// saveRequest is one state to save: the index and the contents it names.
+// saveRequest is one state to save: the files as accepted, the anchors
+// of broken paths, and the TLS material. It shares memory with the
+// daemon's snapshot, which is never modified.
 type saveRequest struct {
-	index    savedIndex
-	contents map[string][]byte
+	files, anchors []model.SourceFile
+	material       certgen.Material
 }
 
 // lastGoodStore saves states in the background.
@@ -71,10 +74,17 @@ type lastGoodStore struct {
 	reqs chan saveRequest
 	// done is closed when the writer has stopped (tests wait on it).
 	done chan struct{}
+	// stored is the set of content hashes on disk (the writer's own).
+	stored map[string]bool
+	// every is the least time between two saves: a burst of changes
+	// costs one save, and the index (a line per file) is not rewritten
+	// for every endpoint change at 10k routes.
+	every time.Duration
 }
 
 func newLastGoodStore(stateDir string, log *slog.Logger) *lastGoodStore {
-	return &lastGoodStore{dir: filepath.Join(stateDir, lastGoodDir), log: log, reqs: make(chan saveRequest, 1), done: make(chan struct{})}
+	return &lastGoodStore{dir: filepath.Join(stateDir, lastGoodDir), log: log,
+		reqs: make(chan saveRequest, 1), done: make(chan struct{}), every: time.Second}
 }
 
 // save queues r, replacing a queued state not yet written.
@@ -101,6 +111,10 @@ func (s *lastGoodStore) run(ctx context.Context) {
 		case r := <-s.reqs:
 			s.write(r, writes%100 == 0)
 			writes++
+			select {
+			case <-time.After(s.every):
+			case <-ctx.Done():
+			}
 		case <-ctx.Done():
 			select {
 			case r := <-s.reqs:
@@ -118,27 +132,67 @@ func (s *lastGoodStore) write(r saveRequest, prune bool) {
 		s.log.Error("save last good state", "err", err)
 		return
 	}
-	for hash, data := range r.contents {
-		path := filepath.Join(objects, hash)
-		if _, err := os.Stat(path); err == nil {
-			continue
-		}
-		// Contents may hold private keys.
-		if err := fsutil.WriteFileAtomic(path, data, 0o600); err != nil {
-			s.log.Error("save last good state", "err", err)
-			return
+	if s.stored == nil {
+		s.stored = map[string]bool{}
+		if entries, err := os.ReadDir(objects); err == nil {
+			for _, e := range entries {
+				s.stored[e.Name()] = true
+			}
 		}
 	}
-	idx, err := json.Marshal(r.index)
+	idx := savedIndex{Version: 1}
+	store := func(data []byte) (string, error) {
+		hash := contentHash(data)
+		if s.stored[hash] {
+			return hash, nil
+		}
+		// Contents may hold private keys.
+		if err := fsutil.WriteFileAtomic(filepath.Join(objects, hash), data, 0o600); err != nil {
+			return "", err
+		}
+		s.stored[hash] = true
+		return hash, nil
+	}
+	entries := func(fs []model.SourceFile) ([]savedEntry, error) {
+		out := make([]savedEntry, 0, len(fs))
+		for _, f := range fs {
+			hash := f.Hash
+			if hash == "" || !s.stored[hash] {
+				var err error
+				if hash, err = store(f.Data); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, savedEntry{Path: f.Path, Hash: hash})
+		}
+		return out, nil
+	}
+	var err error
+	if idx.Files, err = entries(r.files); err == nil {
+		idx.Anchors, err = entries(r.anchors)
+	}
+	m := r.material
+	if err == nil && len(m.DefaultCertificate) > 0 {
+		idx.DefaultCertificate, err = store(m.DefaultCertificate)
+	}
+	if err == nil && len(m.DefaultDestinationCA) > 0 {
+		idx.DefaultDestinationCA, err = store(m.DefaultDestinationCA)
+	}
+	if c := m.StatsCredentials; err == nil && c.Set() {
+		idx.StatsCredentials, err = store([]byte(c.User + ":" + c.Password + "\n"))
+	}
 	if err == nil {
-		err = fsutil.WriteFileAtomic(filepath.Join(s.dir, "index.json"), idx, 0o600)
+		var data []byte
+		if data, err = json.Marshal(idx); err == nil {
+			err = fsutil.WriteFileAtomic(filepath.Join(s.dir, "index.json"), data, 0o600)
+		}
 	}
 	if err != nil {
 		s.log.Error("save last good state", "err", err)
 		return
 	}
 	if prune {
-		s.prune(r.index)
+		s.prune(idx)
 	}
 }
 
@@ -156,6 +210,7 @@ func (s *lastGoodStore) prune(idx savedIndex) {
 	for _, e := range entries {
 		if !keep[e.Name()] {
 			_ = os.Remove(filepath.Join(objects, e.Name()))
+			delete(s.stored, e.Name())
 		}
 	}
 }
@@ -240,42 +295,34 @@ func contentHash(b []byte) string {
 // a path whose content is good now is its own anchor.
 func (d *Daemon) saveLastGood(gen generation) {
 	stale := gen.result.StalePaths()
-	present := make(map[string]bool, len(gen.files))
-	req := saveRequest{contents: make(map[string][]byte), index: savedIndex{Version: 1}}
+	req := saveRequest{files: gen.files, material: gen.material}
+	anchored := 0
 	for _, f := range gen.files {
-		present[f.Path] = true
-		hash := f.Hash
-		if hash == "" {
-			hash = contentHash(f.Data)
-		}
-		req.index.Files = append(req.index.Files, savedEntry{Path: f.Path, Hash: hash})
-		req.contents[hash] = f.Data
 		if stale[f.Path] || d.loader.Failed(f.Path) {
-			if a, ok := d.anchors[f.Path]; ok && a.Hash != hash {
-				req.index.Anchors = append(req.index.Anchors, savedEntry{Path: a.Path, Hash: a.Hash})
-				req.contents[a.Hash] = a.Data
+			if a, ok := d.anchors[f.Path]; ok {
+				anchored++
+				if a.Hash != f.Hash {
+					req.anchors = append(req.anchors, a)
+				}
 			}
 			continue
 		}
-		d.anchors[f.Path] = model.SourceFile{Path: f.Path, Data: f.Data, Hash: hash}
-	}
-	for p := range d.anchors {
-		if !present[p] {
-			delete(d.anchors, p)
+		anchored++
+		if a, ok := d.anchors[f.Path]; !ok || a.Hash != f.Hash || f.Hash == "" {
+			d.anchors[f.Path] = f
 		}
 	}
-	if c := gen.material.DefaultCertificate; len(c) > 0 {
-		req.index.DefaultCertificate = contentHash(c)
-		req.contents[req.index.DefaultCertificate] = c
-	}
-	if ca := gen.material.DefaultDestinationCA; len(ca) > 0 {
-		req.index.DefaultDestinationCA = contentHash(ca)
-		req.contents[req.index.DefaultDestinationCA] = ca
-	}
-	if c := gen.material.StatsCredentials; c.Set() {
-		b := []byte(c.User + ":" + c.Password + "\n")
-		req.index.StatsCredentials = contentHash(b)
-		req.contents[req.index.StatsCredentials] = b
+	if len(d.anchors) > anchored {
+		// Some anchored path is gone from the generation.
+		present := make(map[string]bool, len(gen.files))
+		for _, f := range gen.files {
+			present[f.Path] = true
+		}
+		for p := range d.anchors {
+			if !present[p] {
+				delete(d.anchors, p)
+			}
+		}
 	}
 	d.store.save(req)
 }

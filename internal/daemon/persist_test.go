@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/haroute/haroute/internal/certgen"
 	"github.com/haroute/haroute/internal/model"
 )
 
@@ -18,20 +19,9 @@ func TestLastGoodStoreRoundTrip(t *testing.T) {
 	s := newLastGoodStore(dir, slog.New(slog.DiscardHandler))
 	files := []model.SourceFile{{Path: "a.yaml", Data: []byte("a: 1\n")}, {Path: "sub/b.yaml", Data: []byte("b: 2\n")}}
 	anchor := model.SourceFile{Path: "a.yaml", Data: []byte("a: 0\n")}
-	creds := []byte("admin:s3cret\n")
-	req := saveRequest{contents: map[string][]byte{}, index: savedIndex{Version: 1}}
-	for _, f := range files {
-		h := contentHash(f.Data)
-		req.index.Files = append(req.index.Files, savedEntry{Path: f.Path, Hash: h})
-		req.contents[h] = f.Data
-	}
-	req.index.Anchors = []savedEntry{{Path: anchor.Path, Hash: contentHash(anchor.Data)}}
-	req.contents[contentHash(anchor.Data)] = anchor.Data
-	req.index.DefaultCertificate = contentHash([]byte("pem"))
-	req.contents[req.index.DefaultCertificate] = []byte("pem")
-	req.index.StatsCredentials = contentHash(creds)
-	req.contents[req.index.StatsCredentials] = creds
-
+	req := saveRequest{files: files, anchors: []model.SourceFile{anchor}, material: certgen.Material{
+		DefaultCertificate: []byte("pem"), StatsCredentials: model.StatsCredentials{User: "admin", Password: "s3cret"},
+	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	go s.run(ctx)
 	s.save(req)
@@ -48,7 +38,7 @@ func TestLastGoodStoreRoundTrip(t *testing.T) {
 	if sv.material == nil || string(sv.material.DefaultCertificate) != "pem" || sv.material.StatsCredentials.Password != "s3cret" {
 		t.Fatalf("material %+v", sv.material)
 	}
-	info, err := os.Stat(filepath.Join(dir, lastGoodDir, "objects", req.index.StatsCredentials))
+	info, err := os.Stat(filepath.Join(dir, lastGoodDir, "objects", contentHash([]byte("admin:s3cret\n"))))
 	if err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("saved credentials: %v, mode %v", err, info.Mode())
 	}
