@@ -309,6 +309,8 @@ func TestHostileValues(t *testing.T) {
 		{"metadata.annotations." + model.AnnotationCookieSameSite, "Lax'", ignored},
 		{"metadata.annotations." + model.AnnotationSetForwardedHeaders, "never #", ignored},
 		{"metadata.annotations." + model.AnnotationPodConcurrentConnection, "1 #", ignored},
+		{"metadata.annotations." + model.AnnotationPodConcurrentConnection, "2147483648", ignored}, // HAProxy would wrap it
+		{"metadata.annotations." + model.AnnotationPodConcurrentConnection, "2147483647", used},
 		{"metadata.annotations." + model.AnnotationRateLimitRateHTTP, "5'", ignored},
 	}
 	docs := make([]routeDoc, len(cases))
