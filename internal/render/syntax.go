@@ -32,9 +32,10 @@ func checkWord(what, s string) error {
 // HAProxy does no escaping and no environment expansion; a single quote
 // itself ends the quoted part, so it is written as a closing quote, an
 // escaped quote and an opening quote, which HAProxy's line parser joins
-// into one word as a shell does. When s is also a log-format string (set-header values,
-// replace-path replacements), '%' is doubled so it stays literal. Control
-// characters cannot be written on a config line at all.
+// into one word as a shell does. When s is also a log-format string
+// (set-header values, replace-path replacements), '%' is doubled so it
+// stays literal. Control characters cannot be written on a config line
+// at all.
 func singleQuoted(what, s string, logFormat bool) (string, error) {
 	if err := checkQuotable(what, s); err != nil {
 		return "", err
