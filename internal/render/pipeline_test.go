@@ -108,6 +108,7 @@ var routeFields = []routeField{
 	metaField("name"),
 	metaField("namespace"),
 	specField("host"),
+	specField("subdomain"),
 	specField("path"),
 	specField("to", "name"),
 	specField("port", "targetPort"),
@@ -156,7 +157,7 @@ func findRouteField(t testing.TB, name string) routeField {
 func pipelineFiles(t testing.TB, docs []routeDoc) []model.SourceFile {
 	t.Helper()
 	files := []model.SourceFile{{Path: "router.yaml", Data: []byte(
-		"apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec:\n  allowWildcardRoutes: true\n")}}
+		"apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec:\n  allowWildcardRoutes: true\n  domain: apps.example.com\n")}}
 	var eps strings.Builder
 	for _, ns := range pipelineNamespaces {
 		for _, svc := range []struct{ name, ip1, ip2 string }{{"web", "127.0.0.1", "::1"}, {"alt", "127.0.0.2", "127.0.0.3"}} {
