@@ -167,3 +167,46 @@ func rawGet(t *testing.T, port int, host, path, cookie string) (status, body, se
 	}
 	return status, body, setCookie
 }
+
+// TestLiveStatsPasswordQuoted: a stats password holding characters the
+// config parser gives a meaning to is written so that HAProxy checks the
+// password as it was given.
+func TestLiveStatsPasswordQuoted(t *testing.T) {
+	bin := testutil.HAProxy(t)
+	tc := loadTestCerts(t)
+	s := model.DefaultSettings()
+	s.BindAddress = "127.0.0.1"
+	s.MaxConnections = 2000
+	s.HTTPPort, s.HTTPSPort, s.StatsPort = freePort(t), freePort(t), freePort(t)
+	tmp, err := os.MkdirTemp("", "hr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	const password = `p'a#s$%\"w`
+	in := Input{Desired: desired(s), Dir: tmp + "/b", RunDir: tmp + "/r", DefaultCertificate: []byte(tc.Default),
+		StatsCredentials: model.StatsCredentials{User: "admin", Password: password}}
+	writeBundle(t, in.Dir, mustRender(t, in))
+	if err := os.MkdirAll(in.RunDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	startHAProxy(t, bin, in)
+	for _, c := range []struct {
+		password string
+		want     int
+	}{{password, 200}, {"p", 401}, {`p'a#s`, 401}} {
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/stats", s.StatsPort), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth("admin", c.password)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("password %q: status %d, want %d", c.password, resp.StatusCode, c.want)
+		}
+	}
+}
