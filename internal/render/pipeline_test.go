@@ -286,6 +286,10 @@ func TestHostileValues(t *testing.T) {
 		{"spec.host", "a b.example.com", rejected},
 		{"spec.host", long + ".example.com", rejected},
 		{"metadata.name", "r'x", rejected},
+		// The longest names make the longest backend, server and file names.
+		{"metadata.name", strings.Repeat(strings.Repeat("a", 63)+".", 3) + strings.Repeat("b", 61), used},
+		{"metadata.namespace", strings.Repeat("n", 63), used},
+		{"spec.host", strings.Repeat(strings.Repeat("h", 63)+".", 3) + "example.com", used},
 		{"metadata.namespace", "ns a", rejected},
 		{"spec.to.name", "web\"", rejected},
 		{"spec.port.targetPort", "h#ttp", rejected},
@@ -329,9 +333,10 @@ func TestHostileValues(t *testing.T) {
 				sev = append(sev, d.Severity)
 			}
 		}
+		meta := docs[i]["metadata"].(map[string]any)
 		admitted := false
 		for _, r := range res.Desired.Routes {
-			admitted = admitted || r.Key.Name == fmt.Sprintf("r%d", i) && r.Key.Namespace == docs[i]["metadata"].(map[string]any)["namespace"]
+			admitted = admitted || r.Key.Name == meta["name"] && r.Key.Namespace == meta["namespace"]
 		}
 		var got string
 		switch {
