@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +37,8 @@ func TestLiveQuotedValues(t *testing.T) {
 	httpPort, httpsPort, statsPort := freePort(t), freePort(t), freePort(t)
 	const quotedPath = `/it's"q"\x`
 	const cookieName = `it's#a$cookie`
+	// The longest path validation admits under its host.
+	longestPath := "/" + strings.Repeat("p", model.MaxMapKeyLength-len("l.example.com")-2)
 	routes := []map[string]any{
 		{"apiVersion": "route.openshift.io/v1", "kind": "Route",
 			"metadata": map[string]any{"name": "quoted", "namespace": "t"},
@@ -43,6 +47,9 @@ func TestLiveQuotedValues(t *testing.T) {
 			"metadata": map[string]any{"name": "rewritten", "namespace": "t",
 				"annotations": map[string]any{model.AnnotationRewriteTarget: "/new%27s"}},
 			"spec": map[string]any{"host": "r.example.com", "path": quotedPath, "to": map[string]any{"name": "rewritten"}}},
+		{"apiVersion": "route.openshift.io/v1", "kind": "Route",
+			"metadata": map[string]any{"name": "longest", "namespace": "t"},
+			"spec":     map[string]any{"host": "l.example.com", "path": longestPath, "to": map[string]any{"name": "quoted"}}},
 		{"apiVersion": "route.openshift.io/v1", "kind": "Route",
 			"metadata": map[string]any{"name": "sticky", "namespace": "t",
 				"annotations": map[string]any{model.AnnotationCookieName: cookieName, model.AnnotationBalance: "roundrobin"}},
@@ -102,6 +109,9 @@ func TestLiveQuotedValues(t *testing.T) {
 		{"q.example.com", `/it%27s"q"\x`, "503", ""}, // the path is matched as sent
 		{"r.example.com", quotedPath, "200", "rewritten /new%27s"},
 		{"r.example.com", quotedPath + "/a?b=1", "200", "rewritten /new%27s/a?b=1"},
+		{"l.example.com", longestPath, "200", "quoted " + longestPath},
+		{"l.example.com", longestPath + "/x", "200", "quoted " + longestPath + "/x"},
+		{"l.example.com", longestPath[:len(longestPath)-1], "503", ""},
 	} {
 		status, body, _ := rawGet(t, httpPort, c.host, c.path, "")
 		if status != c.wantStatus || c.wantBody != "" && body != c.wantBody {
@@ -151,20 +161,16 @@ func rawGet(t *testing.T, port int, host, path, cookie string) (status, body, se
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	out, _ := io.ReadAll(c)
-	head, body, _ := strings.Cut(string(out), "\r\n\r\n")
-	lines := strings.Split(head, "\r\n")
-	if f := strings.Fields(lines[0]); len(f) > 1 {
-		status = f[1]
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("GET %s%s: %v", host, path, err)
 	}
-	for _, l := range lines[1:] {
-		if v, ok := strings.CutPrefix(strings.ToLower(l), "set-cookie: "); ok {
-			setCookie = l[len(l)-len(v):]
-		}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s%s: body: %v", host, path, err)
 	}
-	if strings.Contains(head, "Transfer-Encoding: chunked") {
-		t.Fatalf("chunked response to %s%s; the test reads plain bodies only", host, path)
-	}
+	status, body, setCookie = strconv.Itoa(resp.StatusCode), string(data), resp.Header.Get("Set-Cookie")
 	return status, body, setCookie
 }
 
