@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -434,10 +435,18 @@ func isToken(s string) bool {
 	return true
 }
 
+// maxHAProxyInt is the largest count HAProxy keeps in an int (a server's
+// maxconn): it reads larger numbers without complaint and wraps them,
+// 2147483648 becoming negative.
+const maxHAProxyInt = 1<<31 - 1
+
 func positiveInt(v string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("value %q is not a positive integer", v)
+	switch {
+	case err != nil && errors.Is(err, strconv.ErrRange) || err == nil && n > maxHAProxyInt:
+		return 0, fmt.Errorf("value %s is more than HAProxy's maximum of %d", shortQuote(v), maxHAProxyInt)
+	case err != nil || n < 1:
+		return 0, fmt.Errorf("value %s is not a positive integer", shortQuote(v))
 	}
 	return n, nil
 }

@@ -148,6 +148,11 @@ func TestAnnotations(t *testing.T) {
 		{name: "rewrite target too long", ann: map[string]string{AnnotationRewriteTarget: "/" + strings.Repeat("a", MaxMapKeyLength)}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target is 4097 bytes long, more than the limit of 4096; annotation ignored`,
 		}},
+		{name: "pod concurrent connections beyond an int", ann: map[string]string{AnnotationPodConcurrentConnection: "2147483648"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/pod-concurrent-connections: value "2147483648" is more than HAProxy's maximum of 2147483647; annotation ignored`,
+		}},
+		{name: "pod concurrent connections at the maximum", ann: map[string]string{AnnotationPodConcurrentConnection: "2147483647"},
+			want: def(func(b *BackendSettings) { b.PodConcurrentConnections = 2147483647 })},
 		{name: "cookie name with quote and hash is a token", ann: map[string]string{AnnotationCookieName: "a'b#c"},
 			want: def(func(b *BackendSettings) { b.CookieName = "a'b#c" })},
 		{name: "rewrite target with space", ann: map[string]string{AnnotationRewriteTarget: "/a b"}, want: def(nil), diag: []string{

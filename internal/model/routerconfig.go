@@ -26,8 +26,12 @@ const (
 	// look like a SYN flood to the backends.
 	quietHealthCheckInterval = 5 * time.Second
 	maxThreadCount           = 64
-	nodePortMin              = 30000
-	nodePortMax              = 32767
+	// maxMaxConnections is OpenShift's upper bound for the
+	// IngressController's maxConnections. HAProxy keeps maxconn in an
+	// int and wraps larger values without complaint.
+	maxMaxConnections = 2_000_000
+	nodePortMin       = 30000
+	nodePortMax       = 32767
 )
 
 // routerConfigKept is the note on a RouterConfig with errors.
@@ -99,9 +103,12 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	}
 
 	if p := spec.TuningOptions.MaxConnections; p != nil {
-		if *p < 1 {
+		switch {
+		case *p < 1:
 			v.errorf("spec.tuningOptions.maxConnections", "maxConnections %d must be a positive integer", *p)
-		} else {
+		case *p > maxMaxConnections:
+			v.errorf("spec.tuningOptions.maxConnections", "maxConnections %d is more than %d", *p, maxMaxConnections)
+		default:
 			s.MaxConnections = *p
 		}
 	}

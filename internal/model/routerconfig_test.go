@@ -191,6 +191,11 @@ func TestRouterConfigSettings(t *testing.T) {
 			},
 		},
 		{
+			name:  "maxConnections above OpenShift's bound",
+			spec:  RouterConfigSpec{TuningOptions: TuningOptions{MaxConnections: ptr(2_000_001)}},
+			diags: []string{`rc.yaml:16:7: error: spec.tuningOptions.maxConnections: maxConnections 2000001 is more than 2000000`},
+		},
+		{
 			name: "inline default certificate and CA",
 			spec: RouterConfigSpec{DefaultCertificate: pair.cert + pair.key, DefaultDestinationCA: ca.cert},
 			check: func(s Settings) Settings {

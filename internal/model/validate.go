@@ -84,19 +84,26 @@ func validateRoute(r *Route, settings *Settings) (AdmittedRoute, *routeCheck) {
 		Host:              host,
 		Path:              spec.Path,
 	}
+	// keyHost is what the map key holds of the host: nothing for a
+	// host already refused, so a bad host is not reported twice.
+	keyHost := ""
 	switch {
 	case host == "": // routeHost said why
 	case generated:
 		if msg := hostProblem(host); msg != "" {
 			f := generatedFrom(spec)
 			c.add(SeverityError, c.pos(f, "spec"), f, fmt.Sprintf("generated host %q is not valid: %s; set spec.host", host, msg))
+		} else {
+			keyHost = host
 		}
 	default:
 		if msg := hostProblem(host); msg != "" {
 			c.add(SeverityError, c.pos("spec.host", "spec"), "spec.host", msg)
+		} else {
+			keyHost = host
 		}
 	}
-	if msg := routeKeyProblem(spec.Host, spec.Path); msg != "" {
+	if msg := routeKeyProblem(keyHost, spec.Path); msg != "" {
 		c.errorf("spec.path", "%s", msg)
 	} else if msg := pathProblem(spec.Path); msg != "" {
 		c.errorf("spec.path", "%s", msg)

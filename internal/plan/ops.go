@@ -203,8 +203,9 @@ func ParsePrepareReply(reply string) (string, error) {
 // as payloads of "key value" lines, as few as MaxPayload allows: HAProxy
 // 2.6.12 takes the payload form of `add map`, and a 10k-entry map loads in
 // ~36 ms instead of ~300 ms with one command per entry. In a payload
-// nothing is escaped; render's keys and values hold no white space, '\'
-// or '#' (checkWord).
+// nothing is escaped (quotes and '\' in a path arrive literally, verified
+// on 2.6.12); render's keys and values hold no white space or control
+// characters, and fit in a line (checkMapEntries).
 func (o MapReplace) Commands(ver string) []string {
 	head := "add map @" + ver + " " + o.Path + " <<\n"
 	var out []string

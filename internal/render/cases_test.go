@@ -166,6 +166,20 @@ func goldenCases() []goldenCase {
 				route("web", "static", "site.example.com", "/static", svc("static", 100, "10.5.0.4:8080")),
 			)
 		}},
+		// Values HAProxy's config parser gives a meaning to, as the model
+		// admits them: quoted where they appear in haproxy.cfg, literal in
+		// the maps.
+		{name: "quoting", desired: func(testCerts) *model.Desired {
+			return desired(def,
+				route("web", "quoted", "q.example.com", `/it's"q"\x%20$HOME;{a}`, svc("q", 100, "10.5.1.1:8080"),
+					backendSettings(func(b *model.BackendSettings) {
+						b.CookieName = "it's#a$cookie"
+						b.RewriteTarget = ptr("/new%27s/$x;y=(1)")
+					})),
+				route("web", "plain-cookie", "p.example.com", "", svc("p", 100, "10.5.1.2:8080"),
+					backendSettings(func(b *model.BackendSettings) { b.CookieName = "JSESSIONID" })),
+			)
+		}},
 		{name: "ab-weights", desired: func(testCerts) *model.Desired {
 			return desired(def,
 				route("ab", "split", "ab.example.com", "",

@@ -153,13 +153,13 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("  http-request use-service prometheus-exporter if { path /metrics }")
 	w.line("  monitor-uri /healthz")
 	// The stats page lists every backend and endpoint address: served
-	// only with credentials. Single quotes keep the password literal
-	// (model.ParseStatsCredentials refuses a quote in it).
+	// only with credentials. Quoting keeps the password literal
+	// (checkInput refused what cannot be quoted).
 	if c := in.StatsCredentials; c.Set() {
 		w.line("  stats enable")
 		w.line("  stats uri /stats")
 		w.line("  stats realm haroute")
-		w.line("  stats auth '", c.User, ":", c.Password, "'")
+		w.line("  stats auth ", string(appendQuoted(nil, c.User+":"+c.Password, false)))
 	}
 
 	preloadCAs(w, in)

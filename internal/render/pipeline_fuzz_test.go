@@ -51,7 +51,10 @@ func goodValues(field string, i int, tc testCerts) []string {
 	case "metadata.namespace":
 		return pipelineNamespaces
 	case "spec.host":
-		return []string{fmt.Sprintf("h%d.example.com", i), fmt.Sprintf("www.h%d.example.com", i)}
+		// "": generated from the name, or from spec.subdomain.
+		return []string{fmt.Sprintf("h%d.example.com", i), fmt.Sprintf("www.h%d.example.com", i), ""}
+	case "spec.subdomain":
+		return []string{fmt.Sprintf("s%d", i), ""}
 	case "spec.path":
 		return []string{"", "/", "/api", "/a/b/", "/x.y~z"}
 	case "spec.to.name", "spec.alternateBackends[0].name":

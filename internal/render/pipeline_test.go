@@ -108,6 +108,7 @@ var routeFields = []routeField{
 	metaField("name"),
 	metaField("namespace"),
 	specField("host"),
+	specField("subdomain"),
 	specField("path"),
 	specField("to", "name"),
 	specField("port", "targetPort"),
@@ -156,7 +157,7 @@ func findRouteField(t testing.TB, name string) routeField {
 func pipelineFiles(t testing.TB, docs []routeDoc) []model.SourceFile {
 	t.Helper()
 	files := []model.SourceFile{{Path: "router.yaml", Data: []byte(
-		"apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec:\n  allowWildcardRoutes: true\n")}}
+		"apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec:\n  allowWildcardRoutes: true\n  domain: apps.example.com\n")}}
 	var eps strings.Builder
 	for _, ns := range pipelineNamespaces {
 		for _, svc := range []struct{ name, ip1, ip2 string }{{"web", "127.0.0.1", "::1"}, {"alt", "127.0.0.2", "127.0.0.3"}} {
@@ -285,6 +286,10 @@ func TestHostileValues(t *testing.T) {
 		{"spec.host", "a b.example.com", rejected},
 		{"spec.host", long + ".example.com", rejected},
 		{"metadata.name", "r'x", rejected},
+		// The longest names make the longest backend, server and file names.
+		{"metadata.name", strings.Repeat(strings.Repeat("a", 63)+".", 3) + strings.Repeat("b", 61), used},
+		{"metadata.namespace", strings.Repeat("n", 63), used},
+		{"spec.host", strings.Repeat(strings.Repeat("h", 63)+".", 3) + "example.com", used},
 		{"metadata.namespace", "ns a", rejected},
 		{"spec.to.name", "web\"", rejected},
 		{"spec.port.targetPort", "h#ttp", rejected},
@@ -309,6 +314,8 @@ func TestHostileValues(t *testing.T) {
 		{"metadata.annotations." + model.AnnotationCookieSameSite, "Lax'", ignored},
 		{"metadata.annotations." + model.AnnotationSetForwardedHeaders, "never #", ignored},
 		{"metadata.annotations." + model.AnnotationPodConcurrentConnection, "1 #", ignored},
+		{"metadata.annotations." + model.AnnotationPodConcurrentConnection, "2147483648", ignored}, // HAProxy would wrap it
+		{"metadata.annotations." + model.AnnotationPodConcurrentConnection, "2147483647", used},
 		{"metadata.annotations." + model.AnnotationRateLimitRateHTTP, "5'", ignored},
 	}
 	docs := make([]routeDoc, len(cases))
@@ -326,9 +333,10 @@ func TestHostileValues(t *testing.T) {
 				sev = append(sev, d.Severity)
 			}
 		}
+		meta := docs[i]["metadata"].(map[string]any)
 		admitted := false
 		for _, r := range res.Desired.Routes {
-			admitted = admitted || r.Key.Name == fmt.Sprintf("r%d", i) && r.Key.Namespace == docs[i]["metadata"].(map[string]any)["namespace"]
+			admitted = admitted || r.Key.Name == meta["name"] && r.Key.Namespace == meta["namespace"]
 		}
 		var got string
 		switch {

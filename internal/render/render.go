@@ -140,6 +140,15 @@ func checkInput(in Input) error {
 	if len(in.DefaultCertificate) == 0 {
 		return errors.New("no default certificate")
 	}
+	if c := in.StatsCredentials; c.Set() {
+		// HAProxy splits user from password at the first ':'.
+		if strings.Contains(c.User, ":") {
+			return errors.New("stats user contains ':'")
+		}
+		if err := checkQuotable("stats credentials", c.User+":"+c.Password); err != nil {
+			return errors.New("stats credentials contain a control character")
+		}
+	}
 	s := in.Desired.Router
 	if s.BindAddress != "" && net.ParseIP(s.BindAddress) == nil {
 		return fmt.Errorf("bind address %q is not an IP address", s.BindAddress)

@@ -32,9 +32,10 @@ func checkWord(what, s string) error {
 // HAProxy does no escaping and no environment expansion; a single quote
 // itself ends the quoted part, so it is written as a closing quote, an
 // escaped quote and an opening quote, which HAProxy's line parser joins
-// into one word as a shell does. When s is also a log-format string (set-header values,
-// replace-path replacements), '%' is doubled so it stays literal. Control
-// characters cannot be written on a config line at all.
+// into one word as a shell does. When s is also a log-format string
+// (set-header values, replace-path replacements), '%' is doubled so it
+// stays literal. Control characters cannot be written on a config line
+// at all.
 func singleQuoted(what, s string, logFormat bool) (string, error) {
 	if err := checkQuotable(what, s); err != nil {
 		return "", err
@@ -144,8 +145,19 @@ func appendHostPort(b []byte, host string, port int) []byte {
 // contain "/" or ".." and escape its directory. Collisions caused by such
 // replacements are detected by the caller.
 func fileStem(namespace, name string) string {
-	return safeSegment(namespace) + "_" + safeSegment(name)
+	stem := safeSegment(namespace) + "_" + safeSegment(name)
+	if len(stem) <= maxFileStem {
+		return stem
+	}
+	// The longest valid names (63 + 253 bytes) exceed what a file name
+	// may hold: cut, and made unique again by a hash of the whole.
+	return stem[:maxFileStem-33] + "-" + hashHex("haroute-file-stem", stem)
 }
+
+// maxFileStem bounds a derived file name stem. Linux allows 255 bytes in
+// a file name; the stem gets ".pem", and the atomic writer's temporary
+// name (".<name>.tmp-<random>") adds about 20 more.
+const maxFileStem = 200
 
 func safeSegment(s string) string {
 	b := []byte(s)

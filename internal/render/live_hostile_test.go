@@ -1,0 +1,218 @@
+package render
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/testutil"
+)
+
+// TestLiveQuotedValues loads routes whose path and cookie name hold
+// characters HAProxy's config parser gives a meaning to, through the real
+// loader, and checks on a real HAProxy that they mean what they say: the
+// path still routes and is rewritten, the cookie is set under its name and
+// keeps a client on its server.
+func TestLiveQuotedValues(t *testing.T) {
+	bin := testutil.HAProxy(t)
+	tc := loadTestCerts(t)
+
+	backend := func(name string) (ip string, port int) {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "%s %s", name, r.RequestURI)
+		}))
+		t.Cleanup(s.Close)
+		return splitHostPort(s.Listener.Addr().String())
+	}
+	httpPort, httpsPort, statsPort := freePort(t), freePort(t), freePort(t)
+	const quotedPath = `/it's"q"\x`
+	const cookieName = `it's#a$cookie`
+	// The longest path validation admits under its host.
+	longestPath := "/" + strings.Repeat("p", model.MaxMapKeyLength-len("l.example.com")-2)
+	routes := []map[string]any{
+		{"apiVersion": "route.openshift.io/v1", "kind": "Route",
+			"metadata": map[string]any{"name": "quoted", "namespace": "t"},
+			"spec":     map[string]any{"host": "q.example.com", "path": quotedPath, "to": map[string]any{"name": "quoted"}}},
+		{"apiVersion": "route.openshift.io/v1", "kind": "Route",
+			"metadata": map[string]any{"name": "rewritten", "namespace": "t",
+				"annotations": map[string]any{model.AnnotationRewriteTarget: "/new%27s"}},
+			"spec": map[string]any{"host": "r.example.com", "path": quotedPath, "to": map[string]any{"name": "rewritten"}}},
+		{"apiVersion": "route.openshift.io/v1", "kind": "Route",
+			"metadata": map[string]any{"name": "longest", "namespace": "t"},
+			"spec":     map[string]any{"host": "l.example.com", "path": longestPath, "to": map[string]any{"name": "quoted"}}},
+		{"apiVersion": "route.openshift.io/v1", "kind": "Route",
+			"metadata": map[string]any{"name": "sticky", "namespace": "t",
+				"annotations": map[string]any{model.AnnotationCookieName: cookieName, model.AnnotationBalance: "roundrobin"}},
+			"spec": map[string]any{"host": "c.example.com", "to": map[string]any{"name": "sticky"}}},
+	}
+	endpoints := func(svc string, names ...string) map[string]any {
+		var subsets []any
+		for _, n := range names {
+			ip, port := backend(n)
+			subsets = append(subsets, map[string]any{
+				"addresses": []any{map[string]any{"ip": ip}},
+				"ports":     []any{map[string]any{"port": port}},
+			})
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "Endpoints",
+			"metadata": map[string]any{"name": svc, "namespace": "t"}, "subsets": subsets}
+	}
+	docs := append(routes,
+		endpoints("quoted", "quoted"),
+		endpoints("rewritten", "rewritten"),
+		endpoints("sticky", "s1", "s2"),
+		map[string]any{"apiVersion": "haroute.io/v1alpha1", "kind": "RouterConfig", "metadata": map[string]any{"name": "router"},
+			"spec": map[string]any{
+				"bindOptions":   map[string]any{"address": "127.0.0.1", "ports": map[string]any{"http": httpPort, "https": httpsPort, "stats": statsPort}},
+				"tuningOptions": map[string]any{"maxConnections": 2000},
+			}},
+	)
+	var files []model.SourceFile
+	for i, d := range docs {
+		data, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, model.SourceFile{Path: fmt.Sprintf("doc-%d.json", i), Data: data})
+	}
+	res := model.NewLoader().Load(files)
+	if res.Diagnostics.HasErrors(false) || len(res.Desired.Routes) != len(routes) {
+		t.Fatalf("%d of %d routes admitted; diagnostics: %v", len(res.Desired.Routes), len(routes), res.Diagnostics)
+	}
+
+	tmp, err := os.MkdirTemp("", "hr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	in := Input{Desired: res.Desired, Dir: tmp + "/b", RunDir: tmp + "/r", DefaultCertificate: []byte(tc.Default)}
+	writeBundle(t, in.Dir, mustRender(t, in))
+	if err := os.MkdirAll(in.RunDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	startHAProxy(t, bin, in)
+
+	for _, c := range []struct{ host, path, wantStatus, wantBody string }{
+		{"q.example.com", quotedPath, "200", "quoted " + quotedPath},
+		{"q.example.com", quotedPath + "/deeper", "200", "quoted " + quotedPath + "/deeper"},
+		{"q.example.com", `/it's"q"`, "503", ""},
+		{"q.example.com", `/it%27s"q"\x`, "503", ""}, // the path is matched as sent
+		{"r.example.com", quotedPath, "200", "rewritten /new%27s"},
+		{"r.example.com", quotedPath + "/a?b=1", "200", "rewritten /new%27s/a?b=1"},
+		{"l.example.com", longestPath, "200", "quoted " + longestPath},
+		{"l.example.com", longestPath + "/x", "200", "quoted " + longestPath + "/x"},
+		{"l.example.com", longestPath[:len(longestPath)-1], "503", ""},
+	} {
+		status, body, _ := rawGet(t, httpPort, c.host, c.path, "")
+		if status != c.wantStatus || c.wantBody != "" && body != c.wantBody {
+			t.Errorf("GET %s%s: %s %q, want %s %q", c.host, c.path, status, body, c.wantStatus, c.wantBody)
+		}
+	}
+
+	// Without the cookie, roundrobin alternates; with it, the client stays.
+	seen := map[string]string{} // server → its cookie
+	for range 4 {
+		status, body, hdr := rawGet(t, httpPort, "c.example.com", "/", "")
+		name, _, _ := strings.Cut(body, " ")
+		val, ok := strings.CutPrefix(hdr, cookieName+"=")
+		if status != "200" || !ok {
+			t.Fatalf("GET c.example.com/: %s %q, Set-Cookie %q, want 200 and a cookie named %s", status, body, hdr, cookieName)
+		}
+		val, _, _ = strings.Cut(val, ";")
+		seen[name] = val
+	}
+	if len(seen) != 2 {
+		t.Fatalf("roundrobin reached servers %v, want s1 and s2", seen)
+	}
+	for server, val := range seen {
+		for range 3 {
+			if _, body, _ := rawGet(t, httpPort, "c.example.com", "/", cookieName+"="+val); !strings.HasPrefix(body, server+" ") {
+				t.Errorf("with %s's cookie: %q, want %s", server, body, server)
+			}
+		}
+	}
+}
+
+// rawGet sends one HTTP/1.1 request with the path exactly as given (Go's
+// client would percent-encode quotes and backslashes) and returns the
+// status code, the body and the Set-Cookie header.
+func rawGet(t *testing.T, port int, host, path, cookie string) (status, body, setCookie string) {
+	t.Helper()
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n"
+	if cookie != "" {
+		req += "Cookie: " + cookie + "\r\n"
+	}
+	if _, err := io.WriteString(c, req+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("GET %s%s: %v", host, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s%s: body: %v", host, path, err)
+	}
+	status, body, setCookie = strconv.Itoa(resp.StatusCode), string(data), resp.Header.Get("Set-Cookie")
+	return status, body, setCookie
+}
+
+// TestLiveStatsPasswordQuoted: a stats password holding characters the
+// config parser gives a meaning to is written so that HAProxy checks the
+// password as it was given.
+func TestLiveStatsPasswordQuoted(t *testing.T) {
+	bin := testutil.HAProxy(t)
+	tc := loadTestCerts(t)
+	s := model.DefaultSettings()
+	s.BindAddress = "127.0.0.1"
+	s.MaxConnections = 2000
+	s.HTTPPort, s.HTTPSPort, s.StatsPort = freePort(t), freePort(t), freePort(t)
+	tmp, err := os.MkdirTemp("", "hr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	const password = `p'a#s$%\"w`
+	in := Input{Desired: desired(s), Dir: tmp + "/b", RunDir: tmp + "/r", DefaultCertificate: []byte(tc.Default),
+		StatsCredentials: model.StatsCredentials{User: "admin", Password: password}}
+	writeBundle(t, in.Dir, mustRender(t, in))
+	if err := os.MkdirAll(in.RunDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	startHAProxy(t, bin, in)
+	for _, c := range []struct {
+		password string
+		want     int
+	}{{password, 200}, {"p", 401}, {`p'a#s`, 401}} {
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/stats", s.StatsPort), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth("admin", c.password)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("password %q: status %d, want %d", c.password, resp.StatusCode, c.want)
+		}
+	}
+}
