@@ -73,7 +73,16 @@ func TestScaleEndpointsWithoutReload(t *testing.T) {
 		must(t, w.Publish(scaleFiles(r, "", bs[:n])))
 		time.Sleep(20 * time.Millisecond)
 	}
-	r.serves("web.e2e.test", "/", "b00")
+	// The last generation has applied once b00 alone answers: one answer
+	// from b00 proves nothing under roundrobin.
+	r.eventually(30*time.Second, "b00 alone answers", func() error {
+		for range 20 {
+			if got, err := r.get("web.e2e.test", "/"); err != nil || got != "b00" {
+				return fmt.Errorf("answered by %q, %v", got, err)
+			}
+		}
+		return nil
+	})
 	hitsBefore := make([]int, len(bs))
 	for i, b := range bs {
 		hitsBefore[i] = b.Hits()
