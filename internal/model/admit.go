@@ -106,7 +106,7 @@ func admit(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *lastGoo
 	}
 	subs := lg.substitutes(pass)
 	if len(subs) == 0 {
-		return d, ds, pass.next(d, nil)
+		return d, ds, pass.next()
 	}
 	// Some routes were rejected and have a last good version: admit again
 	// with those versions in their place. This second pass runs only while
@@ -115,7 +115,7 @@ func admit(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *lastGoo
 	d, ds2, pass2 := admitOnce(objs2, prev, m2, sc, lg)
 	ds2 = append(ds2, staleDiagnostics(d, subs)...)
 	ds2.Sort()
-	return d, ds2, pass2.next(d, subs)
+	return d, ds2, pass2.next()
 }
 
 // admitOnce is one admission pass over objs.
@@ -161,17 +161,19 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 		}
 		d.Statuses[i] = c.status()
 	})
-	pass := &admitPass{fromConfig: len(objs.RouterConfigs) > 0 || (lg != nil && lg.fromConfig), endpoints: eps}
-	if lg != nil {
-		pass.served = make([]servedRoute, len(cands))
+	pass := &admitPass{
+		fromConfig: len(objs.RouterConfigs) > 0 || (lg != nil && lg.fromConfig),
+		settings:   settings,
+		byKey:      sc.sorted.byKey, memoByKey: sc.sorted.memoByKey,
+		endpoints: endpointsView{endpoints: objs.Endpoints, slices: objs.EndpointSlices, stale: eps},
+	}
+	if m != nil {
+		pass.endpoints.epMemos, pass.endpoints.slMemos = m.endpoints, m.slices
 	}
 	for i, c := range cands {
 		ds = append(ds, c.check.diags...)
-		if lg != nil {
-			pass.served[i] = servedRoute{key: c.admitted.Key, route: c.route, memo: c.memo, rejected: c.check.bad}
-			if c.check.bad {
-				pass.served[i].diags = c.check.diags
-			}
+		if lg != nil && c.check.bad {
+			pass.rejected = append(pass.rejected, servedRoute{key: c.admitted.Key, route: c.route, memo: c.memo, diags: c.check.diags})
 		}
 		if d.Statuses[i].State != RouteRejected {
 			d.Routes = append(d.Routes, c.admitted)

@@ -20,11 +20,19 @@ import (
 // version HAProxy refused never becomes anyone's last good.
 
 // lastGood is the last good version of every object of a committed load.
+// It refers to what that load's admission already holds (the routes in
+// key order, the endpoint objects and their memos), so remembering it
+// costs nothing per change; only rejected and stale objects are listed.
 type lastGood struct {
-	// routes are sorted by key (admission's order), for binary search.
-	routes []servedRoute
-	// endpoints are the endpoint objects in force, in load order.
-	endpoints []goodEndpoints
+	// byKey and memoByKey are the routes of the pass in namespace/name
+	// order (admission's sorted view, never modified once made).
+	byKey     []*Route
+	memoByKey []*routeMemo
+	// rejected are the routes of the pass that were not good.
+	rejected map[RouteKey]bool
+	// settings decide which routes the pass selected.
+	settings  Settings
+	endpoints endpointsView
 	// fromConfig is set when the settings came from a RouterConfig, so
 	// that one vanishing keeps them (ports never move because a file
 	// disappeared).
@@ -35,14 +43,13 @@ type lastGood struct {
 	refusedConfig string
 }
 
-// servedRoute is one route candidate of an admission pass: the object, its
-// memo, and whether it was rejected (with the diagnostics why).
+// servedRoute is a route version: the object, its memo, and, for a
+// rejected one, the diagnostics why.
 type servedRoute struct {
-	key      RouteKey
-	route    *Route
-	memo     *routeMemo
-	rejected bool
-	diags    Diagnostics
+	key   RouteKey
+	route *Route
+	memo  *routeMemo
+	diags Diagnostics
 }
 
 // endpointsKey names an endpoints object; Endpoints and EndpointSlices
@@ -52,29 +59,67 @@ type endpointsKey struct {
 	namespace, name string
 }
 
-// goodEndpoints is the version of one endpoints object that is in force.
-type goodEndpoints struct {
-	key   endpointsKey
-	memo  *groupsMemo
-	stale bool   // memo is an earlier version; the current one has errors
-	path  string // the file of the current version
+// endpointsView is the endpoint objects of a pass with their memos, and
+// those that served an earlier version.
+type endpointsView struct {
+	endpoints []Endpoints
+	epMemos   []*groupsMemo
+	slices    []EndpointSlice
+	slMemos   []*groupsMemo
+	stale     []staleEndpoints
+}
+
+// staleEndpoints is an endpoints object whose current version has errors,
+// and the earlier version that serves.
+type staleEndpoints struct {
+	key  endpointsKey
+	memo *groupsMemo
+	path string // the file of the current version
 }
 
 // admitPass is what one admission pass saw, for deciding substitutions and
 // for the next last good.
 type admitPass struct {
-	served     []servedRoute // parallel to Desired.Statuses; nil without last good
-	endpoints  []goodEndpoints
+	byKey      []*Route
+	memoByKey  []*routeMemo
+	rejected   []servedRoute
+	settings   Settings
+	endpoints  endpointsView
 	fromConfig bool
 }
 
-// find returns the last good route with key.
+// find returns the last good version of route key.
 func (lg *lastGood) find(key RouteKey) (servedRoute, bool) {
-	i, ok := slices.BinarySearchFunc(lg.routes, key, func(s servedRoute, k RouteKey) int { return compareRouteKeys(s.key, k) })
+	if lg.rejected[key] {
+		return servedRoute{}, false
+	}
+	i, ok := slices.BinarySearchFunc(lg.byKey, key, func(r *Route, k RouteKey) int {
+		return compareRouteKeys(RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}, k)
+	})
 	if !ok {
 		return servedRoute{}, false
 	}
-	return lg.routes[i], true
+	// BinarySearch finds some definition; the first one is what served.
+	for i > 0 && lg.byKey[i-1].Meta.Namespace == key.Namespace && lg.byKey[i-1].Meta.Name == key.Name {
+		i--
+	}
+	r := lg.byKey[i]
+	if !selects(&lg.settings, r) {
+		return servedRoute{}, false // another router's route then
+	}
+	g := servedRoute{key: key, route: r}
+	if lg.memoByKey != nil {
+		g.memo = lg.memoByKey[i]
+	}
+	return g, true
+}
+
+// selects reports whether settings select r for this router.
+func selects(s *Settings, r *Route) bool {
+	if len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, r.Meta.Namespace) {
+		return false
+	}
+	return s.RouteSelector.Matches(r.Meta.Labels)
 }
 
 func compareRouteKeys(a, b RouteKey) int {
@@ -95,10 +140,7 @@ type substitute struct {
 // version other than the one rejected.
 func (lg *lastGood) substitutes(pass *admitPass) []substitute {
 	var out []substitute
-	for _, s := range pass.served {
-		if !s.rejected {
-			continue
-		}
+	for _, s := range pass.rejected {
 		g, ok := lg.find(s.key)
 		if !ok || g.memo == s.memo || (g.memo == nil && g.route == s.route) {
 			continue // never good, or the good version itself is now rejected
@@ -185,18 +227,16 @@ func fieldMessage(d Diagnostic) string {
 }
 
 // next is the last good to remember if the pass that produced d is
-// committed: every admitted route as it now is, and the last good version
-// of each stale one.
-func (p *admitPass) next(d *Desired, subs []substitute) *lastGood {
-	lg := &lastGood{endpoints: p.endpoints, fromConfig: p.fromConfig}
-	lg.routes = make([]servedRoute, 0, len(p.served))
-	for i, s := range p.served {
-		if d.Statuses[i].State == RouteRejected {
-			continue
+// committed: every route it admitted as it now is (a stale one as its
+// last good version, which the pass admitted in its place).
+func (p *admitPass) next() *lastGood {
+	lg := &lastGood{byKey: p.byKey, memoByKey: p.memoByKey, settings: p.settings, endpoints: p.endpoints, fromConfig: p.fromConfig}
+	if len(p.rejected) > 0 {
+		lg.rejected = make(map[RouteKey]bool, len(p.rejected))
+		for _, r := range p.rejected {
+			lg.rejected[r.key] = true
 		}
-		lg.routes = append(lg.routes, servedRoute{key: s.key, route: s.route, memo: s.memo})
 	}
-	_ = subs // substituted routes are served as their good version: already in p.served
 	return lg
 }
 
@@ -209,19 +249,39 @@ func routerConfigVanished() Diagnostic {
 			"(to return to the defaults, publish a RouterConfig with an empty spec)"}
 }
 
-// staleEndpoints returns the last good version of the endpoints object
-// with key, when the current version g has errors and lg has an earlier
+// lastGoodEndpoints returns the last good version of the endpoints object
+// with key, when its current version g has errors and lg has an earlier
 // version without.
-func (lg *lastGood) staleEndpoints(key endpointsKey, g *groupsMemo) (*groupsMemo, bool) {
+func (lg *lastGood) lastGoodEndpoints(key endpointsKey, g *groupsMemo) (*groupsMemo, bool) {
 	if lg == nil || !g.diags.HasErrors(false) {
 		return nil, false
 	}
-	for _, e := range lg.endpoints {
-		if e.key == key && e.memo != g {
-			return e.memo, true
+	v := &lg.endpoints
+	for _, st := range v.stale {
+		if st.key == key {
+			return st.memo, st.memo != g
 		}
 	}
-	return nil, false
+	var found *groupsMemo
+	if key.slice {
+		for i := range v.slices {
+			if sl := &v.slices[i]; sl.Meta.Name == key.name && namespaceOrDefault(sl.Meta.Namespace) == key.namespace && i < len(v.slMemos) {
+				found = v.slMemos[i]
+				break
+			}
+		}
+	} else {
+		for i := range v.endpoints {
+			if ep := &v.endpoints[i]; ep.Meta.Name == key.name && namespaceOrDefault(ep.Meta.Namespace) == key.namespace && i < len(v.epMemos) {
+				found = v.epMemos[i]
+				break
+			}
+		}
+	}
+	if found == nil || found == g || !found.done || found.diags.HasErrors(false) {
+		return nil, false
+	}
+	return found, true
 }
 
 // StaleCount is how many objects serve their last good version.
@@ -233,11 +293,7 @@ func (r Result) StaleCount() int {
 		}
 	}
 	if r.next != nil {
-		for _, e := range r.next.endpoints {
-			if e.stale {
-				n++
-			}
-		}
+		n += len(r.next.endpoints.stale)
 	}
 	return n
 }
@@ -254,10 +310,8 @@ func (r Result) StalePaths() map[string]bool {
 		}
 	}
 	if r.next != nil {
-		for _, e := range r.next.endpoints {
-			if e.stale {
-				out[e.path] = true
-			}
+		for _, e := range r.next.endpoints.stale {
+			out[e.path] = true
 		}
 	}
 	return out

@@ -42,15 +42,12 @@ type serviceKey struct{ namespace, name string }
 // idx, when not nil, is an empty index whose storage is reused. With lg,
 // an object whose current version has errors serves its last good
 // version (see lastgood.go); the versions in force are returned.
-func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex, lg *lastGood) (endpointIndex, Diagnostics, []goodEndpoints) {
+func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex, lg *lastGood) (endpointIndex, Diagnostics, []staleEndpoints) {
 	if idx == nil {
 		idx = make(endpointIndex, len(objs.Endpoints)+len(objs.EndpointSlices))
 	}
 	var ds Diagnostics
-	var inForce []goodEndpoints
-	if lg != nil {
-		inForce = make([]goodEndpoints, 0, len(objs.Endpoints)+len(objs.EndpointSlices))
-	}
+	var stale []staleEndpoints
 	index := func(g *groupsMemo) {
 		if !g.ok {
 			return
@@ -66,16 +63,13 @@ func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex, lg *lastGood
 	add := func(key endpointsKey, pos Position, g *groupsMemo) {
 		ds = append(ds, g.diags...)
 		use := g
-		good, stale := lg.staleEndpoints(key, g)
-		if stale {
+		if good, ok := lg.lastGoodEndpoints(key, g); ok {
 			use = good
 			ds = append(ds, Diagnostic{Pos: pos, Severity: SeverityWarning,
 				Message: fmt.Sprintf("%s/%s: this version has errors; its last good version keeps serving until it is fixed or removed", key.namespace, key.name)})
+			stale = append(stale, staleEndpoints{key: key, memo: good, path: pos.Path})
 		}
 		index(use)
-		if lg != nil {
-			inForce = append(inForce, goodEndpoints{key: key, memo: use, stale: stale, path: pos.Path})
-		}
 	}
 	for i := range objs.Endpoints {
 		ep := &objs.Endpoints[i]
@@ -105,7 +99,7 @@ func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex, lg *lastGood
 		}
 		add(key, sl.Source.Pos, g)
 	}
-	return idx, ds, inForce
+	return idx, ds, stale
 }
 
 // endpointsGroups validates one Endpoints: one group per subset.
