@@ -39,6 +39,15 @@ type Settings struct {
 	TLSInspectDelay  time.Duration
 	HardStopAfter    time.Duration // 0 = unset
 
+	// HeaderBufferBytes and HeaderBufferMaxRewriteBytes are tune.bufsize
+	// and tune.maxrewrite.
+	HeaderBufferBytes           int
+	HeaderBufferMaxRewriteBytes int
+	HTTPKeepAliveTimeout        time.Duration
+	HTTPRequestTimeout          time.Duration
+	// IgnoreEmptyRequests is httpEmptyRequestsPolicy: Ignore.
+	IgnoreEmptyRequests bool
+
 	DynamicConfigManager bool
 
 	// DefaultCertificate is PEM (certificate chain + key). Empty means the
@@ -79,6 +88,12 @@ const (
 	DefaultClientFinTimeout    = time.Second
 	DefaultServerFinTimeout    = time.Second
 	DefaultTLSInspectDelay     = 5 * time.Second
+	// OpenShift raised HAProxy's 16 KiB buffers to be comparable to
+	// cloud load balancers: request heads up to 24 KiB are accepted.
+	DefaultHeaderBufferBytes           = 32768
+	DefaultHeaderBufferMaxRewriteBytes = 8192
+	DefaultHTTPKeepAliveTimeout        = 300 * time.Second
+	DefaultHTTPRequestTimeout          = 10 * time.Second
 )
 
 // DefaultSettings returns the settings used when no RouterConfig exists.
@@ -98,6 +113,11 @@ func DefaultSettings() Settings {
 		ServerFinTimeout:     DefaultServerFinTimeout,
 		TLSInspectDelay:      DefaultTLSInspectDelay,
 		DynamicConfigManager: true,
+
+		HeaderBufferBytes:           DefaultHeaderBufferBytes,
+		HeaderBufferMaxRewriteBytes: DefaultHeaderBufferMaxRewriteBytes,
+		HTTPKeepAliveTimeout:        DefaultHTTPKeepAliveTimeout,
+		HTTPRequestTimeout:          DefaultHTTPRequestTimeout,
 	}
 }
 

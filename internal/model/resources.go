@@ -188,6 +188,10 @@ type RouterConfigSpec struct {
 	// in for routes without spec.host.
 	Domain string
 	Stats  StatsOptions
+	// HTTPEmptyRequestsPolicy is Respond (the default) or Ignore: close
+	// connections that time out before a request without a response
+	// or a log line (load balancer probes, browser preconnects).
+	HTTPEmptyRequestsPolicy string
 }
 
 // StatsOptions configures the stats port's /stats page (OpenShift's
@@ -224,6 +228,15 @@ type TuningOptions struct {
 	ServerFinTimeout    string
 	TLSInspectDelay     string
 	HardStopAfter       string
+	// HeaderBufferBytes is HAProxy's tune.bufsize: the largest request
+	// head is HeaderBufferBytes - HeaderBufferMaxRewriteBytes.
+	HeaderBufferBytes           *int
+	HeaderBufferMaxRewriteBytes *int
+	HTTPKeepAliveTimeout        string
+	// HTTPRequestTimeout bounds how long a client may take to send a
+	// complete request head (OpenShift's ROUTER_SLOWLORIS_TIMEOUT; the
+	// IngressController has no field for it).
+	HTTPRequestTimeout string
 }
 
 // LabelSelector is metav1.LabelSelector.

@@ -139,6 +139,10 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 		}
 	}
 
+	v.buffers(t, &s)
+	v.httpTimeouts(t, &s)
+	v.emptyRequests(spec.HTTPEmptyRequestsPolicy, &s)
+
 	if spec.DynamicConfigManager != nil {
 		s.DynamicConfigManager = *spec.DynamicConfigManager
 	}

@@ -81,6 +81,10 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("  ssl-default-bind-ciphersuites ", tlsCipherSuites)
 	w.line("  ssl-default-server-options ", tlsServerOptions)
 	w.line("  tune.ssl.default-dh-param 2048")
+	// A request head must fit in bufsize less maxrewrite (24 KiB by
+	// default, as on OpenShift; HAProxy's own default is 16 KiB).
+	w.line("  tune.bufsize ", strconv.Itoa(s.HeaderBufferBytes))
+	w.line("  tune.maxrewrite ", strconv.Itoa(s.HeaderBufferMaxRewriteBytes))
 	w.line("")
 
 	w.line("defaults ", baseDefaults)
@@ -95,8 +99,8 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("  timeout tunnel ", duration(s.TunnelTimeout))
 	w.line("  timeout client-fin ", duration(s.ClientFinTimeout))
 	w.line("  timeout server-fin ", duration(s.ServerFinTimeout))
-	w.line("  timeout http-request 10s")
-	w.line("  timeout http-keep-alive 300s")
+	w.line("  timeout http-request ", duration(s.HTTPRequestTimeout))
+	w.line("  timeout http-keep-alive ", duration(s.HTTPKeepAliveTimeout))
 	// Settings has no queue timeout; a request may wait for a free server
 	// slot as long as it may wait for the server itself.
 	w.line("  timeout queue ", duration(s.ServerTimeout))
@@ -105,6 +109,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("frontend public from ", baseDefaults)
 	w.line("  bind ", bindAddress(s.BindAddress, s.HTTPPort))
 	w.line("  mode http")
+	httpFrontendOptions(w, &s)
 	routingKey(w)
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", in.Dir, "/", HTTPMap, ")")
 	wildcardLookup(w, in.Dir+"/"+HTTPWildcardMap)
@@ -141,6 +146,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("  bind unix@", in.RunDir, "/", SNISocket, " mode 600 accept-proxy ssl crt ", in.Dir, "/", DefaultCertFile,
 		" crt-list ", in.Dir, "/", CrtListFile, " alpn h2,http/1.1")
 	w.line("  mode http")
+	httpFrontendOptions(w, &s)
 	routingKey(w)
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", in.Dir, "/", HTTPSMap, ")")
 	wildcardLookup(w, in.Dir+"/"+HTTPSWildcardMap)
@@ -271,6 +277,17 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 		mapsSame = mapsSame && prev[j] != nil && slices.Equal(prev[j].maps, fresh[j].maps)
 	}
 	return outs, sameKeys, mapsSame
+}
+
+// httpFrontendOptions writes what both HTTP frontends (plain, and TLS
+// terminated) share, ahead of their routing rules.
+func httpFrontendOptions(w *cfgWriter, s *model.Settings) {
+	if s.IgnoreEmptyRequests {
+		// A connection that times out before its first request is closed
+		// without a 408, a log line or a counted error. Only HTTP
+		// frontends take it: the TCP one would warn.
+		w.line("  option http-ignore-probes")
+	}
 }
 
 // routingKey computes txn.key = lowercased host without port + path + "/".

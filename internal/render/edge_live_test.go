@@ -1,0 +1,137 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/testutil"
+)
+
+// Live tests of the RouterConfig's edge settings: each renders a bundle
+// from settings, starts a real HAProxy on it and talks to it as a client
+// would.
+
+// edgeRouter is a running HAProxy for an edge test.
+type edgeRouter struct {
+	in Input
+	s  model.Settings
+}
+
+// edgeSettings are defaults on free loopback ports, with a maxconn the
+// test host's file-descriptor limit allows.
+func edgeSettings(t *testing.T) model.Settings {
+	s := model.DefaultSettings()
+	s.BindAddress = "127.0.0.1"
+	s.MaxConnections = 2000
+	s.HTTPPort, s.HTTPSPort, s.StatsPort = freePort(t), freePort(t), freePort(t)
+	return s
+}
+
+// echoBackend answers with the request's headers, one "Name: value" per
+// line, so a test can see what HAProxy forwarded.
+func echoBackend(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "path=%s\n", r.URL.Path)
+		for name, vs := range r.Header {
+			for _, v := range vs {
+				fmt.Fprintf(w, "%s: %s\n", name, v)
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// startEdge renders settings s with routes and starts HAProxy on it.
+func startEdge(t *testing.T, s model.Settings, mod func(*Input), routes ...model.AdmittedRoute) *edgeRouter {
+	t.Helper()
+	bin := testutil.HAProxy(t)
+	tc := loadTestCerts(t)
+	tmp, err := os.MkdirTemp("", "hr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	in := Input{Desired: desired(s, routes...), Dir: tmp + "/b", RunDir: tmp + "/r", DefaultCertificate: []byte(tc.Default)}
+	if mod != nil {
+		mod(&in)
+	}
+	b := mustRender(t, in)
+	writeBundle(t, in.Dir, b)
+	if err := os.MkdirAll(in.RunDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	startHAProxy(t, bin, in)
+	return &edgeRouter{in: in, s: s}
+}
+
+// rawRequest sends req on a new connection to port and returns everything
+// the router answered before closing.
+func rawRequest(t *testing.T, port int, req string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	out, _ := io.ReadAll(c)
+	return string(out)
+}
+
+func statusLine(resp string) string {
+	line, _, _ := strings.Cut(resp, "\r\n")
+	return line
+}
+
+// TestLiveHeaderBuffers: with OpenShift's default buffers a 24 000-byte
+// header reaches the backend (HAProxy's own 16 KiB default refuses it),
+// and a head larger than bufsize - maxrewrite is refused.
+func TestLiveHeaderBuffers(t *testing.T) {
+	s := edgeSettings(t)
+	r := startEdge(t, s, nil, route("t", "web", "web.example.com", "", svc("web", 100, echoBackend(t))))
+	big := strings.Repeat("x", 24000)
+	resp := rawRequest(t, s.HTTPPort, "GET /big HTTP/1.1\r\nHost: web.example.com\r\nX-Big: "+big+"\r\nConnection: close\r\n\r\n")
+	if got := statusLine(resp); got != "HTTP/1.1 200 OK" {
+		t.Fatalf("24000-byte header: %q, want 200", got)
+	}
+	if !strings.Contains(resp, "X-Big: "+big+"\n") {
+		t.Error("the backend did not get the whole header")
+	}
+	tooBig := strings.Repeat("x", s.HeaderBufferBytes-s.HeaderBufferMaxRewriteBytes)
+	resp = rawRequest(t, r.s.HTTPPort, "GET / HTTP/1.1\r\nHost: web.example.com\r\nX-Big: "+tooBig+"\r\nConnection: close\r\n\r\n")
+	if got := statusLine(resp); !strings.HasPrefix(got, "HTTP/1.1 4") {
+		t.Errorf("header above bufsize - maxrewrite: %q, want a 4xx refusal", got)
+	}
+}
+
+// TestLiveEmptyRequests: a connection that sends nothing gets a 408 by
+// default, and is closed silently with httpEmptyRequestsPolicy: Ignore.
+func TestLiveEmptyRequests(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ignore=%v", ignore), func(t *testing.T) {
+			s := edgeSettings(t)
+			s.HTTPRequestTimeout = 200 * time.Millisecond
+			s.IgnoreEmptyRequests = ignore
+			startEdge(t, s, nil, route("t", "web", "web.example.com", "", svc("web", 100, echoBackend(t))))
+			got := rawRequest(t, s.HTTPPort, "")
+			if ignore && got != "" {
+				t.Errorf("Ignore: got %q, want the connection closed without a response", statusLine(got))
+			}
+			if !ignore && !strings.HasPrefix(got, "HTTP/1.1 408") {
+				t.Errorf("Respond: got %q, want a 408", statusLine(got))
+			}
+		})
+	}
+}
