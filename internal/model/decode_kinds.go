@@ -646,6 +646,9 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 			w.statsOptions(v, &spec.Stats)
 		case "httpEmptyRequestsPolicy":
 			spec.HTTPEmptyRequestsPolicy, _ = w.str(v, "spec.httpEmptyRequestsPolicy")
+		case "logging":
+			w.record("spec.logging", k)
+			w.logging(v, &spec.Logging)
 		default:
 			w.unknownField(k, "spec."+key)
 		}

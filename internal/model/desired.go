@@ -47,6 +47,8 @@ type Settings struct {
 	HTTPRequestTimeout          time.Duration
 	// IgnoreEmptyRequests is httpEmptyRequestsPolicy: Ignore.
 	IgnoreEmptyRequests bool
+	// AccessLog is nil when requests are not logged.
+	AccessLog *AccessLog
 
 	DynamicConfigManager bool
 
@@ -71,6 +73,36 @@ type Settings struct {
 	// "user:password"; "" = no /stats page. The caller reads it (see
 	// ParseStatsCredentials).
 	StatsCredentialsFile string
+}
+
+// AccessLog is spec.logging.access, validated.
+type AccessLog struct {
+	// Target is HAProxy's log target: "stdout", "ip:port" (UDP) or the
+	// absolute path of a unix datagram socket.
+	Target    string
+	Facility  string
+	MaxLength int
+	// Format is the HTTP log-format; "" is HAProxy's httplog format,
+	// which is OpenShift's default.
+	Format                 string
+	CaptureRequestHeaders  []CaptureHeader
+	CaptureResponseHeaders []CaptureHeader
+	CaptureCookie          *CaptureCookie
+	// IgnoreEmpty is logEmptyRequests: Ignore (option dontlognull).
+	IgnoreEmpty bool
+}
+
+// CaptureHeader is a header to capture in the log, truncated to MaxLength.
+type CaptureHeader struct {
+	Name      string
+	MaxLength int
+}
+
+// CaptureCookie is the cookie to capture: its name followed by "=" when
+// matched exactly, a prefix otherwise, as HAProxy's capture cookie takes it.
+type CaptureCookie struct {
+	Name      string
+	MaxLength int
 }
 
 // Defaults as documented in DESIGN §3 (OpenShift's IngressController values).

@@ -192,6 +192,59 @@ type RouterConfigSpec struct {
 	// connections that time out before a request without a response
 	// or a log line (load balancer probes, browser preconnects).
 	HTTPEmptyRequestsPolicy string
+	Logging                 LoggingOptions
+}
+
+// LoggingOptions is the IngressController's spec.logging.
+type LoggingOptions struct {
+	Access *AccessLogging // nil: no access log
+}
+
+// AccessLogging is the IngressController's spec.logging.access.
+type AccessLogging struct {
+	Destination        LoggingDestination
+	HTTPLogFormat      string
+	HTTPCaptureHeaders CaptureHTTPHeaders
+	HTTPCaptureCookies []CaptureHTTPCookie
+	LogEmptyRequests   string // Log (default) or Ignore
+}
+
+// LoggingDestination is Container (HAProxy's stdout, collected into
+// haroute's log) or Syslog.
+type LoggingDestination struct {
+	Type      string
+	Syslog    *SyslogDestination
+	Container *ContainerDestination
+}
+
+// SyslogDestination is a UDP endpoint (Address an IP, with Port) or, as a
+// haroute extension, a unix datagram socket (Address an absolute path).
+type SyslogDestination struct {
+	Address   string
+	Port      *int
+	Facility  string
+	MaxLength *int
+}
+
+type ContainerDestination struct {
+	MaxLength *int
+}
+
+type CaptureHTTPHeaders struct {
+	Request  []CaptureHTTPHeader
+	Response []CaptureHTTPHeader
+}
+
+type CaptureHTTPHeader struct {
+	Name      string
+	MaxLength *int
+}
+
+type CaptureHTTPCookie struct {
+	MatchType  string // Exact or Prefix
+	Name       string
+	NamePrefix string
+	MaxLength  *int
 }
 
 // StatsOptions configures the stats port's /stats page (OpenShift's

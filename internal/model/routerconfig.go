@@ -142,6 +142,7 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	v.buffers(t, &s)
 	v.httpTimeouts(t, &s)
 	v.emptyRequests(spec.HTTPEmptyRequestsPolicy, &s)
+	s.AccessLog = v.accessLog(spec.Logging.Access)
 
 	if spec.DynamicConfigManager != nil {
 		s.DynamicConfigManager = *spec.DynamicConfigManager

@@ -105,3 +105,105 @@ func TestRouterConfigBuffersAndTimeouts(t *testing.T) {
 		},
 	})
 }
+
+func TestRouterConfigAccessLog(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "container, as the IngressController documentation shows it",
+			spec: "  logging:\n    access:\n      destination:\n        type: Container\n",
+			want: func(s *Settings) {
+				s.AccessLog = &AccessLog{Target: "stdout", Facility: "local1", MaxLength: 1024}
+			},
+		},
+		{
+			name: "syslog over UDP with captures",
+			spec: `  logging:
+    access:
+      destination:
+        type: Syslog
+        syslog:
+          address: 127.0.0.1
+          port: 10514
+          facility: local2
+          maxLength: 4096
+      httpLogFormat: '%ci:%cp [%t] %ft %b/%s %B %bq %HM %HU %HV'
+      httpCaptureHeaders:
+        request:
+          - name: Host
+            maxLength: 90
+        response:
+          - name: Content-Type
+            maxLength: 30
+      httpCaptureCookies:
+        - matchType: Prefix
+          namePrefix: sess
+          maxLength: 256
+      logEmptyRequests: Ignore
+`,
+			want: func(s *Settings) {
+				s.AccessLog = &AccessLog{Target: "127.0.0.1:10514", Facility: "local2", MaxLength: 4096,
+					Format:                 "%ci:%cp [%t] %ft %b/%s %B %bq %HM %HU %HV",
+					CaptureRequestHeaders:  []CaptureHeader{{"Host", 90}},
+					CaptureResponseHeaders: []CaptureHeader{{"Content-Type", 30}},
+					CaptureCookie:          &CaptureCookie{Name: "sess", MaxLength: 256},
+					IgnoreEmpty:            true,
+				}
+			},
+		},
+		{
+			name: "unix socket, IPv6 and an exact cookie",
+			spec: "  logging:\n    access:\n      destination:\n        type: Syslog\n        syslog:\n          address: /dev/log\n      httpCaptureCookies:\n        - matchType: Exact\n          name: id\n          maxLength: 10\n",
+			want: func(s *Settings) {
+				s.AccessLog = &AccessLog{Target: "/dev/log", Facility: "local1", MaxLength: 1024, CaptureCookie: &CaptureCookie{Name: "id=", MaxLength: 10}}
+			},
+		},
+		{
+			name: "bad values at their fields",
+			spec: `  logging:
+    access:
+      destination:
+        type: Syslog
+        syslog:
+          address: 127.0.0.1
+          port: 70000
+          facility: local9
+          maxLength: 100
+      httpLogFormat: '%[src'
+      httpCaptureHeaders:
+        request:
+          - name: "Bad Header"
+            maxLength: 10
+          - name: Host
+      httpCaptureCookies:
+        - matchType: Any
+          maxLength: 1
+      logEmptyRequests: Never
+`,
+			diags: []string{
+				"rc.yaml:12:17: error: spec.logging.access.destination.syslog.port: port 70000 is out of range 1-65535",
+				`rc.yaml:13:21: error: spec.logging.access.destination.syslog.facility: facility "local9" is not one of kern, user, mail, daemon, auth, syslog, lpr, news, uucp, cron, auth2, ftp, ntp, audit, alert, cron2, local0, local1, local2, local3, local4, local5, local6, local7`,
+				"rc.yaml:14:22: error: spec.logging.access.destination.syslog.maxLength: maxLength 100 is out of range 480-4096",
+				`rc.yaml:15:22: error: spec.logging.access.httpLogFormat: httpLogFormat "%[src" is not an HAProxy log format: every % must start %%, an alias (%ci) or a sample (%[src]), and control characters are not allowed`,
+				"rc.yaml:18:19: error: spec.logging.access.httpCaptureHeaders.request[0].name: header name \"Bad Header\" is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~)",
+				"rc.yaml:20:13: error: spec.logging.access.httpCaptureHeaders.request[1]: maxLength is required, 1-16384",
+				`rc.yaml:22:22: error: spec.logging.access.httpCaptureCookies[0].matchType: matchType "Any" is not one of Exact, Prefix`,
+				`rc.yaml:24:25: error: spec.logging.access.logEmptyRequests: logEmptyRequests "Never" is not one of Log, Ignore`,
+			},
+		},
+		{
+			name:  "an IP without a port",
+			spec:  "  logging:\n    access:\n      destination:\n        type: Syslog\n        syslog:\n          address: 10.0.0.1\n",
+			diags: []string{`rc.yaml:11:20: error: spec.logging.access.destination.syslog.address: address "10.0.0.1" needs a port (1-65535)`},
+		},
+		{
+			name:  "no type",
+			spec:  "  logging:\n    access:\n      destination: {}\n",
+			diags: []string{"rc.yaml:8:7: error: spec.logging.access.destination: destination.type is required: Container or Syslog"},
+		},
+		{
+			name:  "unknown field",
+			spec:  "  logging:\n    access:\n      destination:\n        type: Container\n      format: x\n",
+			diags: []string{"rc.yaml:1:1: note: file has errors: it contributes nothing until fixed", "rc.yaml:10:7: error: spec.logging.access.format: unknown field"},
+		},
+	})
+}

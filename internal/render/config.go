@@ -85,12 +85,17 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	// default, as on OpenShift; HAProxy's own default is 16 KiB).
 	w.line("  tune.bufsize ", strconv.Itoa(s.HeaderBufferBytes))
 	w.line("  tune.maxrewrite ", strconv.Itoa(s.HeaderBufferMaxRewriteBytes))
+	if a := s.AccessLog; a != nil && a.CaptureCookie != nil && a.CaptureCookie.MaxLength > defaultCookieLen {
+		w.line("  tune.http.cookielen ", strconv.Itoa(a.CaptureCookie.MaxLength))
+	}
 	w.line("")
 
 	w.line("defaults ", baseDefaults)
 	w.line("  mode http")
 	w.line("  log global")
-	w.line("  option dontlognull")
+	if s.AccessLog == nil || s.AccessLog.IgnoreEmpty {
+		w.line("  option dontlognull")
+	}
 	w.line("  option redispatch")
 	w.line("  retries 3")
 	w.line("  timeout connect ", duration(s.ConnectTimeout))
@@ -130,6 +135,13 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("  tcp-request content set-var(txn.be) var(txn.sni),map_str(", in.Dir, "/", SNIPassthroughMap, ") if { var(txn.sni) -m found }")
 	w.line("  tcp-request content set-var(txn.be) var(txn.sni),regsub(^[^.]*[.],),map_str(", in.Dir, "/", SNIPassthroughWildcardMap,
 		") if !{ var(txn.be) -m found } { var(txn.sni) -m sub . }")
+	if a := s.AccessLog; a != nil {
+		// Connections this frontend hands to fe_sni are logged there,
+		// per request: only passthrough connections are logged here.
+		logTarget(w, a)
+		w.line("  option tcplog")
+		w.line("  tcp-request content set-log-level silent if !{ var(txn.be) -m found }")
+	}
 	w.line("  tcp-request content accept if { req_ssl_hello_type 1 }")
 	w.line("  use_backend %[var(txn.be)] if { var(txn.be) -m found }")
 	w.line("  default_backend ", SNIBackend)
@@ -282,12 +294,47 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 // httpFrontendOptions writes what both HTTP frontends (plain, and TLS
 // terminated) share, ahead of their routing rules.
 func httpFrontendOptions(w *cfgWriter, s *model.Settings) {
+	if a := s.AccessLog; a != nil {
+		logTarget(w, a)
+		if a.Format == "" {
+			w.line("  option httplog")
+		} else {
+			// Single quotes: HAProxy expands nothing inside them, and '%'
+			// keeps its log-format meaning.
+			f, _ := singleQuoted("httpLogFormat", a.Format, false) // model refused control characters
+			w.line("  log-format ", f)
+		}
+		for _, h := range a.CaptureRequestHeaders {
+			w.line("  capture request header ", cfgArg(h.Name), " len ", strconv.Itoa(h.MaxLength))
+		}
+		for _, h := range a.CaptureResponseHeaders {
+			w.line("  capture response header ", cfgArg(h.Name), " len ", strconv.Itoa(h.MaxLength))
+		}
+		if c := a.CaptureCookie; c != nil {
+			w.line("  capture cookie ", cfgArg(c.Name), " len ", strconv.Itoa(c.MaxLength))
+		}
+	}
 	if s.IgnoreEmptyRequests {
 		// A connection that times out before its first request is closed
 		// without a 408, a log line or a counted error. Only HTTP
 		// frontends take it: the TCP one would warn.
 		w.line("  option http-ignore-probes")
 	}
+}
+
+// defaultCookieLen is HAProxy's tune.http.cookielen: captured cookies
+// longer than this need it raised.
+const defaultCookieLen = 63
+
+// logTarget sends a frontend's traffic log to the access log. The global
+// stderr target stays inherited, but it passes only notice and above,
+// which traffic logs (info) are not.
+func logTarget(w *cfgWriter, a *model.AccessLog) {
+	format := ""
+	if a.Target == "stdout" {
+		format = " format raw" // haroute adds its own timestamp and level
+	}
+	w.line("  log ", a.Target, " len ", strconv.Itoa(a.MaxLength), format, " ", a.Facility, " info")
 }
 
 // routingKey computes txn.key = lowercased host without port + path + "/".

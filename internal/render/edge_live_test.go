@@ -1,6 +1,7 @@
 package render
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -131,6 +132,98 @@ func TestLiveEmptyRequests(t *testing.T) {
 			}
 			if !ignore && !strings.HasPrefix(got, "HTTP/1.1 408") {
 				t.Errorf("Respond: got %q, want a 408", statusLine(got))
+			}
+		})
+	}
+}
+
+// logReader reads access log datagrams.
+type logReader struct {
+	t    *testing.T
+	conn net.PacketConn
+}
+
+func (l *logReader) next() string {
+	l.t.Helper()
+	buf := make([]byte, 64<<10)
+	_ = l.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, _, err := l.conn.ReadFrom(buf)
+	if err != nil {
+		l.t.Fatalf("reading the access log: %v", err)
+	}
+	return string(buf[:n])
+}
+
+// TestLiveAccessLog: every request is one syslog line, in OpenShift's
+// default format (HAProxy's httplog) with the captured header, to a unix
+// socket or over UDP; TLS requests terminated by the router are logged
+// once, by the frontend that terminated them.
+func TestLiveAccessLog(t *testing.T) {
+	tmp, err := os.MkdirTemp("", "hrlog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	unixConn, err := net.ListenPacket("unixgram", tmp+"/log.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unixConn.Close() })
+	udpConn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { udpConn.Close() })
+
+	for _, c := range []struct {
+		name   string
+		target string
+		conn   net.PacketConn
+	}{
+		{"unix socket", tmp + "/log.sock", unixConn},
+		{"udp", udpConn.LocalAddr().String(), udpConn},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := edgeSettings(t)
+			s.AccessLog = &model.AccessLog{Target: c.target, Facility: "local1", MaxLength: 1024,
+				CaptureRequestHeaders: []model.CaptureHeader{{Name: "X-Request-Id", MaxLength: 16}}}
+			be := echoBackend(t)
+			startEdge(t, s, nil,
+				route("t", "web", "web.example.com", "", svc("web", 100, be)),
+				route("t", "sec", "sec.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("web", 100, be)))
+			logs := &logReader{t: t, conn: c.conn}
+
+			send := func(cl *http.Client, url, id string) {
+				req, _ := http.NewRequest(http.MethodGet, url, nil)
+				req.Header.Set("X-Request-Id", id)
+				resp, err := cl.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			httpCl := client(s.HTTPPort, nil)
+			httpsCl := client(s.HTTPSPort, &tls.Config{InsecureSkipVerify: true})
+			for i, step := range []struct {
+				cl   *http.Client
+				url  string
+				want string // in the line: the frontend and the request
+			}{
+				{httpCl, "http://web.example.com/one", `public be_http:t:web/`},
+				{httpCl, "http://web.example.com/two", `public be_http:t:web/`},
+				{httpsCl, "https://sec.example.com/three", `fe_sni~ be_edge_http:t:sec/`},
+				{httpCl, "http://web.example.com/four", `public be_http:t:web/`},
+			} {
+				id := fmt.Sprintf("req-%d", i)
+				send(step.cl, step.url, id)
+				line := logs.next()
+				path := step.url[strings.LastIndexByte(step.url, '/'):]
+				for _, want := range []string{step.want, " 200 ", "{" + id + "}", `"GET ` + path + ` HTTP/1.1"`, "haproxy["} {
+					if !strings.Contains(line, want) {
+						t.Errorf("request %d: log line %q lacks %q", i, line, want)
+					}
+				}
 			}
 		})
 	}
