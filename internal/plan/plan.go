@@ -1,8 +1,8 @@
 package plan
 
 import (
-	"reflect"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
