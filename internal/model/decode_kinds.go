@@ -649,6 +649,9 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 		case "logging":
 			w.record("spec.logging", k)
 			w.logging(v, &spec.Logging)
+		case "tlsSecurityProfile":
+			w.record("spec.tlsSecurityProfile", k)
+			spec.TLSSecurityProfile = w.tlsSecurityProfile(v)
 		default:
 			w.unknownField(k, "spec."+key)
 		}

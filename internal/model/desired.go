@@ -50,6 +50,9 @@ type Settings struct {
 	// AccessLog is nil when requests are not logged.
 	AccessLog *AccessLog
 
+	// TLS is what the tlsSecurityProfile asks of every TLS bind.
+	TLS TLSPolicy
+
 	DynamicConfigManager bool
 
 	// DefaultCertificate is PEM (certificate chain + key). Empty means the
@@ -150,6 +153,7 @@ func DefaultSettings() Settings {
 		HeaderBufferMaxRewriteBytes: DefaultHeaderBufferMaxRewriteBytes,
 		HTTPKeepAliveTimeout:        DefaultHTTPKeepAliveTimeout,
 		HTTPRequestTimeout:          DefaultHTTPRequestTimeout,
+		TLS:                         tlsProfiles["Intermediate"],
 	}
 }
 

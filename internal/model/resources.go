@@ -193,6 +193,18 @@ type RouterConfigSpec struct {
 	// or a log line (load balancer probes, browser preconnects).
 	HTTPEmptyRequestsPolicy string
 	Logging                 LoggingOptions
+	TLSSecurityProfile      *TLSSecurityProfile
+}
+
+// TLSSecurityProfile is the IngressController's spec.tlsSecurityProfile.
+type TLSSecurityProfile struct {
+	Type   string // Old, Intermediate, Modern or Custom
+	Custom *CustomTLSProfile
+}
+
+type CustomTLSProfile struct {
+	Ciphers       []string
+	MinTLSVersion string // VersionTLS10 … VersionTLS13
 }
 
 // LoggingOptions is the IngressController's spec.logging.

@@ -143,6 +143,7 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	v.httpTimeouts(t, &s)
 	v.emptyRequests(spec.HTTPEmptyRequestsPolicy, &s)
 	s.AccessLog = v.accessLog(spec.Logging.Access)
+	v.tlsProfile(spec.TLSSecurityProfile, &s)
 
 	if spec.DynamicConfigManager != nil {
 		s.DynamicConfigManager = *spec.DynamicConfigManager

@@ -207,3 +207,51 @@ func TestRouterConfigAccessLog(t *testing.T) {
 		},
 	})
 }
+
+func TestRouterConfigTLSProfile(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{name: "Intermediate by default", want: func(s *Settings) {
+			if s.TLS.MinVersion != "TLSv1.2" || s.TLS.CipherSuites != "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256" ||
+				strings.Contains(s.TLS.Ciphers, "TLS_") || !strings.HasPrefix(s.TLS.Ciphers, "ECDHE-ECDSA-AES128-GCM-SHA256:") {
+				t.Errorf("default TLS %+v", s.TLS)
+			}
+		}},
+		{
+			name: "Old raises TLS 1.0 to 1.1 as the ingress operator does",
+			spec: "  tlsSecurityProfile:\n    type: Old\n    old: {}\n",
+			want: func(s *Settings) { s.TLS = tlsProfiles["Old"] },
+		},
+		{
+			name: "Modern has no TLS 1.2 ciphers",
+			spec: "  tlsSecurityProfile:\n    type: Modern\n    modern: {}\n",
+			want: func(s *Settings) {
+				s.TLS = TLSPolicy{Profile: "Modern", CipherSuites: "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256", MinVersion: "TLSv1.3"}
+			},
+		},
+		{
+			name: "Custom",
+			spec: "  tlsSecurityProfile:\n    type: Custom\n    custom:\n      ciphers:\n        - ECDHE-RSA-AES256-GCM-SHA384\n        - TLS_AES_256_GCM_SHA384\n      minTLSVersion: VersionTLS12\n",
+			want: func(s *Settings) {
+				s.TLS = TLSPolicy{Profile: "Custom", Ciphers: "ECDHE-RSA-AES256-GCM-SHA384", CipherSuites: "TLS_AES_256_GCM_SHA384", MinVersion: "TLSv1.2"}
+			},
+		},
+		{
+			name: "Custom errors at their fields",
+			spec: "  tlsSecurityProfile:\n    type: Custom\n    custom:\n      ciphers:\n        - ECDHE-RSA-AES256-GCM-SHA384\n        - '!aNULL'\n      minTLSVersion: TLS12\n",
+			diags: []string{
+				`rc.yaml:11:11: error: spec.tlsSecurityProfile.custom.ciphers[1]: cipher "!aNULL" is not an OpenSSL cipher name`,
+				`rc.yaml:12:22: error: spec.tlsSecurityProfile.custom.minTLSVersion: minTLSVersion "TLS12" is not one of VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13`,
+			},
+		},
+		{
+			name:  "TLS 1.3 only without a TLS 1.3 cipher",
+			spec:  "  tlsSecurityProfile:\n    type: Custom\n    custom:\n      ciphers: [ECDHE-RSA-AES256-GCM-SHA384]\n      minTLSVersion: VersionTLS13\n",
+			diags: []string{"rc.yaml:9:7: error: spec.tlsSecurityProfile.custom.ciphers: minTLSVersion is VersionTLS13 but no TLS 1.3 cipher (TLS_AES_128_GCM_SHA256, …) is listed: no client could connect"},
+		},
+		{
+			name:  "unknown type",
+			spec:  "  tlsSecurityProfile:\n    type: Strict\n",
+			diags: []string{`rc.yaml:7:11: error: spec.tlsSecurityProfile.type: type "Strict" is not one of Old, Intermediate, Modern, Custom`},
+		},
+	})
+}

@@ -11,12 +11,9 @@ import (
 	"github.com/haroute/haroute/internal/parallel"
 )
 
-// TLS defaults: Mozilla's "intermediate" profile (TLS 1.2+, AEAD ciphers,
-// forward secrecy), which every client of the last decade speaks.
+// Backend TLS stays at TLS 1.2 or above whatever the clients' profile:
+// the routers' own connections are not the old clients a profile admits.
 const (
-	tlsBindOptions   = "ssl-min-ver TLSv1.2 no-tls-tickets"
-	tlsCiphers       = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384"
-	tlsCipherSuites  = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 	tlsServerOptions = "ssl-min-ver TLSv1.2"
 
 	// allowlistChunk bounds the addresses per acl line: HAProxy accepts
@@ -76,9 +73,15 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	// Administrative events only (server up/down, reload); traffic logs
 	// at info level are filtered out.
 	w.line("  log stderr format raw daemon notice")
-	w.line("  ssl-default-bind-options ", tlsBindOptions)
-	w.line("  ssl-default-bind-ciphers ", tlsCiphers)
-	w.line("  ssl-default-bind-ciphersuites ", tlsCipherSuites)
+	// The tlsSecurityProfile, on every TLS bind (and crt-list entry,
+	// which inherit these).
+	w.line("  ssl-default-bind-options ssl-min-ver ", s.TLS.MinVersion, " no-tls-tickets")
+	if s.TLS.Ciphers != "" {
+		w.line("  ssl-default-bind-ciphers ", s.TLS.Ciphers)
+	}
+	if s.TLS.CipherSuites != "" {
+		w.line("  ssl-default-bind-ciphersuites ", s.TLS.CipherSuites)
+	}
 	w.line("  ssl-default-server-options ", tlsServerOptions)
 	w.line("  tune.ssl.default-dh-param 2048")
 	// A request head must fit in bufsize less maxrewrite (24 KiB by

@@ -228,3 +228,60 @@ func TestLiveAccessLog(t *testing.T) {
 		})
 	}
 }
+
+// handshake dials the HTTPS port with conf and reports the handshake error.
+func handshake(t *testing.T, port int, conf *tls.Config) error {
+	t.Helper()
+	conf.InsecureSkipVerify = true
+	conf.ServerName = "sec.example.com"
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", port), conf)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// TestLiveTLSProfiles: a client below the profile's minimum version, or
+// without one of its ciphers, is refused; one within it is served.
+func TestLiveTLSProfiles(t *testing.T) {
+	custom := model.TLSPolicy{Profile: "Custom", Ciphers: "ECDHE-ECDSA-AES256-GCM-SHA384", CipherSuites: "TLS_AES_256_GCM_SHA384", MinVersion: "TLSv1.2"}
+	for _, c := range []struct {
+		name            string
+		policy          model.TLSPolicy
+		refused, served *tls.Config
+	}{
+		{"Intermediate refuses TLS 1.1", model.DefaultSettings().TLS,
+			&tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11},
+			&tls.Config{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12}},
+		{"Modern refuses TLS 1.2", modelProfile(t, "Modern"),
+			&tls.Config{MaxVersion: tls.VersionTLS12},
+			&tls.Config{MinVersion: tls.VersionTLS13}},
+		{"Custom refuses a cipher it does not list", custom,
+			&tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}},
+			&tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := edgeSettings(t)
+			s.TLS = c.policy
+			startEdge(t, s, nil, route("t", "sec", "sec.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("web", 100, echoBackend(t))))
+			if err := handshake(t, s.HTTPSPort, c.refused); err == nil {
+				t.Errorf("a client below the profile was served")
+			}
+			if err := handshake(t, s.HTTPSPort, c.served); err != nil {
+				t.Errorf("a client within the profile was refused: %v", err)
+			}
+		})
+	}
+}
+
+// modelProfile returns a named profile through the model, as a
+// RouterConfig would select it.
+func modelProfile(t *testing.T, name string) model.TLSPolicy {
+	t.Helper()
+	res := model.NewLoader().Load([]model.SourceFile{{Path: "rc.yaml", Data: []byte(
+		"apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: r\nspec:\n  tlsSecurityProfile:\n    type: " + name + "\n")}})
+	if res.Diagnostics.HasErrors(false) || res.Desired == nil {
+		t.Fatalf("profile %s: %v", name, res.Diagnostics)
+	}
+	return res.Desired.Router.TLS
+}

@@ -2,7 +2,7 @@ package model
 
 import "gopkg.in/yaml.v3"
 
-// Decoding of the RouterConfig's spec.logging, shaped as the
+// Decoding of the RouterConfig's edge settings (logging, TLS), shaped as the
 // IngressController's.
 
 func (w *walker) logging(n *yaml.Node, l *LoggingOptions) {
@@ -168,4 +168,45 @@ func (w *walker) captureHeaders(n *yaml.Node, field string) []CaptureHTTPHeader 
 		out = append(out, h)
 	}
 	return out
+}
+
+func (w *walker) tlsSecurityProfile(n *yaml.Node) *TLSSecurityProfile {
+	const f = "spec.tlsSecurityProfile"
+	m, ok := w.mapping(n, f)
+	if !ok {
+		return nil
+	}
+	var p TLSSecurityProfile
+	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "type":
+			p.Type, _ = w.str(v, f+".type")
+		case "old", "intermediate", "modern":
+			// Empty objects in the API: the type says it all.
+			w.record(f+"."+key, k)
+			w.mapping(v, f+"."+key)
+		case "custom":
+			const cf = f + ".custom"
+			w.record(cf, k)
+			cm, ok := w.mapping(v, cf)
+			if !ok {
+				return
+			}
+			p.Custom = &CustomTLSProfile{}
+			w.eachPair(cm, cf, func(key string, k, v *yaml.Node) {
+				switch key {
+				case "ciphers":
+					w.record(cf+".ciphers", k)
+					p.Custom.Ciphers = w.stringList(v, cf+".ciphers")
+				case "minTLSVersion":
+					p.Custom.MinTLSVersion, _ = w.str(v, cf+".minTLSVersion")
+				default:
+					w.unknownField(k, cf+"."+key)
+				}
+			})
+		default:
+			w.unknownField(k, f+"."+key)
+		}
+	})
+	return &p
 }
