@@ -210,3 +210,35 @@ func (w *walker) tlsSecurityProfile(n *yaml.Node) *TLSSecurityProfile {
 	})
 	return &p
 }
+
+func (w *walker) publishingStrategy(n *yaml.Node, e *EndpointPublishingStrategy) {
+	const f = "spec.endpointPublishingStrategy"
+	m, ok := w.mapping(n, f)
+	if !ok {
+		return
+	}
+	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "type":
+			e.Type, _ = w.str(v, f+".type")
+		case "hostNetwork":
+			const hf = f + ".hostNetwork"
+			w.record(hf, k)
+			hm, ok := w.mapping(v, hf)
+			if !ok {
+				return
+			}
+			w.eachPair(hm, hf, func(key string, k, v *yaml.Node) {
+				switch key {
+				case "protocol":
+					e.HostNetwork.Protocol, _ = w.str(v, hf+".protocol")
+				default:
+					// Ports are spec.bindOptions.ports here.
+					w.unknownField(k, hf+"."+key)
+				}
+			})
+		default:
+			w.unknownField(k, f+"."+key)
+		}
+	})
+}

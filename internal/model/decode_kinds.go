@@ -649,6 +649,9 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 		case "logging":
 			w.record("spec.logging", k)
 			w.logging(v, &spec.Logging)
+		case "endpointPublishingStrategy":
+			w.record("spec.endpointPublishingStrategy", k)
+			w.publishingStrategy(v, &spec.EndpointPublishingStrategy)
 		case "tlsSecurityProfile":
 			w.record("spec.tlsSecurityProfile", k)
 			spec.TLSSecurityProfile = w.tlsSecurityProfile(v)

@@ -52,6 +52,9 @@ type Settings struct {
 
 	// TLS is what the tlsSecurityProfile asks of every TLS bind.
 	TLS TLSPolicy
+	// ProxyProtocol is hostNetwork.protocol: PROXY: the HTTP and HTTPS
+	// listeners expect a PROXY protocol header (v1 or v2) first.
+	ProxyProtocol bool
 
 	DynamicConfigManager bool
 

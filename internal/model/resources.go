@@ -194,6 +194,16 @@ type RouterConfigSpec struct {
 	HTTPEmptyRequestsPolicy string
 	Logging                 LoggingOptions
 	TLSSecurityProfile      *TLSSecurityProfile
+	// EndpointPublishingStrategy is read for hostNetwork.protocol only:
+	// haroute always listens on the host network.
+	EndpointPublishingStrategy EndpointPublishingStrategy
+}
+
+type EndpointPublishingStrategy struct {
+	Type        string // HostNetwork (the only one haroute has) or unset
+	HostNetwork struct {
+		Protocol string // TCP (default) or PROXY
+	}
 }
 
 // TLSSecurityProfile is the IngressController's spec.tlsSecurityProfile.

@@ -255,3 +255,22 @@ func TestRouterConfigTLSProfile(t *testing.T) {
 		},
 	})
 }
+
+func TestRouterConfigProxyProtocol(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "PROXY",
+			spec: "  endpointPublishingStrategy:\n    type: HostNetwork\n    hostNetwork:\n      protocol: PROXY\n",
+			want: func(s *Settings) { s.ProxyProtocol = true },
+		},
+		{name: "TCP", spec: "  endpointPublishingStrategy:\n    hostNetwork:\n      protocol: TCP\n"},
+		{
+			name: "other strategies and protocols",
+			spec: "  endpointPublishingStrategy:\n    type: LoadBalancerService\n    hostNetwork:\n      protocol: proxy\n",
+			diags: []string{
+				`rc.yaml:7:11: error: spec.endpointPublishingStrategy.type: type "LoadBalancerService" is not supported: haroute listens on the host network (HostNetwork)`,
+				`rc.yaml:9:17: error: spec.endpointPublishingStrategy.hostNetwork.protocol: protocol "proxy" is not one of TCP, PROXY`,
+			},
+		},
+	})
+}

@@ -87,3 +87,19 @@ func (v *rcCheck) emptyRequests(policy string, s *Settings) {
 		v.errorf("spec.httpEmptyRequestsPolicy", "httpEmptyRequestsPolicy %q is not one of Respond, Ignore", policy)
 	}
 }
+
+func (v *rcCheck) publishing(e *EndpointPublishingStrategy, s *Settings) {
+	const f = "spec.endpointPublishingStrategy"
+	switch e.Type {
+	case "", "HostNetwork":
+	default:
+		v.errorf(f+".type", "type %q is not supported: haroute listens on the host network (HostNetwork)", e.Type)
+	}
+	switch p := e.HostNetwork.Protocol; p {
+	case "", "TCP":
+	case "PROXY":
+		s.ProxyProtocol = true
+	default:
+		v.errorf(f+".hostNetwork.protocol", "protocol %q is not one of TCP, PROXY", p)
+	}
+}

@@ -320,6 +320,7 @@ func (d *differ) router() {
 	reload("headerBufferMaxRewriteBytes", a.HeaderBufferMaxRewriteBytes != b.HeaderBufferMaxRewriteBytes, a.HeaderBufferMaxRewriteBytes, b.HeaderBufferMaxRewriteBytes)
 	reload("httpKeepAliveTimeout", a.HTTPKeepAliveTimeout != b.HTTPKeepAliveTimeout, a.HTTPKeepAliveTimeout, b.HTTPKeepAliveTimeout)
 	reload("httpRequestTimeout", a.HTTPRequestTimeout != b.HTTPRequestTimeout, a.HTTPRequestTimeout, b.HTTPRequestTimeout)
+	reload("hostNetwork.protocol", a.ProxyProtocol != b.ProxyProtocol, a.ProxyProtocol, b.ProxyProtocol)
 	reload("tlsSecurityProfile", a.TLS != b.TLS, a.TLS.Profile, b.TLS.Profile)
 	reload("logging.access", !reflect.DeepEqual(a.AccessLog, b.AccessLog), a.AccessLog.String(), b.AccessLog.String())
 	reload("httpEmptyRequestsPolicy", a.IgnoreEmptyRequests != b.IgnoreEmptyRequests, emptyRequestsPolicy(a), emptyRequestsPolicy(b))

@@ -115,7 +115,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("")
 
 	w.line("frontend public from ", baseDefaults)
-	w.line("  bind ", bindAddress(s.BindAddress, s.HTTPPort))
+	w.line("  bind ", bindAddress(s.BindAddress, s.HTTPPort), acceptProxy(&s))
 	w.line("  mode http")
 	httpFrontendOptions(w, &s)
 	routingKey(w)
@@ -131,7 +131,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("")
 
 	w.line("frontend public_ssl from ", baseDefaults)
-	w.line("  bind ", bindAddress(s.BindAddress, s.HTTPSPort))
+	w.line("  bind ", bindAddress(s.BindAddress, s.HTTPSPort), acceptProxy(&s))
 	w.line("  mode tcp")
 	w.line("  tcp-request inspect-delay ", duration(s.TLSInspectDelay))
 	w.line("  tcp-request content set-var(txn.sni) req_ssl_sni,lower if { req_ssl_hello_type 1 }")
@@ -323,6 +323,17 @@ func httpFrontendOptions(w *cfgWriter, s *model.Settings) {
 		// frontends take it: the TCP one would warn.
 		w.line("  option http-ignore-probes")
 	}
+}
+
+// acceptProxy is what the public listeners add behind a load balancer
+// that speaks the PROXY protocol: the client address it reports becomes
+// src, so X-Forwarded-For, logs and allowlists see the client. fe_sni
+// gets it through be_sni's send-proxy-v2.
+func acceptProxy(s *model.Settings) string {
+	if s.ProxyProtocol {
+		return " accept-proxy"
+	}
+	return ""
 }
 
 // defaultCookieLen is HAProxy's tune.http.cookielen: captured cookies

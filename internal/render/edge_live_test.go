@@ -285,3 +285,61 @@ func modelProfile(t *testing.T, name string) model.TLSPolicy {
 	}
 	return res.Desired.Router.TLS
 }
+
+// proxyV2 is a PROXY protocol v2 header for a TCP4 connection from src
+// (port 4242) to 127.0.0.1:dstPort.
+func proxyV2(src net.IP, dstPort int) string {
+	h := []byte("\r\n\r\n\x00\r\nQUIT\n")
+	h = append(h, 0x21, 0x11, 0, 12) // v2 PROXY, TCP over IPv4, 12 bytes of addresses
+	h = append(h, src.To4()...)
+	h = append(h, 127, 0, 0, 1, 0x10, 0x92, byte(dstPort>>8), byte(dstPort))
+	return string(h)
+}
+
+// TestLiveProxyProtocol: behind a load balancer speaking the PROXY
+// protocol, v1 and v2, on the HTTP and the HTTPS listener, the client
+// address the header carries reaches the backend in X-Forwarded-For.
+func TestLiveProxyProtocol(t *testing.T) {
+	s := edgeSettings(t)
+	s.ProxyProtocol = true
+	be := echoBackend(t)
+	startEdge(t, s, nil,
+		route("t", "web", "web.example.com", "", svc("web", 100, be)),
+		route("t", "sec", "sec.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("web", 100, be)))
+	req := "GET / HTTP/1.1\r\nHost: web.example.com\r\nConnection: close\r\n\r\n"
+
+	t.Run("v1", func(t *testing.T) {
+		resp := rawRequest(t, s.HTTPPort, fmt.Sprintf("PROXY TCP4 203.0.113.7 127.0.0.1 4242 %d\r\n", s.HTTPPort)+req)
+		if !strings.Contains(resp, "\nX-Forwarded-For: 203.0.113.7\n") {
+			t.Errorf("response %q lacks X-Forwarded-For: 203.0.113.7", resp)
+		}
+	})
+	t.Run("v2", func(t *testing.T) {
+		resp := rawRequest(t, s.HTTPPort, proxyV2(net.IPv4(198, 51, 100, 9), s.HTTPPort)+req)
+		if !strings.Contains(resp, "\nX-Forwarded-For: 198.51.100.9\n") {
+			t.Errorf("response %q lacks X-Forwarded-For: 198.51.100.9", resp)
+		}
+	})
+	t.Run("v2 then TLS", func(t *testing.T) {
+		raw, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", s.HTTPSPort))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		if _, err := io.WriteString(raw, proxyV2(net.IPv4(192, 0, 2, 44), s.HTTPSPort)); err != nil {
+			t.Fatal(err)
+		}
+		c := tls.Client(raw, &tls.Config{ServerName: "sec.example.com", InsecureSkipVerify: true})
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: sec.example.com\r\nConnection: close\r\n\r\n")
+		out, _ := io.ReadAll(c)
+		if !strings.Contains(string(out), "\nX-Forwarded-For: 192.0.2.44\n") {
+			t.Errorf("response %q lacks X-Forwarded-For: 192.0.2.44", out)
+		}
+	})
+	t.Run("no header is refused", func(t *testing.T) {
+		if resp := rawRequest(t, s.HTTPPort, req); strings.Contains(resp, " 200 ") {
+			t.Errorf("a request without a PROXY header was served: %q", statusLine(resp))
+		}
+	})
+}
