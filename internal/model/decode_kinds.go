@@ -644,6 +644,17 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 		case "stats":
 			w.record("spec.stats", k)
 			w.statsOptions(v, &spec.Stats)
+		case "httpEmptyRequestsPolicy":
+			spec.HTTPEmptyRequestsPolicy, _ = w.str(v, "spec.httpEmptyRequestsPolicy")
+		case "logging":
+			w.record("spec.logging", k)
+			w.logging(v, &spec.Logging)
+		case "endpointPublishingStrategy":
+			w.record("spec.endpointPublishingStrategy", k)
+			w.publishingStrategy(v, &spec.EndpointPublishingStrategy)
+		case "tlsSecurityProfile":
+			w.record("spec.tlsSecurityProfile", k)
+			spec.TLSSecurityProfile = w.tlsSecurityProfile(v)
 		default:
 			w.unknownField(k, "spec."+key)
 		}
@@ -713,6 +724,16 @@ func (w *walker) tuningOptions(n *yaml.Node, t *TuningOptions) {
 		case "threadCount":
 			t.ThreadCount = w.intPtr(v, f+"threadCount")
 			return
+		case "headerBufferBytes":
+			t.HeaderBufferBytes = w.intPtr(v, f+"headerBufferBytes")
+			return
+		case "headerBufferMaxRewriteBytes":
+			t.HeaderBufferMaxRewriteBytes = w.intPtr(v, f+"headerBufferMaxRewriteBytes")
+			return
+		case "httpKeepAliveTimeout":
+			dst = &t.HTTPKeepAliveTimeout
+		case "httpRequestTimeout":
+			dst = &t.HTTPRequestTimeout
 		case "reloadInterval":
 			dst = &t.ReloadInterval
 		case "healthCheckInterval":

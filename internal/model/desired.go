@@ -39,6 +39,23 @@ type Settings struct {
 	TLSInspectDelay  time.Duration
 	HardStopAfter    time.Duration // 0 = unset
 
+	// HeaderBufferBytes and HeaderBufferMaxRewriteBytes are tune.bufsize
+	// and tune.maxrewrite.
+	HeaderBufferBytes           int
+	HeaderBufferMaxRewriteBytes int
+	HTTPKeepAliveTimeout        time.Duration
+	HTTPRequestTimeout          time.Duration
+	// IgnoreEmptyRequests is httpEmptyRequestsPolicy: Ignore.
+	IgnoreEmptyRequests bool
+	// AccessLog is nil when requests are not logged.
+	AccessLog *AccessLog
+
+	// TLS is what the tlsSecurityProfile asks of every TLS bind.
+	TLS TLSPolicy
+	// ProxyProtocol is hostNetwork.protocol: PROXY: the HTTP and HTTPS
+	// listeners expect a PROXY protocol header (v1 or v2) first.
+	ProxyProtocol bool
+
 	DynamicConfigManager bool
 
 	// DefaultCertificate is PEM (certificate chain + key). Empty means the
@@ -64,6 +81,36 @@ type Settings struct {
 	StatsCredentialsFile string
 }
 
+// AccessLog is spec.logging.access, validated.
+type AccessLog struct {
+	// Target is HAProxy's log target: "stdout", "ip:port" (UDP) or the
+	// absolute path of a unix datagram socket.
+	Target    string
+	Facility  string
+	MaxLength int
+	// Format is the HTTP log-format; "" is HAProxy's httplog format,
+	// which is OpenShift's default.
+	Format                 string
+	CaptureRequestHeaders  []CaptureHeader
+	CaptureResponseHeaders []CaptureHeader
+	CaptureCookie          *CaptureCookie
+	// IgnoreEmpty is logEmptyRequests: Ignore (option dontlognull).
+	IgnoreEmpty bool
+}
+
+// CaptureHeader is a header to capture in the log, truncated to MaxLength.
+type CaptureHeader struct {
+	Name      string
+	MaxLength int
+}
+
+// CaptureCookie is the cookie to capture: its name followed by "=" when
+// matched exactly, a prefix otherwise, as HAProxy's capture cookie takes it.
+type CaptureCookie struct {
+	Name      string
+	MaxLength int
+}
+
 // Defaults as documented in DESIGN §3 (OpenShift's IngressController values).
 const (
 	DefaultHTTPPort            = 80
@@ -79,6 +126,12 @@ const (
 	DefaultClientFinTimeout    = time.Second
 	DefaultServerFinTimeout    = time.Second
 	DefaultTLSInspectDelay     = 5 * time.Second
+	// OpenShift raised HAProxy's 16 KiB buffers to be comparable to
+	// cloud load balancers: request heads up to 24 KiB are accepted.
+	DefaultHeaderBufferBytes           = 32768
+	DefaultHeaderBufferMaxRewriteBytes = 8192
+	DefaultHTTPKeepAliveTimeout        = 300 * time.Second
+	DefaultHTTPRequestTimeout          = 10 * time.Second
 )
 
 // DefaultSettings returns the settings used when no RouterConfig exists.
@@ -98,6 +151,12 @@ func DefaultSettings() Settings {
 		ServerFinTimeout:     DefaultServerFinTimeout,
 		TLSInspectDelay:      DefaultTLSInspectDelay,
 		DynamicConfigManager: true,
+
+		HeaderBufferBytes:           DefaultHeaderBufferBytes,
+		HeaderBufferMaxRewriteBytes: DefaultHeaderBufferMaxRewriteBytes,
+		HTTPKeepAliveTimeout:        DefaultHTTPKeepAliveTimeout,
+		HTTPRequestTimeout:          DefaultHTTPRequestTimeout,
+		TLS:                         tlsProfiles["Intermediate"],
 	}
 }
 

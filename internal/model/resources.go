@@ -188,6 +188,85 @@ type RouterConfigSpec struct {
 	// in for routes without spec.host.
 	Domain string
 	Stats  StatsOptions
+	// HTTPEmptyRequestsPolicy is Respond (the default) or Ignore: close
+	// connections that time out before a request without a response
+	// or a log line (load balancer probes, browser preconnects).
+	HTTPEmptyRequestsPolicy string
+	Logging                 LoggingOptions
+	TLSSecurityProfile      *TLSSecurityProfile
+	// EndpointPublishingStrategy is read for hostNetwork.protocol only:
+	// haroute always listens on the host network.
+	EndpointPublishingStrategy EndpointPublishingStrategy
+}
+
+type EndpointPublishingStrategy struct {
+	Type        string // HostNetwork (the only one haroute has) or unset
+	HostNetwork struct {
+		Protocol string // TCP (default) or PROXY
+	}
+}
+
+// TLSSecurityProfile is the IngressController's spec.tlsSecurityProfile.
+type TLSSecurityProfile struct {
+	Type   string // Old, Intermediate, Modern or Custom
+	Custom *CustomTLSProfile
+}
+
+type CustomTLSProfile struct {
+	Ciphers       []string
+	MinTLSVersion string // VersionTLS10 … VersionTLS13
+}
+
+// LoggingOptions is the IngressController's spec.logging.
+type LoggingOptions struct {
+	Access *AccessLogging // nil: no access log
+}
+
+// AccessLogging is the IngressController's spec.logging.access.
+type AccessLogging struct {
+	Destination        LoggingDestination
+	HTTPLogFormat      string
+	HTTPCaptureHeaders CaptureHTTPHeaders
+	HTTPCaptureCookies []CaptureHTTPCookie
+	LogEmptyRequests   string // Log (default) or Ignore
+}
+
+// LoggingDestination is Container (HAProxy's stdout, collected into
+// haroute's log) or Syslog.
+type LoggingDestination struct {
+	Type      string
+	Syslog    *SyslogDestination
+	Container *ContainerDestination
+}
+
+// SyslogDestination is a UDP endpoint (Address an IP, with Port) or, as a
+// haroute extension, a unix datagram socket (Address an absolute path).
+type SyslogDestination struct {
+	Address   string
+	Port      *int
+	Facility  string
+	MaxLength *int
+}
+
+type ContainerDestination struct {
+	MaxLength *int
+}
+
+type CaptureHTTPHeaders struct {
+	Request  []CaptureHTTPHeader
+	Response []CaptureHTTPHeader
+}
+
+type CaptureHTTPHeader struct {
+	Name      string
+	MaxLength *int
+}
+
+type CaptureHTTPCookie struct {
+	MatchType  string // Exact or Prefix
+	Name       string
+	NamePrefix string
+	MaxLength  *int
 }
 
 // StatsOptions configures the stats port's /stats page (OpenShift's
@@ -224,6 +303,15 @@ type TuningOptions struct {
 	ServerFinTimeout    string
 	TLSInspectDelay     string
 	HardStopAfter       string
+	// HeaderBufferBytes is HAProxy's tune.bufsize: the largest request
+	// head is HeaderBufferBytes - HeaderBufferMaxRewriteBytes.
+	HeaderBufferBytes           *int
+	HeaderBufferMaxRewriteBytes *int
+	HTTPKeepAliveTimeout        string
+	// HTTPRequestTimeout bounds how long a client may take to send a
+	// complete request head (OpenShift's ROUTER_SLOWLORIS_TIMEOUT; the
+	// IngressController has no field for it).
+	HTTPRequestTimeout string
 }
 
 // LabelSelector is metav1.LabelSelector.

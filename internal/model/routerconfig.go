@@ -139,6 +139,13 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 		}
 	}
 
+	v.buffers(t, &s)
+	v.httpTimeouts(t, &s)
+	v.emptyRequests(spec.HTTPEmptyRequestsPolicy, &s)
+	s.AccessLog = v.accessLog(spec.Logging.Access)
+	v.tlsProfile(spec.TLSSecurityProfile, &s)
+	v.publishing(&spec.EndpointPublishingStrategy, &s)
+
 	if spec.DynamicConfigManager != nil {
 		s.DynamicConfigManager = *spec.DynamicConfigManager
 	}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -315,6 +316,14 @@ func (d *differ) router() {
 	reload("serverFinTimeout", a.ServerFinTimeout != b.ServerFinTimeout, a.ServerFinTimeout, b.ServerFinTimeout)
 	reload("tlsInspectDelay", a.TLSInspectDelay != b.TLSInspectDelay, a.TLSInspectDelay, b.TLSInspectDelay)
 	reload("hardStopAfter", a.HardStopAfter != b.HardStopAfter, a.HardStopAfter, b.HardStopAfter)
+	reload("headerBufferBytes", a.HeaderBufferBytes != b.HeaderBufferBytes, a.HeaderBufferBytes, b.HeaderBufferBytes)
+	reload("headerBufferMaxRewriteBytes", a.HeaderBufferMaxRewriteBytes != b.HeaderBufferMaxRewriteBytes, a.HeaderBufferMaxRewriteBytes, b.HeaderBufferMaxRewriteBytes)
+	reload("httpKeepAliveTimeout", a.HTTPKeepAliveTimeout != b.HTTPKeepAliveTimeout, a.HTTPKeepAliveTimeout, b.HTTPKeepAliveTimeout)
+	reload("httpRequestTimeout", a.HTTPRequestTimeout != b.HTTPRequestTimeout, a.HTTPRequestTimeout, b.HTTPRequestTimeout)
+	reload("hostNetwork.protocol", a.ProxyProtocol != b.ProxyProtocol, a.ProxyProtocol, b.ProxyProtocol)
+	reload("tlsSecurityProfile", a.TLS != b.TLS, a.TLS.Profile, b.TLS.Profile)
+	reload("logging.access", !reflect.DeepEqual(a.AccessLog, b.AccessLog), a.AccessLog.String(), b.AccessLog.String())
+	reload("httpEmptyRequestsPolicy", a.IgnoreEmptyRequests != b.IgnoreEmptyRequests, emptyRequestsPolicy(a), emptyRequestsPolicy(b))
 
 	for _, c := range d.changes {
 		d.routerReload = d.routerReload || c.Mode == ModeReload
@@ -336,6 +345,13 @@ func (d *differ) router() {
 	daemon("allowWildcardRoutes", a.AllowWildcardRoutes != b.AllowWildcardRoutes, a.AllowWildcardRoutes, b.AllowWildcardRoutes)
 	// Generated hosts move with the domain: map updates.
 	daemon("domain", a.Domain != b.Domain, a.Domain, b.Domain)
+}
+
+func emptyRequestsPolicy(s model.Settings) string {
+	if s.IgnoreEmptyRequests {
+		return "Ignore"
+	}
+	return "Respond"
 }
 
 // show formats a setting value so that "unset" reads as such.

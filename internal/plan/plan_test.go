@@ -235,6 +235,21 @@ func TestCompute(t *testing.T) {
 			wantSummary: "plan: reload (1 reason: router settings changed: maxConnections)",
 		},
 		{
+			name: "buffers and HTTP timeouts",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.HeaderBufferBytes = 65536
+				d.Router.HTTPKeepAliveTimeout = 75 * time.Second
+				d.Router.IgnoreEmptyRequests = true
+			},
+			wantReasons: []string{"router settings changed: headerBufferBytes", "router settings changed: httpKeepAliveTimeout", "router settings changed: httpEmptyRequestsPolicy"},
+			wantChanges: []string{
+				"reload | router settings changed | headerBufferBytes | 32768 -> 65536",
+				"reload | router settings changed | httpKeepAliveTimeout | 5m0s -> 1m15s",
+				"reload | router settings changed | httpEmptyRequestsPolicy | Respond -> Ignore",
+			},
+			wantSummary: "plan: reload (3 reasons: router settings changed: headerBufferBytes; router settings changed: httpKeepAliveTimeout; router settings changed: httpEmptyRequestsPolicy)",
+		},
+		{
 			name: "router health check interval is one reason, not one per route",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				d.Router.HealthCheckInterval = 10 * time.Second

@@ -11,12 +11,9 @@ import (
 	"github.com/haroute/haroute/internal/parallel"
 )
 
-// TLS defaults: Mozilla's "intermediate" profile (TLS 1.2+, AEAD ciphers,
-// forward secrecy), which every client of the last decade speaks.
+// Backend TLS stays at TLS 1.2 or above whatever the clients' profile:
+// the routers' own connections are not the old clients a profile admits.
 const (
-	tlsBindOptions   = "ssl-min-ver TLSv1.2 no-tls-tickets"
-	tlsCiphers       = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384"
-	tlsCipherSuites  = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 	tlsServerOptions = "ssl-min-ver TLSv1.2"
 
 	// allowlistChunk bounds the addresses per acl line: HAProxy accepts
@@ -76,17 +73,32 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	// Administrative events only (server up/down, reload); traffic logs
 	// at info level are filtered out.
 	w.line("  log stderr format raw daemon notice")
-	w.line("  ssl-default-bind-options ", tlsBindOptions)
-	w.line("  ssl-default-bind-ciphers ", tlsCiphers)
-	w.line("  ssl-default-bind-ciphersuites ", tlsCipherSuites)
+	// The tlsSecurityProfile, on every TLS bind (and crt-list entry,
+	// which inherit these).
+	w.line("  ssl-default-bind-options ssl-min-ver ", s.TLS.MinVersion, " no-tls-tickets")
+	if s.TLS.Ciphers != "" {
+		w.line("  ssl-default-bind-ciphers ", s.TLS.Ciphers)
+	}
+	if s.TLS.CipherSuites != "" {
+		w.line("  ssl-default-bind-ciphersuites ", s.TLS.CipherSuites)
+	}
 	w.line("  ssl-default-server-options ", tlsServerOptions)
 	w.line("  tune.ssl.default-dh-param 2048")
+	// A request head must fit in bufsize less maxrewrite (24 KiB by
+	// default, as on OpenShift; HAProxy's own default is 16 KiB).
+	w.line("  tune.bufsize ", strconv.Itoa(s.HeaderBufferBytes))
+	w.line("  tune.maxrewrite ", strconv.Itoa(s.HeaderBufferMaxRewriteBytes))
+	if a := s.AccessLog; a != nil && a.CaptureCookie != nil && a.CaptureCookie.MaxLength > defaultCookieLen {
+		w.line("  tune.http.cookielen ", strconv.Itoa(a.CaptureCookie.MaxLength))
+	}
 	w.line("")
 
 	w.line("defaults ", baseDefaults)
 	w.line("  mode http")
 	w.line("  log global")
-	w.line("  option dontlognull")
+	if s.AccessLog == nil || s.AccessLog.IgnoreEmpty {
+		w.line("  option dontlognull")
+	}
 	w.line("  option redispatch")
 	w.line("  retries 3")
 	w.line("  timeout connect ", duration(s.ConnectTimeout))
@@ -95,16 +107,17 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("  timeout tunnel ", duration(s.TunnelTimeout))
 	w.line("  timeout client-fin ", duration(s.ClientFinTimeout))
 	w.line("  timeout server-fin ", duration(s.ServerFinTimeout))
-	w.line("  timeout http-request 10s")
-	w.line("  timeout http-keep-alive 300s")
+	w.line("  timeout http-request ", duration(s.HTTPRequestTimeout))
+	w.line("  timeout http-keep-alive ", duration(s.HTTPKeepAliveTimeout))
 	// Settings has no queue timeout; a request may wait for a free server
 	// slot as long as it may wait for the server itself.
 	w.line("  timeout queue ", duration(s.ServerTimeout))
 	w.line("")
 
 	w.line("frontend public from ", baseDefaults)
-	w.line("  bind ", bindAddress(s.BindAddress, s.HTTPPort))
+	w.line("  bind ", bindAddress(s.BindAddress, s.HTTPPort), acceptProxy(&s))
 	w.line("  mode http")
+	httpFrontendOptions(w, &s)
 	routingKey(w)
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", in.Dir, "/", HTTPMap, ")")
 	wildcardLookup(w, in.Dir+"/"+HTTPWildcardMap)
@@ -118,13 +131,20 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("")
 
 	w.line("frontend public_ssl from ", baseDefaults)
-	w.line("  bind ", bindAddress(s.BindAddress, s.HTTPSPort))
+	w.line("  bind ", bindAddress(s.BindAddress, s.HTTPSPort), acceptProxy(&s))
 	w.line("  mode tcp")
 	w.line("  tcp-request inspect-delay ", duration(s.TLSInspectDelay))
 	w.line("  tcp-request content set-var(txn.sni) req_ssl_sni,lower if { req_ssl_hello_type 1 }")
 	w.line("  tcp-request content set-var(txn.be) var(txn.sni),map_str(", in.Dir, "/", SNIPassthroughMap, ") if { var(txn.sni) -m found }")
 	w.line("  tcp-request content set-var(txn.be) var(txn.sni),regsub(^[^.]*[.],),map_str(", in.Dir, "/", SNIPassthroughWildcardMap,
 		") if !{ var(txn.be) -m found } { var(txn.sni) -m sub . }")
+	if a := s.AccessLog; a != nil {
+		// Connections this frontend hands to fe_sni are logged there,
+		// per request: only passthrough connections are logged here.
+		logTarget(w, a)
+		w.line("  option tcplog")
+		w.line("  tcp-request content set-log-level silent if !{ var(txn.be) -m found }")
+	}
 	w.line("  tcp-request content accept if { req_ssl_hello_type 1 }")
 	w.line("  use_backend %[var(txn.be)] if { var(txn.be) -m found }")
 	w.line("  default_backend ", SNIBackend)
@@ -141,6 +161,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("  bind unix@", in.RunDir, "/", SNISocket, " mode 600 accept-proxy ssl crt ", in.Dir, "/", DefaultCertFile,
 		" crt-list ", in.Dir, "/", CrtListFile, " alpn h2,http/1.1")
 	w.line("  mode http")
+	httpFrontendOptions(w, &s)
 	routingKey(w)
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", in.Dir, "/", HTTPSMap, ")")
 	wildcardLookup(w, in.Dir+"/"+HTTPSWildcardMap)
@@ -271,6 +292,63 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 		mapsSame = mapsSame && prev[j] != nil && slices.Equal(prev[j].maps, fresh[j].maps)
 	}
 	return outs, sameKeys, mapsSame
+}
+
+// httpFrontendOptions writes what both HTTP frontends (plain, and TLS
+// terminated) share, ahead of their routing rules.
+func httpFrontendOptions(w *cfgWriter, s *model.Settings) {
+	if a := s.AccessLog; a != nil {
+		logTarget(w, a)
+		if a.Format == "" {
+			w.line("  option httplog")
+		} else {
+			// Single quotes: HAProxy expands nothing inside them, and '%'
+			// keeps its log-format meaning.
+			f, _ := singleQuoted("httpLogFormat", a.Format, false) // model refused control characters
+			w.line("  log-format ", f)
+		}
+		for _, h := range a.CaptureRequestHeaders {
+			w.line("  capture request header ", cfgArg(h.Name), " len ", strconv.Itoa(h.MaxLength))
+		}
+		for _, h := range a.CaptureResponseHeaders {
+			w.line("  capture response header ", cfgArg(h.Name), " len ", strconv.Itoa(h.MaxLength))
+		}
+		if c := a.CaptureCookie; c != nil {
+			w.line("  capture cookie ", cfgArg(c.Name), " len ", strconv.Itoa(c.MaxLength))
+		}
+	}
+	if s.IgnoreEmptyRequests {
+		// A connection that times out before its first request is closed
+		// without a 408, a log line or a counted error. Only HTTP
+		// frontends take it: the TCP one would warn.
+		w.line("  option http-ignore-probes")
+	}
+}
+
+// acceptProxy is what the public listeners add behind a load balancer
+// that speaks the PROXY protocol: the client address it reports becomes
+// src, so X-Forwarded-For, logs and allowlists see the client. fe_sni
+// gets it through be_sni's send-proxy-v2.
+func acceptProxy(s *model.Settings) string {
+	if s.ProxyProtocol {
+		return " accept-proxy"
+	}
+	return ""
+}
+
+// defaultCookieLen is HAProxy's tune.http.cookielen: captured cookies
+// longer than this need it raised.
+const defaultCookieLen = 63
+
+// logTarget sends a frontend's traffic log to the access log. The global
+// stderr target stays inherited, but it passes only notice and above,
+// which traffic logs (info) are not.
+func logTarget(w *cfgWriter, a *model.AccessLog) {
+	format := ""
+	if a.Target == "stdout" {
+		format = " format raw" // haroute adds its own timestamp and level
+	}
+	w.line("  log ", a.Target, " len ", strconv.Itoa(a.MaxLength), format, " ", a.Facility, " info")
 }
 
 // routingKey computes txn.key = lowercased host without port + path + "/".

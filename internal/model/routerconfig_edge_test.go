@@ -1,0 +1,276 @@
+package model
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// loadRouterConfig loads spec (YAML, indented as under "spec:") as the
+// RouterConfig of rc.yaml through the real decoder, and returns the
+// settings in force and every diagnostic as path:line:col text. The spec
+// starts on line 5.
+func loadRouterConfig(t *testing.T, spec string) (Settings, []string) {
+	t.Helper()
+	doc := "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: r\nspec:\n" + spec
+	res := NewLoader().Load([]SourceFile{{Path: "rc.yaml", Data: []byte(doc)}})
+	var ds []string
+	for _, d := range res.Diagnostics {
+		if d.Severity == SeverityNote && strings.Contains(d.Message, "previous settings stay in force") {
+			continue
+		}
+		ds = append(ds, d.String())
+	}
+	if res.Desired == nil {
+		t.Fatal("no desired state")
+	}
+	return res.Desired.Router, ds
+}
+
+// edgeCase is one RouterConfig spec, the settings it should give (from the
+// defaults) and the diagnostics it should report. With errors, the
+// defaults stay in force.
+type edgeCase struct {
+	name  string
+	spec  string
+	want  func(s *Settings)
+	diags []string
+}
+
+func runEdgeCases(t *testing.T, cases []edgeCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ds := loadRouterConfig(t, c.spec)
+			want := DefaultSettings()
+			if c.want != nil {
+				c.want(&want)
+			}
+			if !reflect.DeepEqual(ds, c.diags) {
+				t.Errorf("diagnostics:\n got %q\nwant %q", ds, c.diags)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("settings:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestRouterConfigBuffersAndTimeouts(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{name: "defaults as OpenShift's", want: func(s *Settings) {
+			if s.HeaderBufferBytes != 32768 || s.HeaderBufferMaxRewriteBytes != 8192 ||
+				s.HTTPKeepAliveTimeout != 300*time.Second || s.HTTPRequestTimeout != 10*time.Second || s.IgnoreEmptyRequests {
+				t.Errorf("defaults %+v", s)
+			}
+		}},
+		{
+			name: "all set",
+			spec: "  httpEmptyRequestsPolicy: Ignore\n  tuningOptions:\n    headerBufferBytes: 65536\n    headerBufferMaxRewriteBytes: 16384\n    httpKeepAliveTimeout: 1.5s\n    httpRequestTimeout: 3s\n",
+			want: func(s *Settings) {
+				s.IgnoreEmptyRequests = true
+				s.HeaderBufferBytes, s.HeaderBufferMaxRewriteBytes = 65536, 16384
+				s.HTTPKeepAliveTimeout, s.HTTPRequestTimeout = 1500*time.Millisecond, 3*time.Second
+			},
+		},
+		{
+			name: "Respond is the default",
+			spec: "  httpEmptyRequestsPolicy: Respond\n",
+		},
+		{
+			name:  "below the minimums",
+			spec:  "  tuningOptions:\n    headerBufferBytes: 8192\n    headerBufferMaxRewriteBytes: 1024\n",
+			diags: []string{"rc.yaml:7:24: error: spec.tuningOptions.headerBufferBytes: headerBufferBytes 8192 is below the minimum of 16384", "rc.yaml:8:34: error: spec.tuningOptions.headerBufferMaxRewriteBytes: headerBufferMaxRewriteBytes 1024 is below the minimum of 4096"},
+		},
+		{
+			name:  "rewrite must leave room for requests",
+			spec:  "  tuningOptions:\n    headerBufferMaxRewriteBytes: 32768\n",
+			diags: []string{"rc.yaml:7:34: error: spec.tuningOptions.headerBufferMaxRewriteBytes: headerBufferMaxRewriteBytes 32768 must be less than headerBufferBytes 32768 (requests may use only the difference)"},
+		},
+		{
+			name:  "keep-alive in hours is not in the API's pattern",
+			spec:  "  tuningOptions:\n    headerBufferBytes: 16384\n    httpKeepAliveTimeout: 1h\n",
+			diags: []string{"rc.yaml:8:27: error: spec.tuningOptions.httpKeepAliveTimeout: httpKeepAliveTimeout \"1h\" must be a duration with units ms, s or m (e.g. 300ms, 1.5s, 2m45s)"},
+		},
+		{
+			name:  "keep-alive out of range",
+			spec:  "  tuningOptions:\n    httpKeepAliveTimeout: 16m\n    httpRequestTimeout: soon\n",
+			diags: []string{"rc.yaml:7:27: error: spec.tuningOptions.httpKeepAliveTimeout: httpKeepAliveTimeout \"16m\" is out of range 1ms-15m", "rc.yaml:8:25: error: spec.tuningOptions.httpRequestTimeout: httpRequestTimeout \"soon\" is not a duration (e.g. 30s, 1m, 1h)"},
+		},
+		{
+			name:  "empty requests policy",
+			spec:  "  httpEmptyRequestsPolicy: Drop\n",
+			diags: []string{"rc.yaml:6:28: error: spec.httpEmptyRequestsPolicy: httpEmptyRequestsPolicy \"Drop\" is not one of Respond, Ignore"},
+		},
+	})
+}
+
+func TestRouterConfigAccessLog(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "container, as the IngressController documentation shows it",
+			spec: "  logging:\n    access:\n      destination:\n        type: Container\n",
+			want: func(s *Settings) {
+				s.AccessLog = &AccessLog{Target: "stdout", Facility: "local1", MaxLength: 1024}
+			},
+		},
+		{
+			name: "syslog over UDP with captures",
+			spec: `  logging:
+    access:
+      destination:
+        type: Syslog
+        syslog:
+          address: 127.0.0.1
+          port: 10514
+          facility: local2
+          maxLength: 4096
+      httpLogFormat: '%ci:%cp [%t] %ft %b/%s %B %bq %HM %HU %HV'
+      httpCaptureHeaders:
+        request:
+          - name: Host
+            maxLength: 90
+        response:
+          - name: Content-Type
+            maxLength: 30
+      httpCaptureCookies:
+        - matchType: Prefix
+          namePrefix: sess
+          maxLength: 256
+      logEmptyRequests: Ignore
+`,
+			want: func(s *Settings) {
+				s.AccessLog = &AccessLog{Target: "127.0.0.1:10514", Facility: "local2", MaxLength: 4096,
+					Format:                 "%ci:%cp [%t] %ft %b/%s %B %bq %HM %HU %HV",
+					CaptureRequestHeaders:  []CaptureHeader{{"Host", 90}},
+					CaptureResponseHeaders: []CaptureHeader{{"Content-Type", 30}},
+					CaptureCookie:          &CaptureCookie{Name: "sess", MaxLength: 256},
+					IgnoreEmpty:            true,
+				}
+			},
+		},
+		{
+			name: "unix socket, IPv6 and an exact cookie",
+			spec: "  logging:\n    access:\n      destination:\n        type: Syslog\n        syslog:\n          address: /dev/log\n      httpCaptureCookies:\n        - matchType: Exact\n          name: id\n          maxLength: 10\n",
+			want: func(s *Settings) {
+				s.AccessLog = &AccessLog{Target: "/dev/log", Facility: "local1", MaxLength: 1024, CaptureCookie: &CaptureCookie{Name: "id=", MaxLength: 10}}
+			},
+		},
+		{
+			name: "bad values at their fields",
+			spec: `  logging:
+    access:
+      destination:
+        type: Syslog
+        syslog:
+          address: 127.0.0.1
+          port: 70000
+          facility: local9
+          maxLength: 100
+      httpLogFormat: '%[src'
+      httpCaptureHeaders:
+        request:
+          - name: "Bad Header"
+            maxLength: 10
+          - name: Host
+      httpCaptureCookies:
+        - matchType: Any
+          maxLength: 1
+      logEmptyRequests: Never
+`,
+			diags: []string{
+				"rc.yaml:12:17: error: spec.logging.access.destination.syslog.port: port 70000 is out of range 1-65535",
+				`rc.yaml:13:21: error: spec.logging.access.destination.syslog.facility: facility "local9" is not one of kern, user, mail, daemon, auth, syslog, lpr, news, uucp, cron, auth2, ftp, ntp, audit, alert, cron2, local0, local1, local2, local3, local4, local5, local6, local7`,
+				"rc.yaml:14:22: error: spec.logging.access.destination.syslog.maxLength: maxLength 100 is out of range 480-4096",
+				`rc.yaml:15:22: error: spec.logging.access.httpLogFormat: httpLogFormat "%[src" is not an HAProxy log format: every % must start %%, an alias (%ci) or a sample (%[src]), and control characters are not allowed`,
+				"rc.yaml:18:19: error: spec.logging.access.httpCaptureHeaders.request[0].name: header name \"Bad Header\" is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~)",
+				"rc.yaml:20:13: error: spec.logging.access.httpCaptureHeaders.request[1]: maxLength is required, 1-16384",
+				`rc.yaml:22:22: error: spec.logging.access.httpCaptureCookies[0].matchType: matchType "Any" is not one of Exact, Prefix`,
+				`rc.yaml:24:25: error: spec.logging.access.logEmptyRequests: logEmptyRequests "Never" is not one of Log, Ignore`,
+			},
+		},
+		{
+			name:  "an IP without a port",
+			spec:  "  logging:\n    access:\n      destination:\n        type: Syslog\n        syslog:\n          address: 10.0.0.1\n",
+			diags: []string{`rc.yaml:11:20: error: spec.logging.access.destination.syslog.address: address "10.0.0.1" needs a port (1-65535)`},
+		},
+		{
+			name:  "no type",
+			spec:  "  logging:\n    access:\n      destination: {}\n",
+			diags: []string{"rc.yaml:8:7: error: spec.logging.access.destination: destination.type is required: Container or Syslog"},
+		},
+		{
+			name:  "unknown field",
+			spec:  "  logging:\n    access:\n      destination:\n        type: Container\n      format: x\n",
+			diags: []string{"rc.yaml:1:1: note: file has errors: it contributes nothing until fixed", "rc.yaml:10:7: error: spec.logging.access.format: unknown field"},
+		},
+	})
+}
+
+func TestRouterConfigTLSProfile(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{name: "Intermediate by default", want: func(s *Settings) {
+			if s.TLS.MinVersion != "TLSv1.2" || s.TLS.CipherSuites != "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256" ||
+				strings.Contains(s.TLS.Ciphers, "TLS_") || !strings.HasPrefix(s.TLS.Ciphers, "ECDHE-ECDSA-AES128-GCM-SHA256:") {
+				t.Errorf("default TLS %+v", s.TLS)
+			}
+		}},
+		{
+			name: "Old raises TLS 1.0 to 1.1 as the ingress operator does",
+			spec: "  tlsSecurityProfile:\n    type: Old\n    old: {}\n",
+			want: func(s *Settings) { s.TLS = tlsProfiles["Old"] },
+		},
+		{
+			name: "Modern has no TLS 1.2 ciphers",
+			spec: "  tlsSecurityProfile:\n    type: Modern\n    modern: {}\n",
+			want: func(s *Settings) {
+				s.TLS = TLSPolicy{Profile: "Modern", CipherSuites: "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256", MinVersion: "TLSv1.3"}
+			},
+		},
+		{
+			name: "Custom",
+			spec: "  tlsSecurityProfile:\n    type: Custom\n    custom:\n      ciphers:\n        - ECDHE-RSA-AES256-GCM-SHA384\n        - TLS_AES_256_GCM_SHA384\n      minTLSVersion: VersionTLS12\n",
+			want: func(s *Settings) {
+				s.TLS = TLSPolicy{Profile: "Custom", Ciphers: "ECDHE-RSA-AES256-GCM-SHA384", CipherSuites: "TLS_AES_256_GCM_SHA384", MinVersion: "TLSv1.2"}
+			},
+		},
+		{
+			name: "Custom errors at their fields",
+			spec: "  tlsSecurityProfile:\n    type: Custom\n    custom:\n      ciphers:\n        - ECDHE-RSA-AES256-GCM-SHA384\n        - '!aNULL'\n      minTLSVersion: TLS12\n",
+			diags: []string{
+				`rc.yaml:11:11: error: spec.tlsSecurityProfile.custom.ciphers[1]: cipher "!aNULL" is not an OpenSSL cipher name`,
+				`rc.yaml:12:22: error: spec.tlsSecurityProfile.custom.minTLSVersion: minTLSVersion "TLS12" is not one of VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13`,
+			},
+		},
+		{
+			name:  "TLS 1.3 only without a TLS 1.3 cipher",
+			spec:  "  tlsSecurityProfile:\n    type: Custom\n    custom:\n      ciphers: [ECDHE-RSA-AES256-GCM-SHA384]\n      minTLSVersion: VersionTLS13\n",
+			diags: []string{"rc.yaml:9:7: error: spec.tlsSecurityProfile.custom.ciphers: minTLSVersion is VersionTLS13 but no TLS 1.3 cipher (TLS_AES_128_GCM_SHA256, …) is listed: no client could connect"},
+		},
+		{
+			name:  "unknown type",
+			spec:  "  tlsSecurityProfile:\n    type: Strict\n",
+			diags: []string{`rc.yaml:7:11: error: spec.tlsSecurityProfile.type: type "Strict" is not one of Old, Intermediate, Modern, Custom`},
+		},
+	})
+}
+
+func TestRouterConfigProxyProtocol(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "PROXY",
+			spec: "  endpointPublishingStrategy:\n    type: HostNetwork\n    hostNetwork:\n      protocol: PROXY\n",
+			want: func(s *Settings) { s.ProxyProtocol = true },
+		},
+		{name: "TCP", spec: "  endpointPublishingStrategy:\n    hostNetwork:\n      protocol: TCP\n"},
+		{
+			name: "other strategies and protocols",
+			spec: "  endpointPublishingStrategy:\n    type: LoadBalancerService\n    hostNetwork:\n      protocol: proxy\n",
+			diags: []string{
+				`rc.yaml:7:11: error: spec.endpointPublishingStrategy.type: type "LoadBalancerService" is not supported: haroute listens on the host network (HostNetwork)`,
+				`rc.yaml:9:17: error: spec.endpointPublishingStrategy.hostNetwork.protocol: protocol "proxy" is not one of TCP, PROXY`,
+			},
+		},
+	})
+}

@@ -1,0 +1,105 @@
+package model
+
+import (
+	"regexp"
+	"time"
+)
+
+// Buffers, HTTP timeouts and empty requests: the IngressController's
+// tuningOptions.headerBuffer*, httpKeepAliveTimeout and
+// httpEmptyRequestsPolicy, with the bounds its API enforces.
+
+const (
+	// minHeaderBufferBytes is the IngressController API's minimum; h2
+	// needs 16 KiB frames to fit in a buffer.
+	minHeaderBufferBytes           = 16384
+	minHeaderBufferMaxRewriteBytes = 4096
+	// maxHeaderBufferBytes bounds what one connection may reserve: two
+	// buffers each way. The API sets no maximum; HAProxy's own checks
+	// stop far above anything a request head needs.
+	maxHeaderBufferBytes = 1 << 20
+	maxHTTPKeepAlive     = 15 * time.Minute
+	minHTTPKeepAlive     = time.Millisecond
+)
+
+// keepAlivePattern is the IngressController's pattern for
+// httpKeepAliveTimeout: units ms, s and m only.
+var keepAlivePattern = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ms|s|m))+$`)
+
+func (v *rcCheck) buffers(t *TuningOptions, s *Settings) {
+	const (
+		fb = "spec.tuningOptions.headerBufferBytes"
+		fr = "spec.tuningOptions.headerBufferMaxRewriteBytes"
+	)
+	ok := true
+	if p := t.HeaderBufferBytes; p != nil {
+		switch {
+		case *p < minHeaderBufferBytes:
+			v.errorf(fb, "headerBufferBytes %d is below the minimum of %d", *p, minHeaderBufferBytes)
+			ok = false
+		case *p > maxHeaderBufferBytes:
+			v.errorf(fb, "headerBufferBytes %d is above %d: each connection reserves it several times", *p, maxHeaderBufferBytes)
+			ok = false
+		default:
+			s.HeaderBufferBytes = *p
+		}
+	}
+	if p := t.HeaderBufferMaxRewriteBytes; p != nil {
+		if *p < minHeaderBufferMaxRewriteBytes {
+			v.errorf(fr, "headerBufferMaxRewriteBytes %d is below the minimum of %d", *p, minHeaderBufferMaxRewriteBytes)
+			ok = false
+		} else {
+			s.HeaderBufferMaxRewriteBytes = *p
+		}
+	}
+	// Requests are limited to the difference: it must leave room for
+	// one. Only an explicit rewrite size can reach the buffer's minimum.
+	if ok && s.HeaderBufferMaxRewriteBytes >= s.HeaderBufferBytes {
+		v.errorf(fr, "headerBufferMaxRewriteBytes %d must be less than headerBufferBytes %d (requests may use only the difference)",
+			s.HeaderBufferMaxRewriteBytes, s.HeaderBufferBytes)
+	}
+}
+
+func (v *rcCheck) httpTimeouts(t *TuningOptions, s *Settings) {
+	if raw := t.HTTPKeepAliveTimeout; raw != "" {
+		const f = "spec.tuningOptions.httpKeepAliveTimeout"
+		d, err := time.ParseDuration(raw)
+		switch {
+		case !keepAlivePattern.MatchString(raw) || err != nil:
+			v.errorf(f, "httpKeepAliveTimeout %q must be a duration with units ms, s or m (e.g. 300ms, 1.5s, 2m45s)", raw)
+		case d < minHTTPKeepAlive || d > maxHTTPKeepAlive:
+			v.errorf(f, "httpKeepAliveTimeout %q is out of range 1ms-15m", raw)
+		default:
+			s.HTTPKeepAliveTimeout = d
+		}
+	}
+	if d, ok := v.timeout("httpRequestTimeout", t.HTTPRequestTimeout); ok {
+		s.HTTPRequestTimeout = d
+	}
+}
+
+func (v *rcCheck) emptyRequests(policy string, s *Settings) {
+	switch policy {
+	case "", "Respond":
+	case "Ignore":
+		s.IgnoreEmptyRequests = true
+	default:
+		v.errorf("spec.httpEmptyRequestsPolicy", "httpEmptyRequestsPolicy %q is not one of Respond, Ignore", policy)
+	}
+}
+
+func (v *rcCheck) publishing(e *EndpointPublishingStrategy, s *Settings) {
+	const f = "spec.endpointPublishingStrategy"
+	switch e.Type {
+	case "", "HostNetwork":
+	default:
+		v.errorf(f+".type", "type %q is not supported: haroute listens on the host network (HostNetwork)", e.Type)
+	}
+	switch p := e.HostNetwork.Protocol; p {
+	case "", "TCP":
+	case "PROXY":
+		s.ProxyProtocol = true
+	default:
+		v.errorf(f+".hostNetwork.protocol", "protocol %q is not one of TCP, PROXY", p)
+	}
+}
