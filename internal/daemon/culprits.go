@@ -42,7 +42,7 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 	check := func(subset []model.AdmittedRoute) (string, error) {
 		cp := *next.Desired
 		cp.Routes = append(append(make([]model.AdmittedRoute, 0, len(stable)+len(subset)), stable...), subset...)
-		cand, err := d.prepare(&cp, d.cand.path, materialOf(next))
+		cand, err := d.prepare(&cp, d.cand.path, envOf(next))
 		if err != nil {
 			return err.Error(), nil
 		}

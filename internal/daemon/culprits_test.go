@@ -31,7 +31,7 @@ func TestCulpritsFindsRefusedRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, err := d.prepare(res.Desired, d.live.path, m)
+	good, err := d.prepare(res.Desired, d.live.path, renderEnv{material: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestCulpritsFindsRefusedRoutes(t *testing.T) {
 		bad.Routes[i].TLS.Certificate = "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n"
 		bad.Routes[i].TLS.Key = bad.Routes[i].TLS.Certificate
 	}
-	next, err := d.prepare(&bad, d.live.path, m)
+	next, err := d.prepare(&bad, d.live.path, renderEnv{material: m})
 	if err != nil {
 		t.Fatal(err)
 	}

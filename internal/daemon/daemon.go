@@ -127,6 +127,12 @@ type Daemon struct {
 	anchors  map[string]model.SourceFile
 	restored *saved
 	guard    deletionGuard
+	// pool is the committed pool of spare backends (pool.go); lastSync is
+	// when the last change arrived, lastRefill when the pool was last
+	// topped up on its own.
+	pool                 poolState
+	lastSync, lastRefill time.Time
+	refill               bool
 	// loggedDiags are the diagnostics already logged, by their text.
 	loggedDiags map[string]bool
 
@@ -328,6 +334,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-drain.C:
 			d.heal(ctx)
 			d.housekeep(ctx)
+			if err := d.refillPool(ctx); err != nil {
+				return err
+			}
 		}
 		if at, ok := d.throttle.due(time.Now()); ok && d.proc != nil {
 			resetTimer(reloadTimer, time.Until(at))

@@ -78,11 +78,13 @@ func (d *Daemon) serveRestored(ctx context.Context) error {
 		d.recordError(err)
 		return nil
 	}
-	next, err := d.prepare(d.fitted(res.Desired), d.live.path, material)
+	desired := d.fitted(res.Desired)
+	pool := d.bindPool(desired, d.renderInput(desired, d.live.path, renderEnv{material: material}), false)
+	next, err := d.prepare(desired, d.live.path, renderEnv{material: material, spares: pool.spares})
 	if err != nil {
 		d.recordError(err)
 		return nil
 	}
-	_, err = d.advance(ctx, generation{state: next, result: res, snap: snap, files: sv.files, material: material})
+	_, err = d.advance(ctx, generation{state: next, result: res, snap: snap, files: sv.files, material: material, pool: pool})
 	return err
 }

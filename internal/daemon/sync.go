@@ -62,7 +62,9 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			d.recordError(err)
 			return nil
 		}
-		next, err := d.prepare(d.fitted(res.Desired), d.live.path, material)
+		desired := d.fitted(res.Desired)
+		pool := d.bindPool(desired, d.renderInput(desired, d.live.path, renderEnv{material: material}), d.refill)
+		next, err := d.prepare(desired, d.live.path, renderEnv{material: material, spares: pool.spares})
 		if err != nil {
 			d.recordError(err)
 			return nil
@@ -74,7 +76,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			d.lastHash = "" // read again when the guard's timer fires
 			return nil
 		}
-		gen := generation{state: next, result: res, snap: snap, files: files, material: material}
+		gen := generation{state: next, result: res, snap: snap, files: files, material: material, pool: pool}
 		refused, err := d.advance(ctx, gen)
 		if err != nil {
 			return err
@@ -106,6 +108,7 @@ type generation struct {
 	snap     *snapshot.Snapshot
 	files    []model.SourceFile
 	material certgen.Material
+	pool     poolState
 }
 
 // advance moves HAProxy towards gen. When `haproxy -c` refuses gen, it
@@ -127,6 +130,13 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 	base := d.applied
 	base.PendingDeletes = d.pending
 	p := plan.Compute(base, next)
+	if p.Reload && gen.pool.low(next.Desired) {
+		// A reload anyway: top the pool up with it.
+		if g, err := d.withRefill(gen); err == nil {
+			gen, next = g, g.state
+			p = plan.Compute(base, next)
+		}
+	}
 	if len(p.Changes) == 0 && !d.throttle.pending {
 		// Nothing for HAProxy to do, but the generation may still differ
 		// in what status shows: a route rejected or gone stale.
@@ -205,6 +215,8 @@ func (d *Daemon) refusedBy(ctx context.Context, next plan.State, err error) []cu
 func (d *Daemon) accept(gen generation) {
 	d.desired = gen.state
 	d.desiredFrom = gen.snap
+	d.pool = gen.pool
+	d.lastSync = time.Now()
 	d.loader.Commit(gen.result)
 	d.material = &gen.material
 	d.throttle.interval = gen.state.Desired.Router.ReloadInterval
@@ -268,19 +280,66 @@ func (d *Daemon) lastGoodUnder(path string) []model.SourceFile {
 	return out
 }
 
-// prepare renders desired for the bundle directory dir.
-func (d *Daemon) prepare(desired *model.Desired, dir string, m certgen.Material) (plan.State, error) {
-	in := render.Input{
+// renderEnv is what a render takes besides the desired state.
+type renderEnv struct {
+	material certgen.Material
+	spares   []model.AdmittedRoute
+}
+
+// envOf is the environment a rendered state was made in.
+func envOf(s plan.State) renderEnv {
+	return renderEnv{material: materialOf(s), spares: s.Input.Spares}
+}
+
+// renderInput is the render input for desired in the bundle directory dir.
+func (d *Daemon) renderInput(desired *model.Desired, dir string, env renderEnv) render.Input {
+	m := env.material
+	return render.Input{
 		Desired: desired, Dir: dir, RunDir: d.opts.RunDir,
 		DefaultCertificate: m.DefaultCertificate, DefaultDestinationCA: m.DefaultDestinationCA,
-		StatsCredentials: m.StatsCredentials,
-		Cache:            &d.renderCache,
+		StatsCredentials: m.StatsCredentials, Spares: env.spares,
+		Cache: &d.renderCache,
 	}
+}
+
+// prepare renders desired for the bundle directory dir.
+func (d *Daemon) prepare(desired *model.Desired, dir string, env renderEnv) (plan.State, error) {
+	in := d.renderInput(desired, dir, env)
 	b, err := render.Render(in)
 	if err != nil {
 		return plan.State{}, fmt.Errorf("render: %w", err)
 	}
 	return plan.State{Desired: desired, Bundle: b, Input: in}, nil
+}
+
+// withRefill is gen with the pool topped up.
+func (d *Daemon) withRefill(gen generation) (generation, error) {
+	desired := gen.state.Desired
+	env := renderEnv{material: gen.material}
+	gen.pool = d.bindPool(desired, d.renderInput(desired, d.live.path, env), true)
+	env.spares = gen.pool.spares
+	next, err := d.prepare(desired, d.live.path, env)
+	if err != nil {
+		return gen, err
+	}
+	gen.state = next
+	return gen, nil
+}
+
+// refillPool tops a low pool up with a reload of its own, once changes
+// have been quiet for a while, at most once a minute.
+func (d *Daemon) refillPool(ctx context.Context) error {
+	d.pool = d.pool.drained(d.pending)
+	now := time.Now()
+	if d.proc == nil || d.applied.Desired == nil || d.throttle.pending || now.Sub(d.lastSync) < poolQuiet ||
+		now.Sub(d.lastRefill) < time.Minute || !d.pool.low(d.desired.Desired) {
+		return nil
+	}
+	d.lastRefill = now
+	d.log.Info("pool of spare backends low; topping it up")
+	d.refill = true
+	defer func() { d.refill = false }()
+	return d.sync(ctx, true)
 }
 
 // resolveMaterial reads the TLS material the settings name. When a file
@@ -303,7 +362,7 @@ func (d *Daemon) resolveMaterial(s model.Settings) (certgen.Material, error) {
 // and only then writes it to the live directory. A failing candidate never
 // reaches the live files.
 func (d *Daemon) writeChecked(ctx context.Context, next plan.State) error {
-	cand, err := d.prepare(next.Desired, d.cand.path, materialOf(next))
+	cand, err := d.prepare(next.Desired, d.cand.path, envOf(next))
 	if err != nil {
 		return rejected{err: err}
 	}

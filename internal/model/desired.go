@@ -220,6 +220,11 @@ type AdmittedRoute struct {
 	Backend BackendSettings
 	// Services is spec.to followed by spec.alternateBackends.
 	Services []ServiceBackend
+
+	// Slot, when set, is the spare backend of the pool this route is bound
+	// to (the daemon binds new routes to spares so that adding them needs
+	// no reload); the route renders to it instead of its own backend.
+	Slot BackendName
 }
 
 // SameOutput reports whether a and b yield the same HAProxy configuration:
@@ -227,7 +232,7 @@ type AdmittedRoute struct {
 // reuses a route's output on it and the planner skips unchanged routes on
 // it; TestSameOutputCoversEveryField keeps it complete.
 func (a *AdmittedRoute) SameOutput(b *AdmittedRoute) bool {
-	if a.Key != b.Key || a.Host != b.Host || a.Path != b.Path || a.Wildcard != b.Wildcard ||
+	if a.Key != b.Key || a.Slot != b.Slot || a.Host != b.Host || a.Path != b.Path || a.Wildcard != b.Wildcard ||
 		a.Termination != b.Termination || a.InsecurePolicy != b.InsecurePolicy || a.TLS != b.TLS ||
 		!a.Backend.Equal(&b.Backend) || len(a.Services) != len(b.Services) {
 		return false
@@ -262,6 +267,9 @@ func SamePointee[T comparable](a, b *T) bool {
 
 // BackendName returns the one backend this route renders to.
 func (r AdmittedRoute) BackendName() BackendName {
+	if r.Slot != "" {
+		return r.Slot
+	}
 	prefix := "be_http"
 	switch r.Termination {
 	case TerminationEdge:

@@ -89,7 +89,7 @@ func TestSameOutputCoversEveryField(t *testing.T) {
 		typ    reflect.Type
 		fields int
 	}{
-		{reflect.TypeFor[AdmittedRoute](), 10},
+		{reflect.TypeFor[AdmittedRoute](), 11},
 		{reflect.TypeFor[BackendSettings](), 13},
 		{reflect.TypeFor[ServiceBackend](), 3},
 		{reflect.TypeFor[Server](), 4},
@@ -115,6 +115,7 @@ func TestSameOutputCoversEveryField(t *testing.T) {
 	}
 	changes := map[string]func(r *AdmittedRoute){
 		"key":        func(r *AdmittedRoute) { r.Key.Name = "s" },
+		"slot":       func(r *AdmittedRoute) { r.Slot = "be_pool:http:1" },
 		"host":       func(r *AdmittedRoute) { r.Host = "i.example.com" },
 		"path":       func(r *AdmittedRoute) { r.Path = "/q" },
 		"wildcard":   func(r *AdmittedRoute) { r.Wildcard = true },

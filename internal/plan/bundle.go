@@ -97,7 +97,8 @@ func (d *differ) entryDiff(olds, news []render.MapEntry) (added, removed int, ex
 			continue
 		}
 		removed += n
-		if d.isRouteBackend(model.BackendName(e.Value)) || e.Value == render.RedirectValue {
+		be := model.BackendName(e.Value)
+		if d.isRouteBackend(be) || e.Value == render.RedirectValue || d.spare(d.desired, &d.desiredSpares, be) != nil {
 			explained = false
 		}
 	}

@@ -73,6 +73,8 @@ const (
 	KindRouterSettings   Kind = "router settings changed"
 	KindRouteAdded       Kind = "route added"
 	KindRouteDeleted     Kind = "route deleted"
+	KindRouteBound       Kind = "route bound to a spare backend"
+	KindRouteUnbound     Kind = "route unbound from its spare backend"
 	KindTermination      Kind = "termination changed"
 	KindBackendSettings  Kind = "backend settings changed"
 	KindHostPath         Kind = "host/path changed"
@@ -202,6 +204,9 @@ type differ struct {
 	// routeBackends are every backend of the desired routes, built on
 	// first use (only a changed map needs it).
 	routeBackends map[model.BackendName]bool
+	// appliedSpares and desiredSpares are the free spare backends of the
+	// pool on each side, by name, built on first use.
+	appliedSpares, desiredSpares map[model.BackendName]*model.AdmittedRoute
 	// routerReload is set when a router setting forces a reload: it
 	// explains every server line that changes with it.
 	routerReload    bool
@@ -243,10 +248,13 @@ func (d *differ) finish() Plan {
 	// A skeleton that changed with no model change to explain it still
 	// needs a reload; name the sections so the reason is useful.
 	if d.skeletonChanged && !reload {
-		for _, c := range configChanges(d.applied.Bundle.Skeleton, d.desired.Bundle.Skeleton) {
+		cs := configChanges(d.applied.Bundle.Skeleton, d.desired.Bundle.Skeleton)
+		for _, c := range cs {
 			d.add(c)
 		}
-		hasWork, reload = true, true
+		if len(cs) > 0 {
+			hasWork, reload = true, true
+		}
 	}
 	if hasWork && !d.desired.Desired.Router.DynamicConfigManager {
 		for i := range d.changes {

@@ -19,11 +19,25 @@ func (d *differ) routes() {
 	for i < len(olds) || j < len(news) {
 		switch {
 		case j == len(news) || (i < len(olds) && compareKeys(olds[i].Key, news[j].Key) < 0):
-			d.add(Change{Mode: ModeReload, Kind: KindRouteDeleted, Subject: olds[i].Key.String()})
+			if spare := d.spare(d.desired, &d.desiredSpares, olds[i].Slot); spare != nil {
+				// Its backend goes back to the pool: servers drained, map
+				// entries removed, at runtime.
+				d.add(Change{Mode: ModeRuntime, Kind: KindRouteUnbound, Subject: olds[i].Key.String(), Detail: string(olds[i].Slot)})
+				d.route(&olds[i], spare)
+			} else {
+				d.add(Change{Mode: ModeReload, Kind: KindRouteDeleted, Subject: olds[i].Key.String()})
+			}
 			i++
 		case i == len(olds) || compareKeys(olds[i].Key, news[j].Key) > 0:
-			d.add(Change{Mode: ModeReload, Kind: KindRouteAdded, Subject: news[j].Key.String()})
-			d.newBackends[news[j].BackendName()] = true
+			if spare := d.spare(d.applied, &d.appliedSpares, news[j].Slot); spare != nil {
+				// Bound to a spare the running HAProxy has: servers and
+				// map entries added at runtime.
+				d.add(Change{Mode: ModeRuntime, Kind: KindRouteBound, Subject: news[j].Key.String(), Detail: string(news[j].Slot)})
+				d.route(spare, &news[j])
+			} else {
+				d.add(Change{Mode: ModeReload, Kind: KindRouteAdded, Subject: news[j].Key.String()})
+				d.newBackends[news[j].BackendName()] = true
+			}
 			j++
 		default:
 			d.route(&olds[i], &news[j])
@@ -243,4 +257,22 @@ func stringPtrString(p *string) string {
 		return "unset"
 	}
 	return show(*p)
+}
+
+// spare returns the spare backend named slot on side s when no route of
+// that side is bound to it.
+func (d *differ) spare(s State, index *map[model.BackendName]*model.AdmittedRoute, slot model.BackendName) *model.AdmittedRoute {
+	if slot == "" {
+		return nil
+	}
+	if *index == nil {
+		*index = make(map[model.BackendName]*model.AdmittedRoute, len(s.Input.Spares))
+		for i := range s.Input.Spares {
+			(*index)[s.Input.Spares[i].Slot] = &s.Input.Spares[i]
+		}
+		for i := range s.Desired.Routes {
+			delete(*index, s.Desired.Routes[i].Slot)
+		}
+	}
+	return (*index)[slot]
 }

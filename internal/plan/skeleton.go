@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -63,7 +64,7 @@ func configChanges(old, cur []byte) []Change {
 		switch {
 		case !ok:
 			out = append(out, Change{Mode: ModeReload, Kind: KindConfig, Subject: s.header, Detail: "added"})
-		case !bytes.Equal(body, s.body):
+		case !bytes.Equal(bytes.TrimRight(body, "\n"), bytes.TrimRight(s.body, "\n")):
 			out = append(out, Change{Mode: ModeReload, Kind: KindConfig, Subject: s.header, Detail: "changed"})
 		}
 	}
@@ -73,7 +74,12 @@ func configChanges(old, cur []byte) []Change {
 		}
 	}
 	if len(out) == 0 {
-		// Same sections, same bodies: only the order moved.
+		// Same sections, same bodies: only the order moved. Backends may
+		// move (a spare of the pool becomes a route's backend, rendered
+		// among the routes): HAProxy does not care where they are.
+		if sameOrderBut(oldSecs, sections(cur), "backend ") {
+			return nil
+		}
 		out = append(out, Change{Mode: ModeReload, Kind: KindConfig, Subject: "section order"})
 	}
 	if len(out) > maxConfigChanges {
@@ -82,4 +88,19 @@ func configChanges(old, cur []byte) []Change {
 			Subject: fmt.Sprintf("%d more sections", rest)})
 	}
 	return out
+}
+
+// sameOrderBut reports whether a and b list the same sections in the same
+// order once sections whose header starts with prefix are left out.
+func sameOrderBut(a, b []section, prefix string) bool {
+	keep := func(ss []section) []string {
+		var out []string
+		for _, s := range ss {
+			if !strings.HasPrefix(s.header, prefix) {
+				out = append(out, s.header)
+			}
+		}
+		return out
+	}
+	return slices.Equal(keep(a), keep(b))
 }

@@ -25,6 +25,10 @@ type Input struct {
 	// StatsCredentials guard the stats port's /stats page; without them
 	// the page is not served. They end up in haproxy.cfg, hence its 0600.
 	StatsCredentials model.StatsCredentials
+	// Spares are the pool's spare backends (pool.go), each an empty route
+	// with its Slot set; routes bound to a spare carry the same Slot.
+	// The list changes only with a reload.
+	Spares []model.AdmittedRoute
 	// Cache, when set, lets Render reuse the output of routes that did
 	// not change since an earlier call with the same Cache; the bundle is
 	// byte-identical either way. nil renders everything.

@@ -42,7 +42,9 @@ type cacheTable struct {
 	byKey    map[model.RouteKey]*routeOut // built from entries when needed
 	maps     []Map
 	mapData  [][]byte // parallel to maps
-	skeleton []byte   // of the last successful render: a head, then entries' parts
+	skeleton []byte   // of the last successful render: a head, then parts
+	parts    [][]byte // the route parts of skeleton (bound routes are in the head)
+	spares   map[model.BackendName]renderedSpare
 }
 
 // table returns the table for in's environment, making it the most
@@ -86,26 +88,26 @@ func (t *cacheTable) lookup(i int, key model.RouteKey) *routeOut {
 }
 
 // commit records a successful render's outputs.
-func (t *cacheTable) commit(outs []*routeOut, m []Map, data [][]byte, skeleton []byte) {
+func (t *cacheTable) commit(outs []*routeOut, m []Map, data [][]byte, skeleton []byte, parts [][]byte) {
 	t.rendered, t.entries, t.byKey, t.maps, t.mapData = true, outs, nil, m, data
-	t.skeleton = skeleton
+	t.skeleton, t.parts = skeleton, parts
 }
 
-// sameSkeleton reports whether the skeleton joined from head and outs'
-// parts would equal the last successful render's, which was joined from
-// its head and its entries' parts: with every route part equal and the
-// total length equal, the heads have equal length and are compared in
-// place. The parts of routes served from the cache are the same slices.
-func (t *cacheTable) sameSkeleton(head []byte, outs []*routeOut) bool {
-	if !t.rendered || len(outs) != len(t.entries) || len(head) > len(t.skeleton) {
+// sameSkeleton reports whether the skeleton joined from head and parts
+// would equal the last successful render's, which was joined from its
+// head and its parts: with every part equal and the total length equal,
+// the heads have equal length and are compared in place. The parts of
+// routes served from the cache are the same slices.
+func (t *cacheTable) sameSkeleton(head []byte, parts [][]byte) bool {
+	if !t.rendered || len(parts) != len(t.parts) || len(head) > len(t.skeleton) {
 		return false
 	}
 	n := len(head)
-	for i, o := range outs {
-		if !bytes.Equal(o.skel, t.entries[i].skel) {
+	for i, p := range parts {
+		if !bytes.Equal(p, t.parts[i]) {
 			return false
 		}
-		n += len(o.skel)
+		n += len(p)
 	}
 	return n == len(t.skeleton) && bytes.Equal(head, t.skeleton[:len(head)])
 }

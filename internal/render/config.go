@@ -50,7 +50,7 @@ const backendsPerPart = 512
 
 // buildConfig returns haproxy.cfg as parts (the global part, then each
 // route's backend, not joined: see File) and its skeleton.
-func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skeleton []byte) {
+func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skeleton []byte, parts [][]byte) {
 	w := &cfgWriter{full: make([]byte, 0, 16<<10), skel: make([]byte, 0, 16<<10)}
 	s := in.Desired.Router
 
@@ -185,22 +185,26 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 
 	preloadCAs(w, in)
 	routeDefaults(w)
+	writeSlots(w, in, outs, t)
 	full = make([][]byte, 0, len(outs)+1)
 	full = append(full, w.full)
-	for _, o := range outs {
+	parts = make([][]byte, 0, len(outs))
+	for i, o := range outs {
+		if in.Desired.Routes[i].Slot != "" {
+			continue // rendered in its slot, in the head
+		}
 		full = append(full, o.full)
+		parts = append(parts, o.skel)
 	}
 	// An endpoint change leaves every skeleton part as it was: the last
 	// skeleton is then reused rather than joined again.
-	if t != nil && t.sameSkeleton(w.skel, outs) {
-		return full, t.skeleton
+	if t != nil && t.sameSkeleton(w.skel, parts) {
+		return full, t.skeleton, parts
 	}
-	skelParts := make([][]byte, 0, len(outs)+1)
+	skelParts := make([][]byte, 0, len(parts)+1)
 	skelParts = append(skelParts, w.skel)
-	for _, o := range outs {
-		skelParts = append(skelParts, o.skel)
-	}
-	return full, bytes.Join(skelParts, nil)
+	skelParts = append(skelParts, parts...)
+	return full, bytes.Join(skelParts, nil), parts
 }
 
 // routeOut is everything Render derives from one route alone.
@@ -418,7 +422,12 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 	case ownHeaders:
 		defaults, inherited = baseDefaults, ""
 	}
-	w.line("# route ", r.Key.String())
+	if r.Slot == "" {
+		w.line("# route ", r.Key.String())
+	} else if r.Key.Namespace != "" {
+		// A bound slot: the skeleton stays the spare's (see pool.go).
+		w.full = append(append(append(w.full, "# route "...), r.Key.String()...), '\n')
+	}
 	w.line("backend ", name, " from ", defaults)
 	balance := bs.Balance
 	if balance == "" { // admission always sets it; hand-made input may not

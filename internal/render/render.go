@@ -114,13 +114,13 @@ func Render(in Input) (*Bundle, error) {
 	}
 	b.Certs, b.Files = buildTLS(in, outs, b.Files)
 
-	full, skeleton := buildConfig(in, outs, t)
+	full, skeleton, parts := buildConfig(in, outs, t)
 	b.Skeleton = skeleton
 	// 0600: the config holds the stats password.
 	b.Files = append(b.Files, File{Name: ConfigFile, Parts: full, Mode: 0o600})
 	sort.Slice(b.Files, func(i, j int) bool { return b.Files[i].Name < b.Files[j].Name })
 	if t != nil {
-		t.commit(outs, b.Maps, mapData, skeleton)
+		t.commit(outs, b.Maps, mapData, skeleton, parts)
 	}
 	return b, nil
 }

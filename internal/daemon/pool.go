@@ -1,0 +1,256 @@
+package daemon
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/render"
+)
+
+// The pool of spare backends (DESIGN §5; render/pool.go). HAProxy 2.6
+// cannot add a backend at runtime, so every reload renders, per class of
+// route in use, a few empty spare backends; a new route that fits one is
+// bound to it and served through the runtime API, with no reload. A
+// deleted route that was bound gives its spare back once its servers have
+// drained. The pool is topped up when a reload happens anyway, or, when
+// it runs low, by one reload at a quiet moment. Bindings live in memory:
+// a restart renders every route under its own name again.
+
+// poolState is the pool as rendered for one generation. Its maps and
+// slice are never modified once made, so states can share them.
+type poolState struct {
+	// spares are every slot of the pool, free or bound, in a fixed order
+	// (render.Input.Spares).
+	spares []model.AdmittedRoute
+	// bound maps routes to the slot they are bound to; used is the
+	// reverse.
+	bound map[model.RouteKey]model.BackendName
+	used  map[model.BackendName]bool
+	// draining are free spares whose last route's servers still drain:
+	// not bound again until they are gone.
+	draining map[model.BackendName]bool
+	// settings are what the spares were made under.
+	settings model.Settings
+	seq      int // the last slot number used
+}
+
+// poolQuiet is how long no change may arrive before a low pool is topped
+// up with a reload of its own: never in the middle of a burst.
+const poolQuiet = 10 * time.Second
+
+// poolClass names the spares a termination binds to.
+func poolClass(t model.Termination) string {
+	switch t {
+	case model.TerminationEdge:
+		return "edge"
+	case model.TerminationReencrypt:
+		return "reencrypt"
+	case model.TerminationPassthrough:
+		return "passthrough"
+	}
+	return "http"
+}
+
+var poolClasses = []model.Termination{model.TerminationNone, model.TerminationEdge, model.TerminationReencrypt, model.TerminationPassthrough}
+
+// poolable reports whether r can be served by a spare: its TLS files
+// would need a reload (a crt-list entry, a CA file its servers load).
+func poolable(r *model.AdmittedRoute) bool {
+	switch r.Termination {
+	case model.TerminationEdge:
+		return r.TLS.Certificate == ""
+	case model.TerminationReencrypt:
+		return r.TLS.Certificate == "" && r.TLS.DestinationCACertificate == ""
+	}
+	return true
+}
+
+// poolTarget is how many free spares a class with n routes keeps: a few
+// for a class not in use yet, so that its first route needs no reload.
+func poolTarget(n int) int {
+	if n == 0 {
+		return 4
+	}
+	return max(16, n/10)
+}
+
+// bindPool binds the new routes of desired that fit a free spare, keeps
+// the bindings of the routes that stay, and frees those of routes gone.
+// With refill, it tops the spares up to their targets (a reload follows).
+// desired.Routes is the loader's fresh slice for this load: Slot is set
+// in place.
+func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) poolState {
+	st := d.pool
+	if !desired.Router.DynamicConfigManager {
+		return poolState{settings: desired.Router} // every change reloads anyway
+	}
+	if !reflect.DeepEqual(st.settings, desired.Router) {
+		// Spares render from the settings: remade under the new ones
+		// (the settings change is a reload anyway).
+		spares := make([]model.AdmittedRoute, len(st.spares))
+		for i, s := range st.spares {
+			spares[i] = model.SpareRoute(s.Termination, s.Slot, &desired.Router)
+		}
+		st.spares, st.settings = spares, desired.Router
+	}
+
+	// Routes gone: their spares go back to the pool, draining.
+	if len(st.bound) > 0 {
+		present := make(map[model.RouteKey]bool, len(st.bound))
+		for i := range desired.Routes {
+			if _, ok := st.bound[desired.Routes[i].Key]; ok {
+				present[desired.Routes[i].Key] = true
+			}
+		}
+		for key, slot := range st.bound {
+			if present[key] {
+				continue
+			}
+			st = st.unbind(key, slot)
+		}
+	}
+
+	var prev []model.AdmittedRoute
+	if d.desired.Desired != nil {
+		prev = d.desired.Desired.Routes
+	}
+	j := 0
+	for i := range desired.Routes {
+		r := &desired.Routes[i]
+		if slot, ok := st.bound[r.Key]; ok {
+			r.Slot = slot
+			continue
+		}
+		for j < len(prev) && compareKey(prev[j].Key, r.Key) < 0 {
+			j++
+		}
+		isNew := j == len(prev) || prev[j].Key != r.Key
+		if !isNew || d.applied.Desired == nil || !poolable(r) {
+			continue
+		}
+		if k := st.free(r.Termination, func(s model.AdmittedRoute) bool { return render.SameBackend(*r, s, in) }); k >= 0 {
+			r.Slot = st.spares[k].Slot
+			st = st.bind(r.Key, k)
+		}
+	}
+	if refill || d.applied.Desired == nil {
+		st = st.topUp(desired)
+	}
+	return st
+}
+
+// free returns the index of a free spare of termination t that fits, or
+// -1.
+func (st poolState) free(t model.Termination, fits func(model.AdmittedRoute) bool) int {
+	for k := range st.spares {
+		s := &st.spares[k]
+		if s.Termination == t && !st.used[s.Slot] && !st.draining[s.Slot] {
+			if fits(*s) {
+				return k
+			}
+			return -1 // every spare of a class renders alike
+		}
+	}
+	return -1
+}
+
+// bind returns st with spare k bound to key.
+func (st poolState) bind(key model.RouteKey, k int) poolState {
+	slot := st.spares[k].Slot
+	st.bound, st.used = cloneOr(st.bound), cloneOr(st.used)
+	st.bound[key] = slot
+	st.used[slot] = true
+	return st
+}
+
+// unbind returns st with the slot of key free again, draining.
+func (st poolState) unbind(key model.RouteKey, slot model.BackendName) poolState {
+	st.bound, st.used, st.draining = cloneOr(st.bound), cloneOr(st.used), cloneOr(st.draining)
+	delete(st.bound, key)
+	delete(st.used, slot)
+	st.draining[slot] = true
+	return st
+}
+
+// cloneOr is a copy of m, or a new map when m is nil.
+func cloneOr[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	return maps.Clone(m)
+}
+
+// topUp returns st with each class in use holding its target of free
+// spares.
+func (st poolState) topUp(desired *model.Desired) poolState {
+	routes := map[model.Termination]int{}
+	for i := range desired.Routes {
+		routes[desired.Routes[i].Termination]++
+	}
+	free := st.freeCounts()
+	var add []model.AdmittedRoute
+	for _, t := range poolClasses {
+		for n := free[t]; n < poolTarget(routes[t]); n++ {
+			st.seq++
+			slot := model.BackendName(fmt.Sprintf("be_pool:%s:%d", poolClass(t), st.seq))
+			add = append(add, model.SpareRoute(t, slot, &desired.Router))
+		}
+	}
+	if len(add) > 0 {
+		st.spares = append(slices.Clone(st.spares), add...)
+	}
+	return st
+}
+
+// low reports whether a class in use has less than a quarter of its
+// target of free spares.
+func (st poolState) low(desired *model.Desired) bool {
+	if desired == nil || !desired.Router.DynamicConfigManager {
+		return false
+	}
+	routes := map[model.Termination]int{}
+	for i := range desired.Routes {
+		routes[desired.Routes[i].Termination]++
+	}
+	free := st.freeCounts()
+	for _, t := range poolClasses {
+		if free[t] < max(1, poolTarget(routes[t])/4) {
+			return true
+		}
+	}
+	return false
+}
+
+// freeCounts counts the spares free to bind, by class.
+func (st poolState) freeCounts() map[model.Termination]int {
+	free := map[model.Termination]int{}
+	for _, s := range st.spares {
+		if !st.used[s.Slot] && !st.draining[s.Slot] {
+			free[s.Termination]++
+		}
+	}
+	return free
+}
+
+// drained returns st with the spares whose servers are all gone free to
+// bind again.
+func (st poolState) drained(pending map[model.BackendName]map[model.ServerName]bool) poolState {
+	var done []model.BackendName
+	for slot := range st.draining {
+		if len(pending[slot]) == 0 {
+			done = append(done, slot)
+		}
+	}
+	if len(done) == 0 {
+		return st
+	}
+	st.draining = maps.Clone(st.draining)
+	for _, slot := range done {
+		delete(st.draining, slot)
+	}
+	return st
+}

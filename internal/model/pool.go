@@ -1,0 +1,21 @@
+package model
+
+// SpareRoute is the empty route a spare backend of the pool renders from:
+// what a route of termination t without annotations, certificates or
+// endpoints admits to under settings s, named slot. Its key has no
+// namespace, so it can never be a route's.
+func SpareRoute(t Termination, slot BackendName, s *Settings) AdmittedRoute {
+	r := Route{
+		Meta: ObjectMeta{Namespace: "haroute-pool", Name: "spare"},
+		Spec: RouteSpec{Host: "spare.invalid", To: RouteTargetReference{Kind: "Service", Name: "spare"}},
+	}
+	if t != TerminationNone {
+		r.Spec.TLS = &TLSConfig{Termination: t}
+	}
+	ar, _ := validateRoute(&r, s)
+	ar.Key = RouteKey{Name: string(slot)}
+	ar.Host, ar.Path, ar.Wildcard = "", "", false
+	ar.Slot = slot
+	ar.Services = nil
+	return ar
+}

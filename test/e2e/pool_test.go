@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/status"
+	"github.com/haroute/haroute/test/publish"
+)
+
+// New routes bind to spare backends of the pool and deleted ones give
+// them back, all without a reload; the files on disk say the same, so a
+// restart serves the same routes.
+func TestRoutesAddedAndDeletedWithoutReload(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig(""),
+		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("two", two)))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	before := r.reloads()
+
+	// Added: plain HTTP, edge on the default certificate, passthrough-free.
+	gen["b.yaml"] = []byte(routeYAML("b", "b.e2e.test", "", "two"))
+	gen["c.yaml"] = []byte(routeYAML("c", "c.e2e.test", "/api", "one") + "  tls:\n    termination: edge\n    insecureEdgeTerminationPolicy: Allow\n")
+	must(t, w.Publish(gen))
+	r.serves("b.e2e.test", "/", "two")
+	r.serves("c.e2e.test", "/api", "one")
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("adding two routes took %d reloads, want 0", got)
+	}
+	cfg, err := os.ReadFile(filepath.Join(r.stateDir, "live", "haproxy.cfg"))
+	must(t, err)
+	if !strings.Contains(string(cfg), "# route e2e/b\nbackend be_pool:http:") {
+		t.Fatalf("haproxy.cfg does not show route e2e/b on a spare backend")
+	}
+
+	// Deleted: gone at once, without a reload.
+	delete(gen, "b.yaml")
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "b.e2e.test gone", func() error {
+		if got, err := r.get("b.e2e.test", "/"); err == nil {
+			return fmt.Errorf("still answered by %q", got)
+		}
+		return nil
+	})
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("deleting a bound route took %d reloads, want 0", got)
+	}
+	r.serves("c.e2e.test", "/api", "one")
+
+	// A restart renders every route under its own name again and serves
+	// the same routes.
+	r.stop()
+	r.store = &status.Store{}
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	r.serves("c.e2e.test", "/api", "one")
+	if _, err := r.get("b.e2e.test", "/"); err == nil {
+		t.Fatal("the deleted route serves again after a restart")
+	}
+}
