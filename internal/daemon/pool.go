@@ -118,6 +118,12 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 	if d.desired.Desired != nil {
 		prev = d.desired.Desired.Routes
 	}
+	// Routes deleted that had a backend of their own: when it reads like
+	// a spare, it stays as one (draining first), so the deletion needs no
+	// reload either.
+	if d.applied.Desired != nil {
+		st = st.retire(prev, desired, in)
+	}
 	j := 0
 	for i := range desired.Routes {
 		r := &desired.Routes[i]
@@ -129,7 +135,16 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 			j++
 		}
 		isNew := j == len(prev) || prev[j].Key != r.Key
-		if !isNew || d.applied.Desired == nil || !poolable(r) {
+		if !isNew || d.applied.Desired == nil {
+			continue
+		}
+		if k := st.slotNamed(r.BackendName()); k >= 0 {
+			// Its own backend, retired when it was deleted: back to it.
+			r.Slot = st.spares[k].Slot
+			st = st.bind(r.Key, k)
+			continue
+		}
+		if !poolable(r) {
 			continue
 		}
 		if k := st.free(r.Termination, func(s model.AdmittedRoute) bool { return render.SameBackend(*r, s, in) }); k >= 0 {
@@ -141,6 +156,46 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 		st = st.topUp(desired)
 	}
 	return st
+}
+
+// retire returns st with the backends of the routes prev has and desired
+// lacks kept as spares, where they read like one.
+func (st poolState) retire(prev []model.AdmittedRoute, desired *model.Desired, in render.Input) poolState {
+	cur := desired.Routes
+	j := 0
+	var add []model.AdmittedRoute
+	for i := range prev {
+		p := &prev[i]
+		for j < len(cur) && compareKey(cur[j].Key, p.Key) < 0 {
+			j++
+		}
+		if (j < len(cur) && cur[j].Key == p.Key) || p.Slot != "" || !poolable(p) {
+			continue
+		}
+		sp := model.SpareRoute(p.Termination, p.BackendName(), &desired.Router)
+		if st.slotNamed(sp.Slot) < 0 && render.SameBackend(*p, sp, in) {
+			add = append(add, sp)
+		}
+	}
+	if len(add) == 0 {
+		return st
+	}
+	st.spares = append(slices.Clone(st.spares), add...)
+	st.draining = cloneOr(st.draining)
+	for _, sp := range add {
+		st.draining[sp.Slot] = true
+	}
+	return st
+}
+
+// slotNamed returns the index of the slot named name, or -1.
+func (st poolState) slotNamed(name model.BackendName) int {
+	for k := range st.spares {
+		if st.spares[k].Slot == name {
+			return k
+		}
+	}
+	return -1
 }
 
 // free returns the index of a free spare of termination t that fits, or
@@ -164,6 +219,10 @@ func (st poolState) bind(key model.RouteKey, k int) poolState {
 	st.bound, st.used = cloneOr(st.bound), cloneOr(st.used)
 	st.bound[key] = slot
 	st.used[slot] = true
+	if st.draining[slot] {
+		st.draining = maps.Clone(st.draining)
+		delete(st.draining, slot)
+	}
 	return st
 }
 

@@ -19,7 +19,7 @@ func (d *differ) routes() {
 	for i < len(olds) || j < len(news) {
 		switch {
 		case j == len(news) || (i < len(olds) && compareKeys(olds[i].Key, news[j].Key) < 0):
-			if spare := d.spare(d.desired, &d.desiredSpares, olds[i].Slot); spare != nil {
+			if spare := d.spare(d.desired, &d.desiredSpares, olds[i].BackendName()); spare != nil {
 				// Its backend goes back to the pool: servers drained, map
 				// entries removed, at runtime.
 				d.add(Change{Mode: ModeRuntime, Kind: KindRouteUnbound, Subject: olds[i].Key.String(), Detail: string(olds[i].Slot)})

@@ -64,7 +64,7 @@ func configChanges(old, cur []byte) []Change {
 		switch {
 		case !ok:
 			out = append(out, Change{Mode: ModeReload, Kind: KindConfig, Subject: s.header, Detail: "added"})
-		case !bytes.Equal(bytes.TrimRight(body, "\n"), bytes.TrimRight(s.body, "\n")):
+		case !sameBody(body, s.body):
 			out = append(out, Change{Mode: ModeReload, Kind: KindConfig, Subject: s.header, Detail: "changed"})
 		}
 	}
@@ -103,4 +103,35 @@ func sameOrderBut(a, b []section, prefix string) bool {
 		return out
 	}
 	return slices.Equal(keep(a), keep(b))
+}
+
+// sameBody reports whether two section bodies hold the same lines, blank
+// lines and comments aside: HAProxy ignores those, and a route's comment
+// ends up in whatever section precedes its backend.
+func sameBody(a, b []byte) bool {
+	next := func(s []byte) (line, rest []byte) {
+		for len(s) > 0 {
+			i := bytes.IndexByte(s, '\n')
+			if i < 0 {
+				i = len(s) - 1
+			}
+			line, s = s[:i+1], s[i+1:]
+			t := bytes.TrimSpace(line)
+			if len(t) > 0 && t[0] != '#' {
+				return bytes.TrimRight(line, "\n"), s
+			}
+		}
+		return nil, nil
+	}
+	for {
+		la, ra := next(a)
+		lb, rb := next(b)
+		if !bytes.Equal(la, lb) {
+			return false
+		}
+		if la == nil {
+			return true
+		}
+		a, b = ra, rb
+	}
 }

@@ -197,10 +197,10 @@ func TestStickyCookieRuntimeServerSurvivesReload(t *testing.T) {
 		}
 	}
 	pinned("before reload")
-	// Force a reload: a new route.
+	// Force a reload: a new route no spare backend fits.
 	must(t, w.Publish(files(
 		"router.yaml", r.routerConfig(""),
-		"routes.yaml", join(routeYAML("web", "web.e2e.test", "", "web"), routeYAML("other", "other.e2e.test", "", "web")),
+		"routes.yaml", join(routeYAML("web", "web.e2e.test", "", "web"), reloadingRouteYAML("other", "other.e2e.test", "web")),
 		"endpoints.yaml", endpointsYAML("web", one, two),
 	)))
 	r.eventually(20*time.Second, "new route served", func() error {

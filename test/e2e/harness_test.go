@@ -199,6 +199,14 @@ spec:
 `, name, host, p, service)
 }
 
+// reloadingRouteYAML is a route whose backend settings no spare backend
+// of the pool has (its own server timeout): adding it takes a reload, for
+// tests about reloads.
+func reloadingRouteYAML(name, host, service string) string {
+	return strings.Replace(routeYAML(name, host, "", service), "  namespace: e2e\n",
+		"  namespace: e2e\n  annotations:\n    haproxy.router.openshift.io/timeout: 7s\n", 1)
+}
+
 // endpointsYAML lists backends as ready addresses of one service: each
 // backend listens on 127.0.0.1 with its own port, so each is one subset.
 func endpointsYAML(service string, bs ...*backend) string {

@@ -56,6 +56,23 @@ func TestRoutesAddedAndDeletedWithoutReload(t *testing.T) {
 	}
 	r.serves("c.e2e.test", "/api", "one")
 
+	// A route with a backend of its own (a, from the first generation):
+	// deleted and added back, without a reload either.
+	delete(gen, "a.yaml")
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "a.e2e.test gone", func() error {
+		if got, err := r.get("a.e2e.test", "/"); err == nil {
+			return fmt.Errorf("still answered by %q", got)
+		}
+		return nil
+	})
+	gen["a.yaml"] = []byte(routeYAML("a", "a.e2e.test", "", "one"))
+	must(t, w.Publish(gen))
+	r.serves("a.e2e.test", "/", "one")
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("deleting and re-adding a route took %d reloads, want 0", got)
+	}
+
 	// A restart renders every route under its own name again and serves
 	// the same routes.
 	r.stop()

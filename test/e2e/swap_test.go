@@ -86,9 +86,10 @@ func TestThrottleCoalescesBurst(t *testing.T) {
 	// Let a full interval pass so the burst starts from a quiet period.
 	time.Sleep(1500 * time.Millisecond)
 	before := r.reloads()
-	// Five new routes (each a new backend: a reload) within ~0.5 s.
+	// Five new routes (each a new backend no spare fits: a reload)
+	// within ~0.5 s.
 	for i := 1; i <= 5; i++ {
-		routes = append(routes, routeYAML(fmt.Sprintf("r%d", i), fmt.Sprintf("r%d.e2e.test", i), "", "one"))
+		routes = append(routes, reloadingRouteYAML(fmt.Sprintf("r%d", i), fmt.Sprintf("r%d.e2e.test", i), "one"))
 		publishRoutes(t, r, w, routes, one)
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -145,7 +146,7 @@ func TestZeroFailedRequestsAcrossReloads(t *testing.T) {
 	before := r.reloads()
 	const reloads = 5
 	for i := 1; i <= reloads; i++ {
-		routes = append(routes, routeYAML(fmt.Sprintf("extra%d", i), fmt.Sprintf("extra%d.e2e.test", i), "", "one"))
+		routes = append(routes, reloadingRouteYAML(fmt.Sprintf("extra%d", i), fmt.Sprintf("extra%d.e2e.test", i), "one"))
 		publishRoutes(t, r, w, routes, one)
 		r.serves(fmt.Sprintf("extra%d.e2e.test", i), "/", "one")
 	}
