@@ -201,6 +201,18 @@ func (r *router) untilServedEvery(host, want string, timeout, every time.Duratio
 	return time.Time{}, fmt.Errorf("%s not served by %s within %v: %v", host, want, timeout, last)
 }
 
+// untilGone polls until host is no longer served (any answer but 200).
+func (r *router) untilGone(host string, timeout time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if _, err := r.get(host); err != nil {
+			return time.Now(), nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return time.Time{}, fmt.Errorf("%s still served after %v", host, timeout)
+}
+
 // showProc asks the master CLI, as an operator would.
 func (r *router) showProc() haproxy.ProcInfo {
 	r.t.Helper()

@@ -32,10 +32,15 @@ type tree struct {
 
 	routeFiles map[int][]byte
 	epFiles    map[int][]byte
+	// timeouts are routes with a server timeout of their own, which no
+	// spare backend of the pool has: adding one takes a reload. removed
+	// are routes deleted from the tree.
+	timeouts, removed map[int]bool
 }
 
 func newTree(namespace string, routes int, eps func(i int) []endpoint) *tree {
-	t := &tree{namespace: namespace, routeFiles: map[int][]byte{}, epFiles: map[int][]byte{}}
+	t := &tree{namespace: namespace, routeFiles: map[int][]byte{}, epFiles: map[int][]byte{},
+		timeouts: map[int]bool{}, removed: map[int]bool{}}
 	for i := range routes {
 		t.eps = append(t.eps, eps(i))
 	}
@@ -64,6 +69,19 @@ func (t *tree) addRoute(eps []endpoint) int {
 	delete(t.routeFiles, i/perFile)
 	delete(t.epFiles, i/perFile)
 	return i
+}
+
+// addReloadingRoute is addRoute for a route no spare backend fits.
+func (t *tree) addReloadingRoute(eps []endpoint) int {
+	i := t.addRoute(eps)
+	t.timeouts[i] = true
+	return i
+}
+
+// removeRoute deletes route i (its service's endpoints stay).
+func (t *tree) removeRoute(i int) {
+	t.removed[i] = true
+	delete(t.routeFiles, i/perFile)
 }
 
 // files returns the whole generation, as publish.AtomicWriter takes it.
@@ -97,6 +115,13 @@ func (t *tree) routeChunk(c int) []byte {
 	}
 	var b strings.Builder
 	for i := c * perFile; i < min((c+1)*perFile, len(t.eps)); i++ {
+		if t.removed[i] {
+			continue
+		}
+		annotations := ""
+		if t.timeouts[i] {
+			annotations = "  annotations:\n    haproxy.router.openshift.io/timeout: 7s\n"
+		}
 		fmt.Fprintf(&b, `---
 apiVersion: route.openshift.io/v1
 kind: Route
@@ -104,7 +129,7 @@ metadata:
   name: %s
   namespace: %s
   creationTimestamp: "2026-01-02T03:04:05Z"
-  labels:
+%s  labels:
     app: %s
 spec:
   host: %s
@@ -114,7 +139,7 @@ spec:
     weight: 100
   port:
     targetPort: http
-`, routeName(i), t.namespace, serviceName(i), hostName(i), serviceName(i))
+`, routeName(i), t.namespace, annotations, serviceName(i), hostName(i), serviceName(i))
 		if t.edgeEvery > 0 && i%t.edgeEvery == 0 {
 			b.WriteString("  tls:\n    termination: edge\n    insecureEdgeTerminationPolicy: Redirect\n")
 		}
