@@ -108,6 +108,7 @@ func (d *Daemon) markPending(be model.BackendName, s model.ServerName, on bool) 
 func (d *Daemon) verify(ctx context.Context, p plan.Plan, next plan.State) error {
 	backends, maps := p.Touched()
 	exp := plan.ExpectTouched(withPending(next, d.pending), backends, maps)
+	exp.Edited = p.Edited()
 	names := make([]string, 0, len(exp.Servers))
 	for be := range exp.Servers {
 		names = append(names, string(be))
@@ -284,6 +285,8 @@ func opName(op plan.Op) string {
 		return "disable-health"
 	case plan.MapReplace:
 		return "map-replace"
+	case plan.MapEdit:
+		return "map-edit"
 	case plan.SetCert:
 		return "set-cert"
 	case plan.SetDynamicCookieKey:

@@ -59,7 +59,12 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 			// away: the route change's reload rewrites this map anyway.
 			continue
 		}
-		d.maps = append(d.maps, MapReplace{Path: absPath(d.desired.Input.Dir, m.Name), Entries: m.Entries})
+		path := absPath(d.desired.Input.Dir, m.Name)
+		if edit, ok := safeEdit(path, old.Entries, m.Entries); ok {
+			d.maps = append(d.maps, edit)
+		} else {
+			d.maps = append(d.maps, MapReplace{Path: path, Entries: m.Entries})
+		}
 		detail := fmt.Sprintf("+%d -%d entries", added, removed)
 		if added == 0 && removed == 0 {
 			detail = "entries reordered"
@@ -173,4 +178,80 @@ func (d *differ) otherFiles(a, b *render.Bundle) {
 			j++
 		}
 	}
+}
+
+// maxMapEdit is the largest change sent as single entries rather than as a
+// whole new version of the map.
+const maxMapEdit = 64
+
+// safeEdit returns the change from olds to news as single-entry edits,
+// when it is small and appending the added entries cannot change what a
+// lookup finds: the maps are matched by prefix (map_beg) with the longest
+// key first, so an added key must not have another key of the map as a
+// proper prefix (that one, earlier in the live map, would win).
+func safeEdit(path string, olds, news []render.MapEntry) (MapEdit, bool) {
+	if len(olds) == 0 {
+		return MapEdit{}, false // nothing to keep: replace
+	}
+	oldVal := make(map[string]string, len(olds))
+	for _, e := range olds {
+		if _, dup := oldVal[e.Key]; dup {
+			return MapEdit{}, false // del map would delete both
+		}
+		oldVal[e.Key] = e.Value
+	}
+	edit := MapEdit{Path: path}
+	keys := make(map[string]bool, len(news))
+	for _, e := range news {
+		if keys[e.Key] {
+			return MapEdit{}, false
+		}
+		keys[e.Key] = true
+		if v, ok := oldVal[e.Key]; ok && v == e.Value {
+			continue
+		} else if ok {
+			edit.Del = append(edit.Del, e.Key) // value changed: re-added
+		}
+		edit.Add = append(edit.Add, e)
+		if len(edit.Add) > maxMapEdit {
+			return MapEdit{}, false
+		}
+	}
+	for _, e := range olds {
+		if !keys[e.Key] {
+			edit.Del = append(edit.Del, e.Key)
+		}
+	}
+	if len(edit.Del)+len(edit.Add) > maxMapEdit {
+		return MapEdit{}, false
+	}
+	for _, k := range edit.Del {
+		if !cliSafe(k) {
+			return MapEdit{}, false
+		}
+	}
+	for _, e := range edit.Add {
+		if !cliSafe(e.Key) || !cliSafe(e.Value) {
+			return MapEdit{}, false
+		}
+		for i := 1; i < len(e.Key); i++ {
+			if keys[e.Key[:i]] {
+				return MapEdit{}, false
+			}
+		}
+	}
+	return edit, true
+}
+
+// cliSafe reports whether s can be one word of a runtime API command as
+// is: the CLI splits on spaces and ';' and reads '\\' and quotes. Other
+// values go through MapReplace, whose payload is taken literally.
+func cliSafe(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c <= ' ' || c >= 0x7f, c == ';', c == '\\', c == '\'', c == '"', c == '#':
+			return false
+		}
+	}
+	return s != ""
 }

@@ -169,6 +169,32 @@ func (o DisableHealth) String() string { return "disable health " + serverRef(o.
 // it does not fit; the margin leaves room for the command line.
 const MaxPayload = 12 << 10
 
+// MapEdit deletes and adds single entries of a loaded map in place: for a
+// change of a few entries (a route added or deleted) at 10k routes, far
+// less than sending the whole map again. Added entries land at the end of
+// the live map, so the planner uses it only where that cannot change
+// which entry a lookup finds (see safeEdit); the read-back checks it.
+type MapEdit struct {
+	Path string
+	Del  []string // keys
+	Add  []render.MapEntry
+}
+
+func (o MapEdit) Commands() []string {
+	out := make([]string, 0, len(o.Del)+len(o.Add))
+	for _, k := range o.Del {
+		out = append(out, "del map "+o.Path+" "+k)
+	}
+	for _, e := range o.Add {
+		out = append(out, "add map "+o.Path+" "+e.Key+" "+e.Value)
+	}
+	return out
+}
+
+func (o MapEdit) String() string {
+	return fmt.Sprintf("edit map %s: -%d +%d entries", o.Path, len(o.Del), len(o.Add))
+}
+
 // MapReplace replaces the whole content of a loaded map file atomically:
 // `prepare map` opens a new version, the entries are added to it in file
 // order (order decides which prefix matches first), and `commit map` swaps
@@ -271,6 +297,7 @@ func (SetWeight) isOp()           {}
 func (EnableHealth) isOp()        {}
 func (DisableHealth) isOp()       {}
 func (MapReplace) isOp()          {}
+func (MapEdit) isOp()             {}
 func (SetCert) isOp()             {}
 
 func serverRef(be model.BackendName, srv model.ServerName) string {

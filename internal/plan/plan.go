@@ -139,6 +139,7 @@ func (c Change) Reason() Reason {
 // paths of the maps it replaces: the parts of HAProxy a read-back must
 // check.
 func (p Plan) Touched() (backends []model.BackendName, maps []string) {
+	// (MapEdit maps are read back too; see Plan.Edited for how.)
 	seen := make(map[model.BackendName]bool)
 	for _, op := range p.Ops {
 		var be model.BackendName
@@ -156,6 +157,8 @@ func (p Plan) Touched() (backends []model.BackendName, maps []string) {
 		case DisableHealth:
 			be = o.Backend
 		case MapReplace:
+			maps = append(maps, o.Path)
+		case MapEdit:
 			maps = append(maps, o.Path)
 		}
 		if be != "" && !seen[be] {
@@ -395,4 +398,24 @@ func selectorEqual(a, b *model.LabelSelector) bool {
 		}
 	}
 	return true
+}
+
+// Edited returns, by map path, the keys a plan appends to maps edited in
+// place: the read-back finds them at the end of the live map.
+func (p Plan) Edited() map[string][]string {
+	var out map[string][]string
+	for _, op := range p.Ops {
+		if o, ok := op.(MapEdit); ok {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			for _, e := range o.Add {
+				out[o.Path] = append(out[o.Path], e.Key)
+			}
+			if _, ok := out[o.Path]; !ok {
+				out[o.Path] = nil
+			}
+		}
+	}
+	return out
 }

@@ -49,6 +49,10 @@ type Expectation struct {
 	Servers map[model.BackendName][]ExpectedServer
 	// Maps holds entries in file order, by the map's absolute path.
 	Maps map[string][]render.MapEntry
+	// Edited are maps edited in place (Plan.Edited): their entries may
+	// be in another order, as long as no appended key comes after a
+	// proper prefix of it.
+	Edited map[string][]string
 }
 
 // ExpectTouched computes what HAProxy must show, once desired is applied,
@@ -123,7 +127,11 @@ func Verify(exp Expectation, servers map[model.BackendName][]ObservedServer, map
 			bad = append(bad, fmt.Sprintf("map %s: not read back", path))
 			continue
 		}
-		if msg := verifyMap(exp.Maps[path], observed); msg != "" {
+		verify := verifyMap
+		if added, ok := exp.Edited[path]; ok {
+			verify = func(want, got []render.MapEntry) string { return verifyEditedMap(want, got, added) }
+		}
+		if msg := verify(exp.Maps[path], observed); msg != "" {
 			bad = append(bad, fmt.Sprintf("map %s: %s", path, msg))
 		}
 	}
@@ -180,6 +188,33 @@ func verifyMap(want, got []render.MapEntry) string {
 	}
 	if len(got) != len(want) {
 		return fmt.Sprintf("%d entries, want %d", len(got), len(want))
+	}
+	return ""
+}
+
+// verifyEditedMap checks a map edited in place: the same entries as the
+// file, and each appended key found before any key that is a proper
+// prefix of it.
+func verifyEditedMap(want, got []render.MapEntry, added []string) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d entries, want %d", len(got), len(want))
+	}
+	pos := make(map[string]int, len(got))
+	for i, e := range got {
+		pos[e.Key] = i
+	}
+	for _, e := range want {
+		i, ok := pos[e.Key]
+		if !ok || got[i].Value != e.Value {
+			return fmt.Sprintf("entry %q missing or different", e.Key+" "+e.Value)
+		}
+	}
+	for _, k := range added {
+		for n := 1; n < len(k); n++ {
+			if i, ok := pos[k[:n]]; ok && i < pos[k] {
+				return fmt.Sprintf("entry %q comes after %q, which would win", k, k[:n])
+			}
+		}
 	}
 	return ""
 }
