@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/haroute/haroute/internal/haproxy"
+	"github.com/haroute/haroute/internal/metrics"
 	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/plan"
 	"github.com/haroute/haroute/internal/render"
@@ -24,12 +25,12 @@ func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State)
 	rctx, cancel := context.WithTimeout(ctx, d.opts.RuntimeTimeout)
 	defer cancel()
 	if err := d.execute(rctx, p.Ops); err != nil {
-		d.fallback(ctx, fmt.Sprintf("runtime-fallback: %v", err))
+		d.fallback(ctx, metrics.FallbackCommandFailed, fmt.Sprintf("runtime-fallback: %v", err))
 		return
 	}
 	d.log.Debug("runtime ops sent", "took", time.Since(start))
 	if err := d.verify(rctx, p, next); err != nil {
-		d.fallback(ctx, fmt.Sprintf("runtime-fallback: %v", err))
+		d.fallback(ctx, metrics.FallbackReadBack, fmt.Sprintf("runtime-fallback: %v", err))
 		return
 	}
 	d.applied, d.appliedFrom = next, d.desiredFrom
@@ -152,9 +153,10 @@ func withPending(s plan.State, pending map[model.BackendName]map[model.ServerNam
 
 // fallback converges through a reload when the runtime path failed. The
 // files on disk already hold the desired state.
-func (d *Daemon) fallback(ctx context.Context, reason string) {
+// kind is the metrics label (metrics.Fallback*), reason the full text.
+func (d *Daemon) fallback(ctx context.Context, kind, reason string) {
 	d.log.Warn("runtime update failed; falling back to a reload", "reason", reason)
-	d.metrics.RuntimeFallback(reason)
+	d.metrics.RuntimeFallback(kind)
 	d.status.Set(func(s *status.Status) { s.Fallbacks++ })
 	d.recordError(fmt.Errorf("%s", reason))
 	d.throttle.request(reason)

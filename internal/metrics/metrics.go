@@ -8,6 +8,7 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,17 +58,17 @@ func New() *Metrics {
 		reloadFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "reload_failures_total",
-			Help:      "Reloads that failed (candidate rejected by haproxy -c, or the new worker did not come up).",
+			Help:      "Reloads that failed: the live configuration was refused by haproxy -c at reload time, or HAProxy did not confirm a new worker. A candidate refused before it reaches the live directory is not a reload and is not counted.",
 		}),
 		lastReloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace,
 			Name:      "last_reload_successful",
-			Help:      "1 if the last reload succeeded, 0 if it failed.",
+			Help:      "1 if HAProxy's last load (its start or the last reload) succeeded, 0 if the last reload failed.",
 		}),
 		lastReloadSuccessTS: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace,
 			Name:      "last_reload_success_timestamp_seconds",
-			Help:      "Unix time of the last successful reload.",
+			Help:      "Unix time of HAProxy's last successful load (its start or a reload).",
 		}),
 		writeConfigSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace,
@@ -78,47 +79,47 @@ func New() *Metrics {
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "reloads_total",
-			Help:      "Reloads attempted, by kind of reason (a reload with several kinds of reason counts once under each).",
+			Help:      "Reloads attempted (including ones that failed), by kind of reason; a reload with several kinds of reason counts once under each.",
 		}, []string{"reason"}),
 		runtimeUpdates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "runtime_updates_total",
-			Help:      "Changes applied through the HAProxy runtime API instead of a reload, by operation.",
+			Help:      "Runtime API operations sent as part of a runtime plan that was applied and read back, by operation.",
 		}, []string{"op"}),
 		runtimeFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "runtime_fallbacks_total",
-			Help:      "Runtime plans that fell back to a reload, by kind of reason.",
+			Help:      "Runtime plans that fell back to a reload, by why: command-failed (HAProxy refused or did not answer a command), read-back-mismatch (the read-back disagreed with the plan), other.",
 		}, []string{"reason"}),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace,
 			Name:      "config_generation",
-			Help:      "Generation of the configuration HAProxy runs (counts applied configurations since start; the content hash is in /status).",
+			Help:      "Generation of the configuration HAProxy runs: configurations applied since haroute started, 0 before the first. The content hash is in /status.",
 		}),
 		inputProblems: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace,
 			Name:      "input_problems",
-			Help:      "Diagnostics of the last generation read from the config directory, by severity (error, warning, note). Errors mean some object is rejected or stale.",
+			Help:      "Diagnostics (YAML, validation, admission) of the last generation read from the config directory, by severity: error, warning, note. An error means some object is rejected or serves its last good version.",
 		}, []string{"severity"}),
 		staleObjects: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace,
 			Name:      "stale_objects",
-			Help:      "Objects (routes, endpoints) serving their last good version because their current version is invalid.",
+			Help:      "Objects (routes, endpoints, the RouterConfig) serving their last good version because their current version is invalid.",
 		}),
 		guardHolds: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "deletion_guard_holds_total",
-			Help:      "Times a generation that drops routes was held back until the config directory stayed the same for the quiet period.",
+			Help:      "Generations held back by the deletion guard because they drop all routes or more than the allowed share (each held generation counts once).",
 		}),
 		snapshotErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "snapshot_errors_total",
-			Help:      "Reads of the config directory that failed, plus files that could not be read (each unreadable file counts once per read). YAML and validation errors are in haroute_input_problems.",
+			Help:      "Config directory reads that failed, plus files in a newly read directory that could not be read (permissions, size limit, refused file type, link leaving the directory). YAML and validation errors are not counted here; see haroute_input_problems.",
 		}),
 		routes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace,
 			Name:      "routes",
-			Help:      "Routes seen in the last applied snapshot, by admission status.",
+			Help:      "Routes in the last evaluated generation, by state: admitted, admitted-with-warnings, rejected (never good, not served), stale (serving its last good version).",
 		}, []string{"status"}),
 		processes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace,
@@ -128,7 +129,7 @@ func New() *Metrics {
 		watchEvents: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "watch_events_total",
-			Help:      "File system events and resync ticks that triggered a look at the config directory.",
+			Help:      "File system events and resync ticks that made haroute look at the config directory.",
 		}),
 	}
 	m.registry.MustRegister(
@@ -158,6 +159,12 @@ func New() *Metrics {
 	m.SetInputProblems(0, 0, 0)
 	for _, op := range RuntimeOps {
 		m.runtimeUpdates.WithLabelValues(op)
+	}
+	for _, kind := range ReloadReasonKinds {
+		m.reloads.WithLabelValues(kind)
+	}
+	for _, kind := range FallbackKinds {
+		m.runtimeFallbacks.WithLabelValues(kind)
 	}
 	return m
 }
@@ -211,16 +218,48 @@ func (m *Metrics) RuntimeUpdate(op string, n int) {
 	m.runtimeUpdates.WithLabelValues(op).Add(float64(n))
 }
 
-// RuntimeFallback counts a runtime plan that had to become a reload. The
-// reason is reduced to its kind (see ReasonKind).
-func (m *Metrics) RuntimeFallback(reason string) {
-	m.runtimeFallbacks.WithLabelValues(ReasonKind(reason)).Inc()
+// Why a runtime plan fell back to a reload: the label values of
+// runtime_fallbacks_total.
+const (
+	// FallbackCommandFailed: HAProxy refused a runtime command, or its
+	// socket did not answer.
+	FallbackCommandFailed = "command-failed"
+	// FallbackReadBack: the commands went through, but reading the state
+	// back disagreed with the plan.
+	FallbackReadBack = "read-back-mismatch"
+	// FallbackOther: anything else.
+	FallbackOther = "other"
+)
+
+// FallbackKinds are the label values of runtime_fallbacks_total, each with
+// a series from the start.
+var FallbackKinds = []string{FallbackCommandFailed, FallbackReadBack, FallbackOther}
+
+// RuntimeFallback counts a runtime plan that had to become a reload. kind
+// should be one of FallbackKinds; anything else is reduced with ReasonKind
+// and counted as FallbackOther unless that yields a known kind, so free
+// text (an error message) can never create series.
+func (m *Metrics) RuntimeFallback(kind string) {
+	m.runtimeFallbacks.WithLabelValues(fallbackKind(kind)).Inc()
 }
 
-// SetGeneration publishes the generation of the configuration now applied.
+func fallbackKind(kind string) string {
+	if slices.Contains(FallbackKinds, kind) {
+		return kind
+	}
+	if k := ReasonKind(kind); slices.Contains(FallbackKinds, k) {
+		return k
+	}
+	return FallbackOther
+}
+
+// SetGeneration publishes the generation of the configuration HAProxy now
+// runs. Call it only once HAProxy has accepted and loaded the generation.
 func (m *Metrics) SetGeneration(generation uint64) { m.generation.Set(float64(generation)) }
 
-// SetInputProblems publishes the diagnostics of the last generation read.
+// SetInputProblems publishes the diagnostics of the last generation read:
+// the current counts, not a running total, so an alert fires exactly while
+// the tree has errors.
 func (m *Metrics) SetInputProblems(errors, warnings, notes int) {
 	m.inputProblems.WithLabelValues("error").Set(float64(errors))
 	m.inputProblems.WithLabelValues("warning").Set(float64(warnings))
@@ -233,21 +272,42 @@ func (m *Metrics) SetStale(n int) { m.staleObjects.Set(float64(n)) }
 // DeletionGuardHeld counts one generation held back by the deletion guard.
 func (m *Metrics) DeletionGuardHeld() { m.guardHolds.Inc() }
 
-// SnapshotError counts one snapshot that failed (wholly or in part).
+// SnapshotError counts one failed read of the config directory, or one
+// file in it that could not be read. It is not for YAML or validation
+// errors: those are SetInputProblems.
 func (m *Metrics) SnapshotError() { m.snapshotErrors.Inc() }
 
-// SetRoutes publishes route counts by admission status ("admitted",
-// "admitted-with-warnings", "rejected"). Statuses missing from counts drop
-// out, so a status that no longer occurs does not linger.
+// SetRoutes publishes route counts by state (the keys are RouteStates;
+// status.RouteCounts builds the map). Every known state is set on each
+// call, so a state missing from counts shows 0 rather than its old value.
+// Keys that are not RouteStates are ignored: a label value must never
+// come and go with the input.
 func (m *Metrics) SetRoutes(counts map[string]int) {
-	for _, state := range routeStates {
+	for _, state := range RouteStates {
 		m.routes.WithLabelValues(state).Set(float64(counts[state]))
 	}
 }
 
-// routeStates are the admission states routes are counted by; each has a
-// series from the start.
-var routeStates = []string{"admitted", "admitted-with-warnings", "rejected", "stale"}
+// RouteStates are the states routes are counted by (model.RouteState
+// values); each has a series from the start.
+var RouteStates = []string{"admitted", "admitted-with-warnings", "rejected", "stale"}
+
+// ReloadReasonKinds are the label values of reloads_total that haroute
+// produces today, each with a series from the start: the kinds of
+// internal/plan (plan.Kind through ReasonKind) and the daemon's own
+// reasons (a runtime fallback, healing a broken run dir or socket).
+// ReasonKind may return others for reasons added later; they get a series
+// when they first occur.
+var ReloadReasonKinds = []string{
+	"initial-configuration", "dynamic-config-manager-disabled", "router-settings-changed",
+	"route-added", "route-deleted", "termination-changed", "backend-settings-changed",
+	"host-path-changed", "redirect-policy-changed",
+	"endpoint-added", "endpoint-removed", "endpoint-re-enabled", "endpoint-address-changed",
+	"server-options-changed", "weight-changed", "health-checks-changed",
+	"map-changed", "map-file-changed", "certificate-changed", "certificate-file-changed",
+	"crt-list-changed", "ca-file-changed", "file-changed", "haproxy-cfg-changed",
+	"runtime-fallback", "heal", "other",
+}
 
 // RuntimeOps are the operations runtime_updates_total counts, each with a
 // series from the start.
@@ -278,6 +338,9 @@ const maxKindLen = 48
 // An empty result becomes "other".
 func ReasonKind(reason string) string {
 	kind, _, _ := strings.Cut(reason, ":")
+	if k, ok := kindAliases[strings.ToLower(strings.TrimSpace(kind))]; ok {
+		return k
+	}
 	var words []string
 	for _, w := range strings.FieldsFunc(kind, func(r rune) bool {
 		return r == ' ' || r == '\t' || r == '_' || r == '-'
@@ -301,6 +364,13 @@ func ReasonKind(reason string) string {
 		return "other"
 	}
 	return out
+}
+
+// kindAliases name the fixed kinds whose words are not plain letters, which
+// the general rule would cut down to a bare "changed".
+var kindAliases = map[string]string{
+	"host/path changed":   "host-path-changed",
+	"haproxy.cfg changed": "haproxy-cfg-changed",
 }
 
 // isPlainWord reports whether w is made of ASCII letters only.

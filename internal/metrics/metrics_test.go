@@ -2,17 +2,23 @@ package metrics
 
 import (
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -135,16 +141,41 @@ func series(t *testing.T, m *Metrics) []string {
 
 func formatFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
+// withZeros adds a 0 series for every known label value that want does
+// not list, and sorts: the full exposition, exactly.
+func withZeros(want []string) []string {
+	listed := map[string]bool{}
+	for _, w := range want {
+		name, _, _ := strings.Cut(w, " ")
+		listed[name] = true
+	}
+	add := func(metric, label string, values []string) {
+		for _, v := range values {
+			name := metric + "{" + label + `="` + v + `"}`
+			if !listed[name] {
+				want = append(want, name+" 0")
+			}
+		}
+	}
+	add("haroute_reloads_total", "reason", ReloadReasonKinds)
+	add("haroute_runtime_updates_total", "op", RuntimeOps)
+	add("haroute_runtime_fallbacks_total", "reason", FallbackKinds)
+	add("haroute_routes", "status", RouteStates)
+	add("haroute_input_problems", "severity", []string{"error", "warning", "note"})
+	add("haroute_haproxy_processes", "role", []string{"current", "old"})
+	sort.Strings(want)
+	return want
+}
+
 func TestSeriesValues(t *testing.T) {
 	m := New()
 	exercise(m)
-	want := []string{
+	want := withZeros([]string{
 		`haroute_config_generation 2`,
 		`haroute_deletion_guard_holds_total 1`,
 		`haroute_haproxy_processes{role="current"} 1`,
 		`haroute_haproxy_processes{role="old"} 2`,
 		`haroute_input_problems{severity="error"} 2`,
-		`haroute_input_problems{severity="note"} 0`,
 		`haroute_input_problems{severity="warning"} 1`,
 		`haroute_last_reload_success_timestamp_seconds 1700000000.5`,
 		`haroute_last_reload_successful 0`,
@@ -154,46 +185,202 @@ func TestSeriesValues(t *testing.T) {
 		`haroute_reloads_total{reason="route-added"} 1`,
 		`haroute_reloads_total{reason="runtime-fallback"} 1`,
 		`haroute_routes{status="admitted"} 4`,
-		`haroute_routes{status="admitted-with-warnings"} 0`,
 		`haroute_routes{status="rejected"} 1`,
-		`haroute_routes{status="stale"} 0`,
 		`haroute_runtime_fallbacks_total{reason="read-back-mismatch"} 1`,
 		`haroute_runtime_updates_total{op="add-server"} 3`,
-		`haroute_runtime_updates_total{op="del-server"} 0`,
-		`haroute_runtime_updates_total{op="disable-health"} 0`,
-		`haroute_runtime_updates_total{op="drain-server"} 0`,
-		`haroute_runtime_updates_total{op="enable-health"} 0`,
-		`haroute_runtime_updates_total{op="map-replace"} 0`,
-		`haroute_runtime_updates_total{op="reenable-server"} 0`,
-		`haroute_runtime_updates_total{op="set-cert"} 0`,
-		`haroute_runtime_updates_total{op="set-cookie-key"} 0`,
-		`haroute_runtime_updates_total{op="set-weight"} 0`,
 		`haroute_snapshot_errors_total 1`,
 		`haroute_stale_objects 1`,
 		`haroute_watch_events_total 2`,
 		`haroute_write_config_seconds_count 1`,
-	}
+	})
 	got := series(t, m)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("series:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
-	// A later success flips the gauge back and routes drop stale statuses.
+	// A later success flips the gauge back.
 	m.ObserveReload(time.Millisecond, nil, true, time.Unix(1_700_000_100, 0))
-	m.SetRoutes(map[string]int{"admitted": 5})
 	got = series(t, m)
 	for _, w := range []string{
 		`haroute_last_reload_successful 1`,
 		`haroute_last_reload_success_timestamp_seconds 1700000100`,
 		`haroute_reloads_total{reason="other"} 1`,
-		`haroute_routes{status="admitted"} 5`,
 	} {
 		if !contains(got, w) {
 			t.Errorf("missing %s in\n%s", w, strings.Join(got, "\n"))
 		}
 	}
-	if contains(got, `haroute_routes{status="rejected"} 1`) {
-		t.Errorf("stale rejected route count kept")
+}
+
+// A fresh registry shows exactly the known labelled series, all at 0, so
+// alerts and dashboards see 0 rather than "no data" (and increase() sees
+// the first event).
+func TestFreshRegistryShowsKnownSeriesAtZero(t *testing.T) {
+	m := New()
+	want := withZeros([]string{
+		`haroute_config_generation 0`,
+		`haroute_deletion_guard_holds_total 0`,
+		`haroute_last_reload_success_timestamp_seconds 0`,
+		`haroute_last_reload_successful 0`,
+		`haroute_reload_failures_total 0`,
+		`haroute_reload_seconds_count 0`,
+		`haroute_snapshot_errors_total 0`,
+		`haroute_stale_objects 0`,
+		`haroute_watch_events_total 0`,
+		`haroute_write_config_seconds_count 0`,
+	})
+	got := series(t, m)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("fresh series:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, c := range []struct {
+		name string
+		n    int
+	}{
+		{"haroute_reloads_total", len(ReloadReasonKinds)},
+		{"haroute_runtime_updates_total", len(RuntimeOps)},
+		{"haroute_runtime_fallbacks_total", len(FallbackKinds)},
+		{"haroute_routes", 4},
+		{"haroute_input_problems", 3},
+	} {
+		n, err := testutil.GatherAndCount(m.Registry(), c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != c.n {
+			t.Errorf("%s has %d series in a fresh registry, want %d", c.name, n, c.n)
+		}
+	}
+	for _, state := range []string{"admitted", "admitted-with-warnings", "rejected", "stale"} {
+		if !slices.Contains(RouteStates, state) {
+			t.Errorf("RouteStates lacks %q", state)
+		}
+	}
+}
+
+// A state that drops to zero shows 0, not its old value; keys that are not
+// states create no series.
+func TestSetRoutesResetsMissingStates(t *testing.T) {
+	m := New()
+	m.SetRoutes(map[string]int{"admitted": 3, "stale": 2, "rejected": 1})
+	m.SetRoutes(map[string]int{"admitted": 4, "bogus": 9})
+	for state, want := range map[string]float64{"admitted": 4, "admitted-with-warnings": 0, "rejected": 0, "stale": 0} {
+		if got := testutil.ToFloat64(m.routes.WithLabelValues(state)); got != want {
+			t.Errorf("routes{status=%q} = %v, want %v", state, got, want)
+		}
+	}
+	if n := testutil.CollectAndCount(m.routes); n != len(RouteStates) {
+		t.Errorf("routes has %d series, want %d (no series for an unknown key)", n, len(RouteStates))
+	}
+}
+
+// The gauges hold the current counts: problems that are gone show 0.
+func TestInputProblemsAndStaleAreCurrent(t *testing.T) {
+	m := New()
+	m.SetInputProblems(3, 2, 1)
+	m.SetStale(2)
+	m.SetInputProblems(0, 1, 0)
+	m.SetStale(0)
+	want := `
+# HELP haroute_input_problems Diagnostics (YAML, validation, admission) of the last generation read from the config directory, by severity: error, warning, note. An error means some object is rejected or serves its last good version.
+# TYPE haroute_input_problems gauge
+haroute_input_problems{severity="error"} 0
+haroute_input_problems{severity="note"} 0
+haroute_input_problems{severity="warning"} 1
+# HELP haroute_stale_objects Objects (routes, endpoints, the RouterConfig) serving their last good version because their current version is invalid.
+# TYPE haroute_stale_objects gauge
+haroute_stale_objects 0
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "haroute_input_problems", "haroute_stale_objects"); err != nil {
+		t.Error(err)
+	}
+}
+
+// The generation is one series whatever its value (haroute_config_info made
+// a series per change), and snapshot_errors_total says it is not YAML.
+func TestGenerationGaugeAndSnapshotErrorsHelp(t *testing.T) {
+	m := New()
+	for gen := uint64(1); gen <= 5; gen++ {
+		m.SetGeneration(gen)
+	}
+	m.SnapshotError()
+	want := `
+# HELP haroute_config_generation Generation of the configuration HAProxy runs: configurations applied since haroute started, 0 before the first. The content hash is in /status.
+# TYPE haroute_config_generation gauge
+haroute_config_generation 5
+# HELP haroute_snapshot_errors_total Config directory reads that failed, plus files in a newly read directory that could not be read (permissions, size limit, refused file type, link leaving the directory). YAML and validation errors are not counted here; see haroute_input_problems.
+# TYPE haroute_snapshot_errors_total counter
+haroute_snapshot_errors_total 1
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "haroute_config_generation", "haroute_snapshot_errors_total", "haroute_config_info"); err != nil {
+		t.Error(err)
+	}
+}
+
+// Fallback labels are a fixed set: free text cannot create a series.
+func TestRuntimeFallbackKinds(t *testing.T) {
+	m := New()
+	m.RuntimeFallback(FallbackCommandFailed)
+	m.RuntimeFallback("read-back mismatch: be_x/ep_1")
+	m.RuntimeFallback("runtime-fallback: set server be_x/ep_1 weight 5: No such server")
+	m.RuntimeFallback("something entirely new")
+	for kind, want := range map[string]float64{FallbackCommandFailed: 1, FallbackReadBack: 1, FallbackOther: 2} {
+		if got := testutil.ToFloat64(m.runtimeFallbacks.WithLabelValues(kind)); got != want {
+			t.Errorf("runtime_fallbacks_total{reason=%q} = %v, want %v", kind, got, want)
+		}
+	}
+	if n := testutil.CollectAndCount(m.runtimeFallbacks); n != len(FallbackKinds) {
+		t.Errorf("runtime_fallbacks_total has %d series, want %d", n, len(FallbackKinds))
+	}
+}
+
+// Every plan.Kind maps to its own pre-initialised reload reason label, so
+// a new plan kind cannot go unnoticed. The kinds are read from plan's
+// source (metrics does not import plan).
+func TestPlanKindsArePreinitialised(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, filepath.Join("..", "plan", "plan.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok {
+			return true
+		}
+		if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Kind" {
+			return true
+		}
+		for _, v := range vs.Values {
+			if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				s, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kinds = append(kinds, s)
+			}
+		}
+		return true
+	})
+	if len(kinds) < 20 {
+		t.Fatalf("found only %d plan kinds in plan.go: %q", len(kinds), kinds)
+	}
+	labels := map[string]string{}
+	for _, k := range kinds {
+		label := ReasonKind(k + ": default/shop")
+		if !slices.Contains(ReloadReasonKinds, label) {
+			t.Errorf("plan kind %q gives reason %q, which is not in ReloadReasonKinds", k, label)
+		}
+		if other, dup := labels[label]; dup {
+			t.Errorf("plan kinds %q and %q share the reason label %q", other, k, label)
+		}
+		labels[label] = k
+	}
+	for _, daemonReason := range []string{"runtime-fallback: add server refused", "heal: admin socket missing"} {
+		if label := ReasonKind(daemonReason); !slices.Contains(ReloadReasonKinds, label) {
+			t.Errorf("daemon reason %q gives %q, not in ReloadReasonKinds", daemonReason, label)
+		}
 	}
 }
 
@@ -216,6 +403,10 @@ func TestReasonKind(t *testing.T) {
 		{"RouterConfig tuning changed", "routerconfig-tuning-changed"},
 		{"annotations_changed: default/x", "annotations-changed"},
 		{"backend be_http:default:shop settings changed", "backend-be-http"},
+		{"host/path changed: default/shop", "host-path-changed"},
+		{"haproxy.cfg changed", "haproxy-cfg-changed"},
+		{"CA file changed: ca/x.pem", "ca-file-changed"},
+		{"endpoint re-enabled: be/ep", "endpoint-re-enabled"},
 		{"route default/shop added", "route-added"},
 		{"ports 80 -> 8080", "ports"},
 		{"", "other"},
@@ -301,14 +492,14 @@ func TestObserveStartIsASuccessfulLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	values := map[string]float64{}
-	reloadSeries := 0
+	reloads := 0.0
 	for _, f := range families {
 		for _, metric := range f.GetMetric() {
 			switch f.GetName() {
 			case "haroute_last_reload_successful", "haroute_last_reload_success_timestamp_seconds":
 				values[f.GetName()] = metric.GetGauge().GetValue()
 			case "haroute_reloads_total":
-				reloadSeries++
+				reloads += metric.GetCounter().GetValue()
 			}
 		}
 	}
@@ -318,27 +509,7 @@ func TestObserveStartIsASuccessfulLoad(t *testing.T) {
 	if got := values["haroute_last_reload_success_timestamp_seconds"]; got != 1700000000 {
 		t.Fatalf("last_reload_success_timestamp_seconds = %v, want 1700000000", got)
 	}
-	if reloadSeries != 0 {
-		t.Fatalf("a start counted %d reload series", reloadSeries)
-	}
-}
-
-// A fresh registry shows every known labelled series at 0, so alerts and
-// dashboards see 0 rather than "no data".
-func TestKnownSeriesStartAtZero(t *testing.T) {
-	body := scrape(t, New())
-	want := []string{
-		`haroute_routes{status="admitted"} 0`,
-		`haroute_routes{status="rejected"} 0`,
-		`haroute_routes{status="stale"} 0`,
-		`haroute_input_problems{severity="error"} 0`,
-		`haroute_runtime_updates_total{op="add-server"} 0`,
-		`haroute_runtime_updates_total{op="set-cert"} 0`,
-		`haroute_stale_objects 0`,
-	}
-	for _, w := range want {
-		if !strings.Contains(body, w) {
-			t.Errorf("fresh scrape lacks %q", w)
-		}
+	if reloads != 0 {
+		t.Fatalf("a start counted %v reloads", reloads)
 	}
 }

@@ -11,8 +11,10 @@ import (
 	"github.com/haroute/haroute/internal/model"
 )
 
-// Format writes the status for a person at a terminal: a summary, then one
-// line per route with its warnings and rejection reasons indented below.
+// Format writes the status for a person at a terminal: a summary, one line
+// per route, the reasons of rejected and stale routes and the warnings
+// (each at file:line:col where the input has one), then the recent errors
+// with when they started and were resolved.
 // Times are printed in UTC (RFC 3339) so output from different hosts
 // compares directly. Write errors are ignored, as with fmt.Fprint to a
 // terminal.
@@ -36,32 +38,87 @@ func (s Status) Format(w io.Writer) {
 	row("reloads", fmt.Sprintf("%d (runtime updates %d, fallbacks %d)", s.Reloads, s.RuntimeUpdates, s.Fallbacks))
 	row("last reload", formatReload(s.LastReload))
 	if s.LastError != nil {
-		row("last error", formatTime(s.LastError.Time)+" "+s.LastError.Message)
+		row("last error", "since "+formatTime(s.LastError.Time)+" "+s.LastError.Message)
 	} else {
 		row("last error", "-")
 	}
+	row("input problems", formatProblems(s.InputProblems))
+	row("deletion guard", formatGuard(s.DeletionGuard))
 	row("routes", formatRouteCounts(s.Routes))
 	tw.Flush()
 
-	if len(s.Routes) == 0 {
-		return
+	if len(s.Routes) > 0 {
+		fmt.Fprintln(w)
+		formatRoutes(w, s.Routes)
 	}
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROUTE\tHOST\tPATH\tSTATE")
-	for _, r := range s.Routes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Key, r.Host, orDash(r.Path), r.State)
+	if len(s.RecentErrors) > 0 {
+		fmt.Fprintln(w)
+		formatRecentErrors(w, s.RecentErrors)
+	}
+}
+
+func formatRoutes(w io.Writer, routes []Route) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROUTE\tHOST\tPATH\tSTATE\tSOURCE")
+	for _, r := range routes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Key, r.Host, orDash(r.Path), r.State, orDash(r.Source))
 	}
 	tw.Flush()
 	// Details go after the table so long messages do not widen its columns.
-	for _, r := range s.Routes {
+	for _, r := range routes {
+		label := "rejected"
+		if r.State == model.RouteStale {
+			label = "stale, serving its last good version"
+		}
 		for _, reason := range r.Reasons {
-			fmt.Fprintf(w, "%s: rejected: %s\n", r.Key, reason)
+			fmt.Fprintf(w, "%s: %s: %s\n", r.Key, label, reason)
 		}
 		for _, warning := range r.Warnings {
 			fmt.Fprintf(w, "%s: warning: %s\n", r.Key, warning)
 		}
 	}
+}
+
+// formatRecentErrors lists the history oldest first, as it is kept, so the
+// last line is the newest.
+func formatRecentErrors(w io.Writer, errs []Error) {
+	fmt.Fprintln(w, "RECENT ERRORS")
+	for _, e := range errs {
+		when := formatTime(e.Time)
+		if !e.LastSeen.IsZero() {
+			when += " (last " + formatTime(e.LastSeen) + ")"
+		}
+		state := "standing"
+		if !e.Standing() {
+			state = "resolved " + formatTime(e.Resolved)
+		}
+		fmt.Fprintf(w, "%s, %s: %s\n", when, state, e.Message)
+	}
+}
+
+func formatProblems(p InputProblems) string {
+	if p == (InputProblems{}) {
+		return "none"
+	}
+	return fmt.Sprintf("%s, %s, %s", count(p.Errors, "error"), count(p.Warnings, "warning"), count(p.Notes, "note"))
+}
+
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+func formatGuard(g *Guard) string {
+	if g == nil {
+		return "-"
+	}
+	out := fmt.Sprintf("holding a generation since %s that drops %d of %d routes", formatTime(g.Since), g.Dropped, g.Of)
+	if g.Reason != "" {
+		out += " (" + g.Reason + ")"
+	}
+	return out
 }
 
 func orDash(s string) string {
@@ -122,7 +179,7 @@ func formatReload(r *Reload) string {
 func formatRouteCounts(routes []Route) string {
 	counts := RouteCounts(routes)
 	var parts []string
-	for _, st := range []model.RouteState{model.RouteAdmitted, model.RouteAdmittedWithWarnings, model.RouteRejected} {
+	for _, st := range []model.RouteState{model.RouteAdmitted, model.RouteAdmittedWithWarnings, model.RouteStale, model.RouteRejected} {
 		if n := counts[string(st)]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))
 		}

@@ -36,9 +36,9 @@ type Status struct {
 	RuntimeUpdates uint64 `json:"runtimeUpdates"`
 	Fallbacks      uint64 `json:"fallbacks"`
 
-	// LastError is the current problem, nil once it is gone;
-	// RecentErrors keeps the last few, newest last, with when they
-	// were resolved.
+	// LastError is the newest problem that still stands, nil when none
+	// does. RecentErrors keeps the last few (at most 10), newest last,
+	// standing ones with a zero Resolved.
 	LastError    *Error  `json:"lastError,omitempty"`
 	RecentErrors []Error `json:"recentErrors,omitempty"`
 
@@ -54,13 +54,24 @@ type Status struct {
 // Route is the admission outcome of one route.
 type Route struct {
 	// Key is "namespace/name".
-	Key      string           `json:"key"`
-	Host     string           `json:"host"`
-	Path     string           `json:"path,omitempty"`
+	Key  string `json:"key"`
+	Host string `json:"host"`
+	Path string `json:"path,omitempty"`
+	// State is admitted, admitted-with-warnings, rejected (never good, not
+	// served) or stale (serving its last good version while the current
+	// version has the errors in Reasons).
 	State    model.RouteState `json:"state"`
 	Warnings []string         `json:"warnings,omitempty"`
-	Reasons  []string         `json:"reasons,omitempty"`
+	// Reasons say why the route is rejected or stale, each at
+	// file:line:col where the input has one.
+	Reasons []string `json:"reasons,omitempty"`
+	// Source is where the route's current version is, file:line:col.
+	Source string `json:"source,omitempty"`
 }
+
+// Serving reports whether HAProxy serves the route: every state but
+// rejected. A stale route serves its last good version.
+func (r Route) Serving() bool { return r.State != model.RouteRejected }
 
 // Reload describes one reload attempt.
 type Reload struct {
@@ -71,13 +82,19 @@ type Reload struct {
 	Error    string        `json:"error,omitempty"`
 }
 
-// Error is the last error the daemon handled (and kept serving through).
+// Error is a problem the daemon handled (and kept serving through).
 type Error struct {
+	// Time is when the problem was first seen.
 	Time    time.Time `json:"time"`
 	Message string    `json:"message"`
+	// LastSeen is when it was last reported again, zero if only once.
+	LastSeen time.Time `json:"lastSeen,omitzero"`
 	// Resolved is when the problem was gone; zero while it stands.
 	Resolved time.Time `json:"resolved,omitzero"`
 }
+
+// Standing reports whether the problem has not been resolved.
+func (e Error) Standing() bool { return e.Resolved.IsZero() }
 
 // HAProxy describes the supervised HAProxy processes.
 type HAProxy struct {
@@ -105,9 +122,17 @@ func RoutesFrom(statuses []model.RouteStatus) []Route {
 			State:    s.State,
 			Warnings: slices.Clone(s.Warnings),
 			Reasons:  slices.Clone(s.Reasons),
+			Source:   source(s.Source),
 		})
 	}
 	return out
+}
+
+func source(p model.Position) string {
+	if p.Path == "" {
+		return ""
+	}
+	return p.String()
 }
 
 // InputProblems counts diagnostics by severity.
@@ -119,47 +144,51 @@ type InputProblems struct {
 
 // Guard describes a generation held back by the deletion guard.
 type Guard struct {
-	Since   time.Time `json:"since"`
-	Dropped int       `json:"dropped"`
-	Of      int       `json:"of"`
-	Reason  string    `json:"reason"`
+	// Since is when the held generation was first read.
+	Since time.Time `json:"since"`
+	// Dropped routes of Of served ones would go if it were applied.
+	Dropped int    `json:"dropped"`
+	Of      int    `json:"of"`
+	Reason  string `json:"reason"`
 }
 
 // maxRecentErrors bounds the error history.
 const maxRecentErrors = 10
 
-// RecordError makes msg the current error and adds it to the history; a
-// message equal to the current one only refreshes its time.
+// RecordError reports msg as a standing problem at now and makes it the
+// last error. A message that already stands is not added again (the daemon
+// reports standing problems on every pass); it only gets LastSeen = now, so
+// a few problems that recur cannot push the rest out of the history. The
+// history keeps the newest maxRecentErrors entries.
 func (s *Store) RecordError(now time.Time, msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &s.status
-	if st.LastError != nil && st.LastError.Message == msg {
-		st.LastError.Time = now
-		if n := len(st.RecentErrors); n > 0 && st.RecentErrors[n-1].Message == msg {
-			st.RecentErrors[n-1].Time = now
+	i := slices.IndexFunc(st.RecentErrors, func(e Error) bool { return e.Standing() && e.Message == msg })
+	if i >= 0 {
+		e := st.RecentErrors[i]
+		e.LastSeen = now
+		// Newest last: the problem just seen moves to the end.
+		st.RecentErrors = append(slices.Delete(st.RecentErrors, i, i+1), e)
+	} else {
+		st.RecentErrors = append(st.RecentErrors, Error{Time: now, Message: msg})
+		if n := len(st.RecentErrors); n > maxRecentErrors {
+			st.RecentErrors = slices.Clone(st.RecentErrors[n-maxRecentErrors:])
 		}
-		return
 	}
-	e := Error{Time: now, Message: msg}
-	st.LastError = &e
-	st.RecentErrors = append(st.RecentErrors, e)
-	if n := len(st.RecentErrors); n > maxRecentErrors {
-		st.RecentErrors = slices.Clone(st.RecentErrors[n-maxRecentErrors:])
-	}
+	last := st.RecentErrors[len(st.RecentErrors)-1]
+	st.LastError = &last
 }
 
-// ClearError records that no error stands any more.
+// ClearError records that no problem stands any more: every standing
+// entry of the history is resolved at now, and LastError becomes nil.
 func (s *Store) ClearError(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &s.status
-	if st.LastError == nil {
-		return
-	}
 	st.LastError = nil
 	for i := range st.RecentErrors {
-		if st.RecentErrors[i].Resolved.IsZero() {
+		if st.RecentErrors[i].Standing() {
 			st.RecentErrors[i].Resolved = now
 		}
 	}

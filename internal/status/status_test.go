@@ -3,7 +3,9 @@ package status
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -28,7 +30,8 @@ func sample() Status {
 		Routes: []Route{
 			{Key: "default/shop", Host: "shop.example.com", Path: "/", State: model.RouteAdmitted},
 			{Key: "default/api", Host: "api.example.com", State: model.RouteAdmittedWithWarnings, Warnings: []string{"haproxy.router.openshift.io/balance: unknown algorithm \"fastest\", using leastconn"}},
-			{Key: "team/dup", Host: "shop.example.com", Path: "/", State: model.RouteRejected, Reasons: []string{"host shop.example.com path / is claimed by default/shop (older)"}},
+			{Key: "team/dup", Host: "shop.example.com", Path: "/", State: model.RouteRejected, Reasons: []string{"host shop.example.com path / is claimed by default/shop (older)"}, Source: "routes/dup.yaml:1:1"},
+			{Key: "default/cart", Host: "cart.example.com", State: model.RouteStale, Reasons: []string{"routes/cart.yaml:7:11: spec.host: must not contain a port"}, Source: "routes/cart.yaml:1:1"},
 		},
 		LastReload: &Reload{
 			Time:     applied.Add(-time.Second),
@@ -39,8 +42,14 @@ func sample() Status {
 		Reloads:        3,
 		RuntimeUpdates: 12,
 		Fallbacks:      1,
-		LastError:      &Error{Time: applied.Add(-time.Minute), Message: "routes/bad.yaml:3:5: error: spec.host: must be a DNS name"},
-		HAProxy:        HAProxy{PID: 100, Workers: []int{120}, OldWorkers: []int{101, 110}},
+		LastError:      &Error{Time: applied.Add(-time.Minute), LastSeen: applied, Message: "routes/cart.yaml:7:11: error: spec.host: must not contain a port"},
+		RecentErrors: []Error{
+			{Time: applied.Add(-time.Hour), Message: "reload failed (will retry): haproxy -c: exit status 1", Resolved: applied.Add(-50 * time.Minute)},
+			{Time: applied.Add(-time.Minute), LastSeen: applied, Message: "routes/cart.yaml:7:11: error: spec.host: must not contain a port"},
+		},
+		InputProblems: InputProblems{Errors: 1, Warnings: 2},
+		DeletionGuard: &Guard{Since: applied.Add(-10 * time.Second), Dropped: 3, Of: 4, Reason: "the directory must stay the same for the quiet period"},
+		HAProxy:       HAProxy{PID: 100, Workers: []int{120}, OldWorkers: []int{101, 110}},
 	}
 }
 
@@ -52,7 +61,11 @@ func TestStoreGetIsACopy(t *testing.T) {
 	st.Set(func(s *Status) { *s = sample() })
 	got := st.Get()
 	got.Routes[1].Warnings[0] = "changed"
+	got.Routes[3].Reasons[0] = "changed"
 	got.LastReload.Reasons[0] = "changed"
+	got.LastError.Message = "changed"
+	got.RecentErrors[0].Message = "changed"
+	got.DeletionGuard.Dropped = 99
 	got.HAProxy.Workers[0] = 1
 	again := st.Get()
 	if !reflect.DeepEqual(again, sample()) {
@@ -114,6 +127,12 @@ func TestHandler(t *testing.T) {
 		{name: "readyz before first sync", path: "/readyz", code: 503, body: "not ready: first sync not applied yet\n", ctype: "text/plain; charset=utf-8"},
 		{name: "readyz with reason", set: func(s *Status) { s.NotReadyReason = "haproxy is not running" }, path: "/readyz", code: 503, body: "not ready: haproxy is not running\n", ctype: "text/plain; charset=utf-8"},
 		{name: "readyz when ready", set: func(s *Status) { s.Ready = true; s.NotReadyReason = "" }, path: "/readyz", code: 200, body: "ok\n", ctype: "text/plain; charset=utf-8"},
+		// Stale routes serve their last good version: still ready.
+		{name: "readyz with stale routes and errors", set: func(s *Status) {
+			s.Routes = []Route{{Key: "a/b", State: model.RouteStale, Reasons: []string{"x.yaml:1:1: bad"}}}
+			s.LastError = &Error{Message: "1 problem(s)"}
+			s.InputProblems.Errors = 1
+		}, path: "/readyz", code: 200, body: "ok\n", ctype: "text/plain; charset=utf-8"},
 		{name: "metrics", path: "/metrics", code: 200, body: "haroute_watch_events_total 1\n", ctype: "text/plain; charset=utf-8"},
 		{name: "unknown path", path: "/nope", code: 404, body: "404 page not found\n", ctype: "text/plain; charset=utf-8"},
 		{name: "status", set: func(s *Status) { s.Generation = 4 }, path: "/status", code: 200, body: "{\n  \"ready\": true,\n  \"generation\": 4,\n", ctype: "application/json", prefix: true},
@@ -250,22 +269,30 @@ func TestStatusURL(t *testing.T) {
 func TestFormat(t *testing.T) {
 	var b bytes.Buffer
 	sample().Format(&b)
-	want := `ready:        yes
-generation:   7
-config hash:  sha256:abc123
-applied:      2026-01-02T15:04:05Z
-haproxy:      master pid 100, workers 120, old workers 101 110
-reloads:      3 (runtime updates 12, fallbacks 1)
-last reload:  2026-01-02T15:04:04Z ok in 123ms (route added: default/shop)
-last error:   2026-01-02T15:03:05Z routes/bad.yaml:3:5: error: spec.host: must be a DNS name
-routes:       3 (1 admitted, 1 admitted-with-warnings, 1 rejected)
+	want := `ready:           yes
+generation:      7
+config hash:     sha256:abc123
+applied:         2026-01-02T15:04:05Z
+haproxy:         master pid 100, workers 120, old workers 101 110
+reloads:         3 (runtime updates 12, fallbacks 1)
+last reload:     2026-01-02T15:04:04Z ok in 123ms (route added: default/shop)
+last error:      since 2026-01-02T15:03:05Z routes/cart.yaml:7:11: error: spec.host: must not contain a port
+input problems:  1 error, 2 warnings, 0 notes
+deletion guard:  holding a generation since 2026-01-02T15:03:55Z that drops 3 of 4 routes (the directory must stay the same for the quiet period)
+routes:          4 (1 admitted, 1 admitted-with-warnings, 1 stale, 1 rejected)
 
-ROUTE         HOST              PATH  STATE
-default/shop  shop.example.com  /     admitted
-default/api   api.example.com   -     admitted-with-warnings
-team/dup      shop.example.com  /     rejected
+ROUTE         HOST              PATH  STATE                   SOURCE
+default/shop  shop.example.com  /     admitted                -
+default/api   api.example.com   -     admitted-with-warnings  -
+team/dup      shop.example.com  /     rejected                routes/dup.yaml:1:1
+default/cart  cart.example.com  -     stale                   routes/cart.yaml:1:1
 default/api: warning: haproxy.router.openshift.io/balance: unknown algorithm "fastest", using leastconn
 team/dup: rejected: host shop.example.com path / is claimed by default/shop (older)
+default/cart: stale, serving its last good version: routes/cart.yaml:7:11: spec.host: must not contain a port
+
+RECENT ERRORS
+2026-01-02T14:04:05Z, resolved 2026-01-02T14:14:05Z: reload failed (will retry): haproxy -c: exit status 1
+2026-01-02T15:03:05Z (last 2026-01-02T15:04:05Z), standing: routes/cart.yaml:7:11: error: spec.host: must not contain a port
 `
 	if b.String() != want {
 		t.Errorf("Format:\n%s\nwant:\n%s", b.String(), want)
@@ -273,15 +300,17 @@ team/dup: rejected: host shop.example.com path / is claimed by default/shop (old
 
 	b.Reset()
 	Status{LastReload: &Reload{Time: time.Unix(0, 0), Duration: time.Second, OK: false, Error: "haproxy -c: exit status 1", Reasons: []string{"ports changed"}}}.Format(&b)
-	want = `ready:        no (first sync not applied yet)
-generation:   0
-config hash:  -
-applied:      -
-haproxy:      not running
-reloads:      0 (runtime updates 0, fallbacks 0)
-last reload:  1970-01-01T00:00:00Z FAILED in 1s (ports changed): haproxy -c: exit status 1
-last error:   -
-routes:       0
+	want = `ready:           no (first sync not applied yet)
+generation:      0
+config hash:     -
+applied:         -
+haproxy:         not running
+reloads:         0 (runtime updates 0, fallbacks 0)
+last reload:     1970-01-01T00:00:00Z FAILED in 1s (ports changed): haproxy -c: exit status 1
+last error:      -
+input problems:  none
+deletion guard:  -
+routes:          0
 `
 	if b.String() != want {
 		t.Errorf("Format of an empty status:\n%s\nwant:\n%s", b.String(), want)
@@ -292,17 +321,153 @@ func TestRoutesFromAndCounts(t *testing.T) {
 	in := []model.RouteStatus{
 		{Key: model.RouteKey{Namespace: "default", Name: "a"}, Host: "a.example.com", State: model.RouteAdmitted},
 		{Key: model.RouteKey{Namespace: "ns", Name: "b"}, Host: "b.example.com", Path: "/x", State: model.RouteRejected, Reasons: []string{"bad certificate"}},
+		{Key: model.RouteKey{Namespace: "ns", Name: "c"}, Host: "c.example.com", State: model.RouteStale,
+			Reasons: []string{"routes/c.yaml:4:9: spec.host: must not contain a port"}, Source: model.Position{Path: "routes/c.yaml", Line: 1, Col: 1}},
 	}
 	got := RoutesFrom(in)
 	want := []Route{
 		{Key: "default/a", Host: "a.example.com", State: model.RouteAdmitted},
 		{Key: "ns/b", Host: "b.example.com", Path: "/x", State: model.RouteRejected, Reasons: []string{"bad certificate"}},
+		{Key: "ns/c", Host: "c.example.com", State: model.RouteStale, Reasons: []string{"routes/c.yaml:4:9: spec.host: must not contain a port"}, Source: "routes/c.yaml:1:1"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("RoutesFrom = %+v, want %+v", got, want)
 	}
 	counts := RouteCounts(got)
-	if !reflect.DeepEqual(counts, map[string]int{"admitted": 1, "rejected": 1}) {
+	if !reflect.DeepEqual(counts, map[string]int{"admitted": 1, "rejected": 1, "stale": 1}) {
 		t.Errorf("RouteCounts = %v", counts)
+	}
+	for _, r := range got {
+		if want := r.State != model.RouteRejected; r.Serving() != want {
+			t.Errorf("%s (%s): Serving() = %v, want %v", r.Key, r.State, r.Serving(), want)
+		}
+	}
+}
+
+// errorStep is one call on the store: record msg, or clear when msg is "".
+type errorStep struct {
+	at  int // minutes after t0
+	msg string
+}
+
+func TestStoreErrors(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	tests := []struct {
+		name   string
+		steps  []errorStep
+		last   *Error
+		recent []Error
+	}{
+		{
+			name:   "no error",
+			steps:  nil,
+			last:   nil,
+			recent: nil,
+		},
+		{
+			name:   "an error stands",
+			steps:  []errorStep{{1, "bad host"}},
+			last:   &Error{Time: at(1), Message: "bad host"},
+			recent: []Error{{Time: at(1), Message: "bad host"}},
+		},
+		{
+			name:   "cleared when the problem is gone",
+			steps:  []errorStep{{1, "bad host"}, {3, ""}},
+			last:   nil,
+			recent: []Error{{Time: at(1), Message: "bad host", Resolved: at(3)}},
+		},
+		{
+			name:   "a repeat keeps its start and updates last seen",
+			steps:  []errorStep{{1, "bad host"}, {2, "bad host"}, {4, "bad host"}},
+			last:   &Error{Time: at(1), LastSeen: at(4), Message: "bad host"},
+			recent: []Error{{Time: at(1), LastSeen: at(4), Message: "bad host"}},
+		},
+		{
+			name:  "alternating standing problems do not fill the history",
+			steps: []errorStep{{1, "a"}, {1, "b"}, {2, "a"}, {2, "b"}, {3, "a"}},
+			last:  &Error{Time: at(1), LastSeen: at(3), Message: "a"},
+			recent: []Error{
+				{Time: at(1), LastSeen: at(2), Message: "b"},
+				{Time: at(1), LastSeen: at(3), Message: "a"},
+			},
+		},
+		{
+			name:  "clearing resolves every standing problem; a recurrence is a new entry",
+			steps: []errorStep{{1, "a"}, {2, "b"}, {3, ""}, {4, ""}, {5, "a"}},
+			last:  &Error{Time: at(5), Message: "a"},
+			recent: []Error{
+				{Time: at(1), Message: "a", Resolved: at(3)},
+				{Time: at(2), Message: "b", Resolved: at(3)},
+				{Time: at(5), Message: "a"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var st Store
+			for _, s := range tt.steps {
+				if s.msg == "" {
+					st.ClearError(at(s.at))
+				} else {
+					st.RecordError(at(s.at), s.msg)
+				}
+			}
+			got := st.Get()
+			if !reflect.DeepEqual(got.LastError, tt.last) {
+				t.Errorf("LastError = %+v, want %+v", got.LastError, tt.last)
+			}
+			if !reflect.DeepEqual(got.RecentErrors, tt.recent) {
+				t.Errorf("RecentErrors =\n%+v\nwant\n%+v", got.RecentErrors, tt.recent)
+			}
+		})
+	}
+}
+
+func TestStoreErrorHistoryCapped(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	var st Store
+	for i := range 25 {
+		st.RecordError(t0.Add(time.Duration(i)*time.Second), fmt.Sprintf("error %d", i))
+		if i%2 == 1 {
+			st.ClearError(t0.Add(time.Duration(i)*time.Second + time.Millisecond))
+		}
+	}
+	got := st.Get()
+	if len(got.RecentErrors) != maxRecentErrors {
+		t.Fatalf("history holds %d errors, want %d", len(got.RecentErrors), maxRecentErrors)
+	}
+	// Newest last: errors 15..24.
+	for i, e := range got.RecentErrors {
+		if want := fmt.Sprintf("error %d", 15+i); e.Message != want {
+			t.Errorf("RecentErrors[%d] = %q, want %q", i, e.Message, want)
+		}
+	}
+	if got.LastError == nil || got.LastError.Message != "error 24" || !got.RecentErrors[9].Standing() {
+		t.Errorf("LastError = %+v, want error 24 standing", got.LastError)
+	}
+	if got.RecentErrors[8].Standing() {
+		t.Errorf("error 23 was cleared but stands: %+v", got.RecentErrors[8])
+	}
+}
+
+// The JSON names are the /status contract that `haroute status` and
+// scripts read.
+func TestStatusJSONNames(t *testing.T) {
+	body, err := json.Marshal(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{`"lastError":{"time":`, `"message":`, `"lastSeen":`, `"recentErrors":[`, `"resolved":`,
+		`"inputProblems":{"errors":1,"warnings":2,"notes":0}`, `"deletionGuard":{"since":`, `"dropped":3,"of":4`,
+		`"state":"stale"`, `"source":"routes/cart.yaml:1:1"`, `"reasons":[`} {
+		if !strings.Contains(string(body), name) {
+			t.Errorf("/status JSON lacks %s:\n%s", name, body)
+		}
+	}
+	// Nothing standing: no lastError key at all.
+	body, _ = json.Marshal(Status{})
+	if strings.Contains(string(body), "lastError") || strings.Contains(string(body), "deletionGuard") {
+		t.Errorf("empty status shows lastError or deletionGuard: %s", body)
 	}
 }
