@@ -300,7 +300,8 @@ var RouteStates = []string{"admitted", "admitted-with-warnings", "rejected", "st
 // when they first occur.
 var ReloadReasonKinds = []string{
 	"initial-configuration", "dynamic-config-manager-disabled", "router-settings-changed",
-	"route-added", "route-deleted", "termination-changed", "backend-settings-changed",
+	"route-added", "route-deleted", "route-bound-to-a-spare-backend", "route-unbound-from-its-spare-backend",
+	"termination-changed", "backend-settings-changed",
 	"host-path-changed", "redirect-policy-changed",
 	"endpoint-added", "endpoint-removed", "endpoint-re-enabled", "endpoint-address-changed",
 	"server-options-changed", "weight-changed", "health-checks-changed",
@@ -312,7 +313,7 @@ var ReloadReasonKinds = []string{
 // RuntimeOps are the operations runtime_updates_total counts, each with a
 // series from the start.
 var RuntimeOps = []string{"add-server", "drain-server", "reenable-server", "set-weight", "enable-health",
-	"disable-health", "map-replace", "set-cert", "set-cookie-key", "del-server"}
+	"disable-health", "map-replace", "map-edit", "set-cert", "set-cookie-key", "del-server"}
 
 // SetProcesses publishes the number of current and old (draining) HAProxy
 // workers.

@@ -207,13 +207,16 @@ func safeEdit(path string, olds, news []render.MapEntry) (MapEdit, bool) {
 			return MapEdit{}, false
 		}
 		keys[e.Key] = true
-		if v, ok := oldVal[e.Key]; ok && v == e.Value {
+		v, ok := oldVal[e.Key]
+		switch {
+		case ok && v == e.Value:
 			continue
-		} else if ok {
-			edit.Del = append(edit.Del, e.Key) // value changed: re-added
+		case ok:
+			edit.Set = append(edit.Set, e) // in place: its position stays
+		default:
+			edit.Add = append(edit.Add, e)
 		}
-		edit.Add = append(edit.Add, e)
-		if len(edit.Add) > maxMapEdit {
+		if len(edit.Set)+len(edit.Add) > maxMapEdit {
 			return MapEdit{}, false
 		}
 	}
@@ -222,11 +225,16 @@ func safeEdit(path string, olds, news []render.MapEntry) (MapEdit, bool) {
 			edit.Del = append(edit.Del, e.Key)
 		}
 	}
-	if len(edit.Del)+len(edit.Add) > maxMapEdit {
+	if len(edit.Set)+len(edit.Del)+len(edit.Add) > maxMapEdit {
 		return MapEdit{}, false
 	}
 	for _, k := range edit.Del {
 		if !cliSafe(k) {
+			return MapEdit{}, false
+		}
+	}
+	for _, e := range edit.Set {
+		if !cliSafe(e.Key) || !cliSafe(e.Value) {
 			return MapEdit{}, false
 		}
 	}

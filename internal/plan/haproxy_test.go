@@ -65,7 +65,9 @@ func TestRuntimePlanOnHAProxy(t *testing.T) {
 	desired := stateFor(t, cur, certB, live.dir, live.runDir)
 	backends, maps := plan.Touched()
 	observed, observedMaps := live.readBack(t, backends, maps)
-	if err := Verify(ExpectTouched(desired, backends, maps), observed, observedMaps); err != nil {
+	exp := ExpectTouched(desired, backends, maps)
+	exp.Edited = plan.Edited()
+	if err := Verify(exp, observed, observedMaps); err != nil {
 		t.Fatalf("Verify after runtime plan: %v", err)
 	}
 	if got := live.cmd(t, "show ssl cert "+desired.Input.Dir+"/"+render.DefaultCertFile); !strings.Contains(got, "b.example") {

@@ -176,23 +176,29 @@ const MaxPayload = 12 << 10
 // which entry a lookup finds (see safeEdit); the read-back checks it.
 type MapEdit struct {
 	Path string
-	Del  []string // keys
+	Set  []render.MapEntry // existing keys, new values: changed in place
 	Add  []render.MapEntry
+	Del  []string // keys
 }
 
+// Commands changes values first (in place, atomically per entry), then
+// adds, then deletes: a key is never missing while it is still wanted.
 func (o MapEdit) Commands() []string {
-	out := make([]string, 0, len(o.Del)+len(o.Add))
-	for _, k := range o.Del {
-		out = append(out, "del map "+o.Path+" "+k)
+	out := make([]string, 0, len(o.Set)+len(o.Add)+len(o.Del))
+	for _, e := range o.Set {
+		out = append(out, "set map "+o.Path+" "+e.Key+" "+e.Value)
 	}
 	for _, e := range o.Add {
 		out = append(out, "add map "+o.Path+" "+e.Key+" "+e.Value)
+	}
+	for _, k := range o.Del {
+		out = append(out, "del map "+o.Path+" "+k)
 	}
 	return out
 }
 
 func (o MapEdit) String() string {
-	return fmt.Sprintf("edit map %s: -%d +%d entries", o.Path, len(o.Del), len(o.Add))
+	return fmt.Sprintf("edit map %s: %d changed, +%d -%d entries", o.Path, len(o.Set), len(o.Add), len(o.Del))
 }
 
 // MapReplace replaces the whole content of a loaded map file atomically:

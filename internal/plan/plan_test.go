@@ -101,15 +101,10 @@ func TestCompute(t *testing.T) {
 				routeByName(t, d, "hello").Host = "other.example.com"
 				routeByName(t, d, "other").Host = "hello.example.com"
 			},
+			// Two values change in place: no key is ever missing.
 			wantCommands: []string{
-				"prepare map " + httpMap,
-				"add map @1 " + httpMap + " <<\n" +
-					"ab.example.com/ be_http:default:ab\n" +
-					"hello.example.com/ be_http:default:other\n" +
-					"other.example.com/ be_http:default:hello\n" +
-					"pair.example.com/ be_http:default:pair\n" +
-					"secure.example.com/ be_edge_http:default:secure\n",
-				"commit map @1 " + httpMap,
+				"set map " + httpMap + " hello.example.com/ be_http:default:other",
+				"set map " + httpMap + " other.example.com/ be_http:default:hello",
 			},
 			wantChanges: []string{
 				"runtime | host/path changed | default/hello | hello.example.com -> other.example.com",
@@ -124,14 +119,7 @@ func TestCompute(t *testing.T) {
 				routeByName(t, d, "secure").InsecurePolicy = model.InsecurePolicyRedirect
 			},
 			wantCommands: []string{
-				"prepare map " + httpMap,
-				"add map @1 " + httpMap + " <<\n" +
-					"ab.example.com/ be_http:default:ab\n" +
-					"hello.example.com/ be_http:default:hello\n" +
-					"other.example.com/ be_http:default:other\n" +
-					"pair.example.com/ be_http:default:pair\n" +
-					"secure.example.com/ redirect-https\n",
-				"commit map @1 " + httpMap,
+				"set map " + httpMap + " secure.example.com/ redirect-https",
 			},
 			wantChanges: []string{
 				"runtime | redirect policy changed | default/secure | Allow -> Redirect",
@@ -291,9 +279,8 @@ func TestCompute(t *testing.T) {
 				"runtime | map changed | maps/http.map | +1 -1 entries",
 			},
 			wantCommands: []string{
-				"prepare map /var/lib/haroute/bundle/maps/http.map",
-				"add map @1 /var/lib/haroute/bundle/maps/http.map <<\nab.example.com/ be_http:default:ab\nhello-default.apps.example.com/ be_http:default:hello\nother.example.com/ be_http:default:other\npair.example.com/ be_http:default:pair\nsecure.example.com/ be_edge_http:default:secure\n",
-				"commit map @1 /var/lib/haroute/bundle/maps/http.map",
+				"add map /var/lib/haroute/bundle/maps/http.map hello-default.apps.example.com/ be_http:default:hello",
+				"del map /var/lib/haroute/bundle/maps/http.map hello.example.com/",
 			},
 			wantSummary: "plan: runtime (1 operation, no reload)",
 		},

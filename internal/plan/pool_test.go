@@ -91,3 +91,36 @@ func TestSameBackend(t *testing.T) {
 		t.Fatal("a route with its own timeout fits the spare")
 	}
 }
+
+// Small map changes are edits in place only where appending cannot change
+// which entry a lookup finds, and where every word passes the CLI as is.
+func TestSafeEdit(t *testing.T) {
+	e := func(k, v string) render.MapEntry { return render.MapEntry{Key: k, Value: v} }
+	olds := []render.MapEntry{e("a.example/api", "be_a"), e("a.example/", "be_root"), e("b.example/", "be_b")}
+	for _, tc := range []struct {
+		name string
+		news []render.MapEntry
+		ok   bool
+		want string
+	}{
+		{"new host", append(slices.Clone(olds), e("c.example/", "be_c")), true,
+			"add map /m c.example/ be_c"},
+		{"value changed", []render.MapEntry{olds[0], e("a.example/", "be_x"), olds[2]}, true,
+			"set map /m a.example/ be_x"},
+		{"deleted", olds[:2], true, "del map /m b.example/"},
+		// a.example/ is a prefix of the new key and would win if the new
+		// entry were appended after it.
+		{"longer path under an existing one", append([]render.MapEntry{e("a.example/api/v2", "be_v2")}, olds...), false, ""},
+		{"a word the CLI would split", append(slices.Clone(olds), e("c.example/a;b", "be_c")), false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			edit, ok := safeEdit("/m", olds, tc.news)
+			if ok != tc.ok {
+				t.Fatalf("ok = %v, want %v (%+v)", ok, tc.ok, edit)
+			}
+			if ok && strings.Join(edit.Commands(), "\n") != tc.want {
+				t.Fatalf("commands %q, want %q", edit.Commands(), tc.want)
+			}
+		})
+	}
+}
