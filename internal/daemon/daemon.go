@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/haroute/haroute/internal/certgen"
@@ -127,6 +128,9 @@ type Daemon struct {
 	anchors  map[string]model.SourceFile
 	restored *saved
 	guard    deletionGuard
+	// served is what HAProxy runs, for the per-route metrics read on the
+	// HTTP goroutine.
+	served atomic.Pointer[model.Desired]
 	// pool is the committed pool of spare backends (pool.go); lastSync is
 	// when the last change arrived, lastRefill when the pool was last
 	// topped up on its own.
@@ -245,6 +249,7 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.restore()
 	d.status.Set(func(s *status.Status) { s.NotReadyReason = "no configuration applied yet" })
+	d.metrics.RegisterRouteStats(d.routeStats)
 	return d, nil
 }
 
@@ -377,4 +382,34 @@ func (d *Daemon) shutdown() error {
 		return fmt.Errorf("stop haproxy: %w", err)
 	}
 	return nil
+}
+
+// routeStats reads HAProxy's per-backend traffic and names it by route,
+// whatever backend (its own or a spare of the pool) serves the route.
+func (d *Daemon) routeStats(ctx context.Context) ([]metrics.RouteStat, error) {
+	desired := d.served.Load()
+	if desired == nil {
+		return nil, nil
+	}
+	stats, err := d.runtime.BackendStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byBackend := make(map[string]int, len(stats))
+	for i, s := range stats {
+		byBackend[s.Name] = i
+	}
+	out := make([]metrics.RouteStat, 0, len(desired.Routes))
+	for i := range desired.Routes {
+		r := &desired.Routes[i]
+		k, ok := byBackend[string(r.BackendName())]
+		if !ok {
+			continue
+		}
+		s := stats[k]
+		out = append(out, metrics.RouteStat{Namespace: r.Key.Namespace, Route: r.Key.Name,
+			Sessions: s.Sessions, Requests: s.Requests, BytesIn: s.BytesIn, BytesOut: s.BytesOut, Responses: s.Responses,
+			CurSessions: s.CurSessions, Queued: s.Queued, Up: s.Up, Down: s.Down, Maintenance: s.Maintenance})
+	}
+	return out, nil
 }

@@ -492,6 +492,7 @@ func (d *Daemon) loaded(ctx context.Context, reasons []string, reload bool, elap
 
 func (d *Daemon) published(reasons []string, reload bool, elapsed time.Duration) {
 	d.generation++
+	d.served.Store(d.applied.Desired)
 	now := time.Now()
 	var hash string
 	if d.appliedFrom != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,27 @@ func TestRoutesAddedAndDeletedWithoutReload(t *testing.T) {
 	if got := r.reloads() - before; got != 0 {
 		t.Fatalf("adding two routes took %d reloads, want 0", got)
 	}
+	// Per-route metrics name the route, not the spare backend serving it.
+	r.eventually(10*time.Second, "per-route metrics of b", func() error {
+		body, err := scrapeMetrics(r.metrics)
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{
+			`haroute_route_requests_total{namespace="e2e",route="b"}`,
+			`haroute_route_responses_total{code="2xx",namespace="e2e",route="b"}`,
+			`haroute_route_servers{namespace="e2e",route="b",state="up"} 1`,
+			`haroute_route_stats_up 1`,
+		} {
+			if !strings.Contains(body, want) {
+				return fmt.Errorf("metrics lack %s", want)
+			}
+		}
+		if strings.Contains(body, `haroute_route_requests_total{namespace="e2e",route="b"} 0`) {
+			return fmt.Errorf("no requests counted for b yet")
+		}
+		return nil
+	})
 	cfg, err := os.ReadFile(filepath.Join(r.stateDir, "live", "haproxy.cfg"))
 	must(t, err)
 	if !strings.Contains(string(cfg), "# route e2e/b\nbackend be_pool:http:") {
@@ -83,4 +105,13 @@ func TestRoutesAddedAndDeletedWithoutReload(t *testing.T) {
 	if _, err := r.get("b.e2e.test", "/"); err == nil {
 		t.Fatal("the deleted route serves again after a restart")
 	}
+}
+
+// scrapeMetrics fetches haroute's own /metrics.
+func scrapeMetrics(addr string) (string, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return "", err
+	}
+	return readAll(resp), nil
 }
