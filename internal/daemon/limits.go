@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"syscall"
 
 	"github.com/haroute/haroute/internal/model"
@@ -57,8 +58,10 @@ func nofileHardLimit() uint64 {
 }
 
 // fitted returns desired with MaxConnections lowered to what the host's
-// file-descriptor limit allows; desired itself is not modified.
-func (d *Daemon) fitted(desired *model.Desired) *model.Desired {
+// file-descriptor limit allows; desired itself is not modified. When the
+// limit leaves fewer than minUsableConns, it is an error: a router that
+// serves one connection at a time is down in all but name.
+func (d *Daemon) fitted(desired *model.Desired) (*model.Desired, error) {
 	servers := 0
 	for _, r := range desired.Routes {
 		for _, svc := range r.Services {
@@ -67,7 +70,14 @@ func (d *Daemon) fitted(desired *model.Desired) *model.Desired {
 	}
 	fit, lowered := fitMaxConn(desired.Router.MaxConnections, d.hardNOFILE, servers)
 	if !lowered {
-		return desired
+		return desired, nil
+	}
+	if fit < minUsableConns {
+		need := fdReserve(d.hardNOFILE) + serverFDBucket(servers) + int64(fdsPerConn*min(desired.Router.MaxConnections, 10*minUsableConns))
+		return nil, fmt.Errorf("the file-descriptor hard limit %d leaves room for only %d connections with %d servers "+
+			"(HAProxy reserves about one descriptor per server, two per connection, %d for itself): "+
+			"raise LimitNOFILE (at least %d) or lower spec.tuningOptions.maxConnections; the last good configuration keeps serving",
+			d.hardNOFILE, fit, servers, fdReserve(d.hardNOFILE), need)
 	}
 	if !d.warnedMaxConn || d.lastMaxConnFit != fit {
 		d.log.Warn("maxConnections lowered to fit the file-descriptor limit; raise LimitNOFILE to serve more",
@@ -76,5 +86,8 @@ func (d *Daemon) fitted(desired *model.Desired) *model.Desired {
 	}
 	cp := *desired
 	cp.Router.MaxConnections = fit
-	return &cp
+	return &cp, nil
 }
+
+// minUsableConns is the fewest connections a router may be left with.
+const minUsableConns = 100

@@ -1,7 +1,12 @@
 package daemon
 
 import (
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
+
+	"github.com/haroute/haroute/internal/model"
 )
 
 func TestFitMaxConn(t *testing.T) {
@@ -38,5 +43,25 @@ func TestFitMaxConnStableWhileScaling(t *testing.T) {
 		if fit, _ := fitMaxConn(50000, 20000, servers); fit != base {
 			t.Fatalf("maxconn moved from %d to %d at %d servers", base, fit, servers)
 		}
+	}
+}
+
+// A limit that leaves no usable room is an error naming LimitNOFILE and
+// the numbers, never a router at maxconn 1.
+func TestFittedRefusesUnusableLimit(t *testing.T) {
+	d := &Daemon{hardNOFILE: 20000, log: slog.New(slog.DiscardHandler)}
+	desired := &model.Desired{Router: model.DefaultSettings()}
+	for i := range 10000 {
+		desired.Routes = append(desired.Routes, model.AdmittedRoute{Services: []model.ServiceBackend{{Servers: []model.Server{
+			{Name: model.ServerName(fmt.Sprint("a", i))}, {Name: model.ServerName(fmt.Sprint("b", i))}}}}})
+	}
+	_, err := d.fitted(desired)
+	if err == nil || !strings.Contains(err.Error(), "raise LimitNOFILE") || !strings.Contains(err.Error(), "20000 servers") {
+		t.Fatalf("err = %v", err)
+	}
+	desired.Routes = desired.Routes[:100]
+	got, err := d.fitted(desired)
+	if err != nil || got.Router.MaxConnections < minUsableConns {
+		t.Fatalf("a small tree: %v, maxconn %d", err, got.Router.MaxConnections)
 	}
 }

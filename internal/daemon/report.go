@@ -78,7 +78,11 @@ func (d *Daemon) serveRestored(ctx context.Context) error {
 		d.recordError(err)
 		return nil
 	}
-	desired := d.fitted(res.Desired)
+	desired, err := d.fitted(res.Desired)
+	if err != nil {
+		d.recordError(err)
+		return nil
+	}
 	pool := d.bindPool(desired, d.renderInput(desired, d.live.path, renderEnv{material: material}), false)
 	next, err := d.prepare(desired, d.live.path, renderEnv{material: material, spares: pool.spares})
 	if err != nil {

@@ -62,7 +62,11 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			d.recordError(err)
 			return nil
 		}
-		desired := d.fitted(res.Desired)
+		desired, err := d.fitted(res.Desired)
+		if err != nil {
+			d.recordError(err)
+			return nil
+		}
 		pool := d.bindPool(desired, d.renderInput(desired, d.live.path, renderEnv{material: material}), d.refill)
 		next, err := d.prepare(desired, d.live.path, renderEnv{material: material, spares: pool.spares})
 		if err != nil {
