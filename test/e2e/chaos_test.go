@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,6 +70,7 @@ func (k faultKind) costsInFlight() bool {
 // seen whole again.
 type faultWindow struct {
 	kind       faultKind
+	detail     string
 	start, end time.Time
 }
 
@@ -221,6 +223,7 @@ func (c *chaos) inject(k faultKind) {
 	case faultMasterKill:
 		info := c.showProc()
 		must(t, syscall.Kill(info.Master.PID, syscall.SIGKILL))
+		w.detail = fmt.Sprintf("master %d", info.Master.PID)
 		c.waitNewHAProxy(k, func(now haproxy.ProcInfo) bool { return now.Master.PID != info.Master.PID })
 	case faultWorkerKill:
 		info := c.showProc()
@@ -229,11 +232,20 @@ func (c *chaos) inject(k faultKind) {
 		}
 		pid := info.Workers[0].PID
 		must(t, syscall.Kill(pid, syscall.SIGKILL))
+		w.detail = fmt.Sprintf("worker %d", pid)
 		c.waitNewHAProxy(k, func(now haproxy.ProcInfo) bool {
 			return len(now.Workers) > 0 && now.Workers[0].PID != pid
 		})
 	case faultDirTeardown:
-		tearDown(t, c.r.dir)
+		// The kubelet's teardown removes the links and the timestamped
+		// directory; a recreated pod volume removes the directory too.
+		if c.rng.IntN(2) == 0 {
+			tearDown(t, c.r.dir)
+			w.detail = "links and generation removed"
+		} else {
+			must(t, os.RemoveAll(c.r.dir))
+			w.detail = "whole directory removed"
+		}
 		time.Sleep(c.pause(300, 2000))
 		c.w = publish.NewAtomicWriter(c.r.dir)
 		must(t, c.w.Publish(c.good))
@@ -253,7 +265,7 @@ func (c *chaos) inject(k faultKind) {
 	c.waitRecovered(string(k), 60*time.Second)
 	w.end = time.Now()
 	c.windows = append(c.windows, w)
-	c.t.Logf("chaos: %-40s recovered in %v", k, w.end.Sub(w.start).Round(time.Millisecond))
+	c.t.Logf("chaos: %-40s recovered in %v %s", k, w.end.Sub(w.start).Round(time.Millisecond), w.detail)
 }
 
 // breakFor publishes the good generation with some files replaced, holds
@@ -511,8 +523,15 @@ func (c *chaos) report(tr *chaosTraffic) {
 	}
 	failedStable, failedVictim := map[faultKind]int{}, map[faultKind]int{}
 	examples := map[faultKind][]failedRequest{}
+	classes := map[faultKind]map[string]int{}
+	failedByHost := map[string]int{}
 	for _, f := range tr.failures {
 		k := c.attribute(f)
+		failedByHost[f.host]++
+		if classes[k] == nil {
+			classes[k] = map[string]int{}
+		}
+		classes[k][failureClass(f.err)]++
 		if stable[f.host] {
 			failedStable[k]++
 			if len(examples[k]) < 5 {
@@ -537,29 +556,79 @@ func (c *chaos) report(tr *chaosTraffic) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos figures (%s):\n", time.Now().UTC().Format(time.DateOnly))
 	fmt.Fprintf(&b, "requests sent: %d (stable routes %d)\n", sent, sentStable)
-	fmt.Fprintf(&b, "| fault | injected | failed, stable routes | failed, victim route |\n|---|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| fault | injected | failed, stable routes | failed, victim route | how they failed |\n|---|---:|---:|---:|---|\n")
 	kinds := append(append([]faultKind(nil), allFaults...), noFault)
 	for _, k := range kinds {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", k, injected[k], failedStable[k], failedVictim[k])
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %s |\n", k, injected[k], failedStable[k], failedVictim[k], classSummary(classes[k]))
+	}
+	fmt.Fprintf(&b, "| route | answered | failed |\n|---|---:|---:|\n")
+	for _, tg := range c.targets {
+		fmt.Fprintf(&b, "| %s | %d | %d |\n", tg.host, tr.ok[tg.host], failedByHost[tg.host])
 	}
 	fmt.Fprintf(&b, "HAProxy process groups naming the run dir at the end: %d\n", len(haproxyGroups(t, c.r.runDir)))
 	t.Log(b.String())
 
+	if sentStable == 0 {
+		t.Fatal("no request reached the stable routes")
+	}
+	// One subtest per fault kind that must cost nothing, so a daemon gap
+	// is named by the fault that shows it.
 	for _, k := range kinds {
-		if k.costsInFlight() || failedStable[k] == 0 {
+		if k.costsInFlight() {
 			continue
 		}
-		var ex strings.Builder
-		for _, f := range examples[k] {
-			fmt.Fprintf(&ex, "  %s %s +%v: %s\n", f.start.Format("15:04:05.000"), f.host, f.end.Sub(f.start).Round(time.Millisecond), f.err)
-		}
-		first := examples[k][0]
-		t.Errorf("%s cost %d requests to routes whose configuration stayed valid; first ones:\n%sharoute log around the first:\n%s",
-			k, failedStable[k], ex.String(), c.logAround(first.start.Add(-2*time.Second), first.end.Add(time.Second)))
+		t.Run(string(k), func(t *testing.T) {
+			if k != noFault && injected[k] == 0 {
+				t.Skipf("not injected in %d faults; run longer", len(c.windows))
+			}
+			if failedStable[k] == 0 {
+				return
+			}
+			var ex strings.Builder
+			for _, f := range examples[k] {
+				fmt.Fprintf(&ex, "  %s %s +%v: %s\n", f.start.Format("15:04:05.000"), f.host, f.end.Sub(f.start).Round(time.Millisecond), f.err)
+			}
+			first := examples[k][0]
+			msg := fmt.Sprintf("%s cost %d requests to routes whose configuration stayed valid (%s); first ones:\n%sharoute log around the first:\n%s",
+				k, failedStable[k], classSummary(classes[k]), ex.String(), c.logAround(first.start.Add(-2*time.Second), first.end.Add(time.Second)))
+			if gap, known := chaosKnownGaps[k]; known && os.Getenv("HAROUTE_CHAOS_STRICT") == "" {
+				t.Skipf("KNOWN DAEMON GAP, not yet fixed (%s); HAROUTE_CHAOS_STRICT=1 makes it fail:\n%s", gap, msg)
+			}
+			t.Error(msg)
+		})
 	}
-	if sentStable == 0 {
-		t.Error("no request reached the stable routes")
+}
+
+// chaosKnownGaps are faults that still cost requests because the daemon
+// lacks what would prevent it. Each is reported as a skip naming the gap,
+// so CI stays green while the rest of the promise is enforced; remove an
+// entry once the daemon closes it.
+var chaosKnownGaps = map[faultKind]string{}
+
+// failureClass sorts a failed request by what the client saw: refused
+// (no listener), reset or EOF (a connection cut, in flight or idle),
+// timeout, or an answer that was wrong.
+func failureClass(err string) string {
+	switch {
+	case strings.Contains(err, "connection refused"):
+		return "refused"
+	case strings.Contains(err, "reset by peer"), strings.Contains(err, "EOF"), strings.Contains(err, "broken pipe"):
+		return "reset/EOF"
+	case strings.Contains(err, "Timeout"), strings.Contains(err, "timeout"):
+		return "timeout"
+	case strings.HasPrefix(err, "status "):
+		code, _, _ := strings.Cut(strings.TrimPrefix(err, "status "), ",")
+		return "HTTP " + code
 	}
+	return "other"
+}
+
+func classSummary(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // logTail is the last n lines of the current haroute's log.
