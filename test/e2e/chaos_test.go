@@ -530,11 +530,11 @@ func (c *chaos) report(tr *chaosTraffic) {
 	for _, f := range tr.failures {
 		k := c.attribute(f)
 		failedByHost[f.host]++
-		if classes[k] == nil {
-			classes[k] = map[string]int{}
-		}
-		classes[k][failureClass(f.err)]++
 		if stable[f.host] {
+			if classes[k] == nil {
+				classes[k] = map[string]int{}
+			}
+			classes[k][failureClass(f.err)]++
 			failedStable[k]++
 			if len(examples[k]) < 5 {
 				examples[k] = append(examples[k], f)
@@ -558,7 +558,7 @@ func (c *chaos) report(tr *chaosTraffic) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos figures (%s):\n", time.Now().UTC().Format(time.DateOnly))
 	fmt.Fprintf(&b, "requests sent: %d (stable routes %d)\n", sent, sentStable)
-	fmt.Fprintf(&b, "| fault | injected | failed, stable routes | failed, victim route | how they failed |\n|---|---:|---:|---:|---|\n")
+	fmt.Fprintf(&b, "| fault | injected | failed, stable routes | failed, victim route | how the stable ones failed |\n|---|---:|---:|---:|---|\n")
 	kinds := append(append([]faultKind(nil), allFaults...), noFault)
 	for _, k := range kinds {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %s |\n", k, injected[k], failedStable[k], failedVictim[k], classSummary(classes[k]))
