@@ -125,7 +125,7 @@ func TestChaos(t *testing.T) {
 	time.Sleep(2 * time.Second)
 
 	deadline := time.Now().Add(duration)
-	for round := 0; time.Now().Before(deadline); round++ {
+	for time.Now().Before(deadline) {
 		deck := append([]faultKind(nil), allFaults...)
 		c.rng.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
 		for _, k := range deck {
