@@ -28,8 +28,10 @@ bin/demobackend \
   >"$work/backends.log" 2>&1 &
 pids+=($!)
 
+# --handover-grace 0: Ctrl-C stops HAProxy with haroute (a service
+# instead leaves it serving for a restart).
 bin/haroute run --config-dir examples/config --run-dir "$work/run" --state-dir "$work/state" \
-  --metrics-address 127.0.0.1:9191 &
+  --metrics-address 127.0.0.1:9191 --handover-grace 0 &
 pids+=($!)
 
 for _ in $(seq 100); do

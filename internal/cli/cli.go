@@ -54,6 +54,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"status":  statusCmd,
 		"service": serviceCmd,
 		"version": versionCmd,
+		"reap":    reapCmd,
 	}
 	name := args[0]
 	switch name {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -25,7 +26,7 @@ const defaultMetricsAddress = "127.0.0.1:9191"
 type runFlags struct {
 	configDir, runDir, stateDir, haproxy, metricsAddr, watchMode string
 	logFormat, logLevel                                          string
-	resync, debounce, deletionQuiet                              time.Duration
+	resync, debounce, deletionQuiet, handoverGrace               time.Duration
 	deletionShare                                                float64
 }
 
@@ -46,6 +47,8 @@ func (f *runFlags) register(fs interface {
 	fs.DurationVar(&f.debounce, "debounce", 250*time.Millisecond, "quiet period before reading a plain directory")
 	fs.DurationVar(&f.deletionQuiet, "deletion-quiet", 15*time.Second,
 		"deletion guard: how long the directory must read the same before a generation dropping all routes, more than --deletion-share of them, or (plain mode) any route is applied; negative disables")
+	fs.DurationVar(&f.handoverGrace, "handover-grace", 10*time.Second,
+		"on stop, leave HAProxy serving this long for the next haroute to take over (a restart closes no port), then stop it; 0 stops it with haroute")
 	fs.Float64Var(&f.deletionShare, "deletion-share", 0.5, "deletion guard: share of routes (0-1] a generation may drop without waiting for --deletion-quiet")
 }
 
@@ -109,6 +112,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		DeletionShare:  f.deletionShare,
 		Trigger:        trigger,
 		Logger:         log,
+		Handover:       handover(f.runDir, filepath.Join(f.stateDir, "live", "haproxy.cfg"), f.handoverGrace),
 	})
 	if err != nil {
 		log.Error("cannot start", "err", err)

@@ -63,6 +63,12 @@ type Options struct {
 	// DeletionShare is the share of routes (0–1) a generation may drop
 	// without waiting for DeletionQuiet. Default 0.5.
 	DeletionShare float64
+	// Handover, when set, is called at shutdown with the HAProxy master's
+	// pid instead of stopping HAProxy: a restart then loses no
+	// connection (the next haroute takes HAProxy over), and Handover
+	// arranges for HAProxy to be stopped if none comes (the CLI starts
+	// `haroute reap`). An error from it stops HAProxy as usual.
+	Handover func(pid int) error
 	// Trigger forces a resync (the CLI sends SIGHUP here).
 	Trigger <-chan struct{}
 	Logger  *slog.Logger
@@ -357,8 +363,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 // towards the restart backoff.
 const stableAfter = 30 * time.Second
 
+// The first restart after a crash is immediate: every moment HAProxy is
+// down refuses connections. Repeated crashes back off.
 func backoff(n int) time.Duration {
-	d := 500 * time.Millisecond << min(n, 6)
+	if n == 0 {
+		return 0
+	}
+	d := 500 * time.Millisecond << min(n-1, 6)
 	return min(d, 30*time.Second)
 }
 
@@ -374,6 +385,16 @@ func resetTimer(t *time.Timer, d time.Duration) {
 func (d *Daemon) shutdown() error {
 	if d.proc == nil {
 		return nil
+	}
+	if d.opts.Handover != nil {
+		// Leave HAProxy serving for the next haroute (a restart), which
+		// takes it over without closing a port.
+		err := d.opts.Handover(d.proc.PID())
+		if err == nil {
+			d.log.Info("leaving haproxy running for the next haroute to take over", "pid", d.proc.PID())
+			return nil
+		}
+		d.log.Warn("cannot hand haproxy over; stopping it", "err", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

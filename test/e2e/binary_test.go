@@ -45,7 +45,7 @@ func TestBinaryScalesFromOutsideWithoutReload(t *testing.T) {
 	must(t, err)
 	defer logs.Close()
 	cmd := exec.Command(bin, "run", "--haproxy", haproxyBin, "--config-dir", r.dir, "--run-dir", r.runDir,
-		"--state-dir", filepath.Join(t.TempDir(), "state"), "--metrics-address", r.metrics)
+		"--state-dir", filepath.Join(t.TempDir(), "state"), "--metrics-address", r.metrics, "--handover-grace", "1s")
 	cmd.Stdout, cmd.Stderr = logs, logs
 	must(t, cmd.Start())
 	exited := make(chan error, 1)
@@ -104,8 +104,16 @@ func TestBinaryScalesFromOutsideWithoutReload(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("haroute still running 30s after SIGTERM")
 	}
-	if err := syscall.Kill(pid, 0); err == nil {
-		t.Errorf("HAProxy master %d still running after haroute stopped", pid)
+	// Handed over: HAProxy serves on for the next haroute, and with none
+	// coming, `haroute reap` stops it once the grace has passed.
+	if _, err := r.get("web.e2e.test", "/"); err != nil {
+		t.Errorf("HAProxy stopped serving when haroute stopped: %v", err)
 	}
+	r.eventually(30*time.Second, "HAProxy stopped by the reaper", func() error {
+		if err := syscall.Kill(pid, 0); err == nil {
+			return fmt.Errorf("HAProxy master %d still running", pid)
+		}
+		return nil
+	})
 	exited <- nil // for the cleanup
 }

@@ -606,9 +606,6 @@ func (c *chaos) report(tr *chaosTraffic) {
 // so CI stays green while the rest of the promise is enforced; remove an
 // entry once the daemon closes it.
 var chaosKnownGaps = map[faultKind]string{
-	// haroute soft-stops its HAProxy on SIGTERM, so the ports refuse
-	// connections until the next haroute's HAProxy binds them (~250 ms).
-	faultHarouteRestart: "SIGTERM stops HAProxy; nothing hands it to the next haroute",
 	// The heal replaces the master without inheriting the listeners
 	// (which would carry the deleted socket over); the old one pauses its
 	// listeners so the new one can bind, and connections in that moment
