@@ -685,6 +685,9 @@ func (w *walker) bindOptions(n *yaml.Node, b *BindOptions) {
 		switch key {
 		case "address":
 			b.Address, _ = w.str(v, "spec.bindOptions.address")
+		case "addresses":
+			w.record("spec.bindOptions.addresses", k)
+			b.Addresses = w.stringList(v, "spec.bindOptions.addresses")
 		case "ports":
 			w.record("spec.bindOptions.ports", k)
 			pm, ok := w.mapping(v, "spec.bindOptions.ports")

@@ -21,9 +21,14 @@ type Desired struct {
 // Settings is a RouterConfig with defaults applied and values clamped.
 type Settings struct {
 	BindAddress string // "" = all addresses
-	HTTPPort    int
-	HTTPSPort   int
-	StatsPort   int
+	// BindAddresses is every address listened on when the RouterConfig
+	// lists them (bindOptions.addresses); BindAddress is then the first.
+	// nil: BindAddress alone. Read both through ListenAddresses.
+	BindAddresses []string
+
+	HTTPPort  int
+	HTTPSPort int
+	StatsPort int
 
 	ReloadInterval      time.Duration
 	HealthCheckInterval time.Duration
@@ -79,6 +84,15 @@ type Settings struct {
 	// "user:password"; "" = no /stats page. The caller reads it (see
 	// ParseStatsCredentials).
 	StatsCredentialsFile string
+}
+
+// ListenAddresses returns the addresses the public and stats frontends
+// bind; "" is every IPv4 address.
+func (s *Settings) ListenAddresses() []string {
+	if len(s.BindAddresses) > 0 {
+		return s.BindAddresses
+	}
+	return []string{s.BindAddress}
 }
 
 // AccessLog is spec.logging.access, validated.

@@ -280,7 +280,10 @@ type StatsOptions struct {
 
 type BindOptions struct {
 	Address string
-	Ports   BindPorts
+	// Addresses lists several addresses to listen on (IPv4 and IPv6);
+	// Address and Addresses are exclusive.
+	Addresses []string
+	Ports     BindPorts
 }
 
 type BindPorts struct {

@@ -3,7 +3,6 @@ package model
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"regexp"
 	"sort"
 	"strings"
@@ -86,13 +85,7 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	s := DefaultSettings()
 	spec := &rc.Spec
 
-	if a := spec.BindOptions.Address; a != "" {
-		if ip, err := netip.ParseAddr(a); err != nil || ip.Zone() != "" {
-			v.errorf("spec.bindOptions.address", "address %q is not an IP address", a)
-		} else {
-			s.BindAddress = ip.String()
-		}
-	}
+	v.bindAddresses(&spec.BindOptions, &s)
 	v.ports(spec.BindOptions.Ports, &s)
 
 	if d, ok := v.reloadInterval(spec.TuningOptions.ReloadInterval); ok {

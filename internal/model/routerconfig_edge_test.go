@@ -274,3 +274,39 @@ func TestRouterConfigProxyProtocol(t *testing.T) {
 		},
 	})
 }
+
+func TestRouterConfigBindAddresses(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "IPv4 and IPv6",
+			spec: "  bindOptions:\n    addresses:\n      - 127.0.0.1\n      - \"::1\"\n",
+			want: func(s *Settings) {
+				s.BindAddress = "127.0.0.1"
+				s.BindAddresses = []string{"127.0.0.1", "::1"}
+			},
+		},
+		{
+			name: "every address of both families",
+			spec: "  bindOptions:\n    addresses: [\"0.0.0.0\", \"::\"]\n",
+			want: func(s *Settings) {
+				s.BindAddress = "0.0.0.0"
+				s.BindAddresses = []string{"0.0.0.0", "::"}
+			},
+		},
+		{
+			name:  "address and addresses",
+			spec:  "  bindOptions:\n    address: 127.0.0.1\n    addresses: [\"::1\"]\n",
+			diags: []string{"rc.yaml:8:5: error: spec.bindOptions.addresses: address and addresses are both set: list every address in addresses"},
+		},
+		{
+			name: "bad, repeated and overlapping addresses",
+			spec: "  bindOptions:\n    addresses:\n      - 10.0.0.1\n      - localhost\n      - 10.0.0.1\n      - 0.0.0.0\n      - fe80::1%eth0\n",
+			diags: []string{
+				`rc.yaml:9:9: error: spec.bindOptions.addresses[1]: address "localhost" is not an IP address`,
+				"rc.yaml:10:9: error: spec.bindOptions.addresses[2]: address 10.0.0.1 is listed twice",
+				"rc.yaml:11:9: error: spec.bindOptions.addresses[3]: addresses 10.0.0.1 and 0.0.0.0 overlap: 0.0.0.0 already listens on every address of its family",
+				`rc.yaml:12:9: error: spec.bindOptions.addresses[4]: address "fe80::1%eth0" is not an IP address`,
+			},
+		},
+	})
+}

@@ -315,7 +315,7 @@ func (d *differ) router() {
 			d.add(Change{Mode: ModeReload, Kind: KindRouterSettings, Subject: field, Detail: fmt.Sprintf("%v -> %v", show(from), show(to))})
 		}
 	}
-	reload("bindAddress", a.BindAddress != b.BindAddress, a.BindAddress, b.BindAddress)
+	reload("bindAddress", !slices.Equal(a.ListenAddresses(), b.ListenAddresses()), a.ListenAddresses(), b.ListenAddresses())
 	reload("healthCheckInterval", a.HealthCheckInterval != b.HealthCheckInterval, a.HealthCheckInterval, b.HealthCheckInterval)
 	reload("maxConnections", a.MaxConnections != b.MaxConnections, a.MaxConnections, b.MaxConnections)
 	reload("threadCount", a.ThreadCount != b.ThreadCount, a.ThreadCount, b.ThreadCount)

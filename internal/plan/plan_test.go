@@ -260,6 +260,16 @@ func TestCompute(t *testing.T) {
 			wantSummary: "plan: reload (1 reason: router settings changed: ports)",
 		},
 		{
+			name: "listen addresses",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.BindAddress = "127.0.0.1"
+				d.Router.BindAddresses = []string{"127.0.0.1", "::1"}
+			},
+			wantReasons: []string{"router settings changed: bindAddress"},
+			wantChanges: []string{"reload | router settings changed | bindAddress | [] -> [127.0.0.1,::1]"},
+			wantSummary: "plan: reload (1 reason: router settings changed: bindAddress)",
+		},
+		{
 			name: "reload interval only concerns the daemon",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				d.Router.ReloadInterval = 10 * time.Second

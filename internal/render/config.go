@@ -115,7 +115,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("")
 
 	w.line("frontend public from ", baseDefaults)
-	w.line("  bind ", bindAddress(s.BindAddress, s.HTTPPort), acceptProxy(&s))
+	binds(w, &s, s.HTTPPort, acceptProxy(&s))
 	w.line("  mode http")
 	httpFrontendOptions(w, &s)
 	routingKey(w)
@@ -131,7 +131,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("")
 
 	w.line("frontend public_ssl from ", baseDefaults)
-	w.line("  bind ", bindAddress(s.BindAddress, s.HTTPSPort), acceptProxy(&s))
+	binds(w, &s, s.HTTPSPort, acceptProxy(&s))
 	w.line("  mode tcp")
 	w.line("  tcp-request inspect-delay ", duration(s.TLSInspectDelay))
 	w.line("  tcp-request content set-var(txn.sni) req_ssl_sni,lower if { req_ssl_hello_type 1 }")
@@ -169,7 +169,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("")
 
 	w.line("frontend stats from ", baseDefaults)
-	w.line("  bind ", bindAddress(s.BindAddress, s.StatsPort))
+	binds(w, &s, s.StatsPort, "")
 	w.line("  mode http")
 	w.line("  http-request use-service prometheus-exporter if { path /metrics }")
 	w.line("  monitor-uri /healthz")
@@ -326,6 +326,21 @@ func httpFrontendOptions(w *cfgWriter, s *model.Settings) {
 		// without a 408, a log line or a counted error. Only HTTP
 		// frontends take it: the TCP one would warn.
 		w.line("  option http-ignore-probes")
+	}
+}
+
+// binds writes a frontend's bind line for each listen address. "::"
+// beside IPv4 addresses takes IPv6 only: it would otherwise take the
+// IPv4 port too, and the IPv4 bind would fail.
+func binds(w *cfgWriter, s *model.Settings, port int, opts string) {
+	addrs := s.ListenAddresses()
+	withV4 := slices.ContainsFunc(addrs, func(a string) bool { return !strings.Contains(a, ":") })
+	for _, a := range addrs {
+		v6only := ""
+		if a == "::" && withV4 {
+			v6only = " v6only"
+		}
+		w.line("  bind ", bindAddress(a, port), v6only, opts)
 	}
 }
 

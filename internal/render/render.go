@@ -150,8 +150,10 @@ func checkInput(in Input) error {
 		}
 	}
 	s := in.Desired.Router
-	if s.BindAddress != "" && net.ParseIP(s.BindAddress) == nil {
-		return fmt.Errorf("bind address %q is not an IP address", s.BindAddress)
+	for _, a := range s.ListenAddresses() {
+		if a != "" && net.ParseIP(a) == nil {
+			return fmt.Errorf("bind address %q is not an IP address", a)
+		}
 	}
 	for _, p := range []struct {
 		what string
