@@ -16,6 +16,9 @@ type Material struct {
 	DefaultDestinationCA []byte // empty: the system trust store
 	// StatsCredentials guard the /stats page; unset: no /stats page.
 	StatsCredentials model.StatsCredentials
+	// ClientCA verifies client certificates (spec.clientTLS); empty
+	// when clients are not asked for one.
+	ClientCA []byte
 }
 
 // Resolve reads what settings name: inline PEM as is, a file path from
@@ -49,6 +52,13 @@ func Resolve(s model.Settings, stateDir string, now func() time.Time) (Material,
 			return m, fmt.Errorf("stats credentials: %w", err)
 		}
 	}
+	if c := s.ClientTLS; c != nil {
+		if c.CA != "" {
+			m.ClientCA = []byte(c.CA)
+		} else if m.ClientCA, err = readDestinationCA(c.CAFile); err != nil {
+			return m, fmt.Errorf("%s: %w", FieldClientCA, err)
+		}
+	}
 	return m, nil
 }
 
@@ -57,6 +67,7 @@ const (
 	FieldDefaultCertificate   = "spec.defaultCertificate"
 	FieldDefaultDestinationCA = "spec.defaultDestinationCA"
 	FieldStatsCredentials     = "spec.stats.credentialsFile"
+	FieldClientCA             = "spec.clientTLS.clientCA"
 )
 
 // FileProblem is a file a RouterConfig field names that cannot be used.
@@ -83,6 +94,11 @@ func CheckFiles(s model.Settings) []FileProblem {
 	if p := s.StatsCredentialsFile; p != "" {
 		if _, err := readStatsCredentials(p); err != nil {
 			out = append(out, FileProblem{Field: FieldStatsCredentials, Err: err})
+		}
+	}
+	if c := s.ClientTLS; c != nil && c.CAFile != "" {
+		if _, err := readDestinationCA(c.CAFile); err != nil {
+			out = append(out, FileProblem{Field: FieldClientCA, Err: err})
 		}
 	}
 	return out

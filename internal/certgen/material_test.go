@@ -158,3 +158,40 @@ func TestResolveJudgesFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveClientCA: the client CA a clientTLS policy names is read
+// from its file, or taken inline; a file that is no CA bundle is an
+// error at spec.clientTLS.clientCA, for `haroute check` too.
+func TestResolveClientCA(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC) }
+	dir := t.TempDir()
+	caPEM, _, err := SelfSigned(now(), []string{"clients.example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, bad := filepath.Join(dir, "client-ca.pem"), filepath.Join(dir, "bad.pem")
+	if err := os.WriteFile(good, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("not a certificate\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Resolve(model.Settings{ClientTLS: &model.ClientTLSPolicy{Verify: "required", CAFile: good}}, dir, now)
+	if err != nil || !bytes.Equal(m.ClientCA, caPEM) {
+		t.Fatalf("file: %v, %q", err, m.ClientCA)
+	}
+	m, err = Resolve(model.Settings{ClientTLS: &model.ClientTLSPolicy{Verify: "required", CA: "INLINE"}}, dir, now)
+	if err != nil || string(m.ClientCA) != "INLINE" {
+		t.Fatalf("inline: %v, %q", err, m.ClientCA)
+	}
+	if m, err = Resolve(model.Settings{}, dir, now); err != nil || m.ClientCA != nil {
+		t.Fatalf("no clientTLS: %v, %q", err, m.ClientCA)
+	}
+	s := model.Settings{ClientTLS: &model.ClientTLSPolicy{Verify: "required", CAFile: bad}}
+	if _, err := Resolve(s, dir, now); err == nil || !strings.Contains(err.Error(), FieldClientCA+": "+bad) {
+		t.Errorf("bad file: error = %v, want it at %s naming the file", err, FieldClientCA)
+	}
+	if ps := CheckFiles(s); len(ps) != 1 || ps[0].Field != FieldClientCA {
+		t.Errorf("CheckFiles = %+v, want one problem at %s", ps, FieldClientCA)
+	}
+}

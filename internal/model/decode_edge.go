@@ -242,3 +242,33 @@ func (w *walker) publishingStrategy(n *yaml.Node, e *EndpointPublishingStrategy)
 		}
 	})
 }
+
+func (w *walker) clientTLS(n *yaml.Node) *ClientTLS {
+	const f = "spec.clientTLS"
+	m, ok := w.mapping(n, f)
+	if !ok {
+		return nil
+	}
+	var c ClientTLS
+	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "clientCertificatePolicy":
+			c.ClientCertificatePolicy, _ = w.str(v, f+".clientCertificatePolicy")
+		case "clientCA":
+			const cf = f + ".clientCA"
+			if r := resolve(v); r.Kind == yaml.MappingNode {
+				// The IngressController's form names a ConfigMap, which
+				// haroute has no cluster to read.
+				w.report(SeverityError, k, cf, "clientCA names a ConfigMap; haroute reads the CA bundle itself: give its file's absolute path or inline PEM")
+				return
+			}
+			c.ClientCA, _ = w.str(v, cf)
+		case "allowedSubjectPatterns":
+			w.record(f+".allowedSubjectPatterns", k)
+			c.AllowedSubjectPatterns = w.stringList(v, f+".allowedSubjectPatterns")
+		default:
+			w.unknownField(k, f+"."+key)
+		}
+	})
+	return &c
+}

@@ -655,6 +655,9 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 		case "tlsSecurityProfile":
 			w.record("spec.tlsSecurityProfile", k)
 			spec.TLSSecurityProfile = w.tlsSecurityProfile(v)
+		case "clientTLS":
+			w.record("spec.clientTLS", k)
+			spec.ClientTLS = w.clientTLS(v)
 		default:
 			w.unknownField(k, "spec."+key)
 		}

@@ -60,6 +60,9 @@ type Settings struct {
 	// ProxyProtocol is hostNetwork.protocol: PROXY: the HTTP and HTTPS
 	// listeners expect a PROXY protocol header (v1 or v2) first.
 	ProxyProtocol bool
+	// ClientTLS is nil unless clients must (or may) present a
+	// certificate.
+	ClientTLS *ClientTLSPolicy
 
 	DynamicConfigManager bool
 

@@ -197,6 +197,15 @@ type RouterConfigSpec struct {
 	// EndpointPublishingStrategy is read for hostNetwork.protocol only:
 	// haroute always listens on the host network.
 	EndpointPublishingStrategy EndpointPublishingStrategy
+	ClientTLS                  *ClientTLS
+}
+
+// ClientTLS is the IngressController's spec.clientTLS, with clientCA a
+// CA bundle (inline PEM or a file path) rather than a ConfigMap.
+type ClientTLS struct {
+	ClientCertificatePolicy string // Required or Optional
+	ClientCA                string
+	AllowedSubjectPatterns  []string
 }
 
 type EndpointPublishingStrategy struct {

@@ -138,6 +138,7 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	s.AccessLog = v.accessLog(spec.Logging.Access)
 	v.tlsProfile(spec.TLSSecurityProfile, &s)
 	v.publishing(&spec.EndpointPublishingStrategy, &s)
+	s.ClientTLS = v.clientTLS(spec.ClientTLS)
 
 	if spec.DynamicConfigManager != nil {
 		s.DynamicConfigManager = *spec.DynamicConfigManager

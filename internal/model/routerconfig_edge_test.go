@@ -310,3 +310,52 @@ func TestRouterConfigBindAddresses(t *testing.T) {
 		},
 	})
 }
+
+func TestRouterConfigClientTLS(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "required, a CA file and two subject patterns",
+			spec: "  clientTLS:\n    clientCertificatePolicy: Required\n    clientCA: /etc/haroute/client-ca.pem\n" +
+				"    allowedSubjectPatterns:\n      - \"^/CN=example.com/ST=NC/C=US/O=Security/OU=OpenShift$\"\n      - \"/O=Team A/\"\n",
+			want: func(s *Settings) {
+				s.ClientTLS = &ClientTLSPolicy{Verify: "required", CAFile: "/etc/haroute/client-ca.pem",
+					SubjectFilter: "(?:^/CN=example.com/ST=NC/C=US/O=Security/OU=OpenShift$|/O=Team A/)"}
+			},
+		},
+		{
+			name: "optional",
+			spec: "  clientTLS:\n    clientCertificatePolicy: Optional\n    clientCA: /ca.pem\n",
+			want: func(s *Settings) { s.ClientTLS = &ClientTLSPolicy{Verify: "optional", CAFile: "/ca.pem"} },
+		},
+		{
+			name: "the IngressController's ConfigMap reference",
+			spec: "  clientTLS:\n    clientCertificatePolicy: Required\n    clientCA:\n      name: client-ca\n",
+			diags: []string{
+				"rc.yaml:1:1: note: file has errors: it contributes nothing until fixed",
+				"rc.yaml:8:5: error: spec.clientTLS.clientCA: clientCA names a ConfigMap; haroute reads the CA bundle itself: give its file's absolute path or inline PEM",
+			},
+		},
+		{
+			name: "bad policy, relative path, bad pattern",
+			spec: "  clientTLS:\n    clientCertificatePolicy: Always\n    clientCA: ca.pem\n    allowedSubjectPatterns: [\"(unclosed\"]\n",
+			diags: []string{
+				`rc.yaml:7:30: error: spec.clientTLS.clientCertificatePolicy: clientCertificatePolicy "Always" is not one of Required, Optional`,
+				`rc.yaml:8:15: error: spec.clientTLS.clientCA: clientCA "ca.pem" is neither inline PEM (-----BEGIN …) nor an absolute file path`,
+				"rc.yaml:9:30: error: spec.clientTLS.allowedSubjectPatterns[0]: pattern \"(unclosed\" is not a regular expression: error parsing regexp: missing closing ): `(unclosed`",
+			},
+		},
+		{
+			name: "no policy, no CA",
+			spec: "  clientTLS: {}\n",
+			diags: []string{
+				"rc.yaml:6:3: error: spec.clientTLS: clientCA is required: the CA bundle client certificates are verified against (a file's absolute path or inline PEM)",
+				"rc.yaml:6:3: error: spec.clientTLS: clientCertificatePolicy is required: Required or Optional",
+			},
+		},
+		{
+			name:  "inline PEM that is no certificate",
+			spec:  "  clientTLS:\n    clientCertificatePolicy: Required\n    clientCA: \"-----BEGIN CERTIFICATE-----\\nAAAA\\n-----END CERTIFICATE-----\\n\"\n",
+			diags: []string{"rc.yaml:8:15: error: spec.clientTLS.clientCA: clientCA block 1 does not parse as a certificate: x509: malformed certificate"},
+		},
+	})
+}

@@ -270,6 +270,19 @@ func TestCompute(t *testing.T) {
 			wantSummary: "plan: reload (1 reason: router settings changed: bindAddress)",
 		},
 		{
+			name: "client certificates",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.ClientTLS = &model.ClientTLSPolicy{Verify: "required", SubjectFilter: "(?:^/CN=a$)", CAFile: "/etc/ca.pem"}
+				in.ClientCA = []byte("ca")
+			},
+			wantReasons: []string{"router settings changed: clientTLS", "CA file changed: cas/client-ca.pem"},
+			wantChanges: []string{
+				"reload | router settings changed | clientTLS | off -> required (?:^/CN=a$)",
+				"reload | CA file changed | cas/client-ca.pem | added",
+			},
+			wantSummary: "plan: reload (2 reasons: router settings changed: clientTLS; CA file changed: cas/client-ca.pem)",
+		},
+		{
 			name: "reload interval only concerns the daemon",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				d.Router.ReloadInterval = 10 * time.Second

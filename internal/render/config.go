@@ -119,6 +119,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("  mode http")
 	httpFrontendOptions(w, &s)
 	routingKey(w)
+	clientCertHeaders(w, &s, false)
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", in.Dir, "/", HTTPMap, ")")
 	wildcardLookup(w, in.Dir+"/"+HTTPWildcardMap)
 	if s.HTTPSPort == 443 {
@@ -159,10 +160,11 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	// The first crt is the default certificate, served when no crt-list
 	// entry matches the SNI.
 	w.line("  bind unix@", in.RunDir, "/", SNISocket, " mode 600 accept-proxy ssl crt ", in.Dir, "/", DefaultCertFile,
-		" crt-list ", in.Dir, "/", CrtListFile, " alpn h2,http/1.1")
+		" crt-list ", in.Dir, "/", CrtListFile, " alpn h2,http/1.1", clientVerify(in))
 	w.line("  mode http")
 	httpFrontendOptions(w, &s)
 	routingKey(w)
+	clientCertHeaders(w, &s, true)
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", in.Dir, "/", HTTPSMap, ")")
 	wildcardLookup(w, in.Dir+"/"+HTTPSWildcardMap)
 	w.line("  use_backend %[var(txn.be)] if { var(txn.be) -m found }")

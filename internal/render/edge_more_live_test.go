@@ -1,12 +1,18 @@
 package render
 
 import (
+	"crypto/tls"
+	"crypto/x509/pkix"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/testutil"
 )
 
 // Live tests of the RouterConfig's edge settings, continued.
@@ -54,4 +60,90 @@ func TestLiveBindAddresses(t *testing.T) {
 			c.Close()
 		}
 	}
+}
+
+// fetchURL sends a GET for url through cl and returns the status and body;
+// err is set when no response came.
+func fetchURL(cl *http.Client, url string, hdr ...string) (int, string, error) {
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// TestLiveClientTLS: with clientCertificatePolicy Required a client
+// without a certificate, or with one from another CA, is refused; one
+// with a certificate from the client CA whose subject matches the
+// allowed patterns reaches the backend with the X-SSL-Client-* headers
+// OpenShift sets, and others get a 403. Headers a client forges are
+// removed, on plain HTTP too. With Optional, a client without a
+// certificate is served.
+func TestLiveClientTLS(t *testing.T) {
+	ca, other := testutil.NewCA(t, "client CA"), testutil.NewCA(t, "other CA")
+	good := ca.IssueClient(t, pkix.Name{CommonName: "client.example.test", Organization: []string{"Example"}})
+	wrongSubject := ca.IssueClient(t, pkix.Name{CommonName: "intruder.example.test"})
+	foreign := other.IssueClient(t, pkix.Name{CommonName: "client.example.test"})
+	withCA := func(in *Input) { in.ClientCA = []byte(ca.PEM) }
+	be := echoBackend(t)
+	routes := []model.AdmittedRoute{
+		route("t", "web", "web.example.com", "", svc("web", 100, be)),
+		route("t", "sec", "sec.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("web", 100, be)),
+	}
+	tlsClient := func(port int, certs ...tls.Certificate) *http.Client {
+		return client(port, &tls.Config{InsecureSkipVerify: true, Certificates: certs})
+	}
+
+	t.Run("Required", func(t *testing.T) {
+		s := edgeSettings(t)
+		s.ClientTLS = &model.ClientTLSPolicy{Verify: "required", SubjectFilter: "(?:^/O=Example/CN=client[.]example[.]test$)"}
+		startEdge(t, s, withCA, routes...)
+		url := "https://sec.example.com/"
+		if code, _, err := fetchURL(tlsClient(s.HTTPSPort), url); err == nil {
+			t.Errorf("a client without a certificate got %d, want the connection refused", code)
+		}
+		if code, _, err := fetchURL(tlsClient(s.HTTPSPort, foreign), url); err == nil {
+			t.Errorf("a client with another CA's certificate got %d, want the connection refused", code)
+		}
+		if code, _, err := fetchURL(tlsClient(s.HTTPSPort, wrongSubject), url); err != nil || code != http.StatusForbidden {
+			t.Errorf("a subject outside the allowed patterns: %d %v, want 403", code, err)
+		}
+		code, body, err := fetchURL(tlsClient(s.HTTPSPort, good), url, "X-SSL-Client-CN", "forged")
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("a client with a good certificate: %d %v, want 200", code, err)
+		}
+		for _, want := range []string{
+			"X-Ssl: 1\n", "X-Ssl-Client-Verify: 0\n", "X-Ssl-Client-Cn: client.example.test\n",
+			"X-Ssl-Client-Dn: /O=Example/CN=client.example.test\n", "X-Ssl-Issuer: /CN=client CA\n",
+			"X-Ssl-Client-Der: ", "X-Ssl-Client-Serial: ", "X-Ssl-Client-Sha1: ", "X-Ssl-Client-Notafter: ",
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the backend did not get %q; it got:\n%s", want, body)
+			}
+		}
+		if strings.Contains(body, "forged") {
+			t.Errorf("a forged X-SSL-Client-CN reached the backend:\n%s", body)
+		}
+		_, body, err = fetchURL(client(s.HTTPPort, nil), "http://web.example.com/", "X-SSL-Client-CN", "forged", "X-SSL", "1")
+		if err != nil || strings.Contains(body, "forged") || strings.Contains(body, "X-Ssl:") {
+			t.Errorf("plain HTTP: forged client certificate headers reached the backend (%v):\n%s", err, body)
+		}
+	})
+	t.Run("Optional", func(t *testing.T) {
+		s := edgeSettings(t)
+		s.ClientTLS = &model.ClientTLSPolicy{Verify: "optional"}
+		startEdge(t, s, withCA, routes...)
+		if code, body, err := fetchURL(tlsClient(s.HTTPSPort), "https://sec.example.com/"); err != nil || code != http.StatusOK || strings.Contains(body, "X-Ssl-Client-Cn: c") {
+			t.Errorf("without a certificate: %d %v, want 200 without a client CN:\n%s", code, err, body)
+		}
+		if code, body, err := fetchURL(tlsClient(s.HTTPSPort, good), "https://sec.example.com/"); err != nil || code != http.StatusOK || !strings.Contains(body, "X-Ssl-Client-Cn: client.example.test\n") {
+			t.Errorf("with a certificate: %d %v, want 200 with its CN:\n%s", code, err, body)
+		}
+	})
 }

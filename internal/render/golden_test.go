@@ -64,6 +64,9 @@ func TestGoldenYAML(t *testing.T) {
 			if d.Router.DefaultDestinationCA != "" {
 				in.DefaultDestinationCA = []byte(d.Router.DefaultDestinationCA)
 			}
+			if c := d.Router.ClientTLS; c != nil {
+				in.ClientCA = []byte(c.CA)
+			}
 			checkGolden(t, filepath.Join(goldenRoot, name), in)
 		})
 	}

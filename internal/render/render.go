@@ -18,6 +18,7 @@ import (
 const (
 	DefaultCertFile          = "certs/default.pem"
 	DefaultDestinationCAFile = "cas/default-destination.pem"
+	ClientCAFile             = "cas/client-ca.pem"
 
 	// HTTPMap routes plain HTTP by "host/path/" (map_beg); values are
 	// backend names or RedirectValue. HTTPWildcardMap is consulted when it
@@ -163,7 +164,7 @@ func checkInput(in Input) error {
 			return fmt.Errorf("%s %d out of range 1-65535", p.what, p.port)
 		}
 	}
-	return nil
+	return checkEdgeInput(in)
 }
 
 var (
@@ -442,6 +443,9 @@ func buildTLS(in Input, outs []*routeOut, files []File) ([]Cert, []File) {
 	files = append(files, File{Name: DefaultCertFile, Data: in.DefaultCertificate, Mode: 0o600})
 	if len(in.DefaultDestinationCA) > 0 {
 		files = append(files, File{Name: DefaultDestinationCAFile, Data: in.DefaultDestinationCA, Mode: 0o644})
+	}
+	if in.Desired.Router.ClientTLS != nil {
+		files = append(files, File{Name: ClientCAFile, Data: in.ClientCA, Mode: 0o644})
 	}
 	n := 0
 	for _, o := range outs {

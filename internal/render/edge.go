@@ -1,0 +1,77 @@
+package render
+
+import (
+	"errors"
+
+	"github.com/haroute/haroute/internal/model"
+)
+
+// Edge settings of the RouterConfig that the frontends carry beyond
+// routing: client certificates, and what goes with them.
+
+// checkEdgeInput refuses edge settings render cannot write.
+func checkEdgeInput(in Input) error {
+	s := &in.Desired.Router
+	if c := s.ClientTLS; c != nil {
+		if len(in.ClientCA) == 0 {
+			return errors.New("client certificates are asked for but no client CA was given")
+		}
+		if c.Verify != "required" && c.Verify != "optional" {
+			return errors.New("client certificate verify must be required or optional")
+		}
+		if err := checkQuotable("allowed subject patterns", c.SubjectFilter); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clientVerify is what the TLS bind adds to ask clients for a
+// certificate (spec.clientTLS). crt-list entries inherit it.
+func clientVerify(in Input) string {
+	c := in.Desired.Router.ClientTLS
+	if c == nil {
+		return ""
+	}
+	return " verify " + c.Verify + " ca-file " + in.Dir + "/" + ClientCAFile
+}
+
+// clientCertHeaderNames are the headers OpenShift passes a client
+// certificate's details in.
+var clientCertHeaderNames = []string{
+	"X-SSL", "X-SSL-Client-CN", "X-SSL-Client-DER", "X-SSL-Client-DN", "X-SSL-Client-NotAfter", "X-SSL-Client-NotBefore",
+	"X-SSL-Client-SHA1", "X-SSL-Client-Serial", "X-SSL-Client-Subject", "X-SSL-Client-Verify", "X-SSL-Client-Version", "X-SSL-Issuer",
+}
+
+// clientCertHeaders writes, as OpenShift does (its %{+Q} included, which
+// quotes nothing in a header value), the removal of client
+// certificate headers a client sent (a backend must be able to trust
+// them), then, on the TLS frontend with client certificates, the
+// subject filter and the headers set from the certificate presented.
+func clientCertHeaders(w *cfgWriter, s *model.Settings, tls bool) {
+	for _, h := range clientCertHeaderNames {
+		w.line("  http-request del-header ", h)
+	}
+	c := s.ClientTLS
+	if !tls || c == nil {
+		return
+	}
+	if c.SubjectFilter != "" {
+		// A client without a certificate has an empty DN: denied too,
+		// as on OpenShift.
+		re, _ := singleQuoted("allowed subject patterns", c.SubjectFilter, false) // checked in checkEdgeInput
+		w.line("  acl cert_subject_allowed ssl_c_s_dn -m reg ", re)
+		w.line("  http-request deny unless cert_subject_allowed")
+	}
+	w.line("  http-request set-header X-SSL                  %[ssl_fc]")
+	w.line("  http-request set-header X-SSL-Client-Verify    %[ssl_c_verify]")
+	w.line("  http-request set-header X-SSL-Client-Serial    %{+Q}[ssl_c_serial,hex]")
+	w.line("  http-request set-header X-SSL-Client-Version   %{+Q}[ssl_c_version]")
+	w.line("  http-request set-header X-SSL-Client-SHA1      %{+Q}[ssl_c_sha1,hex]")
+	w.line("  http-request set-header X-SSL-Client-DN        %{+Q}[ssl_c_s_dn]")
+	w.line("  http-request set-header X-SSL-Client-CN        %{+Q}[ssl_c_s_dn(cn)]")
+	w.line("  http-request set-header X-SSL-Issuer           %{+Q}[ssl_c_i_dn]")
+	w.line("  http-request set-header X-SSL-Client-NotBefore %{+Q}[ssl_c_notbefore]")
+	w.line("  http-request set-header X-SSL-Client-NotAfter  %{+Q}[ssl_c_notafter]")
+	w.line("  http-request set-header X-SSL-Client-DER       %{+Q}[ssl_c_der,base64]")
+}
