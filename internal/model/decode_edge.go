@@ -272,3 +272,36 @@ func (w *walker) clientTLS(n *yaml.Node) *ClientTLS {
 	})
 	return &c
 }
+
+func (w *walker) httpHeaders(n *yaml.Node, h *HTTPHeaders) {
+	const f = "spec.httpHeaders"
+	m, ok := w.mapping(n, f)
+	if !ok {
+		return
+	}
+	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "uniqueId":
+			const uf = f + ".uniqueId"
+			w.record(uf, k)
+			um, ok := w.mapping(v, uf)
+			if !ok {
+				return
+			}
+			w.eachPair(um, uf, func(key string, k, v *yaml.Node) {
+				switch key {
+				case "name":
+					h.UniqueID.Name, _ = w.str(v, uf+".name")
+				case "format":
+					h.UniqueID.Format, _ = w.str(v, uf+".format")
+				default:
+					w.unknownField(k, uf+"."+key)
+				}
+			})
+		case "headerNameCaseAdjustments":
+			w.unsupported(k, f+"."+key)
+		default:
+			w.unknownField(k, f+"."+key)
+		}
+	})
+}

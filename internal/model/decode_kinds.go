@@ -658,6 +658,9 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 		case "clientTLS":
 			w.record("spec.clientTLS", k)
 			spec.ClientTLS = w.clientTLS(v)
+		case "httpHeaders":
+			w.record("spec.httpHeaders", k)
+			w.httpHeaders(v, &spec.HTTPHeaders)
 		default:
 			w.unknownField(k, "spec."+key)
 		}

@@ -63,6 +63,8 @@ type Settings struct {
 	// ClientTLS is nil unless clients must (or may) present a
 	// certificate.
 	ClientTLS *ClientTLSPolicy
+	// UniqueID is nil unless requests get a unique id header.
+	UniqueID *UniqueID
 
 	DynamicConfigManager bool
 

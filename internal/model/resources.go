@@ -198,6 +198,18 @@ type RouterConfigSpec struct {
 	// haroute always listens on the host network.
 	EndpointPublishingStrategy EndpointPublishingStrategy
 	ClientTLS                  *ClientTLS
+	HTTPHeaders                HTTPHeaders
+}
+
+// HTTPHeaders is the IngressController's spec.httpHeaders.
+type HTTPHeaders struct {
+	UniqueID UniqueIDHeader
+}
+
+// UniqueIDHeader is spec.httpHeaders.uniqueId.
+type UniqueIDHeader struct {
+	Name   string
+	Format string
 }
 
 // ClientTLS is the IngressController's spec.clientTLS, with clientCA a

@@ -139,6 +139,7 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	v.tlsProfile(spec.TLSSecurityProfile, &s)
 	v.publishing(&spec.EndpointPublishingStrategy, &s)
 	s.ClientTLS = v.clientTLS(spec.ClientTLS)
+	s.UniqueID = v.uniqueID(&spec.HTTPHeaders.UniqueID)
 
 	if spec.DynamicConfigManager != nil {
 		s.DynamicConfigManager = *spec.DynamicConfigManager

@@ -359,3 +359,35 @@ func TestRouterConfigClientTLS(t *testing.T) {
 		},
 	})
 }
+
+func TestRouterConfigUniqueID(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "name alone takes the IngressController's default format",
+			spec: "  httpHeaders:\n    uniqueId:\n      name: unique-id\n",
+			want: func(s *Settings) {
+				s.UniqueID = &UniqueID{Header: "unique-id", Format: "%{+X}o %ci:%cp_%fi:%fp_%Ts_%rt:%pid"}
+			},
+		},
+		{
+			name: "format as the documentation writes it, with an escaped space",
+			spec: "  httpHeaders:\n    uniqueId:\n      name: X-Request-Id\n      format: '%{+X}o\\ %ci:%cp_%Ts_%[rand]'\n",
+			want: func(s *Settings) {
+				s.UniqueID = &UniqueID{Header: "X-Request-Id", Format: "%{+X}o %ci:%cp_%Ts_%[rand]"}
+			},
+		},
+		{
+			name: "bad name and format",
+			spec: "  httpHeaders:\n    uniqueId:\n      name: \"X Request\"\n      format: '%'\n",
+			diags: []string{
+				`rc.yaml:8:13: error: spec.httpHeaders.uniqueId.name: name "X Request" is not an HTTP header name (a token of at most 1024 characters)`,
+				`rc.yaml:9:15: error: spec.httpHeaders.uniqueId.format: format "%" is not an HAProxy log format: every % must start %%, an alias (%ci) or a sample (%[src]), and control characters are not allowed`,
+			},
+		},
+		{
+			name:  "format without a name",
+			spec:  "  httpHeaders:\n    uniqueId:\n      format: '%ci'\n",
+			diags: []string{"rc.yaml:8:15: error: spec.httpHeaders.uniqueId.format: format is set but name is empty: no header would carry the id"},
+		},
+	})
+}

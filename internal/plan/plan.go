@@ -334,6 +334,7 @@ func (d *differ) router() {
 	reload("hostNetwork.protocol", a.ProxyProtocol != b.ProxyProtocol, a.ProxyProtocol, b.ProxyProtocol)
 	reload("tlsSecurityProfile", a.TLS != b.TLS, a.TLS.Profile, b.TLS.Profile)
 	reload("logging.access", !reflect.DeepEqual(a.AccessLog, b.AccessLog), a.AccessLog.String(), b.AccessLog.String())
+	reload("httpHeaders.uniqueId", !reflect.DeepEqual(a.UniqueID, b.UniqueID), a.UniqueID.String(), b.UniqueID.String())
 	reload("clientTLS", !reflect.DeepEqual(a.ClientTLS, b.ClientTLS), a.ClientTLS.String(), b.ClientTLS.String())
 	reload("httpEmptyRequestsPolicy", a.IgnoreEmptyRequests != b.IgnoreEmptyRequests, emptyRequestsPolicy(a), emptyRequestsPolicy(b))
 

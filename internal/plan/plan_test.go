@@ -283,6 +283,15 @@ func TestCompute(t *testing.T) {
 			wantSummary: "plan: reload (2 reasons: router settings changed: clientTLS; CA file changed: cas/client-ca.pem)",
 		},
 		{
+			name: "unique id header",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.UniqueID = &model.UniqueID{Header: "X-Request-Id", Format: "%[rand]"}
+			},
+			wantReasons: []string{"router settings changed: httpHeaders.uniqueId"},
+			wantChanges: []string{"reload | router settings changed | httpHeaders.uniqueId | off -> X-Request-Id %[rand]"},
+			wantSummary: "plan: reload (1 reason: router settings changed: httpHeaders.uniqueId)",
+		},
+		{
 			name: "reload interval only concerns the daemon",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				d.Router.ReloadInterval = 10 * time.Second

@@ -323,6 +323,7 @@ func httpFrontendOptions(w *cfgWriter, s *model.Settings) {
 			w.line("  capture cookie ", cfgArg(c.Name), " len ", strconv.Itoa(c.MaxLength))
 		}
 	}
+	uniqueID(w, s)
 	if s.IgnoreEmptyRequests {
 		// A connection that times out before its first request is closed
 		// without a 408, a log line or a counted error. Only HTTP

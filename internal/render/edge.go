@@ -23,6 +23,14 @@ func checkEdgeInput(in Input) error {
 			return err
 		}
 	}
+	if u := s.UniqueID; u != nil {
+		if err := checkQuotable("unique id header", u.Header); err != nil {
+			return err
+		}
+		if err := checkQuotable("unique id format", u.Format); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -74,4 +82,18 @@ func clientCertHeaders(w *cfgWriter, s *model.Settings, tls bool) {
 	w.line("  http-request set-header X-SSL-Client-NotBefore %{+Q}[ssl_c_notbefore]")
 	w.line("  http-request set-header X-SSL-Client-NotAfter  %{+Q}[ssl_c_notafter]")
 	w.line("  http-request set-header X-SSL-Client-DER       %{+Q}[ssl_c_der,base64]")
+}
+
+// uniqueID gives every request an id (spec.httpHeaders.uniqueId), sent
+// to the backend in a header and available to log formats as %ID.
+func uniqueID(w *cfgWriter, s *model.Settings) {
+	u := s.UniqueID
+	if u == nil {
+		return
+	}
+	// Single quotes keep the format's '%' meaning and everything else
+	// literal (checked in checkEdgeInput).
+	f, _ := singleQuoted("unique id format", u.Format, false)
+	w.line("  unique-id-format ", f)
+	w.line("  unique-id-header ", cfgArg(u.Header))
 }

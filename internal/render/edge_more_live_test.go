@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -146,4 +147,39 @@ func TestLiveClientTLS(t *testing.T) {
 			t.Errorf("with a certificate: %d %v, want 200 with its CN:\n%s", code, err, body)
 		}
 	})
+}
+
+// TestLiveUniqueID: every request reaches the backend with a unique id
+// in the configured header, in OpenShift's default format, on the HTTP
+// and the TLS frontend. As on OpenShift, a header of that name the client
+// sent is kept, ahead of the router's.
+func TestLiveUniqueID(t *testing.T) {
+	s := edgeSettings(t)
+	s.UniqueID = &model.UniqueID{Header: "X-Unique-Id", Format: "%{+X}o %ci:%cp_%fi:%fp_%Ts_%rt:%pid"}
+	be := echoBackend(t)
+	startEdge(t, s, nil,
+		route("t", "web", "web.example.com", "", svc("web", 100, be)),
+		route("t", "sec", "sec.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("web", 100, be)))
+	// Hex client address and port, frontend address and port, time,
+	// request counter and pid.
+	shape := regexp.MustCompile(`\nX-Unique-Id: ([0-9A-F]+:[0-9A-F]+_[0-9A-F]+:[0-9A-F]+_[0-9A-F]+_[0-9A-F]+:[0-9A-F]+)\n`)
+	seen := map[string]bool{}
+	for _, c := range []struct {
+		cl  *http.Client
+		url string
+	}{
+		{client(s.HTTPPort, nil), "http://web.example.com/"},
+		{client(s.HTTPPort, nil), "http://web.example.com/"},
+		{client(s.HTTPSPort, &tls.Config{InsecureSkipVerify: true}), "https://sec.example.com/"},
+	} {
+		code, body, err := fetchURL(c.cl, c.url, "X-Unique-Id", "from-client")
+		m := shape.FindStringSubmatch("\n" + body)
+		if err != nil || code != http.StatusOK || m == nil {
+			t.Fatalf("%s: %d %v, want 200 with a unique id in OpenShift's format; the backend got:\n%s", c.url, code, err, body)
+		}
+		if seen[m[1]] || strings.Index(body, "X-Unique-Id: from-client\n") > strings.Index(body, m[1]) {
+			t.Errorf("%s: id %q is not unique, or not after the client's:\n%s", c.url, m[1], body)
+		}
+		seen[m[1]] = true
+	}
 }
