@@ -298,10 +298,84 @@ func (w *walker) httpHeaders(n *yaml.Node, h *HTTPHeaders) {
 					w.unknownField(k, uf+"."+key)
 				}
 			})
+		case "forwardedHeaderPolicy":
+			h.ForwardedHeaderPolicy, _ = w.str(v, f+".forwardedHeaderPolicy")
+		case "actions":
+			const af = f + ".actions"
+			w.record(af, k)
+			am, ok := w.mapping(v, af)
+			if !ok {
+				return
+			}
+			w.eachPair(am, af, func(key string, k, v *yaml.Node) {
+				switch key {
+				case "request":
+					w.record(af+".request", k)
+					h.Actions.Request = w.headerActions(v, af+".request")
+				case "response":
+					w.record(af+".response", k)
+					h.Actions.Response = w.headerActions(v, af+".response")
+				default:
+					w.unknownField(k, af+"."+key)
+				}
+			})
 		case "headerNameCaseAdjustments":
 			w.unsupported(k, f+"."+key)
 		default:
 			w.unknownField(k, f+"."+key)
 		}
 	})
+}
+
+func (w *walker) headerActions(n *yaml.Node, field string) []HTTPHeaderAction {
+	var out []HTTPHeaderAction
+	for i, item := range w.list(n, field) {
+		fi := index(field, i)
+		w.record(fi, item)
+		im, ok := w.mapping(item, fi)
+		if !ok {
+			continue
+		}
+		var a HTTPHeaderAction
+		w.eachPair(im, fi, func(key string, k, v *yaml.Node) {
+			switch key {
+			case "name":
+				a.Name, _ = w.str(v, fi+".name")
+			case "action":
+				af := fi + ".action"
+				w.record(af, k)
+				am, ok := w.mapping(v, af)
+				if !ok {
+					return
+				}
+				w.eachPair(am, af, func(key string, k, v *yaml.Node) {
+					switch key {
+					case "type":
+						a.Type, _ = w.str(v, af+".type")
+					case "set":
+						w.record(af+".set", k)
+						sm, ok := w.mapping(v, af+".set")
+						if !ok {
+							return
+						}
+						a.HasSet = true
+						w.eachPair(sm, af+".set", func(key string, k, v *yaml.Node) {
+							switch key {
+							case "value":
+								a.Value, _ = w.str(v, af+".set.value")
+							default:
+								w.unknownField(k, af+".set."+key)
+							}
+						})
+					default:
+						w.unknownField(k, af+"."+key)
+					}
+				})
+			default:
+				w.unknownField(k, fi+"."+key)
+			}
+		})
+		out = append(out, a)
+	}
+	return out
 }

@@ -65,6 +65,14 @@ type Settings struct {
 	ClientTLS *ClientTLSPolicy
 	// UniqueID is nil unless requests get a unique id header.
 	UniqueID *UniqueID
+	// ForwardedHeaderPolicy is what routes without a set-forwarded-headers
+	// annotation get: append ("" here), replace, if-none or never, in the
+	// annotation's words.
+	ForwardedHeaderPolicy string
+	// RequestHeaderActions and ResponseHeaderActions are
+	// spec.httpHeaders.actions, in order.
+	RequestHeaderActions  []HeaderAction
+	ResponseHeaderActions []HeaderAction
 
 	DynamicConfigManager bool
 

@@ -204,6 +204,23 @@ type RouterConfigSpec struct {
 // HTTPHeaders is the IngressController's spec.httpHeaders.
 type HTTPHeaders struct {
 	UniqueID UniqueIDHeader
+	// ForwardedHeaderPolicy is Append (default), Replace, IfNone or Never.
+	ForwardedHeaderPolicy string
+	Actions               HTTPHeaderActions
+}
+
+// HTTPHeaderActions are spec.httpHeaders.actions.
+type HTTPHeaderActions struct {
+	Request  []HTTPHeaderAction
+	Response []HTTPHeaderAction
+}
+
+// HTTPHeaderAction is one header to set or delete.
+type HTTPHeaderAction struct {
+	Name   string
+	Type   string // Set or Delete
+	HasSet bool   // action.set was written
+	Value  string // action.set.value
 }
 
 // UniqueIDHeader is spec.httpHeaders.uniqueId.

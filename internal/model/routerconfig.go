@@ -140,6 +140,9 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	v.publishing(&spec.EndpointPublishingStrategy, &s)
 	s.ClientTLS = v.clientTLS(spec.ClientTLS)
 	s.UniqueID = v.uniqueID(&spec.HTTPHeaders.UniqueID)
+	v.forwardedPolicy(spec.HTTPHeaders.ForwardedHeaderPolicy, &s)
+	s.RequestHeaderActions = v.headerActions("request", spec.HTTPHeaders.Actions.Request)
+	s.ResponseHeaderActions = v.headerActions("response", spec.HTTPHeaders.Actions.Response)
 
 	if spec.DynamicConfigManager != nil {
 		s.DynamicConfigManager = *spec.DynamicConfigManager

@@ -391,3 +391,77 @@ func TestRouterConfigUniqueID(t *testing.T) {
 		},
 	})
 }
+
+func TestRouterConfigHeaderPolicyAndActions(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "policy and actions as the IngressController documentation shows them",
+			spec: `  httpHeaders:
+    forwardedHeaderPolicy: IfNone
+    actions:
+      request:
+        - name: X-Forwarded-Client-Cert
+          action:
+            type: Set
+            set:
+              value: "%{+Q}[ssl_c_der,base64]"
+        - name: X-SSL-Client-Der
+          action:
+            type: Delete
+      response:
+        - name: X-Frame-Options
+          action:
+            type: Set
+            set:
+              value: DENY
+        - name: X-Target
+          action:
+            type: Set
+            set:
+              value: "%[res.hdr(X-Target),lower] 100%%"
+`,
+			want: func(s *Settings) {
+				s.ForwardedHeaderPolicy = "if-none"
+				s.RequestHeaderActions = []HeaderAction{{Name: "X-Forwarded-Client-Cert", Value: "%{+Q}[ssl_c_der,base64]"}, {Name: "X-SSL-Client-Der", Delete: true}}
+				s.ResponseHeaderActions = []HeaderAction{{Name: "X-Frame-Options", Value: "DENY"}, {Name: "X-Target", Value: "%[res.hdr(X-Target),lower] 100%%"}}
+			},
+		},
+		{name: "Append is the default", spec: "  httpHeaders:\n    forwardedHeaderPolicy: Append\n"},
+		{
+			name:  "unknown policy",
+			spec:  "  httpHeaders:\n    forwardedHeaderPolicy: Overwrite\n",
+			diags: []string{`rc.yaml:7:28: error: spec.httpHeaders.forwardedHeaderPolicy: forwardedHeaderPolicy "Overwrite" is not one of Append, Replace, IfNone, Never`},
+		},
+		{
+			name: "what the API refuses",
+			spec: `  httpHeaders:
+    actions:
+      request:
+        - name: Host
+          action: {type: Delete}
+        - name: X-A
+          action: {type: Set, set: {value: "%[src]"}}
+        - name: x-a
+          action: {type: Delete}
+        - name: X-B
+          action: {type: Set}
+        - name: X-C
+          action: {type: Delete, set: {value: v}}
+        - name: X-D
+          action: {type: Replace}
+      response:
+        - name: X-E
+          action: {type: Set, set: {value: "%[req.hdr(host)]"}}
+`,
+			diags: []string{
+				"rc.yaml:9:17: error: spec.httpHeaders.actions.request[0].name: host may not be set or deleted by header actions",
+				`rc.yaml:12:44: error: spec.httpHeaders.actions.request[1].action.set.value: value "%[src]" is not allowed: literal text, %% and %[...] with req.hdr(name) and ssl_c_der, converted only by lower and base64`,
+				"rc.yaml:13:17: error: spec.httpHeaders.actions.request[2].name: header x-a has an action already: names must be unique",
+				"rc.yaml:16:11: error: spec.httpHeaders.actions.request[3].action: type Set needs set.value",
+				"rc.yaml:18:34: error: spec.httpHeaders.actions.request[4].action.set: set is only allowed when type is Set",
+				`rc.yaml:20:26: error: spec.httpHeaders.actions.request[5].action.type: type "Replace" is not one of Set, Delete`,
+				`rc.yaml:23:44: error: spec.httpHeaders.actions.response[0].action.set.value: value "%[req.hdr(host)]" is not allowed: literal text, %% and %[...] with res.hdr(name) and ssl_c_der, converted only by lower and base64`,
+			},
+		},
+	})
+}

@@ -335,6 +335,11 @@ func (d *differ) router() {
 	reload("tlsSecurityProfile", a.TLS != b.TLS, a.TLS.Profile, b.TLS.Profile)
 	reload("logging.access", !reflect.DeepEqual(a.AccessLog, b.AccessLog), a.AccessLog.String(), b.AccessLog.String())
 	reload("httpHeaders.uniqueId", !reflect.DeepEqual(a.UniqueID, b.UniqueID), a.UniqueID.String(), b.UniqueID.String())
+	reload("httpHeaders.forwardedHeaderPolicy", a.ForwardedHeaderPolicy != b.ForwardedHeaderPolicy, a.ForwardedHeaderPolicy, b.ForwardedHeaderPolicy)
+	reload("httpHeaders.actions.request", !reflect.DeepEqual(a.RequestHeaderActions, b.RequestHeaderActions),
+		model.HeaderActionsSummary(a.RequestHeaderActions), model.HeaderActionsSummary(b.RequestHeaderActions))
+	reload("httpHeaders.actions.response", !reflect.DeepEqual(a.ResponseHeaderActions, b.ResponseHeaderActions),
+		model.HeaderActionsSummary(a.ResponseHeaderActions), model.HeaderActionsSummary(b.ResponseHeaderActions))
 	reload("clientTLS", !reflect.DeepEqual(a.ClientTLS, b.ClientTLS), a.ClientTLS.String(), b.ClientTLS.String())
 	reload("httpEmptyRequestsPolicy", a.IgnoreEmptyRequests != b.IgnoreEmptyRequests, emptyRequestsPolicy(a), emptyRequestsPolicy(b))
 

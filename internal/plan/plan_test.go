@@ -292,6 +292,19 @@ func TestCompute(t *testing.T) {
 			wantSummary: "plan: reload (1 reason: router settings changed: httpHeaders.uniqueId)",
 		},
 		{
+			name: "forwarded header policy and header actions",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.ForwardedHeaderPolicy = "replace"
+				d.Router.RequestHeaderActions = []model.HeaderAction{{Name: "X-Env", Value: "prod"}, {Name: "X-Secret", Delete: true}}
+			},
+			wantReasons: []string{"router settings changed: httpHeaders.forwardedHeaderPolicy", "router settings changed: httpHeaders.actions.request"},
+			wantChanges: []string{
+				`reload | router settings changed | httpHeaders.forwardedHeaderPolicy | "" -> replace`,
+				"reload | router settings changed | httpHeaders.actions.request | [] -> [set X-Env, delete X-Secret]",
+			},
+			wantSummary: "plan: reload (2 reasons: router settings changed: httpHeaders.forwardedHeaderPolicy; router settings changed: httpHeaders.actions.request)",
+		},
+		{
 			name: "reload interval only concerns the daemon",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				d.Router.ReloadInterval = 10 * time.Second

@@ -120,6 +120,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	httpFrontendOptions(w, &s)
 	routingKey(w)
 	clientCertHeaders(w, &s, false)
+	headerActions(w, &s)
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", in.Dir, "/", HTTPMap, ")")
 	wildcardLookup(w, in.Dir+"/"+HTTPWildcardMap)
 	if s.HTTPSPort == 443 {
@@ -165,6 +166,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	httpFrontendOptions(w, &s)
 	routingKey(w)
 	clientCertHeaders(w, &s, true)
+	headerActions(w, &s)
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", in.Dir, "/", HTTPSMap, ")")
 	wildcardLookup(w, in.Dir+"/"+HTTPSWildcardMap)
 	w.line("  use_backend %[var(txn.be)] if { var(txn.be) -m found }")
@@ -186,7 +188,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	}
 
 	preloadCAs(w, in)
-	routeDefaults(w)
+	routeDefaults(w, forwardedPolicy(&s))
 	writeSlots(w, in, outs, t)
 	full = make([][]byte, 0, len(outs)+1)
 	full = append(full, w.full)
@@ -407,12 +409,12 @@ const (
 // routeDefaults writes routesHTTP and routesTCP. HTTP rules in a defaults
 // section (HAProxy 2.5+) run before the backend's own, as they did when
 // they were written at the top of each backend.
-func routeDefaults(w *cfgWriter) {
+func routeDefaults(w *cfgWriter, forwarded string) {
 	w.line("")
 	w.line("defaults ", routesHTTP, " from ", baseDefaults)
 	w.line("  mode http")
 	w.line("  balance ", string(model.DefaultBalance))
-	forwardedHeaders(w, forwardedAppend)
+	forwardedHeaders(w, forwarded)
 	w.line("")
 	w.line("defaults ", routesTCP, " from ", baseDefaults)
 	w.line("  mode tcp")
@@ -433,7 +435,7 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 	// What the backend inherits: mode, balance and, for HTTP with the
 	// default policy, the forwarded headers.
 	defaults, inherited := routesHTTP, model.DefaultBalance
-	ownHeaders := !tcp && bs.ForwardedHeaders != "" && bs.ForwardedHeaders != forwardedAppend
+	ownHeaders := !tcp && bs.ForwardedHeaders != "" && bs.ForwardedHeaders != forwardedPolicy(&in.Desired.Router)
 	switch {
 	case tcp:
 		defaults, inherited = routesTCP, model.DefaultPassthroughBalance

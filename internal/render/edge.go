@@ -2,6 +2,8 @@ package render
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 
 	"github.com/haroute/haroute/internal/model"
 )
@@ -20,6 +22,17 @@ func checkEdgeInput(in Input) error {
 			return errors.New("client certificate verify must be required or optional")
 		}
 		if err := checkQuotable("allowed subject patterns", c.SubjectFilter); err != nil {
+			return err
+		}
+	}
+	if !validForwarded[s.ForwardedHeaderPolicy] {
+		return fmt.Errorf("unknown forwarded header policy %q", s.ForwardedHeaderPolicy)
+	}
+	for _, a := range append(slices.Clip(s.RequestHeaderActions), s.ResponseHeaderActions...) {
+		if err := checkQuotable("header action name", a.Name); err != nil {
+			return err
+		}
+		if err := checkQuotable("header action value", a.Value); err != nil {
 			return err
 		}
 	}
@@ -96,4 +109,36 @@ func uniqueID(w *cfgWriter, s *model.Settings) {
 	f, _ := singleQuoted("unique id format", u.Format, false)
 	w.line("  unique-id-format ", f)
 	w.line("  unique-id-header ", cfgArg(u.Header))
+}
+
+// forwardedPolicy is the set-forwarded-headers policy of routes without
+// their own (spec.httpHeaders.forwardedHeaderPolicy).
+func forwardedPolicy(s *model.Settings) string {
+	if s.ForwardedHeaderPolicy == "" {
+		return forwardedAppend
+	}
+	return s.ForwardedHeaderPolicy
+}
+
+// headerActions writes spec.httpHeaders.actions on an HTTP frontend, as
+// OpenShift does. There, request actions run before a route's backend
+// rules, so a route's own action on the same header wins; response
+// actions run after the backend's, so the router's win.
+func headerActions(w *cfgWriter, s *model.Settings) {
+	for _, a := range s.RequestHeaderActions {
+		headerAction(w, "http-request", a)
+	}
+	for _, a := range s.ResponseHeaderActions {
+		headerAction(w, "http-response", a)
+	}
+}
+
+func headerAction(w *cfgWriter, rule string, a model.HeaderAction) {
+	if a.Delete {
+		w.line("  ", rule, " del-header ", cfgArg(a.Name))
+		return
+	}
+	// The value is a log-format string: '%' keeps its meaning.
+	v, _ := singleQuoted("header action value", a.Value, false) // checked in checkEdgeInput
+	w.line("  ", rule, " set-header ", cfgArg(a.Name), " ", v)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -181,5 +182,88 @@ func TestLiveUniqueID(t *testing.T) {
 			t.Errorf("%s: id %q is not unique, or not after the client's:\n%s", c.url, m[1], body)
 		}
 		seen[m[1]] = true
+	}
+}
+
+// TestLiveForwardedHeaderPolicy: the router-level policy applies to
+// routes without the set-forwarded-headers annotation; a route with it
+// keeps its own.
+func TestLiveForwardedHeaderPolicy(t *testing.T) {
+	for _, c := range []struct {
+		policy      string // as model.Settings holds it
+		routeOwn    string // the annotated route's
+		wantDefault string // every X-Forwarded-For line the default route's backend gets
+		wantOwn     string
+	}{
+		{"replace", "append", "X-Forwarded-For: 127.0.0.1\n", "X-Forwarded-For: 192.0.2.1\nX-Forwarded-For: 127.0.0.1\n"},
+		{"never", "replace", "X-Forwarded-For: 192.0.2.1\n", "X-Forwarded-For: 127.0.0.1\n"},
+		{"if-none", "never", "X-Forwarded-For: 192.0.2.1\n", "X-Forwarded-For: 192.0.2.1\n"},
+	} {
+		t.Run(c.policy, func(t *testing.T) {
+			s := edgeSettings(t)
+			s.ForwardedHeaderPolicy = c.policy
+			be := echoBackend(t)
+			startEdge(t, s, nil,
+				route("t", "plain", "plain.example.com", "", svc("web", 100, be)),
+				route("t", "own", "own.example.com", "", svc("web", 100, be), backendSettings(func(b *model.BackendSettings) { b.ForwardedHeaders = c.routeOwn })))
+			for host, want := range map[string]string{"plain.example.com": c.wantDefault, "own.example.com": c.wantOwn} {
+				_, body, err := fetchURL(client(s.HTTPPort, nil), "http://"+host+"/", "X-Forwarded-For", "192.0.2.1")
+				if err != nil || !strings.Contains(body, "\n"+want) || strings.Count(body, "X-Forwarded-For:") != strings.Count(want, "X-Forwarded-For:") {
+					t.Errorf("%s: %v, want %q; the backend got:\n%s", host, err, want, body)
+				}
+			}
+		})
+	}
+}
+
+// TestLiveHeaderActions: router-level request actions set and delete
+// headers before the backend sees the request, on the HTTP and the TLS
+// frontend; response actions change what the client gets, with dynamic
+// values.
+func TestLiveHeaderActions(t *testing.T) {
+	s := edgeSettings(t)
+	s.RequestHeaderActions = []model.HeaderAction{
+		{Name: "X-Env", Value: "prod 100%% %[req.hdr(host),lower]"},
+		{Name: "X-Secret", Delete: true},
+	}
+	s.ResponseHeaderActions = []model.HeaderAction{
+		{Name: "X-Frame-Options", Value: "DENY"},
+		{Name: "X-Type", Value: "%[res.hdr(Content-Type),lower]"},
+		{Name: "X-Backend-Only", Delete: true},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "Text/Plain")
+		w.Header().Set("X-Backend-Only", "internal")
+		fmt.Fprintf(w, "X-Env=%q X-Secret=%q", r.Header.Values("X-Env"), r.Header.Values("X-Secret"))
+	}))
+	t.Cleanup(srv.Close)
+	be := srv.Listener.Addr().String()
+	startEdge(t, s, nil,
+		route("t", "web", "web.example.com", "", svc("web", 100, be)),
+		route("t", "sec", "sec.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("web", 100, be)))
+	for _, c := range []struct {
+		cl   *http.Client
+		url  string
+		host string
+	}{
+		{client(s.HTTPPort, nil), "http://WEB.example.com/", "web.example.com"},
+		{client(s.HTTPSPort, &tls.Config{InsecureSkipVerify: true}), "https://sec.example.com/", "sec.example.com"},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, c.url, nil)
+		req.Header.Set("X-Secret", "s3cret")
+		req.Header.Set("X-Env", "dev")
+		resp, err := c.cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := fmt.Sprintf(`X-Env=["prod 100%% %s"] X-Secret=[]`, c.host); string(body) != want {
+			t.Errorf("%s: the backend got %s, want %s", c.url, body, want)
+		}
+		h := resp.Header
+		if h.Get("X-Frame-Options") != "DENY" || h.Get("X-Type") != "text/plain" || h.Get("X-Backend-Only") != "" {
+			t.Errorf("%s: response headers %v, want X-Frame-Options DENY, X-Type text/plain and no X-Backend-Only", c.url, h)
+		}
 	}
 }
