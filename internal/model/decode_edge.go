@@ -379,3 +379,20 @@ func (w *walker) headerActions(n *yaml.Node, field string) []HTTPHeaderAction {
 	}
 	return out
 }
+
+func (w *walker) httpCompression(n *yaml.Node, c *HTTPCompression) {
+	const f = "spec.httpCompression"
+	m, ok := w.mapping(n, f)
+	if !ok {
+		return
+	}
+	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "mimeTypes":
+			w.record(f+".mimeTypes", k)
+			c.MimeTypes = w.stringList(v, f+".mimeTypes")
+		default:
+			w.unknownField(k, f+"."+key)
+		}
+	})
+}

@@ -661,6 +661,9 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 		case "httpHeaders":
 			w.record("spec.httpHeaders", k)
 			w.httpHeaders(v, &spec.HTTPHeaders)
+		case "httpCompression":
+			w.record("spec.httpCompression", k)
+			w.httpCompression(v, &spec.HTTPCompression)
 		default:
 			w.unknownField(k, "spec."+key)
 		}

@@ -73,6 +73,9 @@ type Settings struct {
 	// spec.httpHeaders.actions, in order.
 	RequestHeaderActions  []HeaderAction
 	ResponseHeaderActions []HeaderAction
+	// CompressionMIMETypes are the response types compressed with gzip;
+	// nil: no compression.
+	CompressionMIMETypes []string
 
 	DynamicConfigManager bool
 

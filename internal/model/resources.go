@@ -199,6 +199,12 @@ type RouterConfigSpec struct {
 	EndpointPublishingStrategy EndpointPublishingStrategy
 	ClientTLS                  *ClientTLS
 	HTTPHeaders                HTTPHeaders
+	HTTPCompression            HTTPCompression
+}
+
+// HTTPCompression is the IngressController's spec.httpCompression.
+type HTTPCompression struct {
+	MimeTypes []string
 }
 
 // HTTPHeaders is the IngressController's spec.httpHeaders.

@@ -143,6 +143,7 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	v.forwardedPolicy(spec.HTTPHeaders.ForwardedHeaderPolicy, &s)
 	s.RequestHeaderActions = v.headerActions("request", spec.HTTPHeaders.Actions.Request)
 	s.ResponseHeaderActions = v.headerActions("response", spec.HTTPHeaders.Actions.Response)
+	s.CompressionMIMETypes = v.compression(spec.HTTPCompression.MimeTypes)
 
 	if spec.DynamicConfigManager != nil {
 		s.DynamicConfigManager = *spec.DynamicConfigManager

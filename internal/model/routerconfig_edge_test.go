@@ -465,3 +465,25 @@ func TestRouterConfigHeaderPolicyAndActions(t *testing.T) {
 		},
 	})
 }
+
+func TestRouterConfigCompression(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "as the IngressController documentation shows it",
+			spec: "  httpCompression:\n    mimeTypes:\n    - \"text/html\"\n    - \"text/css; charset=utf-8\"\n    - \"application/json\"\n",
+			want: func(s *Settings) {
+				s.CompressionMIMETypes = []string{"text/html", "text/css; charset=utf-8", "application/json"}
+			},
+		},
+		{name: "an empty list compresses nothing", spec: "  httpCompression:\n    mimeTypes: []\n"},
+		{
+			name: "not media types, or twice",
+			spec: "  httpCompression:\n    mimeTypes: [html, \"text/html\", \"TEXT/HTML\", \"foo/bar\"]\n",
+			diags: []string{
+				`rc.yaml:7:17: error: spec.httpCompression.mimeTypes[0]: "html" is not a media type (type/subtype, e.g. text/html, application/json, text/css; charset=utf-8)`,
+				"rc.yaml:7:36: error: spec.httpCompression.mimeTypes[2]: TEXT/HTML is listed twice",
+				`rc.yaml:7:49: error: spec.httpCompression.mimeTypes[3]: "foo/bar" is not a media type (type/subtype, e.g. text/html, application/json, text/css; charset=utf-8)`,
+			},
+		},
+	})
+}

@@ -305,6 +305,15 @@ func TestCompute(t *testing.T) {
 			wantSummary: "plan: reload (2 reasons: router settings changed: httpHeaders.forwardedHeaderPolicy; router settings changed: httpHeaders.actions.request)",
 		},
 		{
+			name: "compression",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.CompressionMIMETypes = []string{"text/html", "application/json"}
+			},
+			wantReasons: []string{"router settings changed: httpCompression.mimeTypes"},
+			wantChanges: []string{"reload | router settings changed | httpCompression.mimeTypes | [] -> [text/html,application/json]"},
+			wantSummary: "plan: reload (1 reason: router settings changed: httpCompression.mimeTypes)",
+		},
+		{
 			name: "reload interval only concerns the daemon",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				d.Router.ReloadInterval = 10 * time.Second

@@ -112,6 +112,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	// Settings has no queue timeout; a request may wait for a free server
 	// slot as long as it may wait for the server itself.
 	w.line("  timeout queue ", duration(s.ServerTimeout))
+	compression(w, &s)
 	w.line("")
 
 	w.line("frontend public from ", baseDefaults)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/haroute/haroute/internal/model"
 )
@@ -33,6 +34,11 @@ func checkEdgeInput(in Input) error {
 			return err
 		}
 		if err := checkQuotable("header action value", a.Value); err != nil {
+			return err
+		}
+	}
+	for _, t := range s.CompressionMIMETypes {
+		if err := checkQuotable("compression MIME type", t); err != nil {
 			return err
 		}
 	}
@@ -141,4 +147,19 @@ func headerAction(w *cfgWriter, rule string, a model.HeaderAction) {
 	// The value is a log-format string: '%' keeps its meaning.
 	v, _ := singleQuoted("header action value", a.Value, false) // checked in checkEdgeInput
 	w.line("  ", rule, " set-header ", cfgArg(a.Name), " ", v)
+}
+
+// compression compresses responses of the listed types with gzip
+// (spec.httpCompression), as OpenShift does, for clients that accept it.
+func compression(w *cfgWriter, s *model.Settings) {
+	if len(s.CompressionMIMETypes) == 0 {
+		return
+	}
+	w.line("  compression algo gzip")
+	// One word per type: one with parameters holds a space.
+	types := make([]string, len(s.CompressionMIMETypes))
+	for i, t := range s.CompressionMIMETypes {
+		types[i] = cfgArg(t)
+	}
+	w.line("  compression type ", strings.Join(types, " "))
 }

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/tls"
 	"crypto/x509/pkix"
 	"fmt"
@@ -8,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -264,6 +267,58 @@ func TestLiveHeaderActions(t *testing.T) {
 		h := resp.Header
 		if h.Get("X-Frame-Options") != "DENY" || h.Get("X-Type") != "text/plain" || h.Get("X-Backend-Only") != "" {
 			t.Errorf("%s: response headers %v, want X-Frame-Options DENY, X-Type text/plain and no X-Backend-Only", c.url, h)
+		}
+	}
+}
+
+// TestLiveCompression: a response of a listed type is gzipped for a
+// client that accepts gzip, and left alone for one that does not; other
+// types are never compressed.
+func TestLiveCompression(t *testing.T) {
+	s := edgeSettings(t)
+	s.CompressionMIMETypes = []string{"text/html", "text/css; charset=utf-8"}
+	page := strings.Repeat("<p>compress me</p>\n", 500)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", r.URL.Query().Get("type"))
+		io.WriteString(w, page)
+	}))
+	t.Cleanup(srv.Close)
+	startEdge(t, s, nil, route("t", "web", "web.example.com", "", svc("web", 100, srv.Listener.Addr().String())))
+	cl := client(s.HTTPPort, nil)
+	cl.Transport.(*http.Transport).DisableCompression = true // see the encoding as sent
+	for _, c := range []struct {
+		ctype, accept string
+		gzipped       bool
+	}{
+		{"text/html", "gzip", true},
+		{"text/html; charset=utf-8", "gzip", true},
+		{"text/css; charset=utf-8", "gzip, deflate", true},
+		{"text/css", "gzip", false}, // listed with its charset only
+		{"application/json", "gzip", false},
+		{"text/html", "identity", false},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, "http://web.example.com/?type="+url.QueryEscape(c.ctype), nil)
+		req.Header.Set("Accept-Encoding", c.accept)
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		gzipped := resp.Header.Get("Content-Encoding") == "gzip"
+		if gzipped != c.gzipped {
+			t.Errorf("%s, Accept-Encoding %s: Content-Encoding %q, want gzipped=%v", c.ctype, c.accept, resp.Header.Get("Content-Encoding"), c.gzipped)
+			continue
+		}
+		if gzipped {
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				t.Fatalf("%s: %v", c.ctype, err)
+			}
+			body, _ = io.ReadAll(zr)
+		}
+		if string(body) != page {
+			t.Errorf("%s, Accept-Encoding %s: body of %d bytes differs from the page", c.ctype, c.accept, len(body))
 		}
 	}
 }
