@@ -195,3 +195,36 @@ func TestResolveClientCA(t *testing.T) {
 		t.Errorf("CheckFiles = %+v, want one problem at %s", ps, FieldClientCA)
 	}
 }
+
+// TestResolveErrorPages: the pages in the directory are read and judged
+// as HAProxy would load them; one may be missing, not both; a bad one is
+// an error at spec.httpErrorCodePages naming the file.
+func TestResolveErrorPages(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC) }
+	state, dir := t.TempDir(), t.TempDir()
+	s := model.DefaultSettings()
+	s.ErrorPagesDir = dir
+	page503 := []byte("HTTP/1.0 503 Service Unavailable\r\nContent-Length: 5\r\n\r\nsorry")
+	if err := os.WriteFile(filepath.Join(dir, "error-page-503.http"), page503, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Resolve(s, state, now)
+	if err != nil || len(m.ErrorPages) != 1 || !bytes.Equal(m.ErrorPages[503], page503) {
+		t.Fatalf("one page: %v, %v", err, m.ErrorPages)
+	}
+	bad := filepath.Join(dir, "error-page-404.http")
+	if err := os.WriteFile(bad, []byte("HTTP/1.0 200 OK\r\n\r\nfine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := FieldErrorPages + ": " + bad + " has status 200; the page for 404 must answer 404"
+	if _, err := Resolve(s, state, now); err == nil || err.Error() != want {
+		t.Errorf("bad page: error = %v, want %s", err, want)
+	}
+	if ps := CheckFiles(s); len(ps) != 1 || ps[0].Field != FieldErrorPages {
+		t.Errorf("CheckFiles = %+v, want one problem at %s", ps, FieldErrorPages)
+	}
+	s.ErrorPagesDir = t.TempDir()
+	if _, err := Resolve(s, state, now); err == nil || !strings.Contains(err.Error(), "holds neither error-page-503.http nor error-page-404.http") {
+		t.Errorf("empty directory: error = %v", err)
+	}
+}

@@ -664,6 +664,13 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 		case "httpCompression":
 			w.record("spec.httpCompression", k)
 			w.httpCompression(v, &spec.HTTPCompression)
+		case "httpErrorCodePages":
+			if r := resolve(v); r.Kind == yaml.MappingNode {
+				// The IngressController's form names a ConfigMap.
+				w.report(SeverityError, k, "spec.httpErrorCodePages", "httpErrorCodePages names a ConfigMap; haroute reads the pages itself: give the absolute path of a directory holding error-page-503.http and error-page-404.http")
+				return
+			}
+			spec.HTTPErrorCodePages, _ = w.str(v, "spec.httpErrorCodePages")
 		default:
 			w.unknownField(k, "spec."+key)
 		}

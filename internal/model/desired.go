@@ -76,6 +76,9 @@ type Settings struct {
 	// CompressionMIMETypes are the response types compressed with gzip;
 	// nil: no compression.
 	CompressionMIMETypes []string
+	// ErrorPagesDir holds custom error pages (ErrorPageFiles); "" =
+	// HAProxy's own. The caller reads them (see CheckErrorPage).
+	ErrorPagesDir string
 
 	DynamicConfigManager bool
 

@@ -200,6 +200,10 @@ type RouterConfigSpec struct {
 	ClientTLS                  *ClientTLS
 	HTTPHeaders                HTTPHeaders
 	HTTPCompression            HTTPCompression
+	// HTTPErrorCodePages is the absolute path of a directory holding
+	// error-page-503.http and/or error-page-404.http (the IngressController
+	// names a ConfigMap with these keys).
+	HTTPErrorCodePages string
 }
 
 // HTTPCompression is the IngressController's spec.httpCompression.

@@ -144,6 +144,13 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	s.RequestHeaderActions = v.headerActions("request", spec.HTTPHeaders.Actions.Request)
 	s.ResponseHeaderActions = v.headerActions("response", spec.HTTPHeaders.Actions.Response)
 	s.CompressionMIMETypes = v.compression(spec.HTTPCompression.MimeTypes)
+	if d := spec.HTTPErrorCodePages; d != "" {
+		if strings.IndexByte(d, 0) >= 0 || !strings.HasPrefix(d, "/") {
+			v.errorf("spec.httpErrorCodePages", "httpErrorCodePages %q is not a directory's absolute path", d)
+		} else {
+			s.ErrorPagesDir = d
+		}
+	}
 
 	if spec.DynamicConfigManager != nil {
 		s.DynamicConfigManager = *spec.DynamicConfigManager

@@ -487,3 +487,26 @@ func TestRouterConfigCompression(t *testing.T) {
 		},
 	})
 }
+
+func TestRouterConfigErrorPages(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "a directory",
+			spec: "  httpErrorCodePages: /etc/haroute/error-pages\n",
+			want: func(s *Settings) { s.ErrorPagesDir = "/etc/haroute/error-pages" },
+		},
+		{
+			name:  "relative",
+			spec:  "  httpErrorCodePages: pages\n",
+			diags: []string{`rc.yaml:6:23: error: spec.httpErrorCodePages: httpErrorCodePages "pages" is not a directory's absolute path`},
+		},
+		{
+			name: "the IngressController's ConfigMap reference",
+			spec: "  httpErrorCodePages:\n    name: my-custom-error-code-pages\n",
+			diags: []string{
+				"rc.yaml:1:1: note: file has errors: it contributes nothing until fixed",
+				"rc.yaml:6:3: error: spec.httpErrorCodePages: httpErrorCodePages names a ConfigMap; haroute reads the pages itself: give the absolute path of a directory holding error-page-503.http and error-page-404.http",
+			},
+		},
+	})
+}

@@ -314,6 +314,19 @@ func TestCompute(t *testing.T) {
 			wantSummary: "plan: reload (1 reason: router settings changed: httpCompression.mimeTypes)",
 		},
 		{
+			name: "error pages",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.ErrorPagesDir = "/etc/haroute/error-pages"
+				in.ErrorPages = map[int][]byte{503: []byte("HTTP/1.0 503 X\r\n\r\n")}
+			},
+			wantReasons: []string{"router settings changed: httpErrorCodePages", "file changed: errorpages/503.http"},
+			wantChanges: []string{
+				`reload | router settings changed | httpErrorCodePages | "" -> /etc/haroute/error-pages`,
+				"reload | file changed | errorpages/503.http | added",
+			},
+			wantSummary: "plan: reload (2 reasons: router settings changed: httpErrorCodePages; file changed: errorpages/503.http)",
+		},
+		{
 			name: "reload interval only concerns the daemon",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				d.Router.ReloadInterval = 10 * time.Second

@@ -20,6 +20,15 @@ type goldenCase struct {
 	defaultDestinationCA bool
 	// statsCredentials is passed as Input.StatsCredentials.
 	statsCredentials model.StatsCredentials
+	// errorPages is passed as Input.ErrorPages.
+	errorPages map[int][]byte
+}
+
+// testErrorPages are custom error pages as an operator writes them.
+var testErrorPages = map[int][]byte{
+	503: []byte("HTTP/1.0 503 Service Unavailable\r\nPragma: no-cache\r\nCache-Control: private, max-age=0, no-cache, no-store\r\n" +
+		"Connection: close\r\nContent-Type: text/html\r\nContent-Length: 36\r\n\r\n<h1>Custom: application unavailable\n"),
+	404: []byte("HTTP/1.0 404 Not Found\r\nConnection: close\r\nContent-Type: text/html\r\n\r\n<h1>Custom: no such route</h1>\n"),
 }
 
 // testCerts is PEM material from testdata/certs (100-year validity, so the
@@ -121,6 +130,11 @@ func goldenCases() []goldenCase {
 	ptr := func(s string) *string { return &s }
 	return []goldenCase{
 		{name: "no-routes", desired: func(testCerts) *model.Desired { return desired(def) }},
+		{name: "error-pages", errorPages: testErrorPages, desired: func(testCerts) *model.Desired {
+			s := def
+			s.ErrorPagesDir = "/etc/haroute/error-pages"
+			return desired(s, route("default", "hello", "hello.example.com", "", svc("hello", 100, "10.0.0.1:8080")))
+		}},
 		{name: "http", desired: func(testCerts) *model.Desired {
 			return desired(def,
 				route("default", "empty", "empty.example.com", ""),

@@ -113,6 +113,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	// slot as long as it may wait for the server itself.
 	w.line("  timeout queue ", duration(s.ServerTimeout))
 	compression(w, &s)
+	errorFiles(w, in)
 	w.line("")
 
 	w.line("frontend public from ", baseDefaults)
@@ -130,6 +131,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 		w.line("  http-request redirect location https://%[var(txn.host)]:", strconv.Itoa(s.HTTPSPort),
 			"%[capture.req.uri] code 302 if { var(txn.be) -m str ", RedirectValue, " }")
 	}
+	notFound(w, in)
 	w.line("  use_backend %[var(txn.be)] if { var(txn.be) -m found }")
 	w.line("")
 
@@ -170,6 +172,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	headerActions(w, &s)
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", in.Dir, "/", HTTPSMap, ")")
 	wildcardLookup(w, in.Dir+"/"+HTTPSWildcardMap)
+	notFound(w, in)
 	w.line("  use_backend %[var(txn.be)] if { var(txn.be) -m found }")
 	w.line("")
 

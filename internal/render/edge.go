@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/haroute/haroute/internal/model"
@@ -35,6 +36,11 @@ func checkEdgeInput(in Input) error {
 		}
 		if err := checkQuotable("header action value", a.Value); err != nil {
 			return err
+		}
+	}
+	for code := range in.ErrorPages {
+		if _, ok := model.ErrorPageFiles[code]; !ok {
+			return fmt.Errorf("no custom error page is served for status %d", code)
 		}
 	}
 	for _, t := range s.CompressionMIMETypes {
@@ -162,4 +168,35 @@ func compression(w *cfgWriter, s *model.Settings) {
 		types[i] = cfgArg(t)
 	}
 	w.line("  compression type ", strings.Join(types, " "))
+}
+
+// errorPageName is the bundle file of the custom error page for code.
+func errorPageName(code int) string { return "errorpages/" + strconv.Itoa(code) + ".http" }
+
+// errorPageFiles are the custom error pages (spec.httpErrorCodePages).
+func errorPageFiles(in Input) []File {
+	var out []File
+	for code, page := range in.ErrorPages {
+		out = append(out, File{Name: errorPageName(code), Data: page, Mode: 0o644})
+	}
+	return out
+}
+
+// errorFiles serves the custom error pages in place of HAProxy's own,
+// from every frontend and backend (they all start from base).
+func errorFiles(w *cfgWriter, in Input) {
+	for _, code := range []int{404, 503} {
+		if _, ok := in.ErrorPages[code]; ok {
+			w.line("  errorfile ", strconv.Itoa(code), " ", in.Dir, "/", errorPageName(code))
+		}
+	}
+}
+
+// notFound answers a request no route matched with the custom 404 page,
+// as OpenShift does once one is configured; otherwise such a request
+// gets a 503 (no backend), as OpenShift's default backend answers.
+func notFound(w *cfgWriter, in Input) {
+	if _, ok := in.ErrorPages[404]; ok {
+		w.line("  http-request deny deny_status 404 if !{ var(txn.be) -m found }")
+	}
 }

@@ -322,3 +322,44 @@ func TestLiveCompression(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveErrorPages: with custom pages, a request no route matches gets
+// the 404 page, and a route without a live endpoint the 503 page, on
+// plain HTTP and through TLS; without them, HAProxy's own 503 answers
+// both, as before.
+func TestLiveErrorPages(t *testing.T) {
+	for _, custom := range []bool{true, false} {
+		t.Run(fmt.Sprintf("custom=%v", custom), func(t *testing.T) {
+			s := edgeSettings(t)
+			var mod func(*Input)
+			if custom {
+				s.ErrorPagesDir = "/unused"
+				mod = func(in *Input) { in.ErrorPages = testErrorPages }
+			}
+			startEdge(t, s, mod,
+				route("t", "down", "down.example.com", ""),
+				route("t", "sec", "sec.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{})))
+			for _, c := range []struct {
+				cl       *http.Client
+				url      string
+				code     int
+				wantBody string
+			}{
+				{client(s.HTTPPort, nil), "http://nowhere.example.com/", 404, "<h1>Custom: no such route</h1>\n"},
+				{client(s.HTTPPort, nil), "http://down.example.com/", 503, "<h1>Custom: application unavailable\n"},
+				{client(s.HTTPSPort, &tls.Config{InsecureSkipVerify: true}), "https://nowhere.example.com/", 404, "<h1>Custom: no such route</h1>\n"},
+				{client(s.HTTPSPort, &tls.Config{InsecureSkipVerify: true}), "https://sec.example.com/", 503, "<h1>Custom: application unavailable\n"},
+			} {
+				code, body, err := fetchURL(c.cl, c.url)
+				switch {
+				case err != nil:
+					t.Errorf("%s: %v", c.url, err)
+				case custom && (code != c.code || body != c.wantBody):
+					t.Errorf("%s: %d %q, want %d %q", c.url, code, body, c.code, c.wantBody)
+				case !custom && (code != 503 || strings.Contains(body, "Custom")):
+					t.Errorf("%s: %d %q, want HAProxy's own 503", c.url, code, body)
+				}
+			}
+		})
+	}
+}

@@ -35,6 +35,7 @@ func TestGolden(t *testing.T) {
 				in.DefaultDestinationCA = []byte(tc.CA)
 			}
 			in.StatsCredentials = c.statsCredentials
+			in.ErrorPages = c.errorPages
 			checkGolden(t, filepath.Join(goldenRoot, c.name), in)
 		})
 	}

@@ -114,6 +114,7 @@ func Render(in Input) (*Bundle, error) {
 		b.Files = append(b.Files, File{Name: m.Name, Data: mapData[i], Mode: 0o644})
 	}
 	b.Certs, b.Files = buildTLS(in, outs, b.Files)
+	b.Files = append(b.Files, errorPageFiles(in)...)
 
 	full, skeleton, parts := buildConfig(in, outs, t)
 	b.Skeleton = skeleton
