@@ -664,6 +664,8 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 		case "httpCompression":
 			w.record("spec.httpCompression", k)
 			w.httpCompression(v, &spec.HTTPCompression)
+		case "http2":
+			spec.HTTP2 = w.boolPtr(v, "spec.http2")
 		case "httpErrorCodePages":
 			if r := resolve(v); r.Kind == yaml.MappingNode {
 				// The IngressController's form names a ConfigMap.

@@ -79,6 +79,9 @@ type Settings struct {
 	// ErrorPagesDir holds custom error pages (ErrorPageFiles); "" =
 	// HAProxy's own. The caller reads them (see CheckErrorPage).
 	ErrorPagesDir string
+	// HTTP2 offers h2 (ALPN) on routes with their own certificate, never
+	// on the default one.
+	HTTP2 bool
 
 	DynamicConfigManager bool
 

@@ -204,6 +204,10 @@ type RouterConfigSpec struct {
 	// error-page-503.http and/or error-page-404.http (the IngressController
 	// names a ConfigMap with these keys).
 	HTTPErrorCodePages string
+	// HTTP2 offers h2 to clients of routes with their own certificate;
+	// nil: the metadata annotation ingress.operator.openshift.io/
+	// default-enable-http2 decides, as on OpenShift, else off.
+	HTTP2 *bool
 }
 
 // HTTPCompression is the IngressController's spec.httpCompression.

@@ -144,6 +144,7 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	s.RequestHeaderActions = v.headerActions("request", spec.HTTPHeaders.Actions.Request)
 	s.ResponseHeaderActions = v.headerActions("response", spec.HTTPHeaders.Actions.Response)
 	s.CompressionMIMETypes = v.compression(spec.HTTPCompression.MimeTypes)
+	s.HTTP2 = v.http2(rc)
 	if d := spec.HTTPErrorCodePages; d != "" {
 		if strings.IndexByte(d, 0) >= 0 || !strings.HasPrefix(d, "/") {
 			v.errorf("spec.httpErrorCodePages", "httpErrorCodePages %q is not a directory's absolute path", d)

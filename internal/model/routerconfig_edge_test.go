@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -509,4 +510,42 @@ func TestRouterConfigErrorPages(t *testing.T) {
 			},
 		},
 	})
+}
+
+func TestRouterConfigHTTP2(t *testing.T) {
+	const annotated = "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: r\n  annotations:\n    ingress.operator.openshift.io/default-enable-http2: %q\nspec:\n%s"
+	for _, c := range []struct {
+		name, annotation, spec string
+		want                   bool
+		diags                  int
+	}{
+		{name: "off by default"},
+		{name: "spec.http2", spec: "  http2: true\n", want: true},
+		{name: "the IngressController's annotation", annotation: "true", want: true},
+		{name: "spec.http2 wins over the annotation", annotation: "true", spec: "  http2: false\n"},
+		{name: "a bad annotation", annotation: "yes", diags: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			doc := "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: r\nspec:\n" + c.spec
+			if c.annotation != "" {
+				doc = fmt.Sprintf(annotated, c.annotation, c.spec)
+			}
+			if c.spec == "" {
+				doc += "  domain: apps.example.com\n"
+			}
+			res := NewLoader().Load([]SourceFile{{Path: "rc.yaml", Data: []byte(doc)}})
+			var errs []string
+			for _, d := range res.Diagnostics {
+				if d.Severity == SeverityError {
+					errs = append(errs, d.String())
+				}
+			}
+			if len(errs) != c.diags || res.Desired.Router.HTTP2 != c.want {
+				t.Errorf("http2 = %v, errors %q; want %v and %d errors", res.Desired.Router.HTTP2, errs, c.want, c.diags)
+			}
+			if c.diags > 0 && !strings.Contains(errs[0], `rc.yaml:5:3: error: metadata.annotations: annotation ingress.operator.openshift.io/default-enable-http2: "yes" is not true or false`) {
+				t.Errorf("error %q", errs[0])
+			}
+		})
+	}
 }

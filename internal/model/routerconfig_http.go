@@ -2,6 +2,7 @@ package model
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -130,4 +131,23 @@ func (v *rcCheck) compression(types []string) []string {
 		return nil
 	}
 	return append([]string(nil), types...)
+}
+
+// AnnotationEnableHTTP2 turns HTTP/2 on for an IngressController.
+const AnnotationEnableHTTP2 = "ingress.operator.openshift.io/default-enable-http2"
+
+// http2 is spec.http2, else the IngressController's annotation.
+func (v *rcCheck) http2(rc *RouterConfig) bool {
+	if p := rc.Spec.HTTP2; p != nil {
+		return *p
+	}
+	a, ok := rc.Meta.Annotations[AnnotationEnableHTTP2]
+	if !ok {
+		return false
+	}
+	on, err := strconv.ParseBool(a)
+	if err != nil {
+		v.errorf("metadata.annotations", "annotation %s: %q is not true or false", AnnotationEnableHTTP2, a)
+	}
+	return on
 }

@@ -342,6 +342,7 @@ func (d *differ) router() {
 		model.HeaderActionsSummary(a.ResponseHeaderActions), model.HeaderActionsSummary(b.ResponseHeaderActions))
 	reload("httpCompression.mimeTypes", !slices.Equal(a.CompressionMIMETypes, b.CompressionMIMETypes), a.CompressionMIMETypes, b.CompressionMIMETypes)
 	reload("httpErrorCodePages", a.ErrorPagesDir != b.ErrorPagesDir, a.ErrorPagesDir, b.ErrorPagesDir)
+	reload("http2", a.HTTP2 != b.HTTP2, a.HTTP2, b.HTTP2)
 	reload("clientTLS", !reflect.DeepEqual(a.ClientTLS, b.ClientTLS), a.ClientTLS.String(), b.ClientTLS.String())
 	reload("httpEmptyRequestsPolicy", a.IgnoreEmptyRequests != b.IgnoreEmptyRequests, emptyRequestsPolicy(a), emptyRequestsPolicy(b))
 

@@ -327,6 +327,16 @@ func TestCompute(t *testing.T) {
 			wantSummary: "plan: reload (2 reasons: router settings changed: httpErrorCodePages; file changed: errorpages/503.http)",
 		},
 		{
+			name: "http2",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.HTTP2 = true
+			},
+			// The fixture's routes with their own certificates now offer h2.
+			wantReasons: []string{"router settings changed: http2", "crt-list changed: crt-list"},
+			wantChanges: []string{"reload | router settings changed | http2 | false -> true", "reload | crt-list changed | crt-list"},
+			wantSummary: "plan: reload (2 reasons: router settings changed: http2; crt-list changed: crt-list)",
+		},
+		{
 			name: "reload interval only concerns the daemon",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				d.Router.ReloadInterval = 10 * time.Second

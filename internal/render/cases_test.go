@@ -150,6 +150,15 @@ func goldenCases() []goldenCase {
 				route("shop", "redirect", "redirect.example.com", "", edge(model.InsecurePolicyRedirect, own), svc("web", 100, "10.1.0.1:8080")),
 			)
 		}},
+		{name: "http2", desired: func(tc testCerts) *model.Desired {
+			s := def
+			s.HTTP2 = true
+			return desired(s,
+				route("shop", "own", "own.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{Certificate: tc.Cert, Key: tc.Key}), svc("web", 100, "10.1.0.1:8080")),
+				route("shop", "shared", "shared.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("web", 100, "10.1.0.1:8080")),
+				route("shop", "secure", "secure.example.com", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{Certificate: tc.Cert, Key: tc.Key, DestinationCACertificate: tc.CA}), svc("api", 100, "10.2.0.2:8443")),
+			)
+		}},
 		{name: "reencrypt", defaultDestinationCA: true, desired: func(tc testCerts) *model.Desired {
 			return desired(def,
 				route("bank", "default-ca", "vault.example.com", "", reencrypt(model.InsecurePolicyRedirect, model.RouteTLS{}), svc("vault", 100, "10.2.0.1:8443")),

@@ -162,9 +162,10 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 
 	w.line("frontend fe_sni from ", baseDefaults)
 	// The first crt is the default certificate, served when no crt-list
-	// entry matches the SNI.
+	// entry matches the SNI. No ALPN here: h2 is offered by crt-list
+	// entries only (routeTLS), never with the default certificate.
 	w.line("  bind unix@", in.RunDir, "/", SNISocket, " mode 600 accept-proxy ssl crt ", in.Dir, "/", DefaultCertFile,
-		" crt-list ", in.Dir, "/", CrtListFile, " alpn h2,http/1.1", clientVerify(in))
+		" crt-list ", in.Dir, "/", CrtListFile, clientVerify(in))
 	w.line("  mode http")
 	httpFrontendOptions(w, &s)
 	routingKey(w)
@@ -281,7 +282,7 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 			backend(w, r, in)
 			spans[j] = span{full: [2]int{f, len(w.full)}, skel: [2]int{s, len(w.skel)}}
 			o.stem = fileStem(r.Key.Namespace, r.Key.Name)
-			o.destCA, o.cert, o.crtLine = routeTLS(r, in.Dir)
+			o.destCA, o.cert, o.crtLine = routeTLS(r, in.Dir, in.Desired.Router.HTTP2)
 			if t != nil {
 				o.route = *r
 			}

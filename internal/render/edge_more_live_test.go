@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/tls"
 	"crypto/x509/pkix"
 	"fmt"
@@ -359,6 +360,69 @@ func TestLiveErrorPages(t *testing.T) {
 				case !custom && (code != 503 || strings.Contains(body, "Custom")):
 					t.Errorf("%s: %d %q, want HAProxy's own 503", c.url, code, body)
 				}
+			}
+		})
+	}
+}
+
+// negotiated dials the HTTPS port with sni and returns the ALPN protocol
+// agreed for a client offering h2 and http/1.1.
+func negotiated(t *testing.T, port int, sni string) string {
+	t.Helper()
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", port),
+		&tls.Config{ServerName: sni, InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}})
+	if err != nil {
+		t.Fatalf("%s: %v", sni, err)
+	}
+	defer c.Close()
+	return c.ConnectionState().NegotiatedProtocol
+}
+
+// TestLiveHTTP2: off by default, no client is offered h2; on, a route
+// with its own certificate is served over h2, and a route on the default
+// certificate, or an unknown host, stays on HTTP/1.1.
+func TestLiveHTTP2(t *testing.T) {
+	tc := loadTestCerts(t)
+	own := model.RouteTLS{Certificate: tc.Cert, Key: tc.Key}
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprintf("http2=%v", on), func(t *testing.T) {
+			s := edgeSettings(t)
+			s.HTTP2 = on
+			be := echoBackend(t)
+			startEdge(t, s, nil,
+				route("t", "own", "own.example.com", "", edge(model.InsecurePolicyNone, own), svc("web", 100, be)),
+				route("t", "shared", "shared.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("web", 100, be)))
+			want := ""
+			if on {
+				want = "h2"
+			}
+			if got := negotiated(t, s.HTTPSPort, "own.example.com"); got != want {
+				t.Errorf("own certificate: ALPN %q, want %q", got, want)
+			}
+			for _, sni := range []string{"shared.example.com", "unknown.example.com"} {
+				if got := negotiated(t, s.HTTPSPort, sni); got != "" {
+					t.Errorf("%s on the default certificate: ALPN %q, want none", sni, got)
+				}
+			}
+			if !on {
+				return
+			}
+			tr := &http.Transport{
+				DialTLSContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+					d := tls.Dialer{Config: &tls.Config{ServerName: "own.example.com", InsecureSkipVerify: true, NextProtos: []string{"h2"}}}
+					return d.DialContext(ctx, network, fmt.Sprintf("127.0.0.1:%d", s.HTTPSPort))
+				},
+				ForceAttemptHTTP2: true,
+			}
+			defer tr.CloseIdleConnections()
+			resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("https://own.example.com/h2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.ProtoMajor != 2 || resp.StatusCode != 200 || !strings.Contains(string(body), "path=/h2") {
+				t.Errorf("h2 request: %s %d, body %q; want HTTP/2 200 from the backend", resp.Proto, resp.StatusCode, body)
 			}
 		})
 	}

@@ -472,8 +472,11 @@ func buildTLS(in Input, outs []*routeOut, files []File) ([]Cert, []File) {
 }
 
 // routeTLS returns a route's destination CA file, its certificate file
-// and its crt-list line; nil and "" when it has none.
-func routeTLS(r *model.AdmittedRoute, dir string) (destCA, cert []byte, crtLine string) {
+// and its crt-list line; nil and "" when it has none. With h2, the line
+// offers HTTP/2 as OpenShift's does: only routes with their own
+// certificate, which no other host shares, can be reached over h2, so a
+// browser never coalesces requests for another host onto it.
+func routeTLS(r *model.AdmittedRoute, dir string, h2 bool) (destCA, cert []byte, crtLine string) {
 	if r.Termination == model.TerminationReencrypt && r.TLS.DestinationCACertificate != "" {
 		destCA = joinPEM(r.TLS.DestinationCACertificate)
 	}
@@ -487,7 +490,11 @@ func routeTLS(r *model.AdmittedRoute, dir string) (destCA, cert []byte, crtLine 
 			sni = "*." + parent
 		}
 	}
-	return destCA, cert, dir + "/" + routeCertName(r) + " " + sni + "\n"
+	alpn := ""
+	if h2 {
+		alpn = " [alpn h2,http/1.1]"
+	}
+	return destCA, cert, dir + "/" + routeCertName(r) + alpn + " " + sni + "\n"
 }
 
 // joinPEM concatenates PEM blocks, each ending in a newline.
