@@ -438,7 +438,7 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 	name := string(be)
 
 	// What the backend inherits: mode, balance and, for HTTP with the
-	// default policy, the forwarded headers.
+	// router's policy, the forwarded headers.
 	defaults, inherited := routesHTTP, model.DefaultBalance
 	ownHeaders := !tcp && bs.ForwardedHeaders != "" && bs.ForwardedHeaders != forwardedPolicy(&in.Desired.Router)
 	switch {
