@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"time"
 
 	"github.com/haroute/haroute/internal/fsutil"
@@ -16,6 +18,12 @@ type Material struct {
 	DefaultDestinationCA []byte // empty: the system trust store
 	// StatsCredentials guard the /stats page; unset: no /stats page.
 	StatsCredentials model.StatsCredentials
+	// ClientCA verifies client certificates (spec.clientTLS); empty
+	// when clients are not asked for one.
+	ClientCA []byte
+	// ErrorPages are custom error pages by status code (404, 503), each
+	// a complete HTTP response; none: HAProxy's own.
+	ErrorPages map[int][]byte
 }
 
 // Resolve reads what settings name: inline PEM as is, a file path from
@@ -49,6 +57,18 @@ func Resolve(s model.Settings, stateDir string, now func() time.Time) (Material,
 			return m, fmt.Errorf("stats credentials: %w", err)
 		}
 	}
+	if c := s.ClientTLS; c != nil {
+		if c.CA != "" {
+			m.ClientCA = []byte(c.CA)
+		} else if m.ClientCA, err = readDestinationCA(c.CAFile); err != nil {
+			return m, fmt.Errorf("%s: %w", FieldClientCA, err)
+		}
+	}
+	if d := s.ErrorPagesDir; d != "" {
+		if m.ErrorPages, err = readErrorPages(s); err != nil {
+			return m, fmt.Errorf("%s: %w", FieldErrorPages, err)
+		}
+	}
 	return m, nil
 }
 
@@ -57,6 +77,8 @@ const (
 	FieldDefaultCertificate   = "spec.defaultCertificate"
 	FieldDefaultDestinationCA = "spec.defaultDestinationCA"
 	FieldStatsCredentials     = "spec.stats.credentialsFile"
+	FieldClientCA             = "spec.clientTLS.clientCA"
+	FieldErrorPages           = "spec.httpErrorCodePages"
 )
 
 // FileProblem is a file a RouterConfig field names that cannot be used.
@@ -85,6 +107,16 @@ func CheckFiles(s model.Settings) []FileProblem {
 			out = append(out, FileProblem{Field: FieldStatsCredentials, Err: err})
 		}
 	}
+	if c := s.ClientTLS; c != nil && c.CAFile != "" {
+		if _, err := readDestinationCA(c.CAFile); err != nil {
+			out = append(out, FileProblem{Field: FieldClientCA, Err: err})
+		}
+	}
+	if s.ErrorPagesDir != "" {
+		if _, err := readErrorPages(s); err != nil {
+			out = append(out, FileProblem{Field: FieldErrorPages, Err: err})
+		}
+	}
 	return out
 }
 
@@ -94,6 +126,31 @@ func readDefaultCertificate(path string) ([]byte, error) {
 
 func readDestinationCA(path string) ([]byte, error) {
 	return readPEMFile(path, model.CheckCABundle)
+}
+
+// readErrorPages reads the error pages in s.ErrorPagesDir, as
+// OpenShift names them; a page may be missing (HAProxy's own serves),
+// not both.
+func readErrorPages(s model.Settings) (map[int][]byte, error) {
+	pages := map[int][]byte{}
+	for code, name := range model.ErrorPageFiles {
+		p := filepath.Join(s.ErrorPagesDir, name)
+		data, err := readBounded(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := model.CheckErrorPage(code, data, s.HeaderBufferBytes-s.HeaderBufferMaxRewriteBytes); err != nil {
+			return nil, fmt.Errorf("%s %w", p, err)
+		}
+		pages[code] = data
+	}
+	if len(pages) == 0 {
+		return nil, fmt.Errorf("%s holds neither %s nor %s", s.ErrorPagesDir, model.ErrorPageFiles[503], model.ErrorPageFiles[404])
+	}
+	return pages, nil
 }
 
 func readStatsCredentials(path string) (model.StatsCredentials, error) {

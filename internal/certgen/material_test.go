@@ -158,3 +158,73 @@ func TestResolveJudgesFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveClientCA: the client CA a clientTLS policy names is read
+// from its file, or taken inline; a file that is no CA bundle is an
+// error at spec.clientTLS.clientCA, for `haroute check` too.
+func TestResolveClientCA(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC) }
+	dir := t.TempDir()
+	caPEM, _, err := SelfSigned(now(), []string{"clients.example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, bad := filepath.Join(dir, "client-ca.pem"), filepath.Join(dir, "bad.pem")
+	if err := os.WriteFile(good, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("not a certificate\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Resolve(model.Settings{ClientTLS: &model.ClientTLSPolicy{Verify: "required", CAFile: good}}, dir, now)
+	if err != nil || !bytes.Equal(m.ClientCA, caPEM) {
+		t.Fatalf("file: %v, %q", err, m.ClientCA)
+	}
+	m, err = Resolve(model.Settings{ClientTLS: &model.ClientTLSPolicy{Verify: "required", CA: "INLINE"}}, dir, now)
+	if err != nil || string(m.ClientCA) != "INLINE" {
+		t.Fatalf("inline: %v, %q", err, m.ClientCA)
+	}
+	if m, err = Resolve(model.Settings{}, dir, now); err != nil || m.ClientCA != nil {
+		t.Fatalf("no clientTLS: %v, %q", err, m.ClientCA)
+	}
+	s := model.Settings{ClientTLS: &model.ClientTLSPolicy{Verify: "required", CAFile: bad}}
+	if _, err := Resolve(s, dir, now); err == nil || !strings.Contains(err.Error(), FieldClientCA+": "+bad) {
+		t.Errorf("bad file: error = %v, want it at %s naming the file", err, FieldClientCA)
+	}
+	if ps := CheckFiles(s); len(ps) != 1 || ps[0].Field != FieldClientCA {
+		t.Errorf("CheckFiles = %+v, want one problem at %s", ps, FieldClientCA)
+	}
+}
+
+// TestResolveErrorPages: the pages in the directory are read and judged
+// as HAProxy would load them; one may be missing, not both; a bad one is
+// an error at spec.httpErrorCodePages naming the file.
+func TestResolveErrorPages(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC) }
+	state, dir := t.TempDir(), t.TempDir()
+	s := model.DefaultSettings()
+	s.ErrorPagesDir = dir
+	page503 := []byte("HTTP/1.0 503 Service Unavailable\r\nContent-Length: 5\r\n\r\nsorry")
+	if err := os.WriteFile(filepath.Join(dir, "error-page-503.http"), page503, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Resolve(s, state, now)
+	if err != nil || len(m.ErrorPages) != 1 || !bytes.Equal(m.ErrorPages[503], page503) {
+		t.Fatalf("one page: %v, %v", err, m.ErrorPages)
+	}
+	bad := filepath.Join(dir, "error-page-404.http")
+	if err := os.WriteFile(bad, []byte("HTTP/1.0 200 OK\r\n\r\nfine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := FieldErrorPages + ": " + bad + " has status 200; the page for 404 must answer 404"
+	if _, err := Resolve(s, state, now); err == nil || err.Error() != want {
+		t.Errorf("bad page: error = %v, want %s", err, want)
+	}
+	if ps := CheckFiles(s); len(ps) != 1 || ps[0].Field != FieldErrorPages {
+		t.Errorf("CheckFiles = %+v, want one problem at %s", ps, FieldErrorPages)
+	}
+	s.ErrorPagesDir = t.TempDir()
+	if _, err := Resolve(s, state, now); err == nil || !strings.Contains(err.Error(), "holds neither error-page-503.http nor error-page-404.http") {
+		t.Errorf("empty directory: error = %v", err)
+	}
+}

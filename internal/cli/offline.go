@@ -164,7 +164,7 @@ func offlineInput(d *model.Desired, outDir, runDir string) (render.Input, error)
 	return render.Input{
 		Desired: d, Dir: outDir, RunDir: runDir,
 		DefaultCertificate: m.DefaultCertificate, DefaultDestinationCA: m.DefaultDestinationCA,
-		StatsCredentials: m.StatsCredentials,
+		StatsCredentials: m.StatsCredentials, ClientCA: m.ClientCA, ErrorPages: m.ErrorPages,
 	}, nil
 }
 

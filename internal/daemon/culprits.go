@@ -119,5 +119,5 @@ func splitChanged(prev, cur []model.AdmittedRoute) (stable, changed []model.Admi
 // materialOf is the TLS material a rendered state was made with.
 func materialOf(s plan.State) certgen.Material {
 	return certgen.Material{DefaultCertificate: s.Input.DefaultCertificate, DefaultDestinationCA: s.Input.DefaultDestinationCA,
-		StatsCredentials: s.Input.StatsCredentials}
+		StatsCredentials: s.Input.StatsCredentials, ClientCA: s.Input.ClientCA, ErrorPages: s.Input.ErrorPages}
 }

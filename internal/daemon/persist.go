@@ -46,6 +46,10 @@ type savedIndex struct {
 	DefaultDestinationCA string `json:"defaultDestinationCA,omitempty"`
 	// StatsCredentials is the content hash of "user:password".
 	StatsCredentials string `json:"statsCredentials,omitempty"`
+	// ClientCA is the content hash of the client certificates' CA.
+	ClientCA string `json:"clientCA,omitempty"`
+	// ErrorPages are the content hashes of custom error pages, by code.
+	ErrorPages map[int]string `json:"errorPages,omitempty"`
 }
 
 type savedEntry struct {
@@ -181,6 +185,18 @@ func (s *lastGoodStore) write(r saveRequest, prune bool) {
 	if c := m.StatsCredentials; err == nil && c.Set() {
 		idx.StatsCredentials, err = store([]byte(c.User + ":" + c.Password + "\n"))
 	}
+	if err == nil && len(m.ClientCA) > 0 {
+		idx.ClientCA, err = store(m.ClientCA)
+	}
+	for code, page := range m.ErrorPages {
+		if err != nil {
+			break
+		}
+		if idx.ErrorPages == nil {
+			idx.ErrorPages = map[int]string{}
+		}
+		idx.ErrorPages[code], err = store(page)
+	}
 	if err == nil {
 		var data []byte
 		if data, err = json.Marshal(idx); err == nil {
@@ -198,7 +214,10 @@ func (s *lastGoodStore) write(r saveRequest, prune bool) {
 
 // prune removes contents no longer named by the index.
 func (s *lastGoodStore) prune(idx savedIndex) {
-	keep := map[string]bool{idx.DefaultCertificate: true, idx.DefaultDestinationCA: true, idx.StatsCredentials: true}
+	keep := map[string]bool{idx.DefaultCertificate: true, idx.DefaultDestinationCA: true, idx.StatsCredentials: true, idx.ClientCA: true}
+	for _, h := range idx.ErrorPages {
+		keep[h] = true
+	}
 	for _, e := range append(idx.Files, idx.Anchors...) {
 		keep[e.Hash] = true
 	}
@@ -279,6 +298,19 @@ func (s *lastGoodStore) load() (*saved, error) {
 			}
 			if m.StatsCredentials, err = model.ParseStatsCredentials(b); err != nil {
 				return nil, fmt.Errorf("saved stats credentials: %w", err)
+			}
+		}
+		if idx.ClientCA != "" {
+			if m.ClientCA, err = read(idx.ClientCA); err != nil {
+				return nil, err
+			}
+		}
+		for code, h := range idx.ErrorPages {
+			if m.ErrorPages == nil {
+				m.ErrorPages = map[int][]byte{}
+			}
+			if m.ErrorPages[code], err = read(h); err != nil {
+				return nil, err
 			}
 		}
 		sv.material = &m

@@ -21,6 +21,8 @@ func TestLastGoodStoreRoundTrip(t *testing.T) {
 	anchor := model.SourceFile{Path: "a.yaml", Data: []byte("a: 0\n")}
 	req := saveRequest{files: files, anchors: []model.SourceFile{anchor}, material: certgen.Material{
 		DefaultCertificate: []byte("pem"), StatsCredentials: model.StatsCredentials{User: "admin", Password: "s3cret"},
+		ClientCA:   []byte("client ca"),
+		ErrorPages: map[int][]byte{503: []byte("page 503")},
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	go s.run(ctx)
@@ -35,7 +37,8 @@ func TestLastGoodStoreRoundTrip(t *testing.T) {
 	if len(sv.files) != 2 || string(sv.files[1].Data) != "b: 2\n" || len(sv.anchors) != 1 || string(sv.anchors[0].Data) != "a: 0\n" {
 		t.Fatalf("files %+v anchors %+v", sv.files, sv.anchors)
 	}
-	if sv.material == nil || string(sv.material.DefaultCertificate) != "pem" || sv.material.StatsCredentials.Password != "s3cret" {
+	if sv.material == nil || string(sv.material.DefaultCertificate) != "pem" || sv.material.StatsCredentials.Password != "s3cret" ||
+		string(sv.material.ClientCA) != "client ca" || string(sv.material.ErrorPages[503]) != "page 503" {
 		t.Fatalf("material %+v", sv.material)
 	}
 	info, err := os.Stat(filepath.Join(dir, lastGoodDir, "objects", contentHash([]byte("admin:s3cret\n"))))

@@ -302,6 +302,7 @@ func (d *Daemon) renderInput(desired *model.Desired, dir string, env renderEnv) 
 		Desired: desired, Dir: dir, RunDir: d.opts.RunDir,
 		DefaultCertificate: m.DefaultCertificate, DefaultDestinationCA: m.DefaultDestinationCA,
 		StatsCredentials: m.StatsCredentials, Spares: env.spares,
+		ClientCA: m.ClientCA, ErrorPages: m.ErrorPages,
 		Cache: &d.renderCache,
 	}
 }

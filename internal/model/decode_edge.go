@@ -242,3 +242,157 @@ func (w *walker) publishingStrategy(n *yaml.Node, e *EndpointPublishingStrategy)
 		}
 	})
 }
+
+func (w *walker) clientTLS(n *yaml.Node) *ClientTLS {
+	const f = "spec.clientTLS"
+	m, ok := w.mapping(n, f)
+	if !ok {
+		return nil
+	}
+	var c ClientTLS
+	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "clientCertificatePolicy":
+			c.ClientCertificatePolicy, _ = w.str(v, f+".clientCertificatePolicy")
+		case "clientCA":
+			const cf = f + ".clientCA"
+			if r := resolve(v); r.Kind == yaml.MappingNode {
+				// The IngressController's form names a ConfigMap, which
+				// haroute has no cluster to read.
+				w.report(SeverityError, k, cf, "clientCA names a ConfigMap; haroute reads the CA bundle itself: give its file's absolute path or inline PEM")
+				return
+			}
+			c.ClientCA, _ = w.str(v, cf)
+		case "allowedSubjectPatterns":
+			w.record(f+".allowedSubjectPatterns", k)
+			c.AllowedSubjectPatterns = w.stringList(v, f+".allowedSubjectPatterns")
+		default:
+			w.unknownField(k, f+"."+key)
+		}
+	})
+	return &c
+}
+
+func (w *walker) httpHeaders(n *yaml.Node, h *HTTPHeaders) {
+	const f = "spec.httpHeaders"
+	m, ok := w.mapping(n, f)
+	if !ok {
+		return
+	}
+	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "uniqueId":
+			const uf = f + ".uniqueId"
+			w.record(uf, k)
+			um, ok := w.mapping(v, uf)
+			if !ok {
+				return
+			}
+			w.eachPair(um, uf, func(key string, k, v *yaml.Node) {
+				switch key {
+				case "name":
+					h.UniqueID.Name, _ = w.str(v, uf+".name")
+				case "format":
+					h.UniqueID.Format, _ = w.str(v, uf+".format")
+				default:
+					w.unknownField(k, uf+"."+key)
+				}
+			})
+		case "forwardedHeaderPolicy":
+			h.ForwardedHeaderPolicy, _ = w.str(v, f+".forwardedHeaderPolicy")
+		case "actions":
+			const af = f + ".actions"
+			w.record(af, k)
+			am, ok := w.mapping(v, af)
+			if !ok {
+				return
+			}
+			w.eachPair(am, af, func(key string, k, v *yaml.Node) {
+				switch key {
+				case "request":
+					w.record(af+".request", k)
+					h.Actions.Request = w.headerActions(v, af+".request")
+				case "response":
+					w.record(af+".response", k)
+					h.Actions.Response = w.headerActions(v, af+".response")
+				default:
+					w.unknownField(k, af+"."+key)
+				}
+			})
+		case "headerNameCaseAdjustments":
+			w.unsupported(k, f+"."+key)
+		default:
+			w.unknownField(k, f+"."+key)
+		}
+	})
+}
+
+func (w *walker) headerActions(n *yaml.Node, field string) []HTTPHeaderAction {
+	var out []HTTPHeaderAction
+	for i, item := range w.list(n, field) {
+		fi := index(field, i)
+		w.record(fi, item)
+		im, ok := w.mapping(item, fi)
+		if !ok {
+			continue
+		}
+		var a HTTPHeaderAction
+		w.eachPair(im, fi, func(key string, k, v *yaml.Node) {
+			switch key {
+			case "name":
+				a.Name, _ = w.str(v, fi+".name")
+			case "action":
+				af := fi + ".action"
+				w.record(af, k)
+				am, ok := w.mapping(v, af)
+				if !ok {
+					return
+				}
+				w.eachPair(am, af, func(key string, k, v *yaml.Node) {
+					switch key {
+					case "type":
+						a.Type, _ = w.str(v, af+".type")
+					case "set":
+						w.record(af+".set", k)
+						sm, ok := w.mapping(v, af+".set")
+						if !ok {
+							return
+						}
+						a.HasSet = true
+						w.eachPair(sm, af+".set", func(key string, k, v *yaml.Node) {
+							switch key {
+							case "value":
+								a.Value, _ = w.str(v, af+".set.value")
+							default:
+								w.unknownField(k, af+".set."+key)
+							}
+						})
+					default:
+						w.unknownField(k, af+"."+key)
+					}
+				})
+			default:
+				w.unknownField(k, fi+"."+key)
+			}
+		})
+		out = append(out, a)
+	}
+	return out
+}
+
+func (w *walker) httpCompression(n *yaml.Node, c *HTTPCompression) {
+	const f = "spec.httpCompression"
+	m, ok := w.mapping(n, f)
+	if !ok {
+		return
+	}
+	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "mimeTypes":
+			w.record(f+".mimeTypes", k)
+			c.MimeTypes = w.stringList(v, f+".mimeTypes")
+		default:
+			w.unknownField(k, f+"."+key)
+		}
+	})
+}

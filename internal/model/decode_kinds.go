@@ -655,6 +655,24 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 		case "tlsSecurityProfile":
 			w.record("spec.tlsSecurityProfile", k)
 			spec.TLSSecurityProfile = w.tlsSecurityProfile(v)
+		case "clientTLS":
+			w.record("spec.clientTLS", k)
+			spec.ClientTLS = w.clientTLS(v)
+		case "httpHeaders":
+			w.record("spec.httpHeaders", k)
+			w.httpHeaders(v, &spec.HTTPHeaders)
+		case "httpCompression":
+			w.record("spec.httpCompression", k)
+			w.httpCompression(v, &spec.HTTPCompression)
+		case "http2":
+			spec.HTTP2 = w.boolPtr(v, "spec.http2")
+		case "httpErrorCodePages":
+			if r := resolve(v); r.Kind == yaml.MappingNode {
+				// The IngressController's form names a ConfigMap.
+				w.report(SeverityError, k, "spec.httpErrorCodePages", "httpErrorCodePages names a ConfigMap; haroute reads the pages itself: give the absolute path of a directory holding error-page-503.http and error-page-404.http")
+				return
+			}
+			spec.HTTPErrorCodePages, _ = w.str(v, "spec.httpErrorCodePages")
 		default:
 			w.unknownField(k, "spec."+key)
 		}
@@ -685,6 +703,9 @@ func (w *walker) bindOptions(n *yaml.Node, b *BindOptions) {
 		switch key {
 		case "address":
 			b.Address, _ = w.str(v, "spec.bindOptions.address")
+		case "addresses":
+			w.record("spec.bindOptions.addresses", k)
+			b.Addresses = w.stringList(v, "spec.bindOptions.addresses")
 		case "ports":
 			w.record("spec.bindOptions.ports", k)
 			pm, ok := w.mapping(v, "spec.bindOptions.ports")

@@ -21,9 +21,14 @@ type Desired struct {
 // Settings is a RouterConfig with defaults applied and values clamped.
 type Settings struct {
 	BindAddress string // "" = all addresses
-	HTTPPort    int
-	HTTPSPort   int
-	StatsPort   int
+	// BindAddresses is every address listened on when the RouterConfig
+	// lists them (bindOptions.addresses); BindAddress is then the first.
+	// nil: BindAddress alone. Read both through ListenAddresses.
+	BindAddresses []string
+
+	HTTPPort  int
+	HTTPSPort int
+	StatsPort int
 
 	ReloadInterval      time.Duration
 	HealthCheckInterval time.Duration
@@ -55,6 +60,28 @@ type Settings struct {
 	// ProxyProtocol is hostNetwork.protocol: PROXY: the HTTP and HTTPS
 	// listeners expect a PROXY protocol header (v1 or v2) first.
 	ProxyProtocol bool
+	// ClientTLS is nil unless clients must (or may) present a
+	// certificate.
+	ClientTLS *ClientTLSPolicy
+	// UniqueID is nil unless requests get a unique id header.
+	UniqueID *UniqueID
+	// ForwardedHeaderPolicy is what routes without a set-forwarded-headers
+	// annotation get: append ("" here), replace, if-none or never, in the
+	// annotation's words.
+	ForwardedHeaderPolicy string
+	// RequestHeaderActions and ResponseHeaderActions are
+	// spec.httpHeaders.actions, in order.
+	RequestHeaderActions  []HeaderAction
+	ResponseHeaderActions []HeaderAction
+	// CompressionMIMETypes are the response types compressed with gzip;
+	// nil: no compression.
+	CompressionMIMETypes []string
+	// ErrorPagesDir holds custom error pages (ErrorPageFiles); "" =
+	// HAProxy's own. The caller reads them (see CheckErrorPage).
+	ErrorPagesDir string
+	// HTTP2 offers h2 (ALPN) on routes with their own certificate, never
+	// on the default one.
+	HTTP2 bool
 
 	DynamicConfigManager bool
 
@@ -79,6 +106,15 @@ type Settings struct {
 	// "user:password"; "" = no /stats page. The caller reads it (see
 	// ParseStatsCredentials).
 	StatsCredentialsFile string
+}
+
+// ListenAddresses returns the addresses the public and stats frontends
+// bind; "" is every IPv4 address.
+func (s *Settings) ListenAddresses() []string {
+	if len(s.BindAddresses) > 0 {
+		return s.BindAddresses
+	}
+	return []string{s.BindAddress}
 }
 
 // AccessLog is spec.logging.access, validated.

@@ -197,6 +197,58 @@ type RouterConfigSpec struct {
 	// EndpointPublishingStrategy is read for hostNetwork.protocol only:
 	// haroute always listens on the host network.
 	EndpointPublishingStrategy EndpointPublishingStrategy
+	ClientTLS                  *ClientTLS
+	HTTPHeaders                HTTPHeaders
+	HTTPCompression            HTTPCompression
+	// HTTPErrorCodePages is the absolute path of a directory holding
+	// error-page-503.http and/or error-page-404.http (the IngressController
+	// names a ConfigMap with these keys).
+	HTTPErrorCodePages string
+	// HTTP2 offers h2 to clients of routes with their own certificate;
+	// nil: the metadata annotation ingress.operator.openshift.io/
+	// default-enable-http2 decides, as on OpenShift, else off.
+	HTTP2 *bool
+}
+
+// HTTPCompression is the IngressController's spec.httpCompression.
+type HTTPCompression struct {
+	MimeTypes []string
+}
+
+// HTTPHeaders is the IngressController's spec.httpHeaders.
+type HTTPHeaders struct {
+	UniqueID UniqueIDHeader
+	// ForwardedHeaderPolicy is Append (default), Replace, IfNone or Never.
+	ForwardedHeaderPolicy string
+	Actions               HTTPHeaderActions
+}
+
+// HTTPHeaderActions are spec.httpHeaders.actions.
+type HTTPHeaderActions struct {
+	Request  []HTTPHeaderAction
+	Response []HTTPHeaderAction
+}
+
+// HTTPHeaderAction is one header to set or delete.
+type HTTPHeaderAction struct {
+	Name   string
+	Type   string // Set or Delete
+	HasSet bool   // action.set was written
+	Value  string // action.set.value
+}
+
+// UniqueIDHeader is spec.httpHeaders.uniqueId.
+type UniqueIDHeader struct {
+	Name   string
+	Format string
+}
+
+// ClientTLS is the IngressController's spec.clientTLS, with clientCA a
+// CA bundle (inline PEM or a file path) rather than a ConfigMap.
+type ClientTLS struct {
+	ClientCertificatePolicy string // Required or Optional
+	ClientCA                string
+	AllowedSubjectPatterns  []string
 }
 
 type EndpointPublishingStrategy struct {
@@ -280,7 +332,10 @@ type StatsOptions struct {
 
 type BindOptions struct {
 	Address string
-	Ports   BindPorts
+	// Addresses lists several addresses to listen on (IPv4 and IPv6);
+	// Address and Addresses are exclusive.
+	Addresses []string
+	Ports     BindPorts
 }
 
 type BindPorts struct {

@@ -3,7 +3,6 @@ package model
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"regexp"
 	"sort"
 	"strings"
@@ -86,13 +85,7 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	s := DefaultSettings()
 	spec := &rc.Spec
 
-	if a := spec.BindOptions.Address; a != "" {
-		if ip, err := netip.ParseAddr(a); err != nil || ip.Zone() != "" {
-			v.errorf("spec.bindOptions.address", "address %q is not an IP address", a)
-		} else {
-			s.BindAddress = ip.String()
-		}
-	}
+	v.bindAddresses(&spec.BindOptions, &s)
 	v.ports(spec.BindOptions.Ports, &s)
 
 	if d, ok := v.reloadInterval(spec.TuningOptions.ReloadInterval); ok {
@@ -145,6 +138,20 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	s.AccessLog = v.accessLog(spec.Logging.Access)
 	v.tlsProfile(spec.TLSSecurityProfile, &s)
 	v.publishing(&spec.EndpointPublishingStrategy, &s)
+	s.ClientTLS = v.clientTLS(spec.ClientTLS)
+	s.UniqueID = v.uniqueID(&spec.HTTPHeaders.UniqueID)
+	v.forwardedPolicy(spec.HTTPHeaders.ForwardedHeaderPolicy, &s)
+	s.RequestHeaderActions = v.headerActions("request", spec.HTTPHeaders.Actions.Request)
+	s.ResponseHeaderActions = v.headerActions("response", spec.HTTPHeaders.Actions.Response)
+	s.CompressionMIMETypes = v.compression(spec.HTTPCompression.MimeTypes)
+	s.HTTP2 = v.http2(rc)
+	if d := spec.HTTPErrorCodePages; d != "" {
+		if strings.IndexByte(d, 0) >= 0 || !strings.HasPrefix(d, "/") {
+			v.errorf("spec.httpErrorCodePages", "httpErrorCodePages %q is not a directory's absolute path", d)
+		} else {
+			s.ErrorPagesDir = d
+		}
+	}
 
 	if spec.DynamicConfigManager != nil {
 		s.DynamicConfigManager = *spec.DynamicConfigManager

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -273,4 +274,278 @@ func TestRouterConfigProxyProtocol(t *testing.T) {
 			},
 		},
 	})
+}
+
+func TestRouterConfigBindAddresses(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "IPv4 and IPv6",
+			spec: "  bindOptions:\n    addresses:\n      - 127.0.0.1\n      - \"::1\"\n",
+			want: func(s *Settings) {
+				s.BindAddress = "127.0.0.1"
+				s.BindAddresses = []string{"127.0.0.1", "::1"}
+			},
+		},
+		{
+			name: "every address of both families",
+			spec: "  bindOptions:\n    addresses: [\"0.0.0.0\", \"::\"]\n",
+			want: func(s *Settings) {
+				s.BindAddress = "0.0.0.0"
+				s.BindAddresses = []string{"0.0.0.0", "::"}
+			},
+		},
+		{
+			name:  "address and addresses",
+			spec:  "  bindOptions:\n    address: 127.0.0.1\n    addresses: [\"::1\"]\n",
+			diags: []string{"rc.yaml:8:5: error: spec.bindOptions.addresses: address and addresses are both set: list every address in addresses"},
+		},
+		{
+			name: "bad, repeated and overlapping addresses",
+			spec: "  bindOptions:\n    addresses:\n      - 10.0.0.1\n      - localhost\n      - 10.0.0.1\n      - 0.0.0.0\n      - fe80::1%eth0\n",
+			diags: []string{
+				`rc.yaml:9:9: error: spec.bindOptions.addresses[1]: address "localhost" is not an IP address`,
+				"rc.yaml:10:9: error: spec.bindOptions.addresses[2]: address 10.0.0.1 is listed twice",
+				"rc.yaml:11:9: error: spec.bindOptions.addresses[3]: addresses 10.0.0.1 and 0.0.0.0 overlap: 0.0.0.0 already listens on every address of its family",
+				`rc.yaml:12:9: error: spec.bindOptions.addresses[4]: address "fe80::1%eth0" is not an IP address`,
+			},
+		},
+	})
+}
+
+func TestRouterConfigClientTLS(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "required, a CA file and two subject patterns",
+			spec: "  clientTLS:\n    clientCertificatePolicy: Required\n    clientCA: /etc/haroute/client-ca.pem\n" +
+				"    allowedSubjectPatterns:\n      - \"^/CN=example.com/ST=NC/C=US/O=Security/OU=OpenShift$\"\n      - \"/O=Team A/\"\n",
+			want: func(s *Settings) {
+				s.ClientTLS = &ClientTLSPolicy{Verify: "required", CAFile: "/etc/haroute/client-ca.pem",
+					SubjectFilter: "(?:^/CN=example.com/ST=NC/C=US/O=Security/OU=OpenShift$|/O=Team A/)"}
+			},
+		},
+		{
+			name: "optional",
+			spec: "  clientTLS:\n    clientCertificatePolicy: Optional\n    clientCA: /ca.pem\n",
+			want: func(s *Settings) { s.ClientTLS = &ClientTLSPolicy{Verify: "optional", CAFile: "/ca.pem"} },
+		},
+		{
+			name: "the IngressController's ConfigMap reference",
+			spec: "  clientTLS:\n    clientCertificatePolicy: Required\n    clientCA:\n      name: client-ca\n",
+			diags: []string{
+				"rc.yaml:1:1: note: file has errors: it contributes nothing until fixed",
+				"rc.yaml:8:5: error: spec.clientTLS.clientCA: clientCA names a ConfigMap; haroute reads the CA bundle itself: give its file's absolute path or inline PEM",
+			},
+		},
+		{
+			name: "bad policy, relative path, bad pattern",
+			spec: "  clientTLS:\n    clientCertificatePolicy: Always\n    clientCA: ca.pem\n    allowedSubjectPatterns: [\"(unclosed\"]\n",
+			diags: []string{
+				`rc.yaml:7:30: error: spec.clientTLS.clientCertificatePolicy: clientCertificatePolicy "Always" is not one of Required, Optional`,
+				`rc.yaml:8:15: error: spec.clientTLS.clientCA: clientCA "ca.pem" is neither inline PEM (-----BEGIN …) nor an absolute file path`,
+				"rc.yaml:9:30: error: spec.clientTLS.allowedSubjectPatterns[0]: pattern \"(unclosed\" is not a regular expression: error parsing regexp: missing closing ): `(unclosed`",
+			},
+		},
+		{
+			name: "no policy, no CA",
+			spec: "  clientTLS: {}\n",
+			diags: []string{
+				"rc.yaml:6:3: error: spec.clientTLS: clientCA is required: the CA bundle client certificates are verified against (a file's absolute path or inline PEM)",
+				"rc.yaml:6:3: error: spec.clientTLS: clientCertificatePolicy is required: Required or Optional",
+			},
+		},
+		{
+			name:  "inline PEM that is no certificate",
+			spec:  "  clientTLS:\n    clientCertificatePolicy: Required\n    clientCA: \"-----BEGIN CERTIFICATE-----\\nAAAA\\n-----END CERTIFICATE-----\\n\"\n",
+			diags: []string{"rc.yaml:8:15: error: spec.clientTLS.clientCA: clientCA block 1 does not parse as a certificate: x509: malformed certificate"},
+		},
+	})
+}
+
+func TestRouterConfigUniqueID(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "name alone takes the IngressController's default format",
+			spec: "  httpHeaders:\n    uniqueId:\n      name: unique-id\n",
+			want: func(s *Settings) {
+				s.UniqueID = &UniqueID{Header: "unique-id", Format: "%{+X}o %ci:%cp_%fi:%fp_%Ts_%rt:%pid"}
+			},
+		},
+		{
+			name: "format as the documentation writes it, with an escaped space",
+			spec: "  httpHeaders:\n    uniqueId:\n      name: X-Request-Id\n      format: '%{+X}o\\ %ci:%cp_%Ts_%[rand]'\n",
+			want: func(s *Settings) {
+				s.UniqueID = &UniqueID{Header: "X-Request-Id", Format: "%{+X}o %ci:%cp_%Ts_%[rand]"}
+			},
+		},
+		{
+			name: "bad name and format",
+			spec: "  httpHeaders:\n    uniqueId:\n      name: \"X Request\"\n      format: '%'\n",
+			diags: []string{
+				`rc.yaml:8:13: error: spec.httpHeaders.uniqueId.name: name "X Request" is not an HTTP header name (a token of at most 1024 characters)`,
+				`rc.yaml:9:15: error: spec.httpHeaders.uniqueId.format: format "%" is not an HAProxy log format: every % must start %%, an alias (%ci) or a sample (%[src]), and control characters are not allowed`,
+			},
+		},
+		{
+			name:  "format without a name",
+			spec:  "  httpHeaders:\n    uniqueId:\n      format: '%ci'\n",
+			diags: []string{"rc.yaml:8:15: error: spec.httpHeaders.uniqueId.format: format is set but name is empty: no header would carry the id"},
+		},
+	})
+}
+
+func TestRouterConfigHeaderPolicyAndActions(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "policy and actions as the IngressController documentation shows them",
+			spec: `  httpHeaders:
+    forwardedHeaderPolicy: IfNone
+    actions:
+      request:
+        - name: X-Forwarded-Client-Cert
+          action:
+            type: Set
+            set:
+              value: "%{+Q}[ssl_c_der,base64]"
+        - name: X-SSL-Client-Der
+          action:
+            type: Delete
+      response:
+        - name: X-Frame-Options
+          action:
+            type: Set
+            set:
+              value: DENY
+        - name: X-Target
+          action:
+            type: Set
+            set:
+              value: "%[res.hdr(X-Target),lower] 100%%"
+`,
+			want: func(s *Settings) {
+				s.ForwardedHeaderPolicy = "if-none"
+				s.RequestHeaderActions = []HeaderAction{{Name: "X-Forwarded-Client-Cert", Value: "%{+Q}[ssl_c_der,base64]"}, {Name: "X-SSL-Client-Der", Delete: true}}
+				s.ResponseHeaderActions = []HeaderAction{{Name: "X-Frame-Options", Value: "DENY"}, {Name: "X-Target", Value: "%[res.hdr(X-Target),lower] 100%%"}}
+			},
+		},
+		{name: "Append is the default", spec: "  httpHeaders:\n    forwardedHeaderPolicy: Append\n"},
+		{
+			name:  "unknown policy",
+			spec:  "  httpHeaders:\n    forwardedHeaderPolicy: Overwrite\n",
+			diags: []string{`rc.yaml:7:28: error: spec.httpHeaders.forwardedHeaderPolicy: forwardedHeaderPolicy "Overwrite" is not one of Append, Replace, IfNone, Never`},
+		},
+		{
+			name: "what the API refuses",
+			spec: `  httpHeaders:
+    actions:
+      request:
+        - name: Host
+          action: {type: Delete}
+        - name: X-A
+          action: {type: Set, set: {value: "%[src]"}}
+        - name: x-a
+          action: {type: Delete}
+        - name: X-B
+          action: {type: Set}
+        - name: X-C
+          action: {type: Delete, set: {value: v}}
+        - name: X-D
+          action: {type: Replace}
+      response:
+        - name: X-E
+          action: {type: Set, set: {value: "%[req.hdr(host)]"}}
+`,
+			diags: []string{
+				"rc.yaml:9:17: error: spec.httpHeaders.actions.request[0].name: host may not be set or deleted by header actions",
+				`rc.yaml:12:44: error: spec.httpHeaders.actions.request[1].action.set.value: value "%[src]" is not allowed: literal text, %% and %[...] with req.hdr(name) and ssl_c_der, converted only by lower and base64`,
+				"rc.yaml:13:17: error: spec.httpHeaders.actions.request[2].name: header x-a has an action already: names must be unique",
+				"rc.yaml:16:11: error: spec.httpHeaders.actions.request[3].action: type Set needs set.value",
+				"rc.yaml:18:34: error: spec.httpHeaders.actions.request[4].action.set: set is only allowed when type is Set",
+				`rc.yaml:20:26: error: spec.httpHeaders.actions.request[5].action.type: type "Replace" is not one of Set, Delete`,
+				`rc.yaml:23:44: error: spec.httpHeaders.actions.response[0].action.set.value: value "%[req.hdr(host)]" is not allowed: literal text, %% and %[...] with res.hdr(name) and ssl_c_der, converted only by lower and base64`,
+			},
+		},
+	})
+}
+
+func TestRouterConfigCompression(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "as the IngressController documentation shows it",
+			spec: "  httpCompression:\n    mimeTypes:\n    - \"text/html\"\n    - \"text/css; charset=utf-8\"\n    - \"application/json\"\n",
+			want: func(s *Settings) {
+				s.CompressionMIMETypes = []string{"text/html", "text/css; charset=utf-8", "application/json"}
+			},
+		},
+		{name: "an empty list compresses nothing", spec: "  httpCompression:\n    mimeTypes: []\n"},
+		{
+			name: "not media types, or twice",
+			spec: "  httpCompression:\n    mimeTypes: [html, \"text/html\", \"TEXT/HTML\", \"foo/bar\"]\n",
+			diags: []string{
+				`rc.yaml:7:17: error: spec.httpCompression.mimeTypes[0]: "html" is not a media type (type/subtype, e.g. text/html, application/json, text/css; charset=utf-8)`,
+				"rc.yaml:7:36: error: spec.httpCompression.mimeTypes[2]: TEXT/HTML is listed twice",
+				`rc.yaml:7:49: error: spec.httpCompression.mimeTypes[3]: "foo/bar" is not a media type (type/subtype, e.g. text/html, application/json, text/css; charset=utf-8)`,
+			},
+		},
+	})
+}
+
+func TestRouterConfigErrorPages(t *testing.T) {
+	runEdgeCases(t, []edgeCase{
+		{
+			name: "a directory",
+			spec: "  httpErrorCodePages: /etc/haroute/error-pages\n",
+			want: func(s *Settings) { s.ErrorPagesDir = "/etc/haroute/error-pages" },
+		},
+		{
+			name:  "relative",
+			spec:  "  httpErrorCodePages: pages\n",
+			diags: []string{`rc.yaml:6:23: error: spec.httpErrorCodePages: httpErrorCodePages "pages" is not a directory's absolute path`},
+		},
+		{
+			name: "the IngressController's ConfigMap reference",
+			spec: "  httpErrorCodePages:\n    name: my-custom-error-code-pages\n",
+			diags: []string{
+				"rc.yaml:1:1: note: file has errors: it contributes nothing until fixed",
+				"rc.yaml:6:3: error: spec.httpErrorCodePages: httpErrorCodePages names a ConfigMap; haroute reads the pages itself: give the absolute path of a directory holding error-page-503.http and error-page-404.http",
+			},
+		},
+	})
+}
+
+func TestRouterConfigHTTP2(t *testing.T) {
+	const annotated = "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: r\n  annotations:\n    ingress.operator.openshift.io/default-enable-http2: %q\nspec:\n%s"
+	for _, c := range []struct {
+		name, annotation, spec string
+		want                   bool
+		diags                  int
+	}{
+		{name: "off by default"},
+		{name: "spec.http2", spec: "  http2: true\n", want: true},
+		{name: "the IngressController's annotation", annotation: "true", want: true},
+		{name: "spec.http2 wins over the annotation", annotation: "true", spec: "  http2: false\n"},
+		{name: "a bad annotation", annotation: "yes", diags: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			doc := "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: r\nspec:\n" + c.spec
+			if c.annotation != "" {
+				doc = fmt.Sprintf(annotated, c.annotation, c.spec)
+			}
+			if c.spec == "" {
+				doc += "  domain: apps.example.com\n"
+			}
+			res := NewLoader().Load([]SourceFile{{Path: "rc.yaml", Data: []byte(doc)}})
+			var errs []string
+			for _, d := range res.Diagnostics {
+				if d.Severity == SeverityError {
+					errs = append(errs, d.String())
+				}
+			}
+			if len(errs) != c.diags || res.Desired.Router.HTTP2 != c.want {
+				t.Errorf("http2 = %v, errors %q; want %v and %d errors", res.Desired.Router.HTTP2, errs, c.want, c.diags)
+			}
+			if c.diags > 0 && !strings.Contains(errs[0], `rc.yaml:5:3: error: metadata.annotations: annotation ingress.operator.openshift.io/default-enable-http2: "yes" is not true or false`) {
+				t.Errorf("error %q", errs[0])
+			}
+		})
+	}
 }

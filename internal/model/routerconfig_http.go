@@ -2,6 +2,8 @@ package model
 
 import (
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -102,4 +104,50 @@ func (v *rcCheck) publishing(e *EndpointPublishingStrategy, s *Settings) {
 	default:
 		v.errorf(f+".hostNetwork.protocol", "protocol %q is not one of TCP, PROXY", p)
 	}
+}
+
+// mimeTypePattern is a media type as Content-Type carries it, with
+// parameters if any ("text/css; charset=utf-8", as the IngressController
+// documentation writes it). HAProxy compares each listed type with the
+// start of a response's Content-Type.
+var mimeTypePattern = regexp.MustCompile(`^(?i)(x-[a-z0-9!#$&^_.+-]+|application|audio|font|image|message|model|multipart|text|video)/[a-z0-9!#$&^_.+-]+(;[^[:cntrl:]]*)?$`)
+
+func (v *rcCheck) compression(types []string) []string {
+	const f = "spec.httpCompression.mimeTypes"
+	seen := map[string]bool{}
+	ok := true
+	for i, t := range types {
+		switch {
+		case !mimeTypePattern.MatchString(t):
+			v.errorf(index(f, i), "%q is not a media type (type/subtype, e.g. text/html, application/json, text/css; charset=utf-8)", t)
+			ok = false
+		case seen[strings.ToLower(t)]:
+			v.errorf(index(f, i), "%s is listed twice", t)
+			ok = false
+		}
+		seen[strings.ToLower(t)] = true
+	}
+	if !ok || len(types) == 0 {
+		return nil
+	}
+	return append([]string(nil), types...)
+}
+
+// AnnotationEnableHTTP2 turns HTTP/2 on for an IngressController.
+const AnnotationEnableHTTP2 = "ingress.operator.openshift.io/default-enable-http2"
+
+// http2 is spec.http2, else the IngressController's annotation.
+func (v *rcCheck) http2(rc *RouterConfig) bool {
+	if p := rc.Spec.HTTP2; p != nil {
+		return *p
+	}
+	a, ok := rc.Meta.Annotations[AnnotationEnableHTTP2]
+	if !ok {
+		return false
+	}
+	on, err := strconv.ParseBool(a)
+	if err != nil {
+		v.errorf("metadata.annotations", "annotation %s: %q is not true or false", AnnotationEnableHTTP2, a)
+	}
+	return on
 }

@@ -315,7 +315,7 @@ func (d *differ) router() {
 			d.add(Change{Mode: ModeReload, Kind: KindRouterSettings, Subject: field, Detail: fmt.Sprintf("%v -> %v", show(from), show(to))})
 		}
 	}
-	reload("bindAddress", a.BindAddress != b.BindAddress, a.BindAddress, b.BindAddress)
+	reload("bindAddress", !slices.Equal(a.ListenAddresses(), b.ListenAddresses()), a.ListenAddresses(), b.ListenAddresses())
 	reload("healthCheckInterval", a.HealthCheckInterval != b.HealthCheckInterval, a.HealthCheckInterval, b.HealthCheckInterval)
 	reload("maxConnections", a.MaxConnections != b.MaxConnections, a.MaxConnections, b.MaxConnections)
 	reload("threadCount", a.ThreadCount != b.ThreadCount, a.ThreadCount, b.ThreadCount)
@@ -334,6 +334,16 @@ func (d *differ) router() {
 	reload("hostNetwork.protocol", a.ProxyProtocol != b.ProxyProtocol, a.ProxyProtocol, b.ProxyProtocol)
 	reload("tlsSecurityProfile", a.TLS != b.TLS, a.TLS.Profile, b.TLS.Profile)
 	reload("logging.access", !reflect.DeepEqual(a.AccessLog, b.AccessLog), a.AccessLog.String(), b.AccessLog.String())
+	reload("httpHeaders.uniqueId", !reflect.DeepEqual(a.UniqueID, b.UniqueID), a.UniqueID.String(), b.UniqueID.String())
+	reload("httpHeaders.forwardedHeaderPolicy", a.ForwardedHeaderPolicy != b.ForwardedHeaderPolicy, a.ForwardedHeaderPolicy, b.ForwardedHeaderPolicy)
+	reload("httpHeaders.actions.request", !reflect.DeepEqual(a.RequestHeaderActions, b.RequestHeaderActions),
+		model.HeaderActionsSummary(a.RequestHeaderActions), model.HeaderActionsSummary(b.RequestHeaderActions))
+	reload("httpHeaders.actions.response", !reflect.DeepEqual(a.ResponseHeaderActions, b.ResponseHeaderActions),
+		model.HeaderActionsSummary(a.ResponseHeaderActions), model.HeaderActionsSummary(b.ResponseHeaderActions))
+	reload("httpCompression.mimeTypes", !slices.Equal(a.CompressionMIMETypes, b.CompressionMIMETypes), a.CompressionMIMETypes, b.CompressionMIMETypes)
+	reload("httpErrorCodePages", a.ErrorPagesDir != b.ErrorPagesDir, a.ErrorPagesDir, b.ErrorPagesDir)
+	reload("http2", a.HTTP2 != b.HTTP2, a.HTTP2, b.HTTP2)
+	reload("clientTLS", !reflect.DeepEqual(a.ClientTLS, b.ClientTLS), a.ClientTLS.String(), b.ClientTLS.String())
 	reload("httpEmptyRequestsPolicy", a.IgnoreEmptyRequests != b.IgnoreEmptyRequests, emptyRequestsPolicy(a), emptyRequestsPolicy(b))
 
 	for _, c := range d.changes {

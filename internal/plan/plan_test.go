@@ -260,6 +260,83 @@ func TestCompute(t *testing.T) {
 			wantSummary: "plan: reload (1 reason: router settings changed: ports)",
 		},
 		{
+			name: "listen addresses",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.BindAddress = "127.0.0.1"
+				d.Router.BindAddresses = []string{"127.0.0.1", "::1"}
+			},
+			wantReasons: []string{"router settings changed: bindAddress"},
+			wantChanges: []string{"reload | router settings changed | bindAddress | [] -> [127.0.0.1,::1]"},
+			wantSummary: "plan: reload (1 reason: router settings changed: bindAddress)",
+		},
+		{
+			name: "client certificates",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.ClientTLS = &model.ClientTLSPolicy{Verify: "required", SubjectFilter: "(?:^/CN=a$)", CAFile: "/etc/ca.pem"}
+				in.ClientCA = []byte("ca")
+			},
+			wantReasons: []string{"router settings changed: clientTLS", "CA file changed: cas/client-ca.pem"},
+			wantChanges: []string{
+				"reload | router settings changed | clientTLS | off -> required (?:^/CN=a$)",
+				"reload | CA file changed | cas/client-ca.pem | added",
+			},
+			wantSummary: "plan: reload (2 reasons: router settings changed: clientTLS; CA file changed: cas/client-ca.pem)",
+		},
+		{
+			name: "unique id header",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.UniqueID = &model.UniqueID{Header: "X-Request-Id", Format: "%[rand]"}
+			},
+			wantReasons: []string{"router settings changed: httpHeaders.uniqueId"},
+			wantChanges: []string{"reload | router settings changed | httpHeaders.uniqueId | off -> X-Request-Id %[rand]"},
+			wantSummary: "plan: reload (1 reason: router settings changed: httpHeaders.uniqueId)",
+		},
+		{
+			name: "forwarded header policy and header actions",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.ForwardedHeaderPolicy = "replace"
+				d.Router.RequestHeaderActions = []model.HeaderAction{{Name: "X-Env", Value: "prod"}, {Name: "X-Secret", Delete: true}}
+			},
+			wantReasons: []string{"router settings changed: httpHeaders.forwardedHeaderPolicy", "router settings changed: httpHeaders.actions.request"},
+			wantChanges: []string{
+				`reload | router settings changed | httpHeaders.forwardedHeaderPolicy | "" -> replace`,
+				"reload | router settings changed | httpHeaders.actions.request | [] -> [set X-Env, delete X-Secret]",
+			},
+			wantSummary: "plan: reload (2 reasons: router settings changed: httpHeaders.forwardedHeaderPolicy; router settings changed: httpHeaders.actions.request)",
+		},
+		{
+			name: "compression",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.CompressionMIMETypes = []string{"text/html", "application/json"}
+			},
+			wantReasons: []string{"router settings changed: httpCompression.mimeTypes"},
+			wantChanges: []string{"reload | router settings changed | httpCompression.mimeTypes | [] -> [text/html,application/json]"},
+			wantSummary: "plan: reload (1 reason: router settings changed: httpCompression.mimeTypes)",
+		},
+		{
+			name: "error pages",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.ErrorPagesDir = "/etc/haroute/error-pages"
+				in.ErrorPages = map[int][]byte{503: []byte("HTTP/1.0 503 X\r\n\r\n")}
+			},
+			wantReasons: []string{"router settings changed: httpErrorCodePages", "file changed: errorpages/503.http"},
+			wantChanges: []string{
+				`reload | router settings changed | httpErrorCodePages | "" -> /etc/haroute/error-pages`,
+				"reload | file changed | errorpages/503.http | added",
+			},
+			wantSummary: "plan: reload (2 reasons: router settings changed: httpErrorCodePages; file changed: errorpages/503.http)",
+		},
+		{
+			name: "http2",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				d.Router.HTTP2 = true
+			},
+			// The fixture's routes with their own certificates now offer h2.
+			wantReasons: []string{"router settings changed: http2", "crt-list changed: crt-list"},
+			wantChanges: []string{"reload | router settings changed | http2 | false -> true", "reload | crt-list changed | crt-list"},
+			wantSummary: "plan: reload (2 reasons: router settings changed: http2; crt-list changed: crt-list)",
+		},
+		{
 			name: "reload interval only concerns the daemon",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				d.Router.ReloadInterval = 10 * time.Second

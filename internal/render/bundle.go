@@ -29,6 +29,12 @@ type Input struct {
 	// with its Slot set; routes bound to a spare carry the same Slot.
 	// The list changes only with a reload.
 	Spares []model.AdmittedRoute
+	// ClientCA is the PEM bundle client certificates are verified
+	// against; needed when the settings ask for client certificates.
+	ClientCA []byte
+	// ErrorPages are custom error pages by status code (404, 503), each
+	// a complete HTTP response; HAProxy's own serve the others.
+	ErrorPages map[int][]byte
 	// Cache, when set, lets Render reuse the output of routes that did
 	// not change since an earlier call with the same Cache; the bundle is
 	// byte-identical either way. nil renders everything.

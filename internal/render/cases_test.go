@@ -20,6 +20,15 @@ type goldenCase struct {
 	defaultDestinationCA bool
 	// statsCredentials is passed as Input.StatsCredentials.
 	statsCredentials model.StatsCredentials
+	// errorPages is passed as Input.ErrorPages.
+	errorPages map[int][]byte
+}
+
+// testErrorPages are custom error pages as an operator writes them.
+var testErrorPages = map[int][]byte{
+	503: []byte("HTTP/1.0 503 Service Unavailable\r\nPragma: no-cache\r\nCache-Control: private, max-age=0, no-cache, no-store\r\n" +
+		"Connection: close\r\nContent-Type: text/html\r\nContent-Length: 36\r\n\r\n<h1>Custom: application unavailable\n"),
+	404: []byte("HTTP/1.0 404 Not Found\r\nConnection: close\r\nContent-Type: text/html\r\n\r\n<h1>Custom: no such route</h1>\n"),
 }
 
 // testCerts is PEM material from testdata/certs (100-year validity, so the
@@ -121,6 +130,11 @@ func goldenCases() []goldenCase {
 	ptr := func(s string) *string { return &s }
 	return []goldenCase{
 		{name: "no-routes", desired: func(testCerts) *model.Desired { return desired(def) }},
+		{name: "error-pages", errorPages: testErrorPages, desired: func(testCerts) *model.Desired {
+			s := def
+			s.ErrorPagesDir = "/etc/haroute/error-pages"
+			return desired(s, route("default", "hello", "hello.example.com", "", svc("hello", 100, "10.0.0.1:8080")))
+		}},
 		{name: "http", desired: func(testCerts) *model.Desired {
 			return desired(def,
 				route("default", "empty", "empty.example.com", ""),
@@ -134,6 +148,15 @@ func goldenCases() []goldenCase {
 				route("shop", "allow", "allow.example.com", "", edge(model.InsecurePolicyAllow, own), svc("web", 100, "10.1.0.1:8080", "10.1.0.2:8080")),
 				route("shop", "none", "none.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("web", 100, "10.1.0.1:8080")),
 				route("shop", "redirect", "redirect.example.com", "", edge(model.InsecurePolicyRedirect, own), svc("web", 100, "10.1.0.1:8080")),
+			)
+		}},
+		{name: "http2", desired: func(tc testCerts) *model.Desired {
+			s := def
+			s.HTTP2 = true
+			return desired(s,
+				route("shop", "own", "own.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{Certificate: tc.Cert, Key: tc.Key}), svc("web", 100, "10.1.0.1:8080")),
+				route("shop", "shared", "shared.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("web", 100, "10.1.0.1:8080")),
+				route("shop", "secure", "secure.example.com", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{Certificate: tc.Cert, Key: tc.Key, DestinationCACertificate: tc.CA}), svc("api", 100, "10.2.0.2:8443")),
 			)
 		}},
 		{name: "reencrypt", defaultDestinationCA: true, desired: func(tc testCerts) *model.Desired {

@@ -112,13 +112,17 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	// Settings has no queue timeout; a request may wait for a free server
 	// slot as long as it may wait for the server itself.
 	w.line("  timeout queue ", duration(s.ServerTimeout))
+	compression(w, &s)
+	errorFiles(w, in)
 	w.line("")
 
 	w.line("frontend public from ", baseDefaults)
-	w.line("  bind ", bindAddress(s.BindAddress, s.HTTPPort), acceptProxy(&s))
+	binds(w, &s, s.HTTPPort, acceptProxy(&s))
 	w.line("  mode http")
 	httpFrontendOptions(w, &s)
 	routingKey(w)
+	clientCertHeaders(w, &s, false)
+	headerActions(w, &s)
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", in.Dir, "/", HTTPMap, ")")
 	wildcardLookup(w, in.Dir+"/"+HTTPWildcardMap)
 	if s.HTTPSPort == 443 {
@@ -127,11 +131,12 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 		w.line("  http-request redirect location https://%[var(txn.host)]:", strconv.Itoa(s.HTTPSPort),
 			"%[capture.req.uri] code 302 if { var(txn.be) -m str ", RedirectValue, " }")
 	}
+	notFound(w, in)
 	w.line("  use_backend %[var(txn.be)] if { var(txn.be) -m found }")
 	w.line("")
 
 	w.line("frontend public_ssl from ", baseDefaults)
-	w.line("  bind ", bindAddress(s.BindAddress, s.HTTPSPort), acceptProxy(&s))
+	binds(w, &s, s.HTTPSPort, acceptProxy(&s))
 	w.line("  mode tcp")
 	w.line("  tcp-request inspect-delay ", duration(s.TLSInspectDelay))
 	w.line("  tcp-request content set-var(txn.sni) req_ssl_sni,lower if { req_ssl_hello_type 1 }")
@@ -157,19 +162,23 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 
 	w.line("frontend fe_sni from ", baseDefaults)
 	// The first crt is the default certificate, served when no crt-list
-	// entry matches the SNI.
+	// entry matches the SNI. No ALPN here: h2 is offered by crt-list
+	// entries only (routeTLS), never with the default certificate.
 	w.line("  bind unix@", in.RunDir, "/", SNISocket, " mode 600 accept-proxy ssl crt ", in.Dir, "/", DefaultCertFile,
-		" crt-list ", in.Dir, "/", CrtListFile, " alpn h2,http/1.1")
+		" crt-list ", in.Dir, "/", CrtListFile, clientVerify(in))
 	w.line("  mode http")
 	httpFrontendOptions(w, &s)
 	routingKey(w)
+	clientCertHeaders(w, &s, true)
+	headerActions(w, &s)
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", in.Dir, "/", HTTPSMap, ")")
 	wildcardLookup(w, in.Dir+"/"+HTTPSWildcardMap)
+	notFound(w, in)
 	w.line("  use_backend %[var(txn.be)] if { var(txn.be) -m found }")
 	w.line("")
 
 	w.line("frontend stats from ", baseDefaults)
-	w.line("  bind ", bindAddress(s.BindAddress, s.StatsPort))
+	binds(w, &s, s.StatsPort, "")
 	w.line("  mode http")
 	w.line("  http-request use-service prometheus-exporter if { path /metrics }")
 	w.line("  monitor-uri /healthz")
@@ -184,7 +193,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	}
 
 	preloadCAs(w, in)
-	routeDefaults(w)
+	routeDefaults(w, forwardedPolicy(&s))
 	writeSlots(w, in, outs, t)
 	full = make([][]byte, 0, len(outs)+1)
 	full = append(full, w.full)
@@ -273,7 +282,7 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 			backend(w, r, in)
 			spans[j] = span{full: [2]int{f, len(w.full)}, skel: [2]int{s, len(w.skel)}}
 			o.stem = fileStem(r.Key.Namespace, r.Key.Name)
-			o.destCA, o.cert, o.crtLine = routeTLS(r, in.Dir)
+			o.destCA, o.cert, o.crtLine = routeTLS(r, in.Dir, in.Desired.Router.HTTP2)
 			if t != nil {
 				o.route = *r
 			}
@@ -321,11 +330,27 @@ func httpFrontendOptions(w *cfgWriter, s *model.Settings) {
 			w.line("  capture cookie ", cfgArg(c.Name), " len ", strconv.Itoa(c.MaxLength))
 		}
 	}
+	uniqueID(w, s)
 	if s.IgnoreEmptyRequests {
 		// A connection that times out before its first request is closed
 		// without a 408, a log line or a counted error. Only HTTP
 		// frontends take it: the TCP one would warn.
 		w.line("  option http-ignore-probes")
+	}
+}
+
+// binds writes a frontend's bind line for each listen address. "::"
+// beside IPv4 addresses takes IPv6 only: it would otherwise take the
+// IPv4 port too, and the IPv4 bind would fail.
+func binds(w *cfgWriter, s *model.Settings, port int, opts string) {
+	addrs := s.ListenAddresses()
+	withV4 := slices.ContainsFunc(addrs, func(a string) bool { return !strings.Contains(a, ":") })
+	for _, a := range addrs {
+		v6only := ""
+		if a == "::" && withV4 {
+			v6only = " v6only"
+		}
+		w.line("  bind ", bindAddress(a, port), v6only, opts)
 	}
 }
 
@@ -389,12 +414,12 @@ const (
 // routeDefaults writes routesHTTP and routesTCP. HTTP rules in a defaults
 // section (HAProxy 2.5+) run before the backend's own, as they did when
 // they were written at the top of each backend.
-func routeDefaults(w *cfgWriter) {
+func routeDefaults(w *cfgWriter, forwarded string) {
 	w.line("")
 	w.line("defaults ", routesHTTP, " from ", baseDefaults)
 	w.line("  mode http")
 	w.line("  balance ", string(model.DefaultBalance))
-	forwardedHeaders(w, forwardedAppend)
+	forwardedHeaders(w, forwarded)
 	w.line("")
 	w.line("defaults ", routesTCP, " from ", baseDefaults)
 	w.line("  mode tcp")
@@ -413,9 +438,9 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 	name := string(be)
 
 	// What the backend inherits: mode, balance and, for HTTP with the
-	// default policy, the forwarded headers.
+	// router's policy, the forwarded headers.
 	defaults, inherited := routesHTTP, model.DefaultBalance
-	ownHeaders := !tcp && bs.ForwardedHeaders != "" && bs.ForwardedHeaders != forwardedAppend
+	ownHeaders := !tcp && bs.ForwardedHeaders != "" && bs.ForwardedHeaders != forwardedPolicy(&in.Desired.Router)
 	switch {
 	case tcp:
 		defaults, inherited = routesTCP, model.DefaultPassthroughBalance

@@ -35,6 +35,7 @@ func TestGolden(t *testing.T) {
 				in.DefaultDestinationCA = []byte(tc.CA)
 			}
 			in.StatsCredentials = c.statsCredentials
+			in.ErrorPages = c.errorPages
 			checkGolden(t, filepath.Join(goldenRoot, c.name), in)
 		})
 	}
@@ -63,6 +64,9 @@ func TestGoldenYAML(t *testing.T) {
 			}
 			if d.Router.DefaultDestinationCA != "" {
 				in.DefaultDestinationCA = []byte(d.Router.DefaultDestinationCA)
+			}
+			if c := d.Router.ClientTLS; c != nil {
+				in.ClientCA = []byte(c.CA)
 			}
 			checkGolden(t, filepath.Join(goldenRoot, name), in)
 		})

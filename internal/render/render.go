@@ -18,6 +18,7 @@ import (
 const (
 	DefaultCertFile          = "certs/default.pem"
 	DefaultDestinationCAFile = "cas/default-destination.pem"
+	ClientCAFile             = "cas/client-ca.pem"
 
 	// HTTPMap routes plain HTTP by "host/path/" (map_beg); values are
 	// backend names or RedirectValue. HTTPWildcardMap is consulted when it
@@ -113,6 +114,7 @@ func Render(in Input) (*Bundle, error) {
 		b.Files = append(b.Files, File{Name: m.Name, Data: mapData[i], Mode: 0o644})
 	}
 	b.Certs, b.Files = buildTLS(in, outs, b.Files)
+	b.Files = append(b.Files, errorPageFiles(in)...)
 
 	full, skeleton, parts := buildConfig(in, outs, t)
 	b.Skeleton = skeleton
@@ -150,8 +152,10 @@ func checkInput(in Input) error {
 		}
 	}
 	s := in.Desired.Router
-	if s.BindAddress != "" && net.ParseIP(s.BindAddress) == nil {
-		return fmt.Errorf("bind address %q is not an IP address", s.BindAddress)
+	for _, a := range s.ListenAddresses() {
+		if a != "" && net.ParseIP(a) == nil {
+			return fmt.Errorf("bind address %q is not an IP address", a)
+		}
 	}
 	for _, p := range []struct {
 		what string
@@ -161,7 +165,7 @@ func checkInput(in Input) error {
 			return fmt.Errorf("%s %d out of range 1-65535", p.what, p.port)
 		}
 	}
-	return nil
+	return checkEdgeInput(in)
 }
 
 var (
@@ -441,6 +445,9 @@ func buildTLS(in Input, outs []*routeOut, files []File) ([]Cert, []File) {
 	if len(in.DefaultDestinationCA) > 0 {
 		files = append(files, File{Name: DefaultDestinationCAFile, Data: in.DefaultDestinationCA, Mode: 0o644})
 	}
+	if in.Desired.Router.ClientTLS != nil {
+		files = append(files, File{Name: ClientCAFile, Data: in.ClientCA, Mode: 0o644})
+	}
 	n := 0
 	for _, o := range outs {
 		n += len(o.crtLine)
@@ -465,8 +472,11 @@ func buildTLS(in Input, outs []*routeOut, files []File) ([]Cert, []File) {
 }
 
 // routeTLS returns a route's destination CA file, its certificate file
-// and its crt-list line; nil and "" when it has none.
-func routeTLS(r *model.AdmittedRoute, dir string) (destCA, cert []byte, crtLine string) {
+// and its crt-list line; nil and "" when it has none. With h2, the line
+// offers HTTP/2 as OpenShift's does: only routes with their own
+// certificate, which no other host shares, can be reached over h2, so a
+// browser never coalesces requests for another host onto it.
+func routeTLS(r *model.AdmittedRoute, dir string, h2 bool) (destCA, cert []byte, crtLine string) {
 	if r.Termination == model.TerminationReencrypt && r.TLS.DestinationCACertificate != "" {
 		destCA = joinPEM(r.TLS.DestinationCACertificate)
 	}
@@ -480,7 +490,11 @@ func routeTLS(r *model.AdmittedRoute, dir string) (destCA, cert []byte, crtLine 
 			sni = "*." + parent
 		}
 	}
-	return destCA, cert, dir + "/" + routeCertName(r) + " " + sni + "\n"
+	alpn := ""
+	if h2 {
+		alpn = " [alpn h2,http/1.1]"
+	}
+	return destCA, cert, dir + "/" + routeCertName(r) + alpn + " " + sni + "\n"
 }
 
 // joinPEM concatenates PEM blocks, each ending in a newline.
