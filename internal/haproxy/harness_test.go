@@ -132,6 +132,24 @@ func (r *rig) start(t testing.TB) {
 	})
 }
 
+// version is the running HAProxy's version, from `show info`.
+func (r *rig) version(t testing.TB) Version {
+	t.Helper()
+	in, err := NewInspector(r.sup.AdminSocket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := in.Info(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := ParseVersion(info.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 func (r *rig) get(t testing.TB, host string) string {
 	t.Helper()
 	req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.HTTP), nil)
