@@ -10,7 +10,8 @@
 # dependency closure; apt verifies every .deb against trixie's signed
 # Release file. The .debs are unpacked with dpkg-deb -x into DIR/root, and
 # DIR/haproxy runs DIR/root's haproxy with DIR/root's own dynamic loader
-# and libraries (trixie's glibc and OpenSSL are newer than bookworm's).
+# and libraries (trixie's glibc and OpenSSL are newer than bookworm's) and
+# OpenSSL configuration; CA certificates are the host's.
 # `--argv0` keeps the wrapper as argv[0], so HAProxy's master re-executes
 # itself (on `reload`) through the wrapper too.
 #
@@ -59,7 +60,9 @@ opts=(
 )
 echo "install-haproxy3: haproxy from $mirror $suite into $dir" >&2
 apt-get "${opts[@]}" -qq update
-apt-get "${opts[@]}" -qq -y install --download-only haproxy >/dev/null
+# openssl for trixie's /etc/ssl/openssl.cnf: a trixie host has it, and
+# the host's own (bookworm's) is not what trixie's libssl reads there.
+apt-get "${opts[@]}" -qq -y install --download-only haproxy openssl >/dev/null
 for deb in "$apt"/archives/*.deb; do
   dpkg-deb -x "$deb" "$dir/root"
 done
@@ -79,8 +82,9 @@ cat >"$dir/haproxy" <<EOF
 #!/bin/sh
 # Debian $suite's HAProxy with its own loader and libraries
 # (written by test/install-haproxy3.sh; versions in VERSIONS beside it).
+OPENSSL_CONF=$root/etc/ssl/openssl.cnf
 OPENSSL_MODULES=$root/usr/lib/$triplet/ossl-modules
-export OPENSSL_MODULES
+export OPENSSL_CONF OPENSSL_MODULES
 exec $loader --library-path $libs --argv0 "\$0" $root/usr/sbin/haproxy "\$@"
 EOF
 chmod 0755 "$dir/haproxy"

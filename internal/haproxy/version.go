@@ -1,7 +1,9 @@
 package haproxy
 
 import (
+	"context"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 )
@@ -44,3 +46,23 @@ func (v Version) AtLeast(major, minor int) bool {
 }
 
 func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
+
+// BinaryVersion runs `haproxy -v`, for callers that only run `haproxy -c`
+// and have no running HAProxy to ask.
+func BinaryVersion(ctx context.Context, binary string) (Version, error) {
+	bin, err := resolveBinary(binary)
+	if err != nil {
+		return Version{}, err
+	}
+	out, err := exec.CommandContext(ctx, bin, "-v").Output()
+	if err != nil {
+		return Version{}, fmt.Errorf("%s -v: %w", bin, err)
+	}
+	// "HAProxy version 3.0.11-1+deb13u4 2026/10/15 - https://haproxy.org/"
+	first, _, _ := strings.Cut(string(out), "\n")
+	f := strings.Fields(first)
+	if len(f) < 3 || f[1] != "version" {
+		return Version{}, fmt.Errorf("%s -v: unexpected first line %q", bin, first)
+	}
+	return ParseVersion(f[2])
+}

@@ -1,6 +1,11 @@
 package haproxy
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/testutil"
+)
 
 func TestParseVersion(t *testing.T) {
 	for _, tc := range []struct {
@@ -25,5 +30,22 @@ func TestParseVersion(t *testing.T) {
 	v := Version{3, 0}
 	if !v.AtLeast(2, 6) || !v.AtLeast(3, 0) || v.AtLeast(3, 1) || (Version{2, 6}).AtLeast(3, 0) {
 		t.Errorf("AtLeast wrong around %v", v)
+	}
+}
+
+func TestBinaryVersion(t *testing.T) {
+	bin := testutil.HAProxy(t)
+	v, err := BinaryVersion(ctxT(t, 10*time.Second), bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.AtLeast(2, 4) {
+		t.Fatalf("BinaryVersion(%s) = %v, want 2.4 or later", bin, v)
+	}
+	// The running binary says the same in `show info`.
+	r := newRig(t)
+	r.start(t)
+	if got := r.version(t); got != v {
+		t.Fatalf("show info says %v, haproxy -v says %v", got, v)
 	}
 }
