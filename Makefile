@@ -3,7 +3,8 @@ GO        ?= go
 BIN       := bin/haroute
 DEMO      := bin/demobackend
 PKG       := github.com/haroute/haroute
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The same version the packages carry (packaging/version.sh).
+VERSION   ?= $(shell ./packaging/version.sh)
 LDFLAGS   := -s -w -X $(PKG)/internal/cli.Version=$(VERSION)
 
 .PHONY: build test test-haproxy3 test-unit test-e2e lint fmt bench run update-golden package clean install-haproxy install-haproxy3
