@@ -170,3 +170,17 @@ func TestRenderReportsWriteErrors(t *testing.T) {
 		t.Fatalf("render into a broken dir: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
+
+// `haroute service --help` (and `service status --help`) print the
+// service usage and succeed, rather than "unknown action".
+func TestServiceHelp(t *testing.T) {
+	for _, args := range [][]string{{"service", "--help"}, {"service", "-h"}, {"service", "help"}, {"service", "status", "--help"}} {
+		code, stdout, stderr := run(t, args...)
+		if code != ExitOK || !strings.HasPrefix(stdout, "usage: haroute service install|uninstall|start|stop|status") || stderr != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+	if code, _, stderr := run(t, "service"); code != ExitUsage || !strings.Contains(stderr, "  status     say whether") {
+		t.Errorf("service without an action: exit %d, stderr %q", code, stderr)
+	}
+}
