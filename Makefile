@@ -33,8 +33,10 @@ test-unit:
 test-e2e: install-haproxy
 	$(GO) test -count=1 -timeout 30m -v ./test/e2e/...
 
+# staticcheck is pinned in go.mod as a Go tool (go get -tool).
 lint:
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 fmt:
