@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 
 	"github.com/haroute/haroute/internal/certgen"
-	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/fsutil"
 	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/paths"
 	"github.com/haroute/haroute/internal/plan"
 	"github.com/haroute/haroute/internal/render"
 	"github.com/haroute/haroute/internal/snapshot"
@@ -98,7 +98,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("render", stderr)
 	out := fs.String("out", "", "output directory for the bundle")
-	runDir := fs.String("run-dir", daemon.DefaultRunDir, "run dir the config refers to for its sockets")
+	runDir := fs.String("run-dir", paths.RunDir, "run dir the config refers to for its sockets")
 	allowErrors := fs.Bool("allow-errors", false, "render what is admitted even when the input has errors (exit 0)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -219,7 +219,7 @@ func planCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if res.Diagnostics.HasErrors(false) {
 			fmt.Fprintf(stderr, "haroute plan: %s has errors (run haroute check %s); planning with what is valid\n", dir, dir)
 		}
-		in, err := offlineInput(res.Desired, tmp, daemon.DefaultRunDir)
+		in, err := offlineInput(res.Desired, tmp, paths.RunDir)
 		if err != nil {
 			fmt.Fprintf(stderr, "haroute plan: %v\n", err)
 			return ExitInvalid

@@ -24,8 +24,8 @@ import (
 
 	kservice "github.com/kardianos/service"
 
-	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/fsutil"
+	"github.com/haroute/haroute/internal/paths"
 	"github.com/haroute/haroute/systemd"
 )
 
@@ -37,8 +37,8 @@ const Name = "haroute"
 // (ConfigurationDirectory=, RuntimeDirectory=), so the sandbox and the
 // daemon agree.
 const (
-	DefaultConfigDir = "/etc/haroute/config"
-	DefaultRunDir    = daemon.DefaultRunDir
+	DefaultConfigDir = paths.ConfigDir
+	DefaultRunDir    = paths.RunDir
 )
 
 // User is the account the systemd unit runs as.
@@ -287,7 +287,7 @@ func (m *Manager) ensureUser(ctx context.Context) error {
 	}
 	if !ok {
 		if err := m.run(ctx, "useradd", "--system", "--gid", User, "--no-create-home",
-			"--home-dir", daemon.DefaultStateDir, "--shell", "/usr/sbin/nologin", User); err != nil {
+			"--home-dir", paths.StateDir, "--shell", "/usr/sbin/nologin", User); err != nil {
 			return fmt.Errorf("create user: %w", err)
 		}
 		m.log.Info("created user", "user", User)
