@@ -3,10 +3,11 @@ GO        ?= go
 BIN       := bin/haroute
 DEMO      := bin/demobackend
 PKG       := github.com/haroute/haroute
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The same version the packages carry (packaging/version.sh).
+VERSION   ?= $(shell ./packaging/version.sh)
 LDFLAGS   := -s -w -X $(PKG)/internal/cli.Version=$(VERSION)
 
-.PHONY: build test test-unit test-e2e lint fmt bench run update-golden package clean install-haproxy
+.PHONY: build test test-haproxy3 test-unit test-e2e lint fmt bench run update-golden package clean install-haproxy install-haproxy3
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/haroute
@@ -17,6 +18,13 @@ test: install-haproxy
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
 
+# The same suite against Debian 13's HAProxy 3.0 (from trixie's packages,
+# unpacked under build/haproxy3 by test/install-haproxy3.sh). Every test
+# takes its haproxy from HAROUTE_HAPROXY (internal/testutil.HAProxy).
+HAPROXY3 := $(CURDIR)/build/haproxy3/haproxy
+test-haproxy3: install-haproxy3
+	HAROUTE_HAPROXY=$(HAPROXY3) $(GO) test -count=1 -timeout 30m ./...
+
 # The packages' own tests (some of them against a real HAProxy too),
 # without the end-to-end suite. No test reads -short, so it is not passed.
 test-unit:
@@ -25,8 +33,10 @@ test-unit:
 test-e2e: install-haproxy
 	$(GO) test -count=1 -timeout 30m -v ./test/e2e/...
 
+# staticcheck is pinned in go.mod as a Go tool (go get -tool).
 lint:
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 fmt:
@@ -47,9 +57,12 @@ package:
 	./packaging/build.sh
 
 clean:
-	rm -rf bin dist
+	rm -rf bin dist build
 
 # HAProxy is part of `make run` and `make test`: install it when missing
 # (as root), or say exactly what to run.
 install-haproxy:
 	@./test/install-haproxy.sh
+
+install-haproxy3:
+	@./test/install-haproxy3.sh build/haproxy3

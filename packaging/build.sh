@@ -5,9 +5,10 @@
 #   packaging/build.sh deb             # only the .deb
 #   GOARCH=arm64 packaging/build.sh    # cross-build
 #
-# HAROUTE_VERSION sets the package version (default: the latest v* tag,
-# else 0.0.0). HAROUTE_BINARY packages an already-built binary instead of
-# building cmd/haroute.
+# HAROUTE_VERSION sets the package version (default: packaging/version.sh,
+# the same version `make build` gives `haroute version`: the v* tag, else
+# 0.0.0~git<date>.<sha>). HAROUTE_BINARY packages an already-built binary
+# instead of building cmd/haroute.
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -15,10 +16,7 @@ cd "$(dirname "$0")/.."
 GOARCH=${GOARCH:-$(go env GOARCH)}
 export GOARCH
 
-if [ -z "${HAROUTE_VERSION:-}" ]; then
-	HAROUTE_VERSION=$(git describe --tags --match 'v[0-9]*' 2>/dev/null | sed 's/^v//') || true
-	HAROUTE_VERSION=${HAROUTE_VERSION:-0.0.0}
-fi
+HAROUTE_VERSION=${HAROUTE_VERSION:-$(./packaging/version.sh)}
 export HAROUTE_VERSION
 
 mkdir -p dist

@@ -40,9 +40,23 @@ for _ in $(seq 100); do
   sleep 0.2
 done
 
+# quote prints its arguments as one line a shell reads back the same:
+# anything beyond plain URL and flag characters goes in single quotes.
+quote() {
+  local out=() a
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then
+      out+=("$a")
+    else
+      out+=("'${a//\'/\'\\\'\'}'")
+    fi
+  done
+  printf '%s' "${out[*]}"
+}
+
 demo() { # description, then the curl arguments
   local what=$1; shift
-  printf '  %-44s curl %s\n' "$what" "$*"
+  printf '  %-44s curl %s\n' "$what" "$(quote "$@")"
   printf '  %-44s → %s\n' "" "$(curl -s --max-time 5 "$@" | tr '\n' ' ')"
 }
 echo

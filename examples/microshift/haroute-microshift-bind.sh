@@ -31,12 +31,20 @@ if [ ! -e "$src/..data" ]; then
 	exit 1
 fi
 
+# "-": a source that vanished (the holder pod recreated, its volume torn
+# down) does not stop haroute from starting; it then finds no ConfigMap
+# volume at $TARGET and, in atomic mode, serves its saved last good state
+# until this script binds the new volume. Without atomic mode the
+# package's own $TARGET (or an emptied directory) would read as a valid
+# generation with no routes.
 want="# Written by haroute-microshift-bind.sh: the routes ConfigMap of pod $uid.
 [Unit]
 After=microshift.service
 
 [Service]
-BindReadOnlyPaths=$src:$TARGET"
+BindReadOnlyPaths=-$src:$TARGET
+ExecStart=
+ExecStart=/usr/bin/haroute run --config-dir $TARGET --run-dir /run/haroute --watch-mode atomic"
 
 if [ "$(cat "$DROPIN" 2>/dev/null || true)" = "$want" ]; then
 	exit 0

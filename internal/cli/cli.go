@@ -31,7 +31,9 @@ Usage:
                   [--metrics-address ADDR] [--watch-mode auto|atomic|link|plain]
                   [--log-format text|json] [--log-level debug|info|warn|error]
   haroute check   DIR [--strict]        exit 0 valid, 1 invalid; errors as path:line:col: message
-  haroute render  DIR --out OUTDIR      write haproxy.cfg, maps, crt-list and certificates
+  haroute render  DIR --out OUTDIR [--allow-errors]
+                                        write haproxy.cfg, maps, crt-list and certificates;
+                                        exit 1 without writing when DIR has errors
   haroute plan    --from DIR --to DIR   which changes apply at runtime and which reload, and why
   haroute status  [--address ADDR]      ask the running daemon for its state
   haroute service install|uninstall|start|stop|status [run flags]

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,5 +169,84 @@ func TestRenderReportsWriteErrors(t *testing.T) {
 	code, stdout, stderr := run(t, "render", dir, "--out", out)
 	if code != ExitInvalid || !strings.Contains(stderr, "certs") || strings.Contains(stdout, "wrote") {
 		t.Fatalf("render into a broken dir: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// `haroute service --help` (and `service status --help`) print the
+// service usage and succeed, rather than "unknown action".
+func TestServiceHelp(t *testing.T) {
+	for _, args := range [][]string{{"service", "--help"}, {"service", "-h"}, {"service", "help"}, {"service", "status", "--help"}} {
+		code, stdout, stderr := run(t, args...)
+		if code != ExitOK || !strings.HasPrefix(stdout, "usage: haroute service install|uninstall|start|stop|status") || stderr != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+	if code, _, stderr := run(t, "service"); code != ExitUsage || !strings.Contains(stderr, "  status     say whether") {
+		t.Errorf("service without an action: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// render agrees with check: input with errors exits 1 and writes nothing,
+// unless --allow-errors, which renders the admitted routes and exits 0.
+func TestRenderFailsOnErrorsUnlessAllowed(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"routes.yaml": goodRoute + "---\n" + strings.Replace(strings.ReplaceAll(goodRoute, "web", "bad"),
+			"host: bad.example.test", "host: bad.example.test:8080", 1),
+		"endpoints.yaml": goodEndpoints,
+	})
+	out := filepath.Join(t.TempDir(), "bundle")
+	code, stdout, stderr := run(t, "render", dir, "--out", out)
+	if code != ExitInvalid || stdout != "" || !strings.Contains(stderr, "routes.yaml:18:9: error: spec.host: host must not include a port") ||
+		!strings.Contains(stderr, "invalid, nothing rendered") {
+		t.Fatalf("render with errors: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("render with errors wrote %s: %v", out, err)
+	}
+	code, stdout, stderr = run(t, "render", dir, "--out", out, "--allow-errors")
+	if code != ExitOK || !strings.Contains(stderr, "spec.host: host must not include a port") {
+		t.Fatalf("render --allow-errors: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	cfg, err := os.ReadFile(filepath.Join(out, "haproxy.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cfg), "backend be_http:demo:web") || strings.Contains(string(cfg), "demo:bad") {
+		t.Errorf("render --allow-errors: haproxy.cfg should hold web and not bad")
+	}
+}
+
+// What render says it wrote is what it wrote: the bundle's files, and,
+// when it generates the default certificate, that file and where.
+func TestRenderCountsWhatItWrites(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute, "endpoints.yaml": goodEndpoints})
+	out := t.TempDir()
+	code, stdout, stderr := run(t, "render", dir, "--out", out)
+	if code != ExitOK {
+		t.Fatalf("render: exit %d\n%s%s", code, stdout, stderr)
+	}
+	var bundle, generated []string
+	err := filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(out, path)
+		if strings.HasPrefix(rel, ".state"+string(filepath.Separator)) {
+			generated = append(generated, path)
+		} else {
+			bundle = append(bundle, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("wrote %d files to %s\nand the generated self-signed default certificate with its private key to %s (mode 0600), which later renders into %s reuse\n",
+		len(bundle), out, filepath.Join(out, ".state", "default.pem"), out)
+	if stdout != want || len(generated) != 1 || generated[0] != filepath.Join(out, ".state", "default.pem") {
+		t.Fatalf("render said %q, wrote %q and %q", stdout, bundle, generated)
+	}
+	if fi, err := os.Stat(generated[0]); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("generated key file: %v, %v", fi, err)
 	}
 }

@@ -70,9 +70,15 @@ func TestRenderDoesNotHangOnFIFOCertificate(t *testing.T) {
 	})
 	code, stdout, stderr := runPromptly(t, "render", dir, "--out", t.TempDir())
 	msg := "spec.defaultCertificate: " + pipe + ": not a regular file: named pipe (FIFO)\n"
-	want := "router.yaml:6:23: error: " + msg + "haroute render: " + msg
+	want := "router.yaml:6:23: error: " + msg + dir + ": invalid, nothing rendered (--allow-errors renders what is admitted)\n"
 	if code != ExitInvalid || stdout != "" || stderr != want {
 		t.Fatalf("render: exit %d\nstdout %q\nstderr %q\nwant   %q", code, stdout, stderr, want)
+	}
+	// Asked to render anyway, it still cannot read the file, and says so.
+	code, stdout, stderr = runPromptly(t, "render", dir, "--out", t.TempDir(), "--allow-errors")
+	want = "router.yaml:6:23: error: " + msg + "haroute render: " + msg
+	if code != ExitInvalid || stdout != "" || stderr != want {
+		t.Fatalf("render --allow-errors: exit %d\nstdout %q\nstderr %q\nwant   %q", code, stdout, stderr, want)
 	}
 }
 

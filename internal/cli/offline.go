@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 
 	"github.com/haroute/haroute/internal/certgen"
-	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/fsutil"
 	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/paths"
 	"github.com/haroute/haroute/internal/plan"
 	"github.com/haroute/haroute/internal/render"
 	"github.com/haroute/haroute/internal/snapshot"
@@ -98,13 +98,14 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("render", stderr)
 	out := fs.String("out", "", "output directory for the bundle")
-	runDir := fs.String("run-dir", daemon.DefaultRunDir, "run dir the config refers to for its sockets")
+	runDir := fs.String("run-dir", paths.RunDir, "run dir the config refers to for its sockets")
+	allowErrors := fs.Bool("allow-errors", false, "render what is admitted even when the input has errors (exit 0)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseErr(err)
 	}
 	if len(pos) != 1 || *out == "" {
-		fmt.Fprintln(stderr, "usage: haroute render DIR --out OUTDIR")
+		fmt.Fprintln(stderr, "usage: haroute render DIR --out OUTDIR [--allow-errors]")
 		return ExitUsage
 	}
 	outDir, err := filepath.Abs(*out)
@@ -121,6 +122,12 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if d.Severity != model.SeverityNote {
 			fmt.Fprintln(stderr, d.String())
 		}
+	}
+	// As check: input with errors fails, and then nothing is written,
+	// unless the caller asks for what the daemon would serve of it.
+	if res.Diagnostics.HasErrors(false) && !*allowErrors {
+		fmt.Fprintf(stderr, "%s: invalid, nothing rendered (--allow-errors renders what is admitted)\n", pos[0])
+		return ExitInvalid
 	}
 	in, err := offlineInput(res.Desired, outDir, *runDir)
 	if err != nil {
@@ -139,7 +146,22 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	fmt.Fprintf(stdout, "wrote %d files to %s\n", len(b.Files), outDir)
+	if generatesDefaultCertificate(res.Desired.Router) {
+		// Not part of the bundle, but written all the same, and a key.
+		fmt.Fprintf(stdout, "and the generated self-signed default certificate with its private key to %s (mode 0600), which later renders into %s reuse\n",
+			filepath.Join(outDir, offlineStateDir, certgen.DefaultFile), outDir)
+	}
 	return ExitOK
+}
+
+// offlineStateDir, under the output directory, keeps what render
+// generates when the RouterConfig names no default certificate.
+const offlineStateDir = ".state"
+
+// generatesDefaultCertificate says whether certgen.Resolve makes (or
+// reuses) a self-signed default certificate in the state dir.
+func generatesDefaultCertificate(s model.Settings) bool {
+	return s.DefaultCertificate == "" && s.DefaultCertificateFile == ""
 }
 
 func writeBundleFile(outDir string, f render.File) error {
@@ -157,7 +179,7 @@ func writeBundleFile(outDir string, f render.File) error {
 // default certificate, when none is configured, is generated into the
 // output directory itself.
 func offlineInput(d *model.Desired, outDir, runDir string) (render.Input, error) {
-	m, err := certgen.Resolve(d.Router, filepath.Join(outDir, ".state"), nowFunc)
+	m, err := certgen.Resolve(d.Router, filepath.Join(outDir, offlineStateDir), nowFunc)
 	if err != nil {
 		return render.Input{}, err
 	}
@@ -197,7 +219,7 @@ func planCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if res.Diagnostics.HasErrors(false) {
 			fmt.Fprintf(stderr, "haroute plan: %s has errors (run haroute check %s); planning with what is valid\n", dir, dir)
 		}
-		in, err := offlineInput(res.Desired, tmp, daemon.DefaultRunDir)
+		in, err := offlineInput(res.Desired, tmp, paths.RunDir)
 		if err != nil {
 			fmt.Fprintf(stderr, "haroute plan: %v\n", err)
 			return ExitInvalid

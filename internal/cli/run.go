@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/haroute/haroute/internal/daemon"
+	"github.com/haroute/haroute/internal/paths"
 	"github.com/haroute/haroute/internal/snapshot"
 )
 
@@ -36,8 +37,8 @@ func (f *runFlags) register(fs interface {
 	Float64Var(*float64, string, float64, string)
 }) {
 	fs.StringVar(&f.configDir, "config-dir", "", "directory of Route, Endpoints and RouterConfig YAML (required)")
-	fs.StringVar(&f.runDir, "run-dir", daemon.DefaultRunDir, "directory for HAProxy's master and admin sockets (mode 0700)")
-	fs.StringVar(&f.stateDir, "state-dir", daemon.DefaultStateDir, "directory for the rendered bundle and the generated default certificate")
+	fs.StringVar(&f.runDir, "run-dir", paths.RunDir, "directory for HAProxy's master and admin sockets (mode 0700)")
+	fs.StringVar(&f.stateDir, "state-dir", paths.StateDir, "directory for the rendered bundle and the generated default certificate")
 	fs.StringVar(&f.haproxy, "haproxy", "", "haproxy binary (default: haproxy from PATH)")
 	fs.StringVar(&f.metricsAddr, "metrics-address", defaultMetricsAddress, "address for /metrics, /healthz, /readyz and /status (empty disables)")
 	fs.StringVar(&f.watchMode, "watch-mode", "auto", "directory layout: auto, atomic (..data), link (git-sync) or plain")

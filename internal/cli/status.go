@@ -28,12 +28,34 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return ExitOK
 }
 
+const serviceUsage = `usage: haroute service install|uninstall|start|stop|status [run flags]
+
+  install    write haroute's systemd unit (or another init system's service)
+             running "haroute run" with the run flags given, and enable it;
+             --config-dir is required (root)
+  uninstall  disable and remove what install wrote (root)
+  start      start the installed service (root)
+  stop       stop it (root)
+  status     say whether it is installed and running
+
+The .deb and .rpm install the unit themselves: use systemctl there.
+`
+
 func serviceCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: haroute service install|uninstall|start|stop|status [run flags]")
+		fmt.Fprint(stderr, serviceUsage)
 		return ExitUsage
 	}
 	action, rest := args[0], args[1:]
+	switch action {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, serviceUsage)
+		return ExitOK
+	}
+	if action != "install" && len(rest) == 1 && isHelpFlag(rest[0]) {
+		fmt.Fprint(stdout, serviceUsage)
+		return ExitOK
+	}
 	if action == "install" {
 		// Validate the run flags here so a typo fails now, not at boot.
 		fs := newFlags("service install", stderr)
@@ -86,4 +108,8 @@ func serviceCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stdout, "haroute service %s: done\n", action)
 	}
 	return ExitOK
+}
+
+func isHelpFlag(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help"
 }

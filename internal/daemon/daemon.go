@@ -21,6 +21,7 @@ import (
 	"github.com/haroute/haroute/internal/haproxy"
 	"github.com/haroute/haroute/internal/metrics"
 	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/paths"
 	"github.com/haroute/haroute/internal/plan"
 	"github.com/haroute/haroute/internal/render"
 	"github.com/haroute/haroute/internal/snapshot"
@@ -31,8 +32,8 @@ import (
 // Where the daemon keeps its sockets and its state unless Options say
 // otherwise: the directories the systemd unit makes writable.
 const (
-	DefaultRunDir   = "/run/haroute"
-	DefaultStateDir = "/var/lib/haroute"
+	DefaultRunDir   = paths.RunDir
+	DefaultStateDir = paths.StateDir
 )
 
 // Options configures a daemon. Zero values get the defaults noted.

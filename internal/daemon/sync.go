@@ -543,16 +543,6 @@ func reasonStrings(rs []plan.Reason) []string {
 	return out
 }
 
-func countErrors(ds model.Diagnostics) int {
-	n := 0
-	for _, d := range ds {
-		if d.Severity == model.SeverityError {
-			n++
-		}
-	}
-	return n
-}
-
 func firstError(ds model.Diagnostics) string {
 	for _, d := range ds {
 		if d.Severity == model.SeverityError {

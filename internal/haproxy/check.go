@@ -80,17 +80,33 @@ func cleanLine(line string) string {
 	return line
 }
 
-// alertLines picks the [ALERT] lines of HAProxy's output, or every
+// alertLines picks the [ALERT] messages of HAProxy's output, or every
 // non-empty line when there is none (a crash, a usage message).
+//
+// 3.0 continues a message on indented lines: "[ALERT] … 'bind …' in
+// section 'frontend' : " and then "  'crt-list' : error processing line 2
+// … inconsistencies between private key and certificate loaded '…'."
+// (2.6 prints it on one line). A continuation is joined to its message,
+// so the message names what HAProxy refused on either version.
 func alertLines(out []byte) []string {
 	var alerts, all []string
+	lastWasAlert := false
 	for _, raw := range bytes.Split(out, []byte("\n")) {
+		continued := len(raw) > 0 && (raw[0] == ' ' || raw[0] == '\t')
 		line := cleanLine(string(raw))
 		if line == "" {
 			continue
 		}
+		if continued && len(all) > 0 {
+			all[len(all)-1] = joinContinuation(all[len(all)-1], line)
+			if lastWasAlert {
+				alerts[len(alerts)-1] = all[len(all)-1]
+			}
+			continue
+		}
 		all = append(all, line)
-		if strings.HasPrefix(line, "[ALERT]") {
+		lastWasAlert = strings.HasPrefix(line, "[ALERT]")
+		if lastWasAlert {
 			alerts = append(alerts, line)
 		}
 	}
@@ -101,4 +117,10 @@ func alertLines(out []byte) []string {
 		return []string{"no output"}
 	}
 	return all
+}
+
+// joinContinuation appends a continuation line to its message: "… : " +
+// "'crt-list' : …" reads "… : 'crt-list' : …".
+func joinContinuation(msg, cont string) string {
+	return strings.TrimRight(msg, " ") + " " + cont
 }

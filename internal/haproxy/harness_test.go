@@ -21,22 +21,6 @@ import (
 	"github.com/haroute/haroute/internal/testutil"
 )
 
-// shortDir returns a temp dir short enough for unix socket paths.
-func shortDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "hr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-// freePort returns a 127.0.0.1 port that was free a moment ago.
-func freePort(t testing.TB) int {
-	return testutil.FreePort(t)
-}
-
 // backend is a tiny HTTP server answering with its name.
 func backend(t testing.TB, name string) (port int) {
 	t.Helper()
@@ -94,7 +78,7 @@ type rig struct {
 func newRig(t testing.TB) *rig {
 	t.Helper()
 	bin := testutil.HAProxy(t)
-	r := &rig{Run: shortDir(t), HTTP: freePort(t), HTTPS: freePort(t),
+	r := &rig{Run: testutil.ShortTempDir(t), HTTP: testutil.FreePort(t), HTTPS: testutil.FreePort(t),
 		B0: backend(t, "b0"), B1: backend(t, "b1"), log: &lockedWriter{}}
 	r.Cfg = filepath.Join(r.Run, "haproxy.cfg")
 	var cfg bytes.Buffer
@@ -130,6 +114,24 @@ func (r *rig) start(t testing.TB) {
 			t.Errorf("stop: %v", err)
 		}
 	})
+}
+
+// version is the running HAProxy's version, from `show info`.
+func (r *rig) version(t testing.TB) Version {
+	t.Helper()
+	in, err := NewInspector(r.sup.AdminSocket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := in.Info(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := ParseVersion(info.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func (r *rig) get(t testing.TB, host string) string {

@@ -211,8 +211,10 @@ const reloadPoll = 50 * time.Millisecond
 //     "2 [failed: 1]" and keeps the old worker), or, where no failed
 //     counter is printed, the counter rose but no new worker appears.
 //
-// Newer versions (2.9+) reply synchronously with "Success=0|1"; a
-// "Success=0" is reported at once, anything else is confirmed the same way.
+// Newer versions (2.9+; 3.0.11 checked by the tests) reply synchronously
+// with "Success=0|1" followed by "--" and the master's startup messages; a
+// "Success=0" is reported at once, with those messages and `show proc`,
+// anything else is confirmed the same way.
 // Reload waits until ctx is done; give it a deadline.
 func (m *Master) Reload(ctx context.Context) (ProcInfo, error) {
 	before, err := m.ShowProc(ctx)
@@ -226,7 +228,13 @@ func (m *Master) Reload(ctx context.Context) (ProcInfo, error) {
 	// A read error after the command was sent is expected on 2.6: the
 	// master re-executes and the connection dies with it.
 	if strings.HasPrefix(strings.TrimSpace(out), "Success=0") {
-		return ProcInfo{}, fmt.Errorf("%w: %s", ErrReloadFailed, strings.TrimSpace(out))
+		// The master answers once it gave up on the new configuration, so
+		// `show proc` already counts the failed reload, as on 2.6.
+		after, err := m.ShowProc(ctx)
+		if err != nil {
+			after = ProcInfo{}
+		}
+		return after, fmt.Errorf("%w: %s", ErrReloadFailed, strings.TrimSpace(out))
 	}
 	return m.confirmReload(ctx, before)
 }

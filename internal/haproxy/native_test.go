@@ -59,7 +59,7 @@ type nativeRig struct {
 func startNativeRig(t *testing.T) *nativeRig {
 	t.Helper()
 	bin := testutil.HAProxy(t)
-	r := &nativeRig{Run: shortDir(t), HTTP: freePort(t), HTTPS: freePort(t), B0: backend(t, "b0"), bin: bin}
+	r := &nativeRig{Run: testutil.ShortTempDir(t), HTTP: testutil.FreePort(t), HTTPS: testutil.FreePort(t), B0: backend(t, "b0"), bin: bin}
 	var cfg bytes.Buffer
 	template.Must(template.New("cfg").Parse(nativeTestConfig)).Execute(&cfg, r)
 	cfgPath := filepath.Join(r.Run, "haproxy.cfg")
@@ -323,7 +323,7 @@ func checkCert(t *testing.T, when string, got CertInfo, path string, used bool, 
 // paths, a dead socket (not "not found", unlike client-native's own
 // error), an ended context, and a socket that never answers.
 func TestInspectorErrors(t *testing.T) {
-	dir := shortDir(t)
+	dir := testutil.ShortTempDir(t)
 	dead := filepath.Join(dir, "dead.sock")
 	in, err := NewInspector(dead)
 	if err != nil {

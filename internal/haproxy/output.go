@@ -37,9 +37,10 @@ func (o *outputLog) read(r io.ReadCloser) {
 	defer r.Close()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var echoes recentTagged
 	for sc.Scan() {
 		line := cleanLine(sc.Text())
-		if line == "" {
+		if line == "" || echoes.isCopy(line) {
 			continue
 		}
 		o.log.Log(context.Background(), lineLevel(line), "haproxy", "line", line)
@@ -52,6 +53,49 @@ func (o *outputLog) read(r io.ReadCloser) {
 		o.cond.Broadcast()
 		o.mu.Unlock()
 	}
+}
+
+// recentTagged remembers the last few tagged messages HAProxy printed, to
+// recognize the copy that follows them. HAProxy reports an administrative
+// event (a server going UP or DOWN, a proxy stopping) twice: on stderr
+// with its level ("[WARNING] Server be/s1 is UP"), and through the `log
+// stderr format raw` target of the rendered config, untagged ("Server
+// be/s1 is UP"). The tagged one is kept, at HAProxy's level; a message
+// only the log target carries is still logged. Several threads may log
+// at once, so the copy need not follow its original directly.
+type recentTagged struct {
+	msgs [8]string
+	next int
+}
+
+// isCopy reports whether line is the untagged copy of a recent tagged
+// message (and forgets that message: each is copied once), and
+// remembers line when it is tagged.
+func (r *recentTagged) isCopy(line string) bool {
+	if msg, tagged := untag(line); tagged {
+		r.msgs[r.next] = msg
+		r.next = (r.next + 1) % len(r.msgs)
+		return false
+	}
+	for i, m := range r.msgs {
+		if m != "" && m == line {
+			r.msgs[i] = ""
+			return true
+		}
+	}
+	return false
+}
+
+// untag splits "[WARNING] message" into the message and true.
+func untag(line string) (string, bool) {
+	if !strings.HasPrefix(line, "[") {
+		return line, false
+	}
+	end := strings.Index(line, "] ")
+	if end < 0 {
+		return line, false
+	}
+	return line[end+2:], true
 }
 
 func lineLevel(line string) slog.Level {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/haroute/haroute/internal/testutil"
 )
 
 // steadyLoad sends requests through the rig's HTTP port from 4 clients
@@ -187,7 +189,7 @@ func TestSecondHAProxyOnSamePortsFails(t *testing.T) {
 }
 
 func TestLockRunDir(t *testing.T) {
-	dir := filepath.Join(shortDir(t), "run")
+	dir := filepath.Join(testutil.ShortTempDir(t), "run")
 	l, err := LockRunDir(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,8 @@ import (
 
 // TestRuntimeReplies runs every command family haroute sends, succeeding
 // and failing, in ONE batch against the real HAProxy, and checks how
-// Response.Err reads each reply. The replies are 2.6.12's, verbatim.
+// Response.Err reads each reply. The replies are 2.6.12's and 3.0.11's,
+// verbatim.
 func TestRuntimeReplies(t *testing.T) {
 	r := newRig(t)
 	r.start(t)
@@ -31,6 +32,15 @@ func TestRuntimeReplies(t *testing.T) {
 	setUnknownCert := setCertCommand(filepath.Join(r.Run, "nope.pem"), cert)
 	hostsMap := filepath.Join(r.Run, "hosts.map")
 	addr := fmt.Sprintf("127.0.0.1:%d", r.B1)
+	// `set server … addr` is worded differently from 3.0 on; the reader
+	// (setServerOK) accepts both, and the binary must give the one of its
+	// version.
+	portChanged := fmt.Sprintf("no need to change the addr, port changed from '%d' to '%d' by 'stats socket command'", r.B1, r.B0)
+	invalidAddrBy := " by 'stats socket command'"
+	if r.version(t).AtLeast(3, 0) {
+		portChanged = fmt.Sprintf("port changed from '%d' to '%d' by 'stats socket command'", r.B1, r.B0)
+		invalidAddrBy = ""
+	}
 	tests := []struct {
 		cmd     string
 		wantErr string // "" = accepted
@@ -49,8 +59,8 @@ func TestRuntimeReplies(t *testing.T) {
 		{"set server be/s1 weight 20", "", ""},
 		{"set server be/s1 weight 300", "set server be/s1 weight 300: Absolute weight can only be between 0 and 256 inclusive.", "-"},
 		{"set server be/nosuch weight 1", "set server be/nosuch weight 1: No such server.", "-"},
-		{"set server be/s1 addr 127.0.0.1 port " + fmt.Sprint(r.B0), "", fmt.Sprintf("no need to change the addr, port changed from '%d' to '%d' by 'stats socket command'", r.B1, r.B0)},
-		{"set server be/s1 addr not-an-ip", "set server be/s1 addr not-an-ip: Invalid addr 'not-an-ip' by 'stats socket command'", "-"},
+		{"set server be/s1 addr 127.0.0.1 port " + fmt.Sprint(r.B0), "", portChanged},
+		{"set server be/s1 addr not-an-ip", "set server be/s1 addr not-an-ip: Invalid addr 'not-an-ip'" + invalidAddrBy, "-"},
 		{"set server be/s1 state bogus", "set server be/s1 state bogus: 'set server <srv> state' expects 'ready', 'drain' and 'maint'.", "-"},
 		{"del server be/s1", "del server be/s1: Only servers in maintenance mode can be deleted.", "-"},
 		{"set server be/s1 state maint", "", ""},

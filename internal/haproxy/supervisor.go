@@ -293,6 +293,9 @@ func (p *Process) waitReady(ctx context.Context, timeout time.Duration) error {
 func (p *Process) startupError() error {
 	for _, line := range p.out.lines() {
 		if _, bind, ok := strings.Cut(line, "cannot bind socket"); ok {
+			// 3.0 ends the sentence with a period ("…[127.0.0.1:80]."), 2.6
+			// does not; the error reads the same on both.
+			bind = strings.TrimSuffix(bind, ".")
 			return fmt.Errorf("haproxy exited during startup: cannot bind socket%s; another process holds the port: %w", bind, p.waitErr)
 		}
 	}

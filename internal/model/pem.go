@@ -3,7 +3,8 @@ package model
 import (
 	"bytes"
 	"crypto"
-	"crypto/dsa" //nolint:staticcheck // DSA certificates are parsed to be refused, not used
+	//lint:ignore SA1019 DSA certificates are parsed to be refused, not used
+	"crypto/dsa"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rsa"

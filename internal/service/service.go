@@ -24,8 +24,8 @@ import (
 
 	kservice "github.com/kardianos/service"
 
-	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/fsutil"
+	"github.com/haroute/haroute/internal/paths"
 	"github.com/haroute/haroute/systemd"
 )
 
@@ -37,8 +37,8 @@ const Name = "haroute"
 // (ConfigurationDirectory=, RuntimeDirectory=), so the sandbox and the
 // daemon agree.
 const (
-	DefaultConfigDir = "/etc/haroute/config"
-	DefaultRunDir    = daemon.DefaultRunDir
+	DefaultConfigDir = paths.ConfigDir
+	DefaultRunDir    = paths.RunDir
 )
 
 // User is the account the systemd unit runs as.
@@ -71,6 +71,9 @@ type controller interface {
 	Start() error
 	Stop() error
 	Status() (kservice.Status, error)
+	// Platform names the init system kardianos chose: "linux-systemd",
+	// "unix-systemv", "linux-openrc", "linux-upstart", …
+	Platform() string
 }
 
 // Manager installs and controls the service. Its fields other than exe and
@@ -85,10 +88,13 @@ type Manager struct {
 	// package puts it (uninstall leaves those to the package manager).
 	unitDir        string
 	vendorUnitDirs []string
-	run            func(ctx context.Context, name string, args ...string) error
-	userExists     func(name string) (bool, error)
-	groupExists    func(name string) (bool, error)
-	newController  func(cfg *kservice.Config) (controller, error)
+	// initScript is where System V init keeps the service's script
+	// (kardianos installs it there).
+	initScript    string
+	run           func(ctx context.Context, name string, args ...string) error
+	userExists    func(name string) (bool, error)
+	groupExists   func(name string) (bool, error)
+	newController func(cfg *kservice.Config) (controller, error)
 }
 
 // New returns a Manager for this host.
@@ -119,6 +125,7 @@ func New(opts Options) (*Manager, error) {
 		systemdBooted:  systemdBooted(),
 		unitDir:        "/etc/systemd/system",
 		vendorUnitDirs: []string{"/lib/systemd/system", "/usr/lib/systemd/system"},
+		initScript:     "/etc/init.d/" + Name,
 		run:            runCommand,
 		userExists:     userExists,
 		groupExists:    groupExists,
@@ -280,7 +287,7 @@ func (m *Manager) ensureUser(ctx context.Context) error {
 	}
 	if !ok {
 		if err := m.run(ctx, "useradd", "--system", "--gid", User, "--no-create-home",
-			"--home-dir", daemon.DefaultStateDir, "--shell", "/usr/sbin/nologin", User); err != nil {
+			"--home-dir", paths.StateDir, "--shell", "/usr/sbin/nologin", User); err != nil {
 			return fmt.Errorf("create user: %w", err)
 		}
 		m.log.Info("created user", "user", User)
@@ -360,10 +367,19 @@ func (m *Manager) Status() (State, error) {
 	if err != nil {
 		return "", err
 	}
+	if !m.systemdBooted && c.Platform() == "unix-systemv" {
+		// `service haroute status` exits 1 without a word when there is
+		// no such script, which is all kardianos passes on.
+		if _, err := os.Lstat(m.initScript); errors.Is(err, fs.ErrNotExist) {
+			return StateNotInstalled, nil
+		}
+	}
 	st, err := c.Status()
 	switch {
 	case errors.Is(err, kservice.ErrNotInstalled):
 		return StateNotInstalled, nil
+	case err != nil && !m.systemdBooted:
+		return "", fmt.Errorf("service status: systemd is not running here (no /run/systemd/system); the %s service manager answered: %w", c.Platform(), err)
 	case err != nil:
 		return "", fmt.Errorf("service status: %w", err)
 	case st == kservice.StatusRunning:

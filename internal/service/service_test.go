@@ -18,6 +18,7 @@ import (
 // fakeController records calls in place of kardianos/service.
 type fakeController struct {
 	calls     *[]string
+	platform  string
 	status    kservice.Status
 	statusErr error
 	err       error
@@ -27,6 +28,7 @@ func (f fakeController) Install() error   { *f.calls = append(*f.calls, "install
 func (f fakeController) Uninstall() error { *f.calls = append(*f.calls, "uninstall"); return f.err }
 func (f fakeController) Start() error     { *f.calls = append(*f.calls, "start"); return f.err }
 func (f fakeController) Stop() error      { *f.calls = append(*f.calls, "stop"); return f.err }
+func (f fakeController) Platform() string { return f.platform }
 func (f fakeController) Status() (kservice.Status, error) {
 	*f.calls = append(*f.calls, "status")
 	return f.status, f.statusErr
@@ -46,7 +48,7 @@ type fixture struct {
 func newFixture(t *testing.T, systemdBooted bool) *fixture {
 	t.Helper()
 	f := &fixture{unitDir: t.TempDir(), vendor: t.TempDir(), haveUser: true}
-	f.ctrl = fakeController{calls: &f.calls}
+	f.ctrl = fakeController{calls: &f.calls, platform: "linux-systemd"}
 	f.m = &Manager{
 		exe:            "/usr/bin/haroute",
 		log:            slog.New(slog.DiscardHandler),
@@ -54,6 +56,7 @@ func newFixture(t *testing.T, systemdBooted bool) *fixture {
 		systemdBooted:  systemdBooted,
 		unitDir:        f.unitDir,
 		vendorUnitDirs: []string{f.vendor},
+		initScript:     filepath.Join(t.TempDir(), "haroute"),
 		run: func(_ context.Context, name string, args ...string) error {
 			f.commands = append(f.commands, name+" "+strings.Join(args, " "))
 			return nil
@@ -294,6 +297,33 @@ func TestStartStopStatus(t *testing.T) {
 	f.ctrl.err = errors.New("exit status 5")
 	if err := f.m.Start(); err == nil || err.Error() != "start service: exit status 5" {
 		t.Errorf("start failure: %v", err)
+	}
+}
+
+// Without systemd, a missing init script is "not installed" (System V's
+// `service haroute status` says only "exit status 1"), and any other
+// failure says which service manager was asked.
+func TestStatusWithoutSystemd(t *testing.T) {
+	f := newFixture(t, false)
+	f.ctrl.platform = "unix-systemv"
+	f.ctrl.statusErr = errors.New("exit status 1")
+	if st, err := f.m.Status(); err != nil || st != StateNotInstalled {
+		t.Errorf("no init script: Status = %q, %v; want %q", st, err, StateNotInstalled)
+	}
+	if len(f.calls) != 0 {
+		t.Errorf("asked the service manager about a missing script: %q", f.calls)
+	}
+	if err := os.WriteFile(f.m.initScript, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.m.Status()
+	want := "service status: systemd is not running here (no /run/systemd/system); the unix-systemv service manager answered: exit status 1"
+	if err == nil || err.Error() != want {
+		t.Errorf("script present, status fails: err %v, want %q", err, want)
+	}
+	f.ctrl.statusErr, f.ctrl.status = nil, kservice.StatusRunning
+	if st, err := f.m.Status(); err != nil || st != StateRunning {
+		t.Errorf("script present and running: Status = %q, %v", st, err)
 	}
 }
 

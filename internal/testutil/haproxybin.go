@@ -10,9 +10,18 @@ import (
 // HAProxy returns the path of the haproxy binary. A test that needs it skips
 // when it is absent locally, but fails under CI=true: CI must never pass by
 // skipping.
+//
+// HAROUTE_HAPROXY names another binary (`make test-haproxy3` sets it to
+// Debian 13's HAProxy 3.0); one it names must exist, or the test fails
+// rather than testing the wrong HAProxy.
 func HAProxy(t testing.TB) string {
 	t.Helper()
 	path := os.Getenv("HAROUTE_HAPROXY")
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("HAROUTE_HAPROXY: %v", err)
+		}
+	}
 	if path == "" {
 		var err error
 		path, err = exec.LookPath("haproxy")

@@ -1,11 +1,13 @@
 #!/bin/sh
 # haroute post-install (deb: "configure [old-version]"; rpm: 1 = install,
-# 2 = upgrade). Creates the unprivileged account the unit runs as, and makes
+# 2 = upgrade). Writes the /stats page's credentials once, and makes
 # systemd see the new unit. The service is not started on install: it binds
 # :80 and :443, which may belong to something else until the operator says
 # otherwise (systemctl enable --now haroute).
 set -e
 
+# The account comes from the pre-install script; a package manager that
+# skipped it (dpkg --unpack, then configure later) still gets one.
 if ! getent group haroute >/dev/null 2>&1; then
 	groupadd --system haroute
 fi
@@ -13,6 +15,21 @@ if ! getent passwd haroute >/dev/null 2>&1; then
 	useradd --system --gid haroute --no-create-home \
 		--home-dir /var/lib/haroute --shell /usr/sbin/nologin \
 		--comment "haroute HAProxy router" haroute
+fi
+
+# The RouterConfig names this file; each host gets its own password, and
+# an operator's file is never replaced. Created 0640 root:haroute from the
+# start (umask), so the password is never readable by others.
+creds=/etc/haroute/secrets/stats-credentials
+if [ ! -e "$creds" ]; then
+	password=$(od -An -N18 -tx1 /dev/urandom | tr -d ' \n')
+	(
+		umask 0027
+		printf 'admin:%s\n' "$password" >"$creds.tmp"
+	)
+	chgrp haroute "$creds.tmp"
+	chmod 0640 "$creds.tmp"
+	mv -f "$creds.tmp" "$creds"
 fi
 
 if [ -d /run/systemd/system ]; then

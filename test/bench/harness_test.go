@@ -45,8 +45,6 @@ func startBackend(t testing.TB, name string) *backend {
 // endpointOf is the tree endpoint of a backend.
 func endpointOf(b *backend) endpoint { return endpoint{ip: "127.0.0.1", port: b.Port} }
 
-func freePort(t testing.TB) int { return testutil.FreePort(t) }
-
 // appliedAt is one state the daemon reported applied, with when.
 type appliedAt struct {
 	at time.Time
@@ -123,7 +121,7 @@ func newRouter(t testing.TB) *router {
 	dir := filepath.Join(t.TempDir(), "config")
 	r := &router{
 		t: t, dir: dir, runDir: runDir,
-		http: freePort(t), https: freePort(t), stats: freePort(t),
+		http: testutil.FreePort(t), https: testutil.FreePort(t), stats: testutil.FreePort(t),
 		store: &status.Store{}, applies: newApplyLog(),
 		writer: publish.NewAtomicWriter(dir),
 		// No keep-alive: a kept connection to an old worker would answer

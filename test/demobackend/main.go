@@ -12,6 +12,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -30,7 +31,7 @@ func main() {
 
 func run(specs []string) error {
 	if len(specs) == 0 {
-		return fmt.Errorf("usage: demobackend name=addr:port [tls:name=addr:port:cert:key] ...")
+		return errors.New("usage: demobackend name=addr:port [tls:name=addr:port:cert:key]…")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

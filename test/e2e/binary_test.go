@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -25,9 +24,10 @@ import (
 func TestBinaryScalesFromOutsideWithoutReload(t *testing.T) {
 	haproxyBin := testutil.HAProxy(t)
 	bin := filepath.Join(t.TempDir(), "haroute")
+	// go test puts its own GOROOT/bin first in the test's PATH.
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go") // the one running this test
+		t.Fatalf("go not in PATH: %v", err)
 	}
 	build := exec.Command(goTool, "build", "-o", bin, "github.com/haroute/haroute/cmd/haroute")
 	if out, err := build.CombinedOutput(); err != nil {

@@ -440,7 +440,7 @@ func TestRefusedRuntimeCommandFallsBackToReload(t *testing.T) {
 	w := serveWeb(t, r, "", one)
 	before := r.reloads()
 	squatter := fmt.Sprintf("add server be_http:e2e:web/ep_127.0.0.1_%d 127.0.0.1:1", two.Port)
-	if out, err := adminCommand(r.runDir, squatter); err != nil || !strings.Contains(out, "New server registered") {
+	if out, err := testutil.AdminCommand(r.runDir, squatter); err != nil || !strings.Contains(out, "New server registered") {
 		t.Fatalf("%s: %q, %v", squatter, out, err)
 	}
 	must(t, w.Publish(scaleFiles(r, "", []*backend{one, two})))

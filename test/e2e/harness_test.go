@@ -6,9 +6,7 @@ package e2e
 import (
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,8 +29,6 @@ type backend = testenv.Backend
 func startBackend(t testing.TB, name string) *backend {
 	return testenv.StartBackend(t, name, 100*time.Millisecond)
 }
-
-func freePort(t testing.TB) int { return testutil.FreePort(t) }
 
 // router is one daemon serving a published directory.
 type router struct {
@@ -60,8 +56,8 @@ func newRouter(t testing.TB) *router {
 	runDir := testenv.RunDir(t)
 	r := &router{
 		t: t, dir: filepath.Join(t.TempDir(), "config"), runDir: runDir,
-		http: freePort(t), https: freePort(t), stats: freePort(t),
-		metrics: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		http: testutil.FreePort(t), https: testutil.FreePort(t), stats: testutil.FreePort(t),
+		metrics: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)),
 		store:   &status.Store{},
 		client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 16,
@@ -257,21 +253,5 @@ func join(docs ...string) string { return strings.Join(docs, "---\n") }
 
 // showServersState asks the admin socket directly, as an operator would.
 func showServersState(runDir, backend string) (string, error) {
-	return adminCommand(runDir, "show servers state "+backend)
-}
-
-// adminCommand sends one command to HAProxy's admin socket, behind the
-// daemon's back, and returns the answer.
-func adminCommand(runDir, cmd string) (string, error) {
-	conn, err := net.DialTimeout("unix", filepath.Join(runDir, "admin.sock"), 2*time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := fmt.Fprintf(conn, "%s\n", cmd); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(conn)
-	return string(b), err
+	return testutil.AdminCommand(runDir, "show servers state "+backend)
 }

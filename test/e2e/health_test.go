@@ -10,6 +10,7 @@ import (
 
 	"time"
 
+	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 )
 
@@ -19,7 +20,7 @@ const checkEverySecond = "    healthCheckInterval: 1s\n"
 // lateBackend is a backend whose port is known before anything listens
 // on it: endpoints can name it while it is still down.
 func lateBackend(t *testing.T, name string) *backend {
-	return &backend{Name: name, Port: freePort(t)}
+	return &backend{Name: name, Port: testutil.FreePort(t)}
 }
 
 // listen starts b's server (answering with its name) until the test ends.

@@ -216,7 +216,7 @@ func TestRouterConfigVanishingKeepsPorts(t *testing.T) {
 // generation published are those of what HAProxy loaded.
 func TestRefusedGenerationBehindThrottledReload(t *testing.T) {
 	r := newRouter(t)
-	refusedPort := freePort(t)
+	refusedPort := testutil.FreePort(t)
 	// haproxy -c refuses any candidate listening on refusedPort; everything
 	// else goes to the real binary.
 	r.haproxy = filepath.Join(t.TempDir(), "haproxy")

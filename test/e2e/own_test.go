@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,9 +22,10 @@ import (
 func buildHaroute(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "haroute")
+	// go test puts its own GOROOT/bin first in the test's PATH.
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("go not in PATH: %v", err)
 	}
 	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/haroute/haroute/cmd/haroute").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

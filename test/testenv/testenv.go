@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -121,12 +120,7 @@ spec:
 // exceed the 107 bytes a unix socket path may have.
 func RunDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "hr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
+	return testutil.ShortTempDir(t)
 }
 
 // StartDaemon runs a daemon built from opts in this process until the test
