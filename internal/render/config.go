@@ -164,8 +164,11 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	// The first crt is the default certificate, served when no crt-list
 	// entry matches the SNI. No ALPN here: h2 is offered by crt-list
 	// entries only (routeTLS), never with the default certificate.
+	// ALPN offers http/1.1 alone unless a crt-list entry (a route's own
+	// certificate, with HTTP/2 on) says otherwise: HAProxy 2.8 and later
+	// would offer h2 on every ssl bind without one.
 	w.line("  bind unix@", in.RunDir, "/", SNISocket, " mode 600 accept-proxy ssl crt ", in.Dir, "/", DefaultCertFile,
-		" crt-list ", in.Dir, "/", CrtListFile, clientVerify(in))
+		" crt-list ", in.Dir, "/", CrtListFile, " alpn http/1.1", clientVerify(in))
 	w.line("  mode http")
 	httpFrontendOptions(w, &s)
 	routingKey(w)
