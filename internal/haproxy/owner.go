@@ -227,4 +227,3 @@ func waitPidfd(fd int, d time.Duration) bool {
 		}
 	}
 }
-
