@@ -191,7 +191,11 @@ func (d *Daemon) rebind(ctx context.Context, reason string) {
 	if d.throttle.pending {
 		// reload recorded why and asked again.
 		d.healFailed(errors.New("heal: reload onto the renamed sockets failed"))
+		return
 	}
+	// HAProxy holds the new names: a loss found from now on is a new one,
+	// even before a tick has seen every socket answer.
+	d.healing.renamed = false
 }
 
 // linkAdminSocket keeps <run-dir>/admin.sock leading to a renamed admin

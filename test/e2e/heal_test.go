@@ -113,14 +113,25 @@ func (h *healTraffic) stop() (ok, failed int64) {
 // reports the loss (and /readyz is not ready meanwhile), the sockets come
 // back, and the admin socket serves the runtime path again.
 func TestDeletedSocketsAreHealed(t *testing.T) {
+	runDir := func(r *router) string { return r.runDir }
+	inRunDir := func(name string) func(*router) string {
+		return func(r *router) string { return filepath.Join(r.runDir, name) }
+	}
 	for _, tc := range []struct {
-		name   string
-		delete func(runDir string) string // returns the path deleted
+		name string
+		// deletes are done one after the other, each once the one before
+		// is healed; each returns the path it deletes.
+		deletes []func(*router) string
 	}{
-		{"hop socket", func(d string) string { return filepath.Join(d, "fe_sni.sock") }},
-		{"admin socket", func(d string) string { return filepath.Join(d, "admin.sock") }},
-		{"master socket", func(d string) string { return filepath.Join(d, "master.sock") }},
-		{"run dir", func(d string) string { return d }},
+		{"hop socket", []func(*router) string{inRunDir("fe_sni.sock")}},
+		{"admin socket", []func(*router) string{inRunDir("admin.sock")}},
+		{"master socket", []func(*router) string{inRunDir("master.sock")}},
+		{"run dir", []func(*router) string{runDir}},
+		// The backup hop, in the state dir, is healed the same way.
+		{"backup hop socket", []func(*router) string{func(r *router) string { return filepath.Join(r.stateDir, "fe_sni.sock") }}},
+		// A second loss after a heal: the renamed sockets (and a worker
+		// still on the first names) go too.
+		{"hop socket then run dir", []func(*router) string{inRunDir("fe_sni.sock"), runDir}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRouter(t)
@@ -138,26 +149,31 @@ func TestDeletedSocketsAreHealed(t *testing.T) {
 
 			traffic := r.startHealTraffic(6, "plain.e2e.test", "tls.e2e.test")
 			time.Sleep(300 * time.Millisecond) // traffic flows before the loss
-			gone := tc.delete(r.runDir)
-			must(t, os.RemoveAll(gone))
-			r.reportsError("haproxy sockets missing or dead: " + gone)
-			r.eventually(30*time.Second, "ready again with every socket back", func() error {
-				for _, s := range []string{"master.sock", "admin.sock"} {
-					if err := dialUnix(filepath.Join(r.runDir, s)); err != nil {
-						return err
+			var gone []string
+			for _, del := range tc.deletes {
+				path := del(r)
+				gone = append(gone, path)
+				deleted := time.Now()
+				must(t, os.RemoveAll(path))
+				r.reportsHeal(path, deleted)
+				r.eventually(30*time.Second, "ready again with every socket back", func() error {
+					for _, s := range []string{"master.sock", "admin.sock"} {
+						if err := dialUnix(filepath.Join(r.runDir, s)); err != nil {
+							return err
+						}
 					}
-				}
-				if st := r.store.Get(); !st.Ready {
-					return fmt.Errorf("not ready: %s", st.NotReadyReason)
-				}
-				return nil
-			})
+					if st := r.store.Get(); !st.Ready {
+						return fmt.Errorf("not ready: %s", st.NotReadyReason)
+					}
+					return nil
+				})
+			}
 			// The HAProxy worker the heal replaced finishes meanwhile.
 			time.Sleep(time.Second)
 			ok, failed := traffic.stop()
 			if failed != 0 {
 				t.Errorf("%d of %d requests failed from the deletion of %s through the heal; first: %v",
-					failed, ok+failed, gone, traffic.first.Load())
+					failed, ok+failed, strings.Join(gone, " and "), traffic.first.Load())
 			}
 			t.Logf("%s deleted and healed: %d requests, %d failed", tc.name, ok+failed, failed)
 			if ok == 0 {
@@ -192,6 +208,21 @@ func TestDeletedSocketsAreHealed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reportsHeal waits until the status history shows that path was found
+// missing after since.
+func (r *router) reportsHeal(path string, since time.Time) {
+	r.t.Helper()
+	want := "haproxy sockets missing or dead: " + path + "; healing"
+	r.eventually(20*time.Second, "status reports "+path+" missing", func() error {
+		for _, e := range r.store.Get().RecentErrors {
+			if e.Message == want && !e.Time.Before(since) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %q since %v in the recent errors", want, since)
+	})
 }
 
 // dialUnix connects to the unix socket at path and hangs up.
