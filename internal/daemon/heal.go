@@ -79,7 +79,13 @@ func (d *Daemon) useSockets(s render.Sockets) error {
 		listeners = append(listeners, s.SNIBackup)
 	}
 	d.sup.SetSockets(admin, listeners)
-	d.inspector, d.runtime = inspector, haproxy.NewRuntime(admin)
+	// The runtime client is shared with the metrics scrape: it is pointed
+	// at the new socket, not replaced.
+	if d.runtime == nil {
+		d.runtime = haproxy.NewRuntime(admin)
+	}
+	d.runtime.SetSocket(admin)
+	d.inspector = inspector
 	d.sockets = s
 	return nil
 }
