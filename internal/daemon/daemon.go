@@ -111,9 +111,11 @@ type Daemon struct {
 	// inspector reads `show info` for the status page.
 	inspector haproxy.Inspector
 
-	// runLock and healing belong to heal.go.
+	// runLock, healing and sockets belong to heal.go; sockets names the
+	// unix sockets the rendered config binds.
 	runLock *haproxy.RunDirLock
 	healing healState
+	sockets render.Sockets
 
 	// lastFiles keeps the last good content per path so an unreadable
 	// file keeps its objects; lastHash is the last snapshot processed.
@@ -226,18 +228,11 @@ func New(opts Options) (*Daemon, error) {
 		ConfigPath: filepath.Join(live, render.ConfigFile),
 		RunDir:     opts.RunDir,
 		Logger:     opts.Logger.With("component", "haproxy"),
-
-		ListenerSockets: []string{filepath.Join(opts.RunDir, render.SNISocket)}, // checked by heal
 	})
 	if err != nil {
 		return nil, err
 	}
-	inspector, err := haproxy.NewInspector(filepath.Join(opts.RunDir, render.AdminSocket))
-	if err != nil {
-		return nil, err
-	}
 	d := &Daemon{
-		inspector:  inspector,
 		opts:       opts,
 		log:        opts.Logger,
 		metrics:    opts.Metrics,
@@ -246,13 +241,15 @@ func New(opts Options) (*Daemon, error) {
 		live:       newBundleDir(live),
 		cand:       newBundleDir(filepath.Join(opts.StateDir, "candidate")),
 		sup:        sup,
-		runtime:    haproxy.NewRuntime(filepath.Join(opts.RunDir, render.AdminSocket)),
 		lastFiles:  map[string]model.SourceFile{},
 		pending:    map[model.BackendName]map[model.ServerName]bool{},
 		hardNOFILE: nofileHardLimit(),
 		gc:         newIdleGC(),
 		store:      newLastGoodStore(opts.StateDir, opts.Logger),
 		anchors:    map[string]model.SourceFile{},
+	}
+	if err := d.useSockets(initialSockets(opts)); err != nil {
+		return nil, err
 	}
 	d.restore()
 	d.status.Set(func(s *status.Status) { s.NotReadyReason = "no configuration applied yet" })

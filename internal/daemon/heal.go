@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/haroute/haroute/internal/haproxy"
@@ -14,16 +16,78 @@ import (
 // what lives in it — the master and admin sockets, the TLS hop socket —
 // is checked every housekeeping tick and brought back when something
 // deleted it (a tmpfiles cleaner, an operator's rm -rf): without the hop
-// socket every TLS route fails, without the admin socket every change
-// falls back to a reload. While it is broken, /readyz says so.
+// socket TLS routes would fail, without the admin socket every change
+// would fall back to a reload. While it is broken, /readyz says so.
+//
+// Healing costs no request (internal/haproxy/sockets.go has what HAProxy
+// 2.6 can and cannot rebind):
+//   - The TLS hop has a backup socket in the state dir, which be_sni falls
+//     over to at once, so TLS routes keep serving from the moment of the
+//     loss until the heal, and in the old worker after it.
+//   - A lost master socket comes back with a reload.
+//   - A lost admin or hop socket is renamed (admin-1.sock, fe_sni-1.sock,
+//     …): the config is rendered with the new name, checked, and HAProxy
+//     reloads at once. The new worker binds the new name afresh and
+//     inherits the TCP listeners, as at any reload. <run-dir>/admin.sock
+//     then is a symlink to the renamed admin socket, so the documented
+//     path keeps working; a restart of haroute goes back to the default
+//     names.
+
+// maxBackupSocketPath bounds the backup hop's path: HAProxy binds a unix
+// socket under "<path>.<pid>.tmp" first, which must fit in sun_path (108
+// bytes) with a pid of up to 7 digits, and a renamed socket is longer.
+const maxBackupSocketPath = 88
 
 // healState is what heal remembers between ticks.
 type healState struct {
 	broken string // the reason last found; "" when all is well
-	// after and backoff space out replacements that fail (up to a
-	// minute), so a HAProxy that cannot start is not retried every tick.
+	// renamed is set once the lost sockets have new names, until they
+	// serve: a reload that failed is tried again under the same names.
+	renamed bool
+	// after and backoff space out heals that fail (up to a minute), so a
+	// reload that cannot succeed is not retried every tick.
 	after   time.Time
 	backoff time.Duration
+	// linkErr is the last failure to link admin.sock, logged once.
+	linkErr string
+}
+
+// initialSockets are the default socket names, and the backup hop in the
+// state dir unless its path is too long for a unix socket.
+func initialSockets(opts Options) render.Sockets {
+	s := render.Sockets{Admin: render.AdminSocket, SNI: render.SNISocket}
+	backup := filepath.Join(opts.StateDir, render.SNISocket)
+	if len(backup) <= maxBackupSocketPath {
+		s.SNIBackup = backup
+	} else {
+		opts.Logger.Warn("state dir path too long for the backup TLS hop socket; TLS routes fail while a deleted run dir is healed",
+			"path", backup, "max", maxBackupSocketPath)
+	}
+	return s
+}
+
+// useSockets makes s the socket names of the next render, and points
+// everything that talks to HAProxy's sockets at them.
+func (d *Daemon) useSockets(s render.Sockets) error {
+	admin := filepath.Join(d.opts.RunDir, s.Admin)
+	inspector, err := haproxy.NewInspector(admin)
+	if err != nil {
+		return err
+	}
+	listeners := []string{filepath.Join(d.opts.RunDir, s.SNI)}
+	if s.SNIBackup != "" {
+		listeners = append(listeners, s.SNIBackup)
+	}
+	d.sup.SetSockets(admin, listeners)
+	// The runtime client is shared with the metrics scrape: it is pointed
+	// at the new socket, not replaced.
+	if d.runtime == nil {
+		d.runtime = haproxy.NewRuntime(admin)
+	}
+	d.runtime.SetSocket(admin)
+	d.inspector = inspector
+	d.sockets = s
+	return nil
 }
 
 // lockRunDir takes the run dir's lock for as long as the daemon runs: a
@@ -41,9 +105,8 @@ func (d *Daemon) lockRunDir() error {
 // heal checks the run dir and HAProxy's sockets, and brings back what is
 // missing: the run dir (0700) and its lock first; then a master socket
 // alone comes back with a reload (signalled: the master CLI is what is
-// missing), anything else with a new HAProxy taking over from the running
-// one, since a reload's worker inherits listening unix sockets whose path
-// is gone.
+// missing), lost admin and hop sockets under new names with a reload at
+// once.
 func (d *Daemon) heal(ctx context.Context) {
 	if d.proc == nil {
 		return
@@ -53,7 +116,8 @@ func (d *Daemon) heal(ctx context.Context) {
 		if d.healing.broken != "" {
 			d.log.Info("haproxy sockets healed")
 		}
-		d.healing = healState{}
+		d.healing = healState{linkErr: d.healing.linkErr}
+		d.linkAdminSocket()
 		return
 	}
 	reason := "haproxy sockets " + broken.Error()
@@ -71,40 +135,88 @@ func (d *Daemon) heal(ctx context.Context) {
 		return
 	}
 	var se *haproxy.SocketsError
-	if errors.As(broken, &se) && se.MasterOnly {
+	if !errors.As(broken, &se) {
+		d.healFailed(fmt.Errorf("heal: %w", broken))
+		return
+	}
+	if se.MasterOnly {
 		if !d.throttle.pending {
 			d.throttle.request("heal: " + reason)
 		}
 		return
 	}
-	d.replace(ctx, "heal: "+reason)
-}
-
-// replace starts a new HAProxy on the live files that takes over from the
-// running one. On failure the running one keeps serving, and the next
-// tick tries again.
-func (d *Daemon) replace(ctx context.Context, reason string) {
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	if d.unchecked {
-		// As for a reload: the runtime path wrote without `haproxy -c`.
-		if err := haproxy.Check(rctx, d.sup.Binary(), d.live.path+"/"+render.ConfigFile); err != nil {
-			d.recordError(fmt.Errorf("heal skipped, live config rejected: %w", err))
+	if !d.healing.renamed {
+		if err := d.renameLost(se.Missing); err != nil {
+			d.healFailed(fmt.Errorf("heal: %w", err))
 			return
 		}
-		d.unchecked = false
+		d.healing.renamed = true
 	}
-	d.log.Warn("replacing haproxy", "reason", reason, "pid", d.proc.PID())
-	proc, err := d.sup.Replace(rctx, d.proc)
+	d.rebind(ctx, "heal: "+reason)
+}
+
+// renameLost gives each admin or hop socket among missing, or in the run
+// dir when the run dir is missing, its next name.
+func (d *Daemon) renameLost(missing []string) error {
+	s := d.sockets
+	runDirLost := slices.Contains(missing, d.opts.RunDir)
+	lost := func(path string) bool {
+		return slices.Contains(missing, path) || runDirLost && filepath.Dir(path) == d.opts.RunDir
+	}
+	if lost(filepath.Join(d.opts.RunDir, s.Admin)) {
+		s.Admin = haproxy.NextSocketName(s.Admin)
+	}
+	if lost(filepath.Join(d.opts.RunDir, s.SNI)) {
+		s.SNI = haproxy.NextSocketName(s.SNI)
+	}
+	if s.SNIBackup != "" && lost(s.SNIBackup) {
+		s.SNIBackup = haproxy.NextSocketName(s.SNIBackup)
+	}
+	d.log.Warn("renaming lost haproxy sockets", "admin", s.Admin, "hop", s.SNI, "backup_hop", s.SNIBackup)
+	return d.useSockets(s)
+}
+
+// rebind writes what HAProxy serves again, rendered with the current
+// socket names and checked, and reloads at once rather than after the
+// reload interval: the new worker binds the renamed sockets and inherits
+// every other listener. On failure the running HAProxy keeps serving
+// (TLS over the backup hop), and a later tick tries again.
+func (d *Daemon) rebind(ctx context.Context, reason string) {
+	next, err := d.prepare(d.desired.Desired, d.live.path, envOf(d.desired))
 	if err != nil {
-		d.healFailed(fmt.Errorf("heal: replace haproxy: %w", err))
+		d.healFailed(fmt.Errorf("heal: %w", err))
 		return
 	}
-	d.proc = proc
-	d.startedAt = time.Now()
-	d.throttle.clear() // the new HAProxy loaded the newest files
-	d.metrics.ObserveStart(time.Now())
-	d.loaded(ctx, []string{reason}, false, 0)
+	if err := d.writeChecked(ctx, next); err != nil {
+		d.healFailed(fmt.Errorf("heal: %w", err))
+		return
+	}
+	d.desired = next
+	d.throttle.request(reason)
+	d.reload(ctx)
+	if d.throttle.pending {
+		// reload recorded why and asked again.
+		d.healFailed(errors.New("heal: reload onto the renamed sockets failed"))
+		return
+	}
+	// HAProxy holds the new names: a loss found from now on is a new one,
+	// even before a tick has seen every socket answer.
+	d.healing.renamed = false
+}
+
+// linkAdminSocket keeps <run-dir>/admin.sock leading to a renamed admin
+// socket. A failure is recorded once, and does not make /readyz fail:
+// haroute itself uses the socket's real path.
+func (d *Daemon) linkAdminSocket() {
+	err := d.sup.LinkAdminSocket()
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if msg != d.healing.linkErr && err != nil {
+		d.recordError(err)
+	}
+	d.healing.linkErr = msg
 }
 
 // healFailed records a failed heal and spaces out the next try.

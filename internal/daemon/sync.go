@@ -299,7 +299,7 @@ func envOf(s plan.State) renderEnv {
 func (d *Daemon) renderInput(desired *model.Desired, dir string, env renderEnv) render.Input {
 	m := env.material
 	return render.Input{
-		Desired: desired, Dir: dir, RunDir: d.opts.RunDir,
+		Desired: desired, Dir: dir, RunDir: d.opts.RunDir, Sockets: d.sockets,
 		DefaultCertificate: m.DefaultCertificate, DefaultDestinationCA: m.DefaultDestinationCA,
 		StatsCredentials: m.StatsCredentials, Spares: env.spares,
 		ClientCA: m.ClientCA, ErrorPages: m.ErrorPages,

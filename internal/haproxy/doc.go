@@ -7,9 +7,11 @@
 //   - Supervisor / Process (supervisor.go): start, readiness, exit detection,
 //     stop. The restart policy belongs to the caller (the daemon), which
 //     watches Process.Done and calls Supervisor.Start again with backoff.
-//   - Ownership (owner.go): the run dir lock (one haroute per run dir), the
-//     takeover of an HAProxy an earlier haroute left running, Replace and
-//     Process.Sockets for healing deleted sockets.
+//   - Ownership (owner.go): the run dir lock (one haroute per run dir) and
+//     the takeover of an HAProxy an earlier haroute left running.
+//   - Lost sockets (sockets.go): Process.Sockets finds deleted or dead
+//     sockets; NextSocketName, SetSockets and LinkAdminSocket let the
+//     daemon heal them with a reload onto new names.
 //   - Master (master.go): `show proc` and a confirmed `reload`.
 //   - Runtime (runtime.go, readback.go): batches of runtime commands over one
 //     connection, with failure replies recognized per command, and typed

@@ -175,9 +175,9 @@ func (s *Supervisor) isOurs(cmdline []byte) bool {
 // has the new master soft-stop prev once it serves. Without a usable
 // admin socket only `-sf` is given: HAProxy then pauses prev's listeners
 // while it binds (a moment in which connections may be refused).
-func (s *Supervisor) takeoverArgs(prevPID int, inheritSockets bool) []string {
+func (s *Supervisor) takeoverArgs(prevPID int) []string {
 	var args []string
-	if inheritSockets && isLiveSocket(s.AdminSocket()) {
+	if isLiveSocket(s.AdminSocket()) {
 		args = append(args, "-x", s.AdminSocket())
 	}
 	return append(args, "-sf", strconv.Itoa(prevPID))
@@ -226,58 +226,4 @@ func waitPidfd(fd int, d time.Duration) bool {
 			return false
 		}
 	}
-}
-
-// isLiveSocket reports whether a unix socket at path accepts connections.
-func isLiveSocket(path string) bool {
-	c, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(c)
-	return unix.Connect(c, &unix.SockaddrUnix{Name: path}) == nil
-}
-
-// SocketsError lists the sockets (or the run dir) that are missing or
-// dead; the daemon heals them.
-type SocketsError struct {
-	// Missing are the paths that do not exist or do not accept
-	// connections, the run dir first when it is gone.
-	Missing []string
-	// MasterOnly is set when only the master socket is missing: a reload
-	// signalled to the master brings it back.
-	MasterOnly bool
-}
-
-func (e *SocketsError) Error() string {
-	return "missing or dead: " + strings.Join(e.Missing, ", ")
-}
-
-// Sockets checks that the run dir and every socket HAProxy serves in it
-// (master, admin, and Options.ListenerSockets such as the TLS hop) exist
-// and accept connections. It returns a *SocketsError when any does not.
-func (p *Process) Sockets() error {
-	if fi, err := os.Stat(p.sup.opts.RunDir); err != nil || !fi.IsDir() {
-		return &SocketsError{Missing: []string{p.sup.opts.RunDir}}
-	}
-	e := &SocketsError{}
-	for _, path := range append([]string{p.sup.MasterSocket(), p.sup.AdminSocket()}, p.sup.opts.ListenerSockets...) {
-		if !isLiveSocket(path) {
-			e.Missing = append(e.Missing, path)
-		}
-	}
-	if len(e.Missing) == 0 {
-		return nil
-	}
-	e.MasterOnly = len(e.Missing) == 1 && e.Missing[0] == p.sup.MasterSocket()
-	return e
-}
-
-// signalReload reloads the master with SIGUSR2, for when its CLI socket
-// is gone: the re-executed master creates it again.
-func (p *Process) signalReload() error {
-	if err := p.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
-		return fmt.Errorf("signal haproxy master %d: %w", p.PID(), err)
-	}
-	return nil
 }

@@ -223,9 +223,10 @@ func TestLockRunDir(t *testing.T) {
 }
 
 // Sockets reports a deleted socket; a reload signalled to the master
-// brings its CLI socket back, and a replacement (a new master taking over
-// from the old) brings the admin socket back, which a reload does not:
-// its new worker inherits the deleted socket.
+// brings its CLI socket back. A reload does not bring the admin socket
+// back under its name (its new worker inherits the deleted listener), but
+// renaming it in the config and reloading does, without a failed request;
+// LinkAdminSocket then makes the default name lead to it.
 func TestSocketsHealed(t *testing.T) {
 	r := newRig(t)
 	r.start(t)
@@ -245,31 +246,56 @@ func TestSocketsHealed(t *testing.T) {
 		t.Fatalf("after a signalled reload: %v", err)
 	}
 
+	stop := steadyLoad(t, r)
 	must(t, os.Remove(r.sup.AdminSocket()))
 	if _, err := r.proc.Reload(ctxT(t, 20*time.Second)); err != nil {
+		stop()
 		t.Fatal(err)
 	}
 	want := "missing or dead: " + r.sup.AdminSocket()
 	if err := r.proc.Sockets(); err == nil || err.Error() != want {
+		stop()
 		t.Fatalf("after a reload, sockets = %v, want %q (the reload cannot heal it)", err, want)
 	}
-	old := r.proc
-	proc, err := r.sup.Replace(ctxT(t, 20*time.Second), old)
-	if err != nil {
-		t.Fatalf("replace: %v", err)
+	renamed := NextSocketName(r.sup.AdminSocket())
+	cfg, err := os.ReadFile(r.Cfg)
+	must(t, err)
+	writeFile(t, r.Cfg, strings.Replace(string(cfg), r.sup.AdminSocket(), renamed, 1))
+	r.sup.SetSockets(renamed, nil)
+	if _, err := r.proc.Reload(ctxT(t, 20*time.Second)); err != nil {
+		stop()
+		t.Fatalf("reload onto the renamed admin socket: %v", err)
 	}
-	r.proc = proc
-	t.Cleanup(func() { proc.Stop(context.Background()) })
-	if err := proc.Sockets(); err != nil {
-		t.Fatalf("after a replacement: %v", err)
+	time.Sleep(200 * time.Millisecond) // requests reach the new worker
+	ok, failed, first := stop()
+	if failed != 0 || ok == 0 {
+		t.Fatalf("%d of %d requests failed across the heal; first: %s", failed, ok+failed, first)
 	}
-	select {
-	case <-old.Done():
-	case <-time.After(20 * time.Second):
-		t.Fatal("the replaced haproxy is still running")
+	if err := r.proc.Sockets(); err != nil {
+		t.Fatalf("after the reload onto %s: %v", renamed, err)
 	}
+	must(t, r.sup.LinkAdminSocket())
+	if got, err := os.Readlink(r.sup.DefaultAdminSocket()); err != nil || got != filepath.Base(renamed) {
+		t.Fatalf("admin.sock links to %q (%v), want %q", got, err, filepath.Base(renamed))
+	}
+	execOK(t, NewRuntime(r.sup.DefaultAdminSocket()), "show info")
+	must(t, r.sup.LinkAdminSocket()) // again: nothing to do
 	if got := r.get(t, ""); got != "200 b0" {
-		t.Errorf("GET after replacement = %q", got)
+		t.Errorf("GET after the heal = %q", got)
+	}
+}
+
+func TestNextSocketName(t *testing.T) {
+	for in, want := range map[string]string{
+		"/run/haroute/admin.sock":    "/run/haroute/admin-1.sock",
+		"/run/haroute/admin-1.sock":  "/run/haroute/admin-2.sock",
+		"/run/haroute/fe_sni-9.sock": "/run/haroute/fe_sni-10.sock",
+		"/run/x-y.sock":              "/run/x-y-1.sock",
+		"/run/plain":                 "/run/plain-1",
+	} {
+		if got := NextSocketName(in); got != want {
+			t.Errorf("NextSocketName(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,14 +19,23 @@ const DefaultRuntimeTimeout = 30 * time.Second
 // Runtime talks to HAProxy's runtime API on the admin socket
 // (`stats socket <run>/admin.sock mode 600 level admin`).
 type Runtime struct {
-	socketPath string
+	// socketPath holds a string. SetSocket changes it while calls may run
+	// on other goroutines (the metrics scrape reads stats).
+	socketPath atomic.Value
 }
 
 // NewRuntime returns a client for the admin socket at socketPath. It does
 // not connect: every call opens its own connection.
 func NewRuntime(socketPath string) *Runtime {
-	return &Runtime{socketPath: socketPath}
+	r := &Runtime{}
+	r.SetSocket(socketPath)
+	return r
 }
+
+// SetSocket points later calls at the admin socket at socketPath (it was
+// renamed after a loss, see sockets.go); calls under way finish on the
+// old one.
+func (r *Runtime) SetSocket(socketPath string) { r.socketPath.Store(socketPath) }
 
 // Response is HAProxy's reply to one runtime command.
 type Response struct {
@@ -125,17 +135,18 @@ type session struct {
 
 func (r *Runtime) dial(ctx context.Context) (*session, error) {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", r.socketPath)
+	path := r.socketPath.Load().(string)
+	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			err = ctxErr
 		}
-		return nil, fmt.Errorf("connect to runtime API %s: %w", r.socketPath, err)
+		return nil, fmt.Errorf("connect to runtime API %s: %w", path, err)
 	}
 	deadline, _ := ctx.Deadline()
 	if err := conn.SetDeadline(deadline); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("set deadline on runtime API %s: %w", r.socketPath, err)
+		return nil, fmt.Errorf("set deadline on runtime API %s: %w", path, err)
 	}
 	// A cancelled context interrupts a blocked read or write.
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
@@ -144,11 +155,11 @@ func (r *Runtime) dial(ctx context.Context) (*session, error) {
 		out, err := s.roundTrip([]byte(setup))
 		if err != nil {
 			s.close()
-			return nil, fmt.Errorf("start runtime session on %s: %w", r.socketPath, s.cause(err))
+			return nil, fmt.Errorf("start runtime session on %s: %w", path, s.cause(err))
 		}
 		if out != "" {
 			s.close()
-			return nil, fmt.Errorf("start runtime session on %s: %q replied %q", r.socketPath, strings.TrimSpace(setup), out)
+			return nil, fmt.Errorf("start runtime session on %s: %q replied %q", path, strings.TrimSpace(setup), out)
 		}
 	}
 	return s, nil

@@ -30,10 +30,10 @@ type Options struct {
 	RunDir string
 	// AdminSocket is the admin socket the config declares, with
 	// `expose-fd listeners`: a takeover fetches the listening sockets
-	// through it. Default <RunDir>/admin.sock.
+	// through it. Default <RunDir>/admin.sock. SetSockets changes it.
 	AdminSocket string
 	// ListenerSockets are unix sockets the config binds (the TLS hop);
-	// Process.Sockets checks them too.
+	// Process.Sockets checks them too. SetSockets changes them.
 	ListenerSockets []string
 	Logger          *slog.Logger
 	// SoftStopTimeout bounds how long Stop lets workers finish their
@@ -133,7 +133,7 @@ func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
 	prev := s.findPrevious()
 	var extra []string
 	if prev != nil {
-		extra = s.takeoverArgs(prev.pid, true)
+		extra = s.takeoverArgs(prev.pid)
 		s.log.Warn("taking over haproxy left running by an earlier haroute", "pid", prev.pid, "args", strings.Join(extra, " "))
 	}
 	p, err := s.launch(ctx, extra)
@@ -146,25 +146,6 @@ func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
 	if prev != nil {
 		go retire(prev, s.opts.SoftStopTimeout, s.log)
 	}
-	return p, nil
-}
-
-// Replace starts a new HAProxy that takes over from old, which is soft-
-// stopped once the new one serves. It is the heal for sockets a reload
-// cannot bring back: a reload's new worker inherits the listening unix
-// sockets, deleted paths included, while a new master binds them afresh.
-// The sockets are not inherited (-x would carry the deleted ones over):
-// HAProxy pauses old's listeners while the new ones bind. On failure old
-// keeps serving.
-func (s *Supervisor) Replace(ctx context.Context, old *Process) (*Process, error) {
-	if err := prepareRunDir(s.opts.RunDir); err != nil {
-		return nil, err
-	}
-	p, err := s.launch(ctx, s.takeoverArgs(old.PID(), false))
-	if err != nil {
-		return nil, err
-	}
-	go func() { _ = old.Stop(context.Background()) }()
 	return p, nil
 }
 

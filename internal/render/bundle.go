@@ -16,6 +16,9 @@ type Input struct {
 	Dir string
 	// RunDir holds the admin socket and the internal TLS hop socket.
 	RunDir string
+	// Sockets names them; the zero value is the default names and no
+	// backup hop.
+	Sockets Sockets
 	// DefaultCertificate is PEM (chain + key) served when no route matches
 	// the SNI. Never empty: the daemon generates one when none is set.
 	DefaultCertificate []byte

@@ -39,14 +39,17 @@ const (
 	// route between None, Allow and Redirect is a map change only.
 	RedirectValue = "redirect-https"
 
-	// AdminSocket and SNISocket live in Input.RunDir.
+	// AdminSocket and SNISocket are the default names of the admin socket
+	// and the TLS hop socket in Input.RunDir (see Sockets).
 	AdminSocket = "admin.sock"
 	SNISocket   = "fe_sni.sock"
 
 	// SNIBackend is the TCP backend that hands non-passthrough TLS to the
-	// fe_sni frontend over SNISocket; SNIServer is its only server.
-	SNIBackend = "be_sni"
-	SNIServer  = "fe_sni"
+	// fe_sni frontend over SNISocket; SNIServer is its server, and
+	// SNIBackupServer the one for Sockets.SNIBackup.
+	SNIBackend      = "be_sni"
+	SNIServer       = "fe_sni"
+	SNIBackupServer = "fe_sni_backup"
 )
 
 // routeCertName is the bundle file holding a route's certificate and key.
@@ -138,6 +141,9 @@ func checkInput(in Input) error {
 		if !path.IsAbs(d.dir) || path.Clean(d.dir) != d.dir {
 			return fmt.Errorf("%s %q must be an absolute, clean path", d.what, d.dir)
 		}
+	}
+	if err := in.Sockets.check(); err != nil {
+		return err
 	}
 	if len(in.DefaultCertificate) == 0 {
 		return errors.New("no default certificate")

@@ -605,13 +605,7 @@ func (c *chaos) report(tr *chaosTraffic) {
 // lacks what would prevent it. Each is reported as a skip naming the gap,
 // so CI stays green while the rest of the promise is enforced; remove an
 // entry once the daemon closes it.
-var chaosKnownGaps = map[faultKind]string{
-	// The heal replaces the master without inheriting the listeners
-	// (which would carry the deleted socket over); the old one pauses its
-	// listeners so the new one can bind, and connections in that moment
-	// are refused.
-	faultAdminSocketLoss: "the socket heal's Replace pauses the listeners before the new master binds",
-}
+var chaosKnownGaps = map[faultKind]string{}
 
 // failureClass sorts a failed request by what the client saw: refused
 // (no listener), reset or EOF (a connection cut, in flight or idle),

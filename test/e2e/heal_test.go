@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,53 +46,140 @@ func (r *router) getTLS(host string) (string, error) {
 	return body, nil
 }
 
+// healTraffic is steady traffic from several clients, each on a new
+// connection per request (so every request goes through the listeners,
+// and every TLS request through the unix hop), counting what fails.
+type healTraffic struct {
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	ok, fail atomic.Int64
+	first    atomic.Value // the first failure, as a string
+}
+
+// startHealTraffic runs clients against host over HTTP and tlsHost over
+// HTTPS until stop.
+func (r *router) startHealTraffic(clients int, host, tlsHost string) *healTraffic {
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &healTraffic{cancel: cancel}
+	get := map[bool]func() (string, error){
+		false: func() (string, error) {
+			req, err := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.http), nil)
+			if err != nil {
+				return "", err
+			}
+			req.Host = host
+			resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+			if err != nil {
+				return "", err
+			}
+			body := readAll(resp)
+			if resp.StatusCode != http.StatusOK {
+				return "", fmt.Errorf("status %d: %s", resp.StatusCode, body)
+			}
+			return body, nil
+		},
+		true: func() (string, error) { return r.getTLS(tlsHost) },
+	}
+	for c := range clients {
+		tls := c%2 == 1
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			for ctx.Err() == nil {
+				if _, err := get[tls](); err != nil {
+					h.fail.Add(1)
+					h.first.CompareAndSwap(nil, fmt.Sprintf("tls=%v: %v", tls, err))
+					continue
+				}
+				h.ok.Add(1)
+			}
+		}()
+	}
+	return h
+}
+
+// stop ends the traffic and returns how many requests succeeded and
+// failed.
+func (h *healTraffic) stop() (ok, failed int64) {
+	h.cancel()
+	h.wg.Wait()
+	return h.ok.Load(), h.fail.Load()
+}
+
 // Deleting the run dir or one of HAProxy's sockets in it is noticed and
-// healed: the status reports it (and /readyz is not ready meanwhile), the
-// sockets come back, and the TLS route, which crosses the hop socket,
-// answers again.
+// healed without failing a request: steady traffic to an HTTP route and
+// to an edge route (whose traffic crosses the unix hop socket) counts no
+// failure from the deletion through the heal and after. The status
+// reports the loss (and /readyz is not ready meanwhile), the sockets come
+// back, and the admin socket serves the runtime path again.
 func TestDeletedSocketsAreHealed(t *testing.T) {
+	runDir := func(r *router) string { return r.runDir }
+	inRunDir := func(name string) func(*router) string {
+		return func(r *router) string { return filepath.Join(r.runDir, name) }
+	}
 	for _, tc := range []struct {
-		name   string
-		delete func(runDir string) string // returns the path deleted
+		name string
+		// deletes are done one after the other, each once the one before
+		// is healed; each returns the path it deletes.
+		deletes []func(*router) string
 	}{
-		{"hop socket", func(d string) string { return filepath.Join(d, "fe_sni.sock") }},
-		{"admin socket", func(d string) string { return filepath.Join(d, "admin.sock") }},
-		{"master socket", func(d string) string { return filepath.Join(d, "master.sock") }},
-		{"run dir", func(d string) string { return d }},
+		{"hop socket", []func(*router) string{inRunDir("fe_sni.sock")}},
+		{"admin socket", []func(*router) string{inRunDir("admin.sock")}},
+		{"master socket", []func(*router) string{inRunDir("master.sock")}},
+		{"run dir", []func(*router) string{runDir}},
+		// The backup hop, in the state dir, is healed the same way.
+		{"backup hop socket", []func(*router) string{func(r *router) string { return filepath.Join(r.stateDir, "fe_sni.sock") }}},
+		// A second loss after a heal: the renamed sockets (and a worker
+		// still on the first names) go too.
+		{"hop socket then run dir", []func(*router) string{inRunDir("fe_sni.sock"), runDir}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRouter(t)
 			one := startBackend(t, "one")
 			w := publish.NewAtomicWriter(r.dir)
+			routes := join(routeYAML("plain", "plain.e2e.test", "", "one"), edgeRouteYAML("tls", "tls.e2e.test", "one"))
 			must(t, w.Publish(files(
 				"router.yaml", r.routerConfig(""),
-				"routes.yaml", edgeRouteYAML("tls", "tls.e2e.test", "one"),
+				"routes.yaml", routes,
 				"endpoints.yaml", endpointsYAML("one", one),
 			)))
 			r.start("atomic")
+			r.serves("plain.e2e.test", "/", "one")
 			r.eventually(20*time.Second, "TLS route served", func() error { _, err := r.getTLS("tls.e2e.test"); return err })
 
-			gone := tc.delete(r.runDir)
-			must(t, os.RemoveAll(gone))
-			r.reportsError("haproxy sockets missing or dead: " + gone)
-			r.eventually(30*time.Second, "TLS route served again", func() error {
-				got, err := r.getTLS("tls.e2e.test")
-				if err == nil && got != "one" {
-					err = fmt.Errorf("answered by %q", got)
-				}
-				return err
-			})
-			r.eventually(30*time.Second, "ready again with every socket back", func() error {
-				for _, s := range []string{"master.sock", "admin.sock", "fe_sni.sock"} {
-					if _, err := os.Stat(filepath.Join(r.runDir, s)); err != nil {
-						return err
+			traffic := r.startHealTraffic(6, "plain.e2e.test", "tls.e2e.test")
+			time.Sleep(300 * time.Millisecond) // traffic flows before the loss
+			var gone []string
+			for _, del := range tc.deletes {
+				path := del(r)
+				gone = append(gone, path)
+				deleted := time.Now()
+				must(t, os.RemoveAll(path))
+				r.reportsHeal(path, deleted)
+				r.eventually(30*time.Second, "ready again with every socket back", func() error {
+					for _, s := range []string{"master.sock", "admin.sock"} {
+						if err := dialUnix(filepath.Join(r.runDir, s)); err != nil {
+							return err
+						}
 					}
-				}
-				if st := r.store.Get(); !st.Ready {
-					return fmt.Errorf("not ready: %s", st.NotReadyReason)
-				}
-				return nil
-			})
+					if st := r.store.Get(); !st.Ready {
+						return fmt.Errorf("not ready: %s", st.NotReadyReason)
+					}
+					return nil
+				})
+			}
+			// The HAProxy worker the heal replaced finishes meanwhile.
+			time.Sleep(time.Second)
+			ok, failed := traffic.stop()
+			if failed != 0 {
+				t.Errorf("%d of %d requests failed from the deletion of %s through the heal; first: %v",
+					failed, ok+failed, strings.Join(gone, " and "), traffic.first.Load())
+			}
+			t.Logf("%s deleted and healed: %d requests, %d failed", tc.name, ok+failed, failed)
+			if ok == 0 {
+				t.Fatal("no request succeeded")
+			}
+
 			if got := modeOf(t, r.runDir); got != 0o700 {
 				t.Errorf("run dir mode = %v, want 0700", got)
 			}
@@ -102,7 +193,7 @@ func TestDeletedSocketsAreHealed(t *testing.T) {
 			reloads := r.reloads()
 			must(t, w.Publish(files(
 				"router.yaml", r.routerConfig(""),
-				"routes.yaml", edgeRouteYAML("tls", "tls.e2e.test", "one"),
+				"routes.yaml", routes,
 				"endpoints.yaml", endpointsYAML("one", one, two),
 			)))
 			r.eventually(20*time.Second, "second endpoint serves", func() error {
@@ -117,6 +208,30 @@ func TestDeletedSocketsAreHealed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reportsHeal waits until the status history shows that path was found
+// missing after since.
+func (r *router) reportsHeal(path string, since time.Time) {
+	r.t.Helper()
+	want := "haproxy sockets missing or dead: " + path + "; healing"
+	r.eventually(20*time.Second, "status reports "+path+" missing", func() error {
+		for _, e := range r.store.Get().RecentErrors {
+			if e.Message == want && !e.Time.Before(since) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %q since %v in the recent errors", want, since)
+	})
+}
+
+// dialUnix connects to the unix socket at path and hangs up.
+func dialUnix(path string) error {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 func modeOf(t *testing.T, path string) os.FileMode {

@@ -1,0 +1,145 @@
+package haproxy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Lost sockets (DESIGN §7). Something may delete the run dir or a socket
+// in it (a tmpfiles cleaner, an operator's rm -rf). What can and cannot
+// bring a socket back, as seen on 2.6.12:
+//   - The master socket (-S) is bound afresh by every reload.
+//   - Every other unix listener, the admin socket (stats socket) included,
+//     is handed to the next worker at a reload, and to a new master at a
+//     takeover (-x), matched by its path: a deleted one stays dead under
+//     the same name. Under a new name it is bound afresh, while the TCP
+//     listeners pass on as at any reload, so no connection is refused.
+// The daemon therefore renames a lost socket (NextSocketName), renders
+// the config with the new name, and reloads. A process started with -sf
+// and no -x would bind everything afresh too, but with noreuseport it
+// must first pause the old process's TCP listeners, and connections
+// arriving meanwhile are refused.
+
+// NextSocketName returns the name a lost socket is bound under next:
+// admin.sock, admin-1.sock, admin-2.sock, … A name that differs before a
+// dot from every name HAProxy held matches none of its listeners (HAProxy
+// only treats ".<digits>.tmp" suffixes as the same socket).
+func NextSocketName(path string) string {
+	dir, base := filepath.Split(path)
+	stem, ext, _ := strings.Cut(base, ".")
+	if ext != "" {
+		ext = "." + ext
+	}
+	n := 0
+	if i := strings.LastIndexByte(stem, '-'); i >= 0 {
+		if v, err := strconv.Atoi(stem[i+1:]); err == nil && v > 0 {
+			stem, n = stem[:i], v
+		}
+	}
+	return dir + stem + "-" + strconv.Itoa(n+1) + ext
+}
+
+// SetSockets tells the supervisor the admin and listener sockets the
+// config now declares, for Process.Sockets and for takeovers. Call it
+// from the goroutine that drives the supervisor, before the reload that
+// binds them.
+func (s *Supervisor) SetSockets(admin string, listeners []string) {
+	s.opts.AdminSocket = admin
+	s.opts.ListenerSockets = append([]string(nil), listeners...)
+}
+
+// ListenerSockets are the unix listener sockets the config declares.
+func (s *Supervisor) ListenerSockets() []string {
+	return append([]string(nil), s.opts.ListenerSockets...)
+}
+
+// DefaultAdminSocket is <RunDir>/admin.sock, where operators (and a
+// later haroute's takeover) look for the admin socket.
+func (s *Supervisor) DefaultAdminSocket() string { return filepath.Join(s.opts.RunDir, "admin.sock") }
+
+// LinkAdminSocket keeps DefaultAdminSocket leading to the admin socket
+// when the socket has another name (it was renamed after a loss): a
+// symlink there, replaced atomically, so the documented path works. It
+// does nothing when the link is right or the names are the same.
+func (s *Supervisor) LinkAdminSocket() error {
+	link, target := s.DefaultAdminSocket(), s.AdminSocket()
+	if link == target || filepath.Dir(target) != s.opts.RunDir {
+		return nil
+	}
+	rel := filepath.Base(target)
+	if cur, err := os.Readlink(link); err == nil && cur == rel {
+		return nil
+	}
+	tmp := link + ".link"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(rel, tmp); err != nil {
+		return fmt.Errorf("link admin socket: %w", err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("link admin socket: %w", err)
+	}
+	return nil
+}
+
+// isLiveSocket reports whether a unix socket at path accepts connections.
+func isLiveSocket(path string) bool {
+	c, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(c)
+	return unix.Connect(c, &unix.SockaddrUnix{Name: path}) == nil
+}
+
+// SocketsError lists the sockets (or the run dir) that are missing or
+// dead; the daemon heals them.
+type SocketsError struct {
+	// Missing are the paths that do not exist or do not accept
+	// connections; the run dir alone when it is gone.
+	Missing []string
+	// MasterOnly is set when only the master socket is missing: a reload
+	// signalled to the master brings it back.
+	MasterOnly bool
+}
+
+func (e *SocketsError) Error() string {
+	return "missing or dead: " + strings.Join(e.Missing, ", ")
+}
+
+// Sockets checks that the run dir and every socket HAProxy serves (the
+// master and admin sockets, and Options.ListenerSockets such as the TLS
+// hops) exist and accept connections. It returns a *SocketsError when any
+// does not.
+func (p *Process) Sockets() error {
+	if fi, err := os.Stat(p.sup.opts.RunDir); err != nil || !fi.IsDir() {
+		// Everything in it is gone with it.
+		return &SocketsError{Missing: []string{p.sup.opts.RunDir}}
+	}
+	e := &SocketsError{}
+	for _, path := range append([]string{p.sup.MasterSocket(), p.sup.AdminSocket()}, p.sup.opts.ListenerSockets...) {
+		if !isLiveSocket(path) {
+			e.Missing = append(e.Missing, path)
+		}
+	}
+	if len(e.Missing) == 0 {
+		return nil
+	}
+	e.MasterOnly = len(e.Missing) == 1 && e.Missing[0] == p.sup.MasterSocket()
+	return e
+}
+
+// signalReload reloads the master with SIGUSR2, for when its CLI socket
+// is gone: the re-executed master creates it again.
+func (p *Process) signalReload() error {
+	if err := p.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		return fmt.Errorf("signal haproxy master %d: %w", p.PID(), err)
+	}
+	return nil
+}
