@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/haroute/haroute/internal/haproxy"
+	"github.com/haroute/haroute/internal/plan"
 	"github.com/haroute/haroute/internal/render"
 )
 
@@ -73,7 +74,7 @@ func (d *Daemon) heal(ctx context.Context) {
 	var se *haproxy.SocketsError
 	if errors.As(broken, &se) && se.MasterOnly {
 		if !d.throttle.pending {
-			d.throttle.request("heal: " + reason)
+			d.throttle.request(plan.Reason{Kind: plan.KindHeal, Subject: reason})
 		}
 		return
 	}

@@ -24,11 +24,12 @@ func TestAnnotations(t *testing.T) {
 		return b
 	}
 	tests := []struct {
-		name string
-		term Termination
-		ann  map[string]string
-		want BackendSettings
-		diag []string
+		name     string
+		term     Termination
+		insecure InsecureEdgeTerminationPolicy
+		ann      map[string]string
+		want     BackendSettings
+		diag     []string
 	}{
 		{name: "no annotations: roundrobin balance", want: BackendSettings{Balance: BalanceRoundRobin, HealthCheckInterval: 5 * time.Second}},
 		{name: "passthrough defaults to source", term: TerminationPassthrough, ann: map[string]string{},
@@ -62,11 +63,11 @@ func TestAnnotations(t *testing.T) {
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout: value "25d" is more than HAProxy's maximum of 2147483647ms; annotation ignored`,
 		}},
 		{name: "allowlist", ann: map[string]string{AnnotationIPAllowlist: " 10.0.0.0/8  192.168.1.7 fd00::/64 "},
-			want: def(func(b *BackendSettings) { b.IPAllowlist = []string{"10.0.0.0/8", "192.168.1.7", "fd00::/64"} })},
+			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.0.0.0/8 192.168.1.7 fd00::/64" })},
 		{name: "legacy whitelist", ann: map[string]string{AnnotationIPWhitelist: "10.1.2.3"},
-			want: def(func(b *BackendSettings) { b.IPAllowlist = []string{"10.1.2.3"} })},
+			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.1.2.3" })},
 		{name: "allowlist wins over whitelist", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.1", AnnotationIPWhitelist: "10.0.0.2"},
-			want: def(func(b *BackendSettings) { b.IPAllowlist = []string{"10.0.0.1"} }), diag: []string{
+			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.0.0.1" }), diag: []string{
 				`ns-r.yaml:31:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_whitelist: haproxy.router.openshift.io/ip_allowlist is set and takes precedence; annotation ignored`,
 			}},
 		{name: "allowlist with one bad entry is ignored whole", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.0/8 10.0.0.300"},
@@ -103,10 +104,10 @@ func TestAnnotations(t *testing.T) {
 			}},
 		{name: "rate limits", ann: map[string]string{
 			AnnotationRateLimit: "true", AnnotationRateLimitConcurrentTCP: "10", AnnotationRateLimitRateTCP: "100", AnnotationRateLimitRateHTTP: "50",
-		}, want: def(func(b *BackendSettings) { b.RateLimit = &RateLimit{ConcurrentTCP: 10, RateTCP: 100, RateHTTP: 50} })},
+		}, want: def(func(b *BackendSettings) { b.RateLimit = RateLimit{ConcurrentTCP: 10, RateTCP: 100, RateHTTP: 50} })},
 		{name: "rate limits partly invalid", ann: map[string]string{
 			AnnotationRateLimit: "true", AnnotationRateLimitConcurrentTCP: "-3", AnnotationRateLimitRateTCP: "100",
-		}, want: def(func(b *BackendSettings) { b.RateLimit = &RateLimit{RateTCP: 100} }), diag: []string{
+		}, want: def(func(b *BackendSettings) { b.RateLimit = RateLimit{RateTCP: 100} }), diag: []string{
 			`ns-r.yaml:31:5: warning: metadata.annotations.haproxy.router.openshift.io/rate-limit-connections.concurrent-tcp: value "-3" is not a positive integer; annotation ignored`,
 		}},
 		{name: "rate limit values without the switch", ann: map[string]string{AnnotationRateLimitRateHTTP: "5"}, want: def(nil), diag: []string{
@@ -124,12 +125,12 @@ func TestAnnotations(t *testing.T) {
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/pod-concurrent-connections: value "0" is not a positive integer; annotation ignored`,
 		}},
 		{name: "rewrite target", ann: map[string]string{AnnotationRewriteTarget: "/v2/"},
-			want: def(func(b *BackendSettings) { b.RewriteTarget = ptr("/v2/") })},
+			want: def(func(b *BackendSettings) { b.RewriteTarget = "/v2/" })},
 		{name: "rewrite target invalid", ann: map[string]string{AnnotationRewriteTarget: "v2"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "v2" must start with "/"; annotation ignored`,
 		}},
 		{name: "rewrite target with percent-encoding and sub-delims", ann: map[string]string{AnnotationRewriteTarget: "/a%27b/$x;y=1&z@"},
-			want: def(func(b *BackendSettings) { b.RewriteTarget = ptr("/a%27b/$x;y=1&z@") })},
+			want: def(func(b *BackendSettings) { b.RewriteTarget = "/a%27b/$x;y=1&z@" })},
 		{name: "rewrite target with quote", ann: map[string]string{AnnotationRewriteTarget: "/a'b"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "/a'b" contains '\'', which OpenShift's router interprets rather than copies: percent-encode it (%27); annotation ignored`,
 		}},
@@ -183,7 +184,7 @@ func TestAnnotations(t *testing.T) {
 			}
 			c := newRouteCheck(&r)
 			s := DefaultSettings()
-			got := parseAnnotations(c, &r, tt.term, &s)
+			got := parseAnnotations(c, &r, tt.term, tt.insecure, &s)
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("settings:\n got %+v\nwant %+v", got, tt.want)
 			}
@@ -224,7 +225,7 @@ func TestDefaultBalance(t *testing.T) {
 				r.Meta.Annotations = map[string]string{AnnotationBalance: c.ann}
 			}
 			s := DefaultSettings()
-			if got := parseAnnotations(newRouteCheck(&r), &r, c.term, &s).Balance; got != c.want {
+			if got := parseAnnotations(newRouteCheck(&r), &r, c.term, "", &s).Balance; got != c.want {
 				t.Errorf("balance = %s, want %s", got, c.want)
 			}
 		})

@@ -113,7 +113,7 @@ func validateRoute(r *Route, settings *Settings) (AdmittedRoute, *routeCheck) {
 	validateWildcard(c, spec, settings, &ar)
 	ar.Services = validateServices(c, spec)
 	validateTargetPort(c, spec.Port)
-	ar.Backend = parseAnnotations(c, r, ar.Termination, settings)
+	ar.Backend = parseAnnotations(c, r, ar.Termination, ar.InsecurePolicy, settings)
 	return ar, c
 }
 

@@ -479,14 +479,13 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 
 	// tcp-request rules first: HAProxy evaluates them before http-request
 	// rules whatever their order, and warns when they are written after.
-	for i := 0; i < len(bs.IPAllowlist); i += allowlistChunk {
-		end := min(i+allowlistChunk, len(bs.IPAllowlist))
-		w.line("  acl allowlist src ", strings.Join(bs.IPAllowlist[i:end], " "))
+	for chunk := range bs.IPAllowlist.Chunks(allowlistChunk) {
+		w.line("  acl allowlist src ", chunk)
 	}
 	if len(bs.IPAllowlist) > 0 {
 		w.line("  tcp-request content reject if !allowlist")
 	}
-	if rl := bs.RateLimit; rl != nil {
+	if rl := bs.RateLimit; rl.On() {
 		w.line("  stick-table type ip size 100k expire 30s store conn_cnt,conn_cur,conn_rate(3s),http_req_rate(10s)")
 		w.line("  tcp-request content track-sc2 src")
 		if rl.ConcurrentTCP > 0 {
@@ -562,14 +561,14 @@ func forwardedHeaders(w *cfgWriter, policy string) {
 // with target /: /foo → /, /foo/x → /x.
 func rewriteTarget(w *cfgWriter, r *model.AdmittedRoute) {
 	t := r.Backend.RewriteTarget
-	if t == nil || *t == "" {
+	if t == "" {
 		return
 	}
 	// The path and the target are literals (checked in checkRoute): the
 	// path is quoted as a regular expression, the target as a regular
 	// expression replacement that is also a log-format string.
 	base := strings.TrimSuffix(r.Path, "/")
-	target := regexpReplacement(*t)
+	target := regexpReplacement(t)
 	if base != "" {
 		re, _ := singleQuoted("path", "^"+quoteRegexp(base)+"$", false)
 		rep, _ := singleQuoted("rewrite target", target, true)

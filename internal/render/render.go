@@ -221,7 +221,7 @@ func checkRoute(r *model.AdmittedRoute) error {
 			return fmt.Errorf("cookie name %q contains ';', ',' or '='", bs.CookieName)
 		}
 	}
-	for _, e := range bs.IPAllowlist {
+	for e := range bs.IPAllowlist.Entries() {
 		if err := checkAllowEntry(e); err != nil {
 			return err
 		}
@@ -231,12 +231,12 @@ func checkRoute(r *model.AdmittedRoute) error {
 			return err
 		}
 	}
-	if t := bs.RewriteTarget; t != nil && *t != "" {
-		if err := checkQuotable("rewrite target", *t); err != nil {
+	if t := bs.RewriteTarget; t != "" {
+		if err := checkQuotable("rewrite target", t); err != nil {
 			return err
 		}
 	}
-	if rl := bs.RateLimit; rl != nil && (rl.ConcurrentTCP < 0 || rl.RateTCP < 0 || rl.RateHTTP < 0) {
+	if rl := bs.RateLimit; rl.ConcurrentTCP < 0 || rl.RateTCP < 0 || rl.RateHTTP < 0 {
 		return errors.New("rate limits must not be negative")
 	}
 	return nil

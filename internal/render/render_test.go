@@ -211,7 +211,6 @@ func TestMapKeys(t *testing.T) {
 func TestRenderErrors(t *testing.T) {
 	ok := func(*model.AdmittedRoute) {}
 	set := func(f func(*model.BackendSettings)) func(*model.AdmittedRoute) { return backendSettings(f) }
-	str := func(s string) *string { return &s }
 	for _, tc := range []struct {
 		name string
 		in   func(in *Input)
@@ -242,10 +241,10 @@ func TestRenderErrors(t *testing.T) {
 			`render route ns/r: cookie name "a=b" contains ';', ',' or '='`},
 		{"hsts with newline", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.HSTSHeader = "max-age=1\n" })),
 			`render route ns/r: hsts header "max-age=1\n" contains a control character ('\n')`},
-		{"rewrite with newline", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.RewriteTarget = str("/a\nb") })),
+		{"rewrite with newline", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.RewriteTarget = "/a\nb" })),
 			`render route ns/r: rewrite target "/a\nb" contains a control character ('\n')`},
-		{"bad allowlist", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.IPAllowlist = []string{"10.0.0.1 or 1"} })),
-			`render route ns/r: ip allowlist entry "10.0.0.1 or 1" is neither an IP nor a CIDR`},
+		{"bad allowlist", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.IPAllowlist = "10.0.0.1 or 1" })),
+			`render route ns/r: ip allowlist entry "or" is neither an IP nor a CIDR`},
 		{"bad balance", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.Balance = "uri" })),
 			`render route ns/r: unknown balance algorithm "uri"`},
 		{"bad samesite", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.CookieSameSite = "lax" })),
