@@ -62,8 +62,9 @@ type Annotation struct {
 	// does not pass `check --strict` unnoticed.
 	Unsupported string
 
-	// parse reads the value into b, or returns why it is ignored.
-	parse func(p *annotationParse, v string) error
+	// parse names the parser that reads the value into the settings (see
+	// annotationParse.run).
+	parse parser
 	// setting compares and shows the BackendSettings field the annotation
 	// sets; nil when it sets none (or its alias's row does).
 	setting *backendSetting
@@ -91,6 +92,64 @@ func field[T comparable](get func(b *BackendSettings) T, show func(T) string) *b
 	}
 }
 
+// parser is a parse function of the table. The table names parsers by
+// number, not by func value: a call through a func value would move the
+// parse state of every route to the heap.
+type parser uint8
+
+const (
+	noParser parser = iota
+	pBalance
+	pTimeout
+	pTunnelTimeout
+	pHealthCheckInterval
+	pAllowlist
+	pHSTSAnnotation
+	pDisableCookies
+	pCookieName
+	pCookieSameSite
+	pRateLimit
+	pRateLimitMember
+	pPodConcurrentConnections
+	pRewriteTarget
+	pForwardedHeaders
+)
+
+// run parses v with parser id, or returns why it is ignored.
+func (p *annotationParse) run(id parser, v string) error {
+	switch id {
+	case pBalance:
+		return parseBalance(p, v)
+	case pTimeout:
+		return parseTimeout(p, v)
+	case pTunnelTimeout:
+		return parseTunnelTimeout(p, v)
+	case pHealthCheckInterval:
+		return parseHealthCheckInterval(p, v)
+	case pAllowlist:
+		return parseAllowlist(p, v)
+	case pHSTSAnnotation:
+		return parseHSTSAnnotation(p, v)
+	case pDisableCookies:
+		return parseDisableCookies(p, v)
+	case pCookieName:
+		return parseCookieName(p, v)
+	case pCookieSameSite:
+		return parseCookieSameSite(p, v)
+	case pRateLimit:
+		return parseRateLimit(p, v)
+	case pRateLimitMember:
+		return parseRateLimitMember(p, v)
+	case pPodConcurrentConnections:
+		return parsePodConcurrentConnections(p, v)
+	case pRewriteTarget:
+		return parseRewriteTarget(p, v)
+	case pForwardedHeaders:
+		return parseForwardedHeaders(p, v)
+	}
+	return nil
+}
+
 // annotationParse is the state one route's annotations are parsed with.
 type annotationParse struct {
 	c    *routeCheck
@@ -98,7 +157,7 @@ type annotationParse struct {
 	term Termination
 	// insecure is the route's insecureEdgeTerminationPolicy.
 	insecure InsecureEdgeTerminationPolicy
-	b        *BackendSettings
+	b        BackendSettings
 }
 
 func (p *annotationParse) ignore(key, format string, args ...any) {
@@ -112,36 +171,36 @@ const (
 
 // Annotations is the table, in the order plan lists changes.
 var Annotations = []*Annotation{
-	{Key: AnnotationBalance, Field: "balance", Kinds: KindsAll, parse: parseBalance,
+	{Key: AnnotationBalance, Field: "balance", Kinds: KindsAll, parse: pBalance,
 		setting: field(func(b *BackendSettings) BalanceAlgorithm { return b.Balance }, showString[BalanceAlgorithm])},
-	{Key: AnnotationTimeout, Field: "timeout", Kinds: KindsAll, parse: parseTimeout,
+	{Key: AnnotationTimeout, Field: "timeout", Kinds: KindsAll, parse: pTimeout,
 		setting: field(func(b *BackendSettings) time.Duration { return b.Timeout }, time.Duration.String)},
-	{Key: AnnotationTimeoutTunnel, Field: "timeout-tunnel", Kinds: KindsAll, parse: parseTunnelTimeout,
+	{Key: AnnotationTimeoutTunnel, Field: "timeout-tunnel", Kinds: KindsAll, parse: pTunnelTimeout,
 		setting: field(func(b *BackendSettings) time.Duration { return b.TunnelTimeout }, time.Duration.String)},
-	{Key: AnnotationHealthCheckInterval, Field: "health.check.interval", Kinds: KindsAll, parse: parseHealthCheckInterval,
+	{Key: AnnotationHealthCheckInterval, Field: "health.check.interval", Kinds: KindsAll, parse: pHealthCheckInterval,
 		setting: healthCheckSetting()},
-	{Key: AnnotationIPAllowlist, Field: "ip_allowlist", Kinds: KindsAll, parse: parseAllowlist,
+	{Key: AnnotationIPAllowlist, Field: "ip_allowlist", Kinds: KindsAll, parse: pAllowlist,
 		setting: field(func(b *BackendSettings) AddressList { return b.IPAllowlist }, AddressList.show)},
-	{Key: AnnotationIPWhitelist, Field: "ip_allowlist", Kinds: KindsAll, AliasOf: AnnotationIPAllowlist, parse: parseAllowlist},
-	{Key: AnnotationHSTSHeader, Field: "hsts_header", Kinds: KindsTLSTerminated, Elsewhere: onlyTLS, parse: parseHSTSAnnotation,
+	{Key: AnnotationIPWhitelist, Field: "ip_allowlist", Kinds: KindsAll, AliasOf: AnnotationIPAllowlist, parse: pAllowlist},
+	{Key: AnnotationHSTSHeader, Field: "hsts_header", Kinds: KindsTLSTerminated, Elsewhere: onlyTLS, parse: pHSTSAnnotation,
 		setting: field(func(b *BackendSettings) string { return b.HSTSHeader }, showString[string])},
-	{Key: AnnotationDisableCookies, Field: "disable_cookies", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: parseDisableCookies,
+	{Key: AnnotationDisableCookies, Field: "disable_cookies", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: pDisableCookies,
 		setting: field(func(b *BackendSettings) bool { return b.DisableCookies }, strconv.FormatBool)},
-	{Key: AnnotationCookieName, Field: "cookie_name", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: parseCookieName,
+	{Key: AnnotationCookieName, Field: "cookie_name", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: pCookieName,
 		setting: field(func(b *BackendSettings) string { return b.CookieName }, showString[string])},
-	{Key: AnnotationCookieSameSite, Field: "cookie-same-site", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: parseCookieSameSite,
+	{Key: AnnotationCookieSameSite, Field: "cookie-same-site", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: pCookieSameSite,
 		setting: field(func(b *BackendSettings) string { return b.CookieSameSite }, showString[string])},
-	{Key: AnnotationRateLimit, Field: "rate-limit-connections", Kinds: KindsAll, parse: parseRateLimit,
+	{Key: AnnotationRateLimit, Field: "rate-limit-connections", Kinds: KindsAll, parse: pRateLimit,
 		setting: field(func(b *BackendSettings) RateLimit { return b.RateLimit }, RateLimit.String)},
 	// The family's members are read with rate-limit-connections.
-	{Key: AnnotationRateLimitConcurrentTCP, Field: "rate-limit-connections", Kinds: KindsAll, parse: parseRateLimitMember},
-	{Key: AnnotationRateLimitRateTCP, Field: "rate-limit-connections", Kinds: KindsAll, parse: parseRateLimitMember},
-	{Key: AnnotationRateLimitRateHTTP, Field: "rate-limit-connections", Kinds: KindsAll, parse: parseRateLimitMember},
-	{Key: AnnotationPodConcurrentConnection, Field: "pod-concurrent-connections", Kinds: KindsAll, parse: parsePodConcurrentConnections,
+	{Key: AnnotationRateLimitConcurrentTCP, Field: "rate-limit-connections", Kinds: KindsAll, parse: pRateLimitMember},
+	{Key: AnnotationRateLimitRateTCP, Field: "rate-limit-connections", Kinds: KindsAll, parse: pRateLimitMember},
+	{Key: AnnotationRateLimitRateHTTP, Field: "rate-limit-connections", Kinds: KindsAll, parse: pRateLimitMember},
+	{Key: AnnotationPodConcurrentConnection, Field: "pod-concurrent-connections", Kinds: KindsAll, parse: pPodConcurrentConnections,
 		setting: field(func(b *BackendSettings) int { return b.PodConcurrentConnections }, strconv.Itoa)},
-	{Key: AnnotationRewriteTarget, Field: "rewrite-target", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: parseRewriteTarget,
+	{Key: AnnotationRewriteTarget, Field: "rewrite-target", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: pRewriteTarget,
 		setting: field(func(b *BackendSettings) string { return b.RewriteTarget }, showRewriteTarget)},
-	{Key: AnnotationSetForwardedHeaders, Field: "set-forwarded-headers", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: parseForwardedHeaders,
+	{Key: AnnotationSetForwardedHeaders, Field: "set-forwarded-headers", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: pForwardedHeaders,
 		setting: field(func(b *BackendSettings) string { return b.ForwardedHeaders }, showString[string])},
 }
 
@@ -172,11 +231,11 @@ func parseAnnotations(c *routeCheck, r *Route, term Termination, insecure Insecu
 	if len(ann) == 0 {
 		return b
 	}
-	p := annotationParse{c: c, ann: ann, term: term, insecure: insecure, b: &b}
+	p := annotationParse{c: c, ann: ann, term: term, insecure: insecure, b: b}
 	kind := KindOf(term)
 	for _, a := range Annotations {
 		v, ok := ann[a.Key]
-		if !ok || a.parse == nil {
+		if !ok || a.parse == noParser {
 			continue
 		}
 		if a.AliasOf != "" {
@@ -189,12 +248,12 @@ func parseAnnotations(c *routeCheck, r *Route, term Termination, insecure Insecu
 			p.ignore(a.Key, "%s", a.Elsewhere)
 			continue
 		}
-		if err := a.parse(&p, v); err != nil {
+		if err := p.run(a.parse, v); err != nil {
 			p.ignore(a.Key, "%v", err)
 		}
 	}
 	unknownAnnotations(c, ann)
-	return b
+	return p.b
 }
 
 // unknownAnnotations reports annotations under the router's prefixes that
