@@ -423,6 +423,15 @@ func olderFirst(a, b *AdmittedRoute) bool {
 	return a.Key.Name < b.Key.Name
 }
 
+func duplicateService(before []ServiceBackend, name string) bool {
+	for i := range before {
+		if before[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // resolveServices fills in the servers of an admitted route and warns about
 // services that have none.
 func resolveServices(c *candidate, idx endpointIndex) {
@@ -443,6 +452,12 @@ func resolveServices(c *candidate, idx endpointIndex) {
 		field := "spec.to.name"
 		if i > 0 {
 			field = "spec.alternateBackends[" + strconv.Itoa(i-1) + "].name"
+		}
+		if duplicateService(ar.Services[:i], svc.Name) {
+			// Named again (validateServices warned): its endpoints
+			// serve under the first mention, with the last weight.
+			svc.Servers = nil
+			continue
 		}
 		res := idx.resolve(ns, svc.Name, c.route.Spec.Port)
 		// A service without endpoints is a state, not a mistake (not yet

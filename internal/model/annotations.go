@@ -33,6 +33,12 @@ const (
 	AnnotationPodConcurrentConnection = "haproxy.router.openshift.io/pod-concurrent-connections"
 	AnnotationRewriteTarget           = "haproxy.router.openshift.io/rewrite-target"
 	AnnotationSetForwardedHeaders     = "haproxy.router.openshift.io/set-forwarded-headers"
+	// AnnotationAllowNonDNSCompliantHost "true" waives the 63-character
+	// limit on each label of spec.host (openshift/api route/v1).
+	AnnotationAllowNonDNSCompliantHost = "route.openshift.io/allow-non-dns-compliant-host"
+	// AnnotationH1AdjustCase asks OpenShift's router to rewrite header
+	// name case for HTTP/1 backends, which haroute does not do.
+	AnnotationH1AdjustCase = "haproxy.router.openshift.io/h1-adjust-case"
 )
 
 // maxHAProxyTime is the largest time HAProxy accepts (2^31-1 ms).

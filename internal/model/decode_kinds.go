@@ -79,6 +79,13 @@ func (w *walker) object(n *yaml.Node) {
 			w.listKind(m, kind, apiVersion)
 			return
 		}
+		if kind == "Template" {
+			// An OpenShift Template holds Routes as parameterized
+			// objects; skipping it quietly would drop them.
+			w.report(SeverityWarning, resolve(kindNode), "kind", "Template %q is skipped: haroute does not process OpenShift templates; run `oc process` and write its output here instead",
+				objectName(m))
+			return
+		}
 		if like, ok := nearMissKind(kind, apiVersion); ok {
 			// A typo must not drop a route as quietly as a Service is
 			// skipped: warn, so `check --strict` fails.

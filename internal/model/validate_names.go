@@ -87,6 +87,14 @@ func namespaceProblem(ns string) string {
 // maps, so an uppercase host is refused rather than silently folded:
 // OpenShift refuses it too, and a manifest that works here then works there.
 func hostProblem(host string) string {
+	if msg := hostSyntaxProblem(host); msg != "" {
+		return msg
+	}
+	return labelLengthProblem(host)
+}
+
+// hostSyntaxProblem is hostProblem without the label length rule.
+func hostSyntaxProblem(host string) string {
 	switch {
 	case host == "":
 		return "host is required: haroute has no default domain to generate one from"
@@ -101,6 +109,13 @@ func hostProblem(host string) string {
 	case !isDNS1123Subdomain(host):
 		return fmt.Sprintf("host %q is not a valid DNS-1123 subdomain (lowercase letters, digits, '-' and '.', each label starting and ending alphanumeric)", host)
 	}
+	return ""
+}
+
+// labelLengthProblem bounds each label of host to 63 characters, which
+// OpenShift waives for routes annotated
+// route.openshift.io/allow-non-dns-compliant-host: "true".
+func labelLengthProblem(host string) string {
 	for rest := host; ; {
 		label, after, more := strings.Cut(rest, ".")
 		if len(label) > maxDNS1123Label {
