@@ -200,6 +200,11 @@ var Annotations = []*Annotation{
 		setting: field(func(b *BackendSettings) int { return b.PodConcurrentConnections }, strconv.Itoa)},
 	{Key: AnnotationRewriteTarget, Field: "rewrite-target", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: pRewriteTarget,
 		setting: field(func(b *BackendSettings) string { return b.RewriteTarget }, showRewriteTarget)},
+	// Honoured by OpenShift's router, not by haroute.
+	{Key: AnnotationH1AdjustCase, Field: "h1-adjust-case", Kinds: KindsDecrypted,
+		Unsupported: "haroute does not adjust the case of HTTP/1 header names (OpenShift's h1-case-adjust-bogus-server); headers reach the backend lowercased"},
+	// Read by route validation (specHostProblem), not a backend setting.
+	{Key: AnnotationAllowNonDNSCompliantHost, Field: "allow-non-dns-compliant-host", Kinds: KindsAll},
 	{Key: AnnotationSetForwardedHeaders, Field: "set-forwarded-headers", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: pForwardedHeaders,
 		setting: field(func(b *BackendSettings) string { return b.ForwardedHeaders }, showString[string])},
 }
@@ -235,7 +240,17 @@ func parseAnnotations(c *routeCheck, r *Route, term Termination, insecure Insecu
 	kind := KindOf(term)
 	for _, a := range Annotations {
 		v, ok := ann[a.Key]
-		if !ok || a.parse == noParser {
+		if !ok {
+			continue
+		}
+		if a.Unsupported != "" {
+			// OpenShift acts on it only when true.
+			if on, _ := strconv.ParseBool(strings.TrimSpace(v)); on {
+				c.warnf(annotationField(a.Key), "annotation is honoured by OpenShift but not by haroute: %s", a.Unsupported)
+			}
+			continue
+		}
+		if a.parse == noParser {
 			continue
 		}
 		if a.AliasOf != "" {

@@ -164,11 +164,18 @@ func TestAnnotations(t *testing.T) {
 		{name: "forwarded headers invalid", ann: map[string]string{AnnotationSetForwardedHeaders: "always"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/set-forwarded-headers: value "always" is not one of append, replace, never, if-none; annotation ignored`,
 		}},
-		{name: "unsupported OpenShift annotation is a note; others are ignored", ann: map[string]string{
+		{name: "unknown router annotation is a note; others are ignored", ann: map[string]string{
 			"haproxy.router.openshift.io/hsts_preload": "x", "example.com/owner": "me",
 		}, want: def(nil), diag: []string{
 			`ns-r.yaml:31:5: note: metadata.annotations.haproxy.router.openshift.io/hsts_preload: annotation is not supported by haroute; ignored`,
 		}},
+		{name: "annotation OpenShift honours and haroute does not is a warning naming it", ann: map[string]string{
+			AnnotationH1AdjustCase: "true",
+		}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/h1-adjust-case: annotation is honoured by OpenShift but not by haroute: haroute does not adjust the case of HTTP/1 header names (OpenShift's h1-case-adjust-bogus-server); headers reach the backend lowercased`,
+		}},
+		{name: "unsupported annotation switched off is silent", ann: map[string]string{AnnotationH1AdjustCase: "false"}, want: def(nil)},
+		{name: "allow-non-dns-compliant-host is known", ann: map[string]string{AnnotationAllowNonDNSCompliantHost: "true"}, want: def(nil)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
