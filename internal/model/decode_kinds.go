@@ -648,6 +648,9 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 			spec.AllowWildcardRoutes, _ = w.boolean(v, "spec.allowWildcardRoutes")
 		case "domain":
 			spec.Domain, _ = w.str(v, "spec.domain")
+		case "routeAdmission":
+			w.record("spec.routeAdmission", k)
+			w.routeAdmission(v, &spec.RouteAdmission)
 		case "stats":
 			w.record("spec.stats", k)
 			w.statsOptions(v, &spec.Stats)
@@ -682,6 +685,23 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 			spec.HTTPErrorCodePages, _ = w.str(v, "spec.httpErrorCodePages")
 		default:
 			w.unknownField(k, "spec."+key)
+		}
+	})
+}
+
+func (w *walker) routeAdmission(n *yaml.Node, ra *RouteAdmissionPolicy) {
+	m, ok := w.mapping(n, "spec.routeAdmission")
+	if !ok {
+		return
+	}
+	w.eachPair(m, "spec.routeAdmission", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "namespaceOwnership":
+			ra.NamespaceOwnership, _ = w.str(v, "spec.routeAdmission.namespaceOwnership")
+		case "wildcardPolicy":
+			ra.WildcardPolicy, _ = w.str(v, "spec.routeAdmission.wildcardPolicy")
+		default:
+			w.unknownField(k, "spec.routeAdmission."+key)
 		}
 	})
 }

@@ -98,6 +98,11 @@ type Settings struct {
 	RouteSelector       *LabelSelector
 	Namespaces          []string
 	AllowWildcardRoutes bool
+	// InterNamespaceAllowed is routeAdmission.namespaceOwnership
+	// InterNamespaceAllowed: routes of several namespaces may serve
+	// different paths of one host. The default, Strict, gives a host to
+	// the namespace of its oldest route.
+	InterNamespaceAllowed bool
 	// Domain is where hosts are generated for routes without spec.host
 	// ("" = such routes are rejected).
 	Domain string

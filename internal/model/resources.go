@@ -186,8 +186,9 @@ type RouterConfigSpec struct {
 	AllowWildcardRoutes  bool
 	// Domain is the IngressController's domain: what hosts are generated
 	// in for routes without spec.host.
-	Domain string
-	Stats  StatsOptions
+	Domain         string
+	RouteAdmission RouteAdmissionPolicy
+	Stats          StatsOptions
 	// HTTPEmptyRequestsPolicy is Respond (the default) or Ignore: close
 	// connections that time out before a request without a response
 	// or a log line (load balancer probes, browser preconnects).
@@ -319,6 +320,15 @@ type CaptureHTTPCookie struct {
 	Name       string
 	NamePrefix string
 	MaxLength  *int
+}
+
+// RouteAdmissionPolicy is the IngressController's spec.routeAdmission.
+type RouteAdmissionPolicy struct {
+	// NamespaceOwnership is Strict (default) or InterNamespaceAllowed.
+	NamespaceOwnership string
+	// WildcardPolicy is WildcardsAllowed or WildcardsDisallowed, another
+	// spelling of allowWildcardRoutes.
+	WildcardPolicy string
 }
 
 // StatsOptions configures the stats port's /stats page (OpenShift's

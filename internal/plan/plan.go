@@ -397,6 +397,8 @@ func (d *differ) router() {
 	}
 	daemon("namespaces", !slices.Equal(a.Namespaces, b.Namespaces), a.Namespaces, b.Namespaces)
 	daemon("allowWildcardRoutes", a.AllowWildcardRoutes != b.AllowWildcardRoutes, a.AllowWildcardRoutes, b.AllowWildcardRoutes)
+	daemon("routeAdmission.namespaceOwnership", a.InterNamespaceAllowed != b.InterNamespaceAllowed,
+		namespaceOwnership(a), namespaceOwnership(b))
 	// Generated hosts move with the domain: map updates.
 	daemon("domain", a.Domain != b.Domain, a.Domain, b.Domain)
 }
@@ -406,6 +408,13 @@ func emptyRequestsPolicy(s model.Settings) string {
 		return "Ignore"
 	}
 	return "Respond"
+}
+
+func namespaceOwnership(s model.Settings) string {
+	if s.InterNamespaceAllowed {
+		return model.NamespaceOwnershipInterAllowed
+	}
+	return model.NamespaceOwnershipStrict
 }
 
 // show formats a setting value so that "unset" reads as such.
