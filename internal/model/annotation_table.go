@@ -167,6 +167,9 @@ func (p *annotationParse) ignore(key, format string, args ...any) {
 const (
 	notOnPassthrough = "has no effect on passthrough routes, whose traffic HAProxy does not decrypt"
 	onlyTLS          = "HSTS applies only to edge and reencrypt routes, where HAProxy writes the response headers"
+	// OpenShift writes SameSite only on the Secure cookies of edge and
+	// reencrypt routes.
+	onlySecureCookies = "applies only to edge and reencrypt routes, whose cookies are Secure; OpenShift ignores it elsewhere"
 )
 
 // Annotations is the table, in the order plan lists changes.
@@ -188,7 +191,7 @@ var Annotations = []*Annotation{
 		setting: field(func(b *BackendSettings) bool { return b.DisableCookies }, strconv.FormatBool)},
 	{Key: AnnotationCookieName, Field: "cookie_name", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: pCookieName,
 		setting: field(func(b *BackendSettings) string { return b.CookieName }, showString[string])},
-	{Key: AnnotationCookieSameSite, Field: "cookie-same-site", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: pCookieSameSite,
+	{Key: AnnotationCookieSameSite, Field: "cookie-same-site", Kinds: KindsTLSTerminated, Elsewhere: onlySecureCookies, parse: pCookieSameSite,
 		setting: field(func(b *BackendSettings) string { return b.CookieSameSite }, showString[string])},
 	{Key: AnnotationRateLimit, Field: "rate-limit-connections", Kinds: KindsAll, parse: pRateLimit,
 		setting: field(func(b *BackendSettings) RateLimit { return b.RateLimit }, RateLimit.String)},
@@ -403,6 +406,15 @@ func parseBalance(p *annotationParse, v string) error {
 
 func parseTimeout(p *annotationParse, v string) error {
 	d, err := parseHAProxyTime(v)
+	if p.term == TerminationPassthrough {
+		// HAProxy relays a passthrough connection as a tunnel: as on
+		// OpenShift, timeout sets its tunnel timeout unless
+		// timeout-tunnel does.
+		if _, tunnel := p.ann[AnnotationTimeoutTunnel]; !tunnel {
+			p.b.TunnelTimeout = d
+		}
+		return err
+	}
 	p.b.Timeout = d
 	return err
 }
@@ -453,6 +465,9 @@ func parseCookieName(p *annotationParse, v string) error {
 }
 
 func parseCookieSameSite(p *annotationParse, v string) error {
+	if p.insecure == InsecurePolicyAllow {
+		return fmt.Errorf("has no effect on routes that also serve plain HTTP (insecureEdgeTerminationPolicy Allow), whose cookies are not Secure, as on OpenShift")
+	}
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "lax":
 		p.b.CookieSameSite = "Lax"
@@ -510,14 +525,11 @@ func parseRateLimit(p *annotationParse, v string) error {
 		{AnnotationRateLimitRateTCP, false, &p.b.RateLimit.RateTCP},
 		{AnnotationRateLimitRateHTTP, true, &p.b.RateLimit.RateHTTP},
 	}
-	enabled := true
-	switch strings.TrimSpace(v) {
-	case "true":
-	case "false":
-		enabled = false
-	default:
+	// OpenShift reads it with strconv.ParseBool: "TRUE", "True" and "1"
+	// enable it too.
+	enabled, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
 		p.ignore(AnnotationRateLimit, "value %q is not true or false", v)
-		enabled = false
 	}
 	if !enabled {
 		for _, s := range subs {

@@ -88,11 +88,11 @@ func TestAnnotations(t *testing.T) {
 		{name: "hsts on plain http", ann: map[string]string{AnnotationHSTSHeader: "max-age=1"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: HSTS applies only to edge and reencrypt routes, where HAProxy writes the response headers; annotation ignored`,
 		}},
-		{name: "cookies", ann: map[string]string{AnnotationDisableCookies: "true", AnnotationCookieName: "SESSION_ID", AnnotationCookieSameSite: "strict"},
+		{name: "cookies", term: TerminationEdge, ann: map[string]string{AnnotationDisableCookies: "true", AnnotationCookieName: "SESSION_ID", AnnotationCookieSameSite: "strict"},
 			want: def(func(b *BackendSettings) {
 				b.DisableCookies, b.CookieName, b.CookieSameSite = true, "SESSION_ID", "Strict"
 			})},
-		{name: "cookies invalid", ann: map[string]string{AnnotationDisableCookies: "yes", AnnotationCookieName: "my cookie", AnnotationCookieSameSite: "Sometimes"},
+		{name: "cookies invalid", term: TerminationReencrypt, ann: map[string]string{AnnotationDisableCookies: "yes", AnnotationCookieName: "my cookie", AnnotationCookieSameSite: "Sometimes"},
 			want: def(nil), diag: []string{
 				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/disable_cookies: value "yes" is not true or false; annotation ignored`,
 				`ns-r.yaml:31:5: warning: metadata.annotations.router.openshift.io/cookie-same-site: value "Sometimes" is not one of Lax, Strict, None; annotation ignored`,
@@ -102,6 +102,19 @@ func TestAnnotations(t *testing.T) {
 			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second}, diag: []string{
 				`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/cookie_name: has no effect on passthrough routes, whose traffic HAProxy does not decrypt; annotation ignored`,
 			}},
+		{name: "cookie SameSite on a plain HTTP route", ann: map[string]string{AnnotationCookieSameSite: "Lax"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/cookie-same-site: applies only to edge and reencrypt routes, whose cookies are Secure; OpenShift ignores it elsewhere; annotation ignored`,
+		}},
+		{name: "cookie SameSite on an Allow route", term: TerminationEdge, insecure: InsecurePolicyAllow, ann: map[string]string{AnnotationCookieSameSite: "Lax"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/cookie-same-site: has no effect on routes that also serve plain HTTP (insecureEdgeTerminationPolicy Allow), whose cookies are not Secure, as on OpenShift; annotation ignored`,
+		}},
+		{name: "rate limit switch spelled TRUE, as OpenShift's docs do", ann: map[string]string{
+			AnnotationRateLimit: "TRUE", AnnotationRateLimitRateHTTP: "50",
+		}, want: def(func(b *BackendSettings) { b.RateLimit = RateLimit{RateHTTP: 50} })},
+		{name: "timeout on passthrough is the tunnel timeout", term: TerminationPassthrough, ann: map[string]string{AnnotationTimeout: "90s"},
+			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second, TunnelTimeout: 90 * time.Second}},
+		{name: "timeout-tunnel wins on passthrough", term: TerminationPassthrough, ann: map[string]string{AnnotationTimeout: "90s", AnnotationTimeoutTunnel: "2h"},
+			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second, TunnelTimeout: 2 * time.Hour}},
 		{name: "rate limits", ann: map[string]string{
 			AnnotationRateLimit: "true", AnnotationRateLimitConcurrentTCP: "10", AnnotationRateLimitRateTCP: "100", AnnotationRateLimitRateHTTP: "50",
 		}, want: def(func(b *BackendSettings) { b.RateLimit = RateLimit{ConcurrentTCP: 10, RateTCP: 100, RateHTTP: 50} })},

@@ -84,6 +84,13 @@ func (d *differ) route(old, cur *model.AdmittedRoute) {
 		return
 	}
 	fields, detail := d.backendDiff(old.Backend, cur.Backend)
+	if !cur.Backend.DisableCookies && !old.Backend.DisableCookies && render.SecureCookie(old) != render.SecureCookie(cur) {
+		// The cookie line follows the redirect policy (Allow: not
+		// Secure), and a cookie line changes only with a reload.
+		fields = append(fields, "cookie")
+		detail = append(detail, fmt.Sprintf("cookie Secure %t -> %t (insecureEdgeTerminationPolicy %s -> %s)",
+			render.SecureCookie(old), render.SecureCookie(cur), show(string(old.InsecurePolicy)), show(string(cur.InsecurePolicy))))
+	}
 	if len(fields) > 0 {
 		d.add(Change{Mode: ModeReload, Kind: KindBackendSettings, Subject: key,
 			Field: strings.Join(fields, ", "), Detail: strings.Join(detail, "; ")})

@@ -145,10 +145,28 @@ func TestSkeleton(t *testing.T) {
 }
 
 // Switching an edge route between None, Allow and Redirect changes maps
-// only: the config, its skeleton and the crt-list stay byte-identical.
+// only: the config, its skeleton and the crt-list stay byte-identical —
+// save for the sticky cookie, which OpenShift makes Secure (SameSite=None)
+// unless the route also serves plain HTTP (Allow); a route without cookies
+// is map-only throughout.
 func TestInsecurePolicyIsMapOnly(t *testing.T) {
 	render := func(p model.InsecureEdgeTerminationPolicy) *Bundle {
-		return mustRender(t, baseInput(t, route("ns", "r", "r.example.com", "/p", edge(p, model.RouteTLS{}), svc("a", 100, "10.0.0.1:80"))))
+		return mustRender(t, baseInput(t, route("ns", "r", "r.example.com", "/p", edge(p, model.RouteTLS{}), svc("a", 100, "10.0.0.1:80"),
+			backendSettings(func(b *model.BackendSettings) { b.DisableCookies = true }))))
+	}
+	withCookie := func(p model.InsecureEdgeTerminationPolicy) string {
+		b := mustRender(t, baseInput(t, route("ns", "r", "r.example.com", "/p", edge(p, model.RouteTLS{}), svc("a", 100, "10.0.0.1:80"))))
+		return string(b.File(ConfigFile).Bytes())
+	}
+	const secureCookie = " insert indirect nocache httponly secure dynamic attr SameSite=None\n"
+	const plainCookie = " insert indirect nocache httponly dynamic\n"
+	for p, secure := range map[model.InsecureEdgeTerminationPolicy]bool{
+		model.InsecurePolicyNone: true, model.InsecurePolicyRedirect: true, model.InsecurePolicyAllow: false,
+	} {
+		cfg := withCookie(p)
+		if strings.Contains(cfg, secureCookie) != secure || strings.Contains(cfg, plainCookie) == secure {
+			t.Errorf("%s: Secure cookie with SameSite=None: want %v in\n%s", p, secure, cfg)
+		}
 	}
 	want := map[model.InsecureEdgeTerminationPolicy][]MapEntry{
 		model.InsecurePolicyNone:     nil,
