@@ -321,7 +321,22 @@ func BackendChanges(a, b *BackendSettings, ra, rb *Settings) []SettingChange {
 		}
 		out = append(out, SettingChange{Field: an.Field, From: s.show(a), To: s.show(b)})
 	}
+	for _, f := range specSettings {
+		if !f.setting.same(a, b) {
+			out = append(out, SettingChange{Field: f.field, From: f.setting.show(a), To: f.setting.show(b)})
+		}
+	}
 	return out
+}
+
+// specSettings are the backend settings a route's spec sets rather than
+// an annotation.
+var specSettings = []struct {
+	field   string
+	setting *backendSetting
+}{
+	{"httpHeaders.actions.request", field(func(b *BackendSettings) HeaderActions { return b.RequestHeaders }, HeaderActions.show)},
+	{"httpHeaders.actions.response", field(func(b *BackendSettings) HeaderActions { return b.ResponseHeaders }, HeaderActions.show)},
 }
 
 func healthCheckSetting() *backendSetting {

@@ -363,11 +363,48 @@ func (w *walker) routeSpec(n *yaml.Node, spec *RouteSpec) {
 		case "subdomain":
 			spec.Subdomain, _ = w.str(v, "spec.subdomain")
 		case "httpHeaders":
-			w.unsupported(k, "spec."+key)
+			w.record("spec.httpHeaders", k)
+			spec.HTTPHeaders = w.routeHTTPHeaders(v)
 		default:
 			w.unknownField(k, "spec."+key)
 		}
 	})
+}
+
+// routeHTTPHeaders decodes a Route's spec.httpHeaders (its actions; the
+// RouterConfig's spec.httpHeaders has more, see decode_edge.go).
+func (w *walker) routeHTTPHeaders(n *yaml.Node) *RouteHTTPHeaders {
+	const field = "spec.httpHeaders"
+	m, ok := w.mapping(n, field)
+	if !ok {
+		return nil
+	}
+	h := &RouteHTTPHeaders{}
+	w.eachPair(m, field, func(key string, k, v *yaml.Node) {
+		if key != "actions" {
+			w.unknownField(k, field+"."+key)
+			return
+		}
+		w.record(field+".actions", k)
+		am, ok := w.mapping(v, field+".actions")
+		if !ok {
+			return
+		}
+		w.eachPair(am, field+".actions", func(key string, k, v *yaml.Node) {
+			list := field + ".actions." + key
+			switch key {
+			case "request":
+				w.record(list, k)
+				h.Request = w.headerActions(v, list)
+			case "response":
+				w.record(list, k)
+				h.Response = w.headerActions(v, list)
+			default:
+				w.unknownField(k, list)
+			}
+		})
+	})
+	return h
 }
 
 // target decodes spec.to or one of spec.alternateBackends.

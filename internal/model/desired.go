@@ -383,6 +383,9 @@ type BackendSettings struct {
 	PodConcurrentConnections int
 	RewriteTarget            string // "" = unset
 	ForwardedHeaders         string // append (default), replace, never, if-none
+	// RequestHeaders and ResponseHeaders are spec.httpHeaders.actions.
+	RequestHeaders  HeaderActions
+	ResponseHeaders HeaderActions
 }
 
 // RateLimit is the rate-limit-connections family of annotations.

@@ -91,7 +91,7 @@ func TestSameOutputCoversEveryField(t *testing.T) {
 		fields int
 	}{
 		{reflect.TypeFor[AdmittedRoute](), 11},
-		{reflect.TypeFor[BackendSettings](), 13},
+		{reflect.TypeFor[BackendSettings](), 15},
 		{reflect.TypeFor[ServiceBackend](), 3},
 		{reflect.TypeFor[Server](), 4},
 		{reflect.TypeFor[RouteTLS](), 4},
@@ -158,19 +158,21 @@ func TestSameOutputCoversEveryField(t *testing.T) {
 func TestBackendChangesCoverEveryField(t *testing.T) {
 	base := BackendSettings{Balance: BalanceRoundRobin, HealthCheckInterval: 5 * time.Second}
 	changes := map[string]func(b *BackendSettings){
-		"balance":                    func(b *BackendSettings) { b.Balance = BalanceLeastConn },
-		"timeout":                    func(b *BackendSettings) { b.Timeout = time.Second },
-		"timeout-tunnel":             func(b *BackendSettings) { b.TunnelTimeout = time.Second },
-		"health.check.interval":      func(b *BackendSettings) { b.HealthCheckInterval = time.Second },
-		"ip_allowlist":               func(b *BackendSettings) { b.IPAllowlist = "10.0.0.0/8" },
-		"hsts_header":                func(b *BackendSettings) { b.HSTSHeader = "max-age=1" },
-		"disable_cookies":            func(b *BackendSettings) { b.DisableCookies = true },
-		"cookie_name":                func(b *BackendSettings) { b.CookieName = "c" },
-		"cookie-same-site":           func(b *BackendSettings) { b.CookieSameSite = "Lax" },
-		"rate-limit-connections":     func(b *BackendSettings) { b.RateLimit.RateTCP = 1 },
-		"pod-concurrent-connections": func(b *BackendSettings) { b.PodConcurrentConnections = 1 },
-		"rewrite-target":             func(b *BackendSettings) { b.RewriteTarget = "/" },
-		"set-forwarded-headers":      func(b *BackendSettings) { b.ForwardedHeaders = "never" },
+		"balance":                      func(b *BackendSettings) { b.Balance = BalanceLeastConn },
+		"timeout":                      func(b *BackendSettings) { b.Timeout = time.Second },
+		"timeout-tunnel":               func(b *BackendSettings) { b.TunnelTimeout = time.Second },
+		"health.check.interval":        func(b *BackendSettings) { b.HealthCheckInterval = time.Second },
+		"ip_allowlist":                 func(b *BackendSettings) { b.IPAllowlist = "10.0.0.0/8" },
+		"hsts_header":                  func(b *BackendSettings) { b.HSTSHeader = "max-age=1" },
+		"disable_cookies":              func(b *BackendSettings) { b.DisableCookies = true },
+		"cookie_name":                  func(b *BackendSettings) { b.CookieName = "c" },
+		"cookie-same-site":             func(b *BackendSettings) { b.CookieSameSite = "Lax" },
+		"rate-limit-connections":       func(b *BackendSettings) { b.RateLimit.RateTCP = 1 },
+		"pod-concurrent-connections":   func(b *BackendSettings) { b.PodConcurrentConnections = 1 },
+		"rewrite-target":               func(b *BackendSettings) { b.RewriteTarget = "/" },
+		"set-forwarded-headers":        func(b *BackendSettings) { b.ForwardedHeaders = "never" },
+		"httpHeaders.actions.request":  func(b *BackendSettings) { b.RequestHeaders = "Delete\tX-A\n" },
+		"httpHeaders.actions.response": func(b *BackendSettings) { b.ResponseHeaders = "Set\tX-B\tv\n" },
 	}
 	if n := reflect.TypeFor[BackendSettings]().NumField(); n != len(changes) {
 		t.Fatalf("BackendSettings has %d fields, this test changes %d", n, len(changes))

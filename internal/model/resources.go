@@ -80,6 +80,14 @@ type RouteSpec struct {
 	Port              *RoutePort
 	TLS               *TLSConfig
 	WildcardPolicy    WildcardPolicy // "None" when absent
+	HTTPHeaders       *RouteHTTPHeaders
+}
+
+// RouteHTTPHeaders is spec.httpHeaders of a Route: header actions on
+// requests and responses (OpenShift 4.14+).
+type RouteHTTPHeaders struct {
+	Request  []HTTPHeaderAction // spec.httpHeaders.actions.request
+	Response []HTTPHeaderAction // spec.httpHeaders.actions.response
 }
 
 type RouteTargetReference struct {

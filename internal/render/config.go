@@ -515,6 +515,8 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 		if !bs.DisableCookies {
 			cookie(w, r, be)
 		}
+		routeHeaderActions(w, "http-request", bs.RequestHeaders)
+		routeHeaderActions(w, "http-response", bs.ResponseHeaders)
 	}
 
 	inter := duration(healthCheckInterval(r, in))
@@ -572,6 +574,14 @@ func forwardedHeaders(w *cfgWriter, policy string) {
 		w.line("  http-request add-header X-Forwarded-Proto-Version h2 if { ssl_fc_alpn -i h2 }")
 		w.line("  http-request add-header ", fwd6)
 		w.line("  http-request add-header ", fwd4)
+	}
+}
+
+// routeHeaderActions renders a route's spec.httpHeaders.actions in its
+// backend, as the router's own are rendered (headerAction).
+func routeHeaderActions(w *cfgWriter, rule string, actions model.HeaderActions) {
+	for a := range actions.All() {
+		headerAction(w, rule, a)
 	}
 }
 

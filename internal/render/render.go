@@ -236,6 +236,19 @@ func checkRoute(r *model.AdmittedRoute) error {
 			return err
 		}
 	}
+	for _, list := range []model.HeaderActions{bs.RequestHeaders, bs.ResponseHeaders} {
+		for a := range list.All() {
+			if a.Name == "" {
+				return errors.New("header name is empty")
+			}
+			if err := checkQuotable("header name", a.Name); err != nil {
+				return err
+			}
+			if err := checkQuotable("header value", a.Value); err != nil {
+				return err
+			}
+		}
+	}
 	if rl := bs.RateLimit; rl.ConcurrentTCP < 0 || rl.RateTCP < 0 || rl.RateHTTP < 0 {
 		return errors.New("rate limits must not be negative")
 	}
