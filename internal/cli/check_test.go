@@ -43,7 +43,7 @@ func TestCheckRefusesHostileRouteValues(t *testing.T) {
 		"routes.yaml": strings.Replace(goodRoute, "  to:\n", "  path: "+long+"\n  to:\n", 1),
 	})
 	code, stdout, _ := run(t, "check", dir)
-	want := "routes.yaml:8:9: error: spec.path: host and path are 5017 bytes together, more than the limit of 4095"
+	want := "routes.yaml:8:9: error: spec.path: host and path are 5017 bytes together, more than the limit of 2047"
 	if code != ExitInvalid || !strings.HasPrefix(stdout, want) {
 		t.Fatalf("check: exit %d, stdout %q, want exit %d and a line starting %q", code, stdout, ExitInvalid, want)
 	}

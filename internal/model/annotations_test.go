@@ -160,7 +160,7 @@ func TestAnnotations(t *testing.T) {
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "/café" must be ASCII: percent-encode other characters; annotation ignored`,
 		}},
 		{name: "rewrite target too long", ann: map[string]string{AnnotationRewriteTarget: "/" + strings.Repeat("a", MaxMapKeyLength)}, want: def(nil), diag: []string{
-			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target is 4097 bytes long, more than the limit of 4096; annotation ignored`,
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target is 2049 bytes long, more than the limit of 2048; annotation ignored`,
 		}},
 		{name: "pod concurrent connections beyond an int", ann: map[string]string{AnnotationPodConcurrentConnection: "2147483648"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/pod-concurrent-connections: value "2147483648" is more than HAProxy's maximum of 2147483647; annotation ignored`,

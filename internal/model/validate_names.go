@@ -129,12 +129,12 @@ func labelLengthProblem(host string) string {
 }
 
 // routeKeyProblem bounds host and path together: they become one map key
-// (host + path + "/"), which must stay within MaxMapKeyLength. The host
+// (host + path + "?" or "/"), which must stay within MaxMapKeyLength. The host
 // alone never exceeds it (253 bytes at most), so the path is at fault.
 func routeKeyProblem(host, path string) string {
 	if n := len(host) + len(path) + 1; n > MaxMapKeyLength {
 		return fmt.Sprintf("host and path are %d bytes together, more than the limit of %d: "+
-			"HAProxy reads its map files in lines of 16 KiB, so a longer key could be split into an entry for another route",
+			"HAProxy's map lookup cannot tell longer keys apart, so the route could serve another route's requests or none",
 			n-1, MaxMapKeyLength-1)
 	}
 	return ""

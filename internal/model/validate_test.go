@@ -112,7 +112,7 @@ func TestValidateRoute(t *testing.T) {
 		{name: "path too long", edit: func(r *Route) {
 			r.Spec.Path = "/" + strings.Repeat("a", MaxMapKeyLength-len(r.Spec.Host)-1)
 		}, want: []string{
-			`ns-r.yaml:13:7: error: spec.path: host and path are 4096 bytes together, more than the limit of 4095: HAProxy reads its map files in lines of 16 KiB, so a longer key could be split into an entry for another route`,
+			`ns-r.yaml:13:7: error: spec.path: host and path are 2048 bytes together, more than the limit of 2047: HAProxy's map lookup cannot tell longer keys apart, so the route could serve another route's requests or none`,
 		}},
 		{name: "path not ASCII", edit: func(r *Route) { r.Spec.Path = "/café" }, want: []string{
 			`ns-r.yaml:13:7: error: spec.path: path "/café" must be ASCII: percent-encode other characters, as they arrive in requests`,

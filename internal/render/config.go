@@ -387,20 +387,20 @@ func logTarget(w *cfgWriter, a *model.AccessLog) {
 	w.line("  log ", a.Target, " len ", strconv.Itoa(a.MaxLength), format, " ", a.Facility, " info")
 }
 
-// routingKey computes txn.key = lowercased host without port + path + "/".
+// routingKey computes txn.key = lowercased host without port + path + "?".
 // A Host containing '/' could otherwise forge a path prefix: refuse it.
 func routingKey(w *cfgWriter) {
 	w.line("  http-request del-header Proxy")
 	w.line("  http-request set-var(txn.host) req.hdr(host),field(1,:),lower")
 	w.line("  http-request deny deny_status 400 if { var(txn.host) -m sub / }")
 	w.line("  http-request set-var(txn.path) path")
-	w.line("  http-request set-var(txn.key) var(txn.host),concat(,txn.path,/)")
+	w.line("  http-request set-var(txn.key) var(txn.host),concat(,txn.path,", keyEnd, ")")
 }
 
 // wildcardLookup consults a wildcard map, keyed on the request host's
 // parent domain, only when the exact lookup found nothing.
 func wildcardLookup(w *cfgWriter, mapPath string) {
-	w.line("  http-request set-var(txn.wkey) var(txn.host),regsub(^[^.]*[.],),concat(,txn.path,/) if !{ var(txn.be) -m found } { var(txn.host) -m sub . }")
+	w.line("  http-request set-var(txn.wkey) var(txn.host),regsub(^[^.]*[.],),concat(,txn.path,", keyEnd, ") if !{ var(txn.be) -m found } { var(txn.host) -m sub . }")
 	w.line("  http-request set-var(txn.be) var(txn.wkey),map_beg(", mapPath, ") if { var(txn.wkey) -m found }")
 }
 

@@ -170,8 +170,8 @@ func TestInsecurePolicyIsMapOnly(t *testing.T) {
 	}
 	want := map[model.InsecureEdgeTerminationPolicy][]MapEntry{
 		model.InsecurePolicyNone:     nil,
-		model.InsecurePolicyAllow:    {{Key: "r.example.com/p/", Value: "be_edge_http:ns:r"}},
-		model.InsecurePolicyRedirect: {{Key: "r.example.com/p/", Value: RedirectValue}},
+		model.InsecurePolicyAllow:    {{Key: "r.example.com/p/", Value: "be_edge_http:ns:r"}, {Key: "r.example.com/p?", Value: "be_edge_http:ns:r"}},
+		model.InsecurePolicyRedirect: {{Key: "r.example.com/p/", Value: RedirectValue}, {Key: "r.example.com/p?", Value: RedirectValue}},
 	}
 	none := render(model.InsecurePolicyNone)
 	for p, entries := range want {
@@ -189,7 +189,7 @@ func TestInsecurePolicyIsMapOnly(t *testing.T) {
 					t.Errorf("%s: http map = %v, want %v", p, m.Entries, entries)
 				}
 			case HTTPSMap:
-				if w := []MapEntry{{Key: "r.example.com/p/", Value: "be_edge_http:ns:r"}}; !reflect.DeepEqual(m.Entries, w) {
+				if w := []MapEntry{{Key: "r.example.com/p/", Value: "be_edge_http:ns:r"}, {Key: "r.example.com/p?", Value: "be_edge_http:ns:r"}}; !reflect.DeepEqual(m.Entries, w) {
 					t.Errorf("%s: https map = %v, want %v", p, m.Entries, w)
 				}
 			}
@@ -210,18 +210,22 @@ func TestMapKeys(t *testing.T) {
 	for _, m := range b.Maps {
 		got[m.Name] = m.Entries
 	}
-	// "/x/" and "/x" are the same route path for OpenShift: the first
-	// route in namespace/name order (dup) keeps the key.
+	// As in OpenShift, "/x/" and "/x" are different paths: "/x" owns the
+	// exact path ("?" ends every request key), "/x/" what lies below it,
+	// which a "/x" route alone would have too.
 	wantHTTP := []MapEntry{
 		{"a.example.com/zzzzzz/", "be_http:a:other"},
+		{"a.example.com/zzzzzz?", "be_http:a:other"},
 		{"h.example.com/x/y/", "be_http:a:deep"},
-		{"h.example.com/x/", "be_http:a:dup"},
+		{"h.example.com/x/y?", "be_http:a:deep"},
+		{"h.example.com/x/", "be_http:a:slash"},
+		{"h.example.com/x?", "be_http:a:dup"},
 		{"h.example.com/", "be_http:a:root"},
 	}
 	if !reflect.DeepEqual(got[HTTPMap], wantHTTP) {
 		t.Errorf("http map:\n got %v\nwant %v", got[HTTPMap], wantHTTP)
 	}
-	if want := []MapEntry{{"w.example.com/api/", "be_http:a:wild"}}; !reflect.DeepEqual(got[HTTPWildcardMap], want) {
+	if want := []MapEntry{{"w.example.com/api/", "be_http:a:wild"}, {"w.example.com/api?", "be_http:a:wild"}}; !reflect.DeepEqual(got[HTTPWildcardMap], want) {
 		t.Errorf("wildcard map = %v, want %v", got[HTTPWildcardMap], want)
 	}
 }
