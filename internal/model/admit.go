@@ -142,6 +142,7 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 		routeMemos = m.routes
 	}
 	cands := validateRoutes(objs.Routes, routeMemos, &settings, &ds, sc)
+	resolveExternalCertificates(cands, objs.Secrets)
 	decideConflicts(cands, sc, settings.InterNamespaceAllowed)
 
 	d := &Desired{

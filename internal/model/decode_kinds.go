@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/base64"
 	"slices"
 	"strings"
 
@@ -68,6 +69,10 @@ func (w *walker) object(n *yaml.Node) {
 	case "EndpointSlice":
 		if w.checkAPIVersion(apiNode, kind, apiVersion, apiDiscovery) {
 			w.endpointSlice(m)
+		}
+	case "Secret":
+		if w.checkAPIVersion(apiNode, kind, apiVersion, apiCore) {
+			w.secret(m)
 		}
 	case "RouterConfig":
 		if w.checkAPIVersion(apiNode, kind, apiVersion, apiRouterConfig) {
@@ -450,12 +455,57 @@ func (w *walker) tls(n *yaml.Node) *TLSConfig {
 			s, _ := w.str(v, "spec.tls.insecureEdgeTerminationPolicy")
 			t.InsecureEdgeTerminationPolicy = InsecureEdgeTerminationPolicy(s)
 		case "externalCertificate":
-			w.unsupported(k, "spec.tls."+key)
+			const f = "spec.tls.externalCertificate"
+			w.record(f, k)
+			if em, ok := w.mapping(v, f); ok {
+				w.eachPair(em, f, func(key string, k, v *yaml.Node) {
+					if key == "name" {
+						t.ExternalCertificate, _ = w.str(v, f+".name")
+						return
+					}
+					w.unknownField(k, f+"."+key)
+				})
+			}
 		default:
 			w.unknownField(k, "spec.tls."+key)
 		}
 	})
 	return &t
+}
+
+// secret decodes a core v1 Secret. Its values never appear in messages.
+func (w *walker) secret(m *yaml.Node) {
+	var sec Secret
+	start := len(w.diags)
+	w.eachPair(m, "", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "apiVersion", "kind", "immutable":
+		case "metadata":
+			w.meta(k, v, &sec.Meta)
+		case "type":
+			sec.Type, _ = w.str(v, "type")
+		case "data", "stringData":
+			w.record(key, k)
+			for dk, dv := range w.stringMap(v, key) {
+				if key == "data" {
+					b, err := base64.StdEncoding.DecodeString(dv)
+					if err != nil {
+						w.report(SeverityError, k, key+"."+dk, "value of %s is not base64", dk)
+						continue
+					}
+					dv = string(b)
+				}
+				if sec.Data == nil {
+					sec.Data = map[string]string{}
+				}
+				sec.Data[dk] = dv
+			}
+		default:
+			w.unknownField(k, key)
+		}
+	})
+	sec.Source = w.finish(m, &sec.Meta, start, false)
+	w.objs.Secrets = append(w.objs.Secrets, sec)
 }
 
 func (w *walker) endpoints(m *yaml.Node) {

@@ -335,6 +335,9 @@ type RouteTLS struct {
 	Key                      string
 	CACertificate            string
 	DestinationCACertificate string
+	// ExternalCertificate is the Secret Certificate and Key came from
+	// ("" when written inline).
+	ExternalCertificate string
 }
 
 // ServiceBackend is one service behind a route with its ready endpoints.

@@ -94,7 +94,7 @@ func TestSameOutputCoversEveryField(t *testing.T) {
 		{reflect.TypeFor[BackendSettings](), 15},
 		{reflect.TypeFor[ServiceBackend](), 3},
 		{reflect.TypeFor[Server](), 4},
-		{reflect.TypeFor[RouteTLS](), 4},
+		{reflect.TypeFor[RouteTLS](), 5},
 		{reflect.TypeFor[RateLimit](), 3},
 		{reflect.TypeFor[RouteKey](), 2},
 	} {

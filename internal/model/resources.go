@@ -131,7 +131,24 @@ type TLSConfig struct {
 	CACertificate                 string
 	DestinationCACertificate      string
 	InsecureEdgeTerminationPolicy InsecureEdgeTerminationPolicy
+	// ExternalCertificate names a Secret of type kubernetes.io/tls in the
+	// route's namespace whose tls.crt and tls.key serve the route
+	// (spec.tls.externalCertificate.name).
+	ExternalCertificate string
 }
+
+// Secret is core v1 Secret; haroute reads those a route's
+// spec.tls.externalCertificate names.
+type Secret struct {
+	Meta ObjectMeta
+	Type string
+	// Data holds data (base64-decoded) and stringData, by key.
+	Data   map[string]string
+	Source Source
+}
+
+// SecretTypeTLS is the type externalCertificate needs.
+const SecretTypeTLS = "kubernetes.io/tls"
 
 // Endpoints is core v1 Endpoints.
 type Endpoints struct {
@@ -405,4 +422,5 @@ type Objects struct {
 	Endpoints      []Endpoints
 	EndpointSlices []EndpointSlice
 	RouterConfigs  []RouterConfig
+	Secrets        []Secret
 }

@@ -165,6 +165,19 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 			"insecureEdgeTerminationPolicy %q is not one of None, Allow, Redirect", tls.InsecureEdgeTerminationPolicy)
 	}
 
+	if tls.ExternalCertificate != "" {
+		const f = "spec.tls.externalCertificate"
+		switch {
+		case term == TerminationPassthrough:
+			c.errorf(f, "passthrough routes cannot have an externalCertificate: the backend terminates TLS")
+		case tls.Certificate != "":
+			c.errorf(f, "cannot specify both tls.certificate and tls.externalCertificate")
+		default:
+			// Resolved against the Secrets of the route's namespace
+			// at admission (resolveExternalCertificate).
+			ar.TLS.ExternalCertificate = tls.ExternalCertificate
+		}
+	}
 	if term == TerminationPassthrough {
 		if spec.Path != "" {
 			c.errorf("spec.path", "passthrough routes cannot have a path: TLS is not terminated, so only the SNI host is visible")
@@ -201,6 +214,7 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 		Key:                      tls.Key,
 		CACertificate:            tls.CACertificate,
 		DestinationCACertificate: tls.DestinationCACertificate,
+		ExternalCertificate:      ar.TLS.ExternalCertificate,
 	}
 }
 
