@@ -43,8 +43,27 @@ func TestCheckRefusesHostileRouteValues(t *testing.T) {
 		"routes.yaml": strings.Replace(goodRoute, "  to:\n", "  path: "+long+"\n  to:\n", 1),
 	})
 	code, stdout, _ := run(t, "check", dir)
-	want := "routes.yaml:8:9: error: spec.path: host and path are 5017 bytes together, more than the limit of 4095"
+	want := "routes.yaml:8:9: error: spec.path: host and path are 5017 bytes together, more than the limit of 2047"
 	if code != ExitInvalid || !strings.HasPrefix(stdout, want) {
 		t.Fatalf("check: exit %d, stdout %q, want exit %d and a line starting %q", code, stdout, ExitInvalid, want)
+	}
+}
+
+// TestCheckWarnsAboutUnsupportedOpenShiftAnnotation: an annotation the
+// OpenShift router honours and haroute does not is a warning naming it,
+// so --strict fails; the route is still served.
+func TestCheckWarnsAboutUnsupportedOpenShiftAnnotation(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"routes.yaml": strings.Replace(goodRoute, "  namespace: demo\n",
+			"  namespace: demo\n  annotations:\n    haproxy.router.openshift.io/h1-adjust-case: \"true\"\n", 1),
+		"endpoints.yaml": goodEndpoints,
+	})
+	want := `routes.yaml:7:49: warning: metadata.annotations.haproxy.router.openshift.io/h1-adjust-case: annotation is honoured by OpenShift but not by haroute`
+	code, stdout, stderr := run(t, "check", dir)
+	if code != ExitOK || !strings.Contains(stdout, want) {
+		t.Fatalf("check: exit %d, stdout %q, want exit %d and %q (stderr %q)", code, stdout, ExitOK, want, stderr)
+	}
+	if code, stdout, _ = run(t, "check", "--strict", dir); code != ExitInvalid || !strings.Contains(stdout, want) {
+		t.Fatalf("check --strict: exit %d, stdout %q, want exit %d and %q", code, stdout, ExitInvalid, want)
 	}
 }

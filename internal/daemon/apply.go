@@ -25,12 +25,12 @@ func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State)
 	rctx, cancel := context.WithTimeout(ctx, d.opts.RuntimeTimeout)
 	defer cancel()
 	if err := d.execute(rctx, p.Ops); err != nil {
-		d.fallback(ctx, metrics.FallbackCommandFailed, fmt.Sprintf("runtime-fallback: %v", err))
+		d.fallback(metrics.FallbackCommandFailed, err)
 		return
 	}
 	d.log.Debug("runtime ops sent", "took", time.Since(start))
 	if err := d.verify(rctx, p, next); err != nil {
-		d.fallback(ctx, metrics.FallbackReadBack, fmt.Sprintf("runtime-fallback: %v", err))
+		d.fallback(metrics.FallbackReadBack, err)
 		return
 	}
 	d.applied, d.appliedFrom = next, d.desiredFrom
@@ -153,9 +153,11 @@ func withPending(s plan.State, pending map[model.BackendName]map[model.ServerNam
 
 // fallback converges through a reload when the runtime path failed. The
 // files on disk already hold the desired state.
-// kind is the metrics label (metrics.Fallback*), reason the full text.
-func (d *Daemon) fallback(ctx context.Context, kind, reason string) {
-	d.log.Warn("runtime update failed; falling back to a reload", "reason", reason)
+// kind is the metrics label (metrics.Fallback*); the reload's reason keeps
+// its typed kind, runtime-fallback, with the error as its subject.
+func (d *Daemon) fallback(kind string, err error) {
+	reason := plan.Reason{Kind: plan.KindRuntimeFallback, Subject: err.Error()}
+	d.log.Warn("runtime update failed; falling back to a reload", "reason", reason.String())
 	d.metrics.RuntimeFallback(kind)
 	d.status.Set(func(s *status.Status) { s.Fallbacks++ })
 	d.recordError(fmt.Errorf("%s", reason))

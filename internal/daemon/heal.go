@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/haroute/haroute/internal/haproxy"
+	"github.com/haroute/haroute/internal/plan"
 	"github.com/haroute/haroute/internal/render"
 )
 
@@ -141,7 +142,7 @@ func (d *Daemon) heal(ctx context.Context) {
 	}
 	if se.MasterOnly {
 		if !d.throttle.pending {
-			d.throttle.request("heal: " + reason)
+			d.throttle.request(plan.Reason{Kind: plan.KindHeal, Subject: reason})
 		}
 		return
 	}

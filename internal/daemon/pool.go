@@ -42,20 +42,40 @@ type poolState struct {
 // up with a reload of its own: never in the middle of a burst.
 const poolQuiet = 10 * time.Second
 
-// poolClass names the spares a termination binds to.
-func poolClass(t model.Termination) string {
-	switch t {
-	case model.TerminationEdge:
-		return "edge"
-	case model.TerminationReencrypt:
-		return "reencrypt"
-	case model.TerminationPassthrough:
-		return "passthrough"
-	}
-	return "http"
+// spareClass is what decides which spares a route binds to: its
+// termination and, for edge and reencrypt, whether it also serves plain
+// HTTP (Allow), which changes its sticky cookie.
+type spareClass struct {
+	t     model.Termination
+	allow bool
 }
 
-var poolClasses = []model.Termination{model.TerminationNone, model.TerminationEdge, model.TerminationReencrypt, model.TerminationPassthrough}
+// classOf is the class of a route or spare.
+func classOf(r *model.AdmittedRoute) spareClass {
+	allow := r.InsecurePolicy == model.InsecurePolicyAllow &&
+		(r.Termination == model.TerminationEdge || r.Termination == model.TerminationReencrypt)
+	return spareClass{t: r.Termination, allow: allow}
+}
+
+// poolClass names the spares of a class.
+func poolClass(c spareClass) string {
+	name := "http"
+	switch c.t {
+	case model.TerminationEdge:
+		name = "edge"
+	case model.TerminationReencrypt:
+		name = "reencrypt"
+	case model.TerminationPassthrough:
+		name = "passthrough"
+	}
+	if c.allow {
+		name += "-allow"
+	}
+	return name
+}
+
+var poolClasses = []spareClass{{t: model.TerminationNone}, {t: model.TerminationEdge}, {t: model.TerminationEdge, allow: true},
+	{t: model.TerminationReencrypt}, {t: model.TerminationReencrypt, allow: true}, {t: model.TerminationPassthrough}}
 
 // poolable reports whether r can be served by a spare: its TLS files
 // would need a reload (a crt-list entry, a CA file its servers load).
@@ -93,7 +113,8 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 		// (the settings change is a reload anyway).
 		spares := make([]model.AdmittedRoute, len(st.spares))
 		for i, s := range st.spares {
-			spares[i] = model.SpareRoute(s.Termination, s.Slot, &desired.Router)
+			c := classOf(&s)
+			spares[i] = model.SpareRoute(c.t, c.allow, s.Slot, &desired.Router)
 		}
 		st.spares, st.settings = spares, desired.Router
 	}
@@ -147,7 +168,7 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 		if !poolable(r) {
 			continue
 		}
-		if k := st.free(r.Termination, func(s model.AdmittedRoute) bool { return render.SameBackend(*r, s, in) }); k >= 0 {
+		if k := st.free(classOf(r), func(s model.AdmittedRoute) bool { return render.SameBackend(*r, s, in) }); k >= 0 {
 			r.Slot = st.spares[k].Slot
 			st = st.bind(r.Key, k)
 		}
@@ -172,7 +193,8 @@ func (st poolState) retire(prev []model.AdmittedRoute, desired *model.Desired, i
 		if (j < len(cur) && cur[j].Key == p.Key) || p.Slot != "" || !poolable(p) {
 			continue
 		}
-		sp := model.SpareRoute(p.Termination, p.BackendName(), &desired.Router)
+		c := classOf(p)
+		sp := model.SpareRoute(c.t, c.allow, p.BackendName(), &desired.Router)
 		if st.slotNamed(sp.Slot) < 0 && render.SameBackend(*p, sp, in) {
 			add = append(add, sp)
 		}
@@ -200,10 +222,10 @@ func (st poolState) slotNamed(name model.BackendName) int {
 
 // free returns the index of a free spare of termination t that fits, or
 // -1.
-func (st poolState) free(t model.Termination, fits func(model.AdmittedRoute) bool) int {
+func (st poolState) free(c spareClass, fits func(model.AdmittedRoute) bool) int {
 	for k := range st.spares {
 		s := &st.spares[k]
-		if s.Termination == t && !st.used[s.Slot] && !st.draining[s.Slot] {
+		if classOf(s) == c && !st.used[s.Slot] && !st.draining[s.Slot] {
 			if fits(*s) {
 				return k
 			}
@@ -246,17 +268,17 @@ func cloneOr[K comparable, V any](m map[K]V) map[K]V {
 // topUp returns st with each class in use holding its target of free
 // spares.
 func (st poolState) topUp(desired *model.Desired) poolState {
-	routes := map[model.Termination]int{}
+	routes := map[spareClass]int{}
 	for i := range desired.Routes {
-		routes[desired.Routes[i].Termination]++
+		routes[classOf(&desired.Routes[i])]++
 	}
 	free := st.freeCounts()
 	var add []model.AdmittedRoute
-	for _, t := range poolClasses {
-		for n := free[t]; n < poolTarget(routes[t]); n++ {
+	for _, c := range poolClasses {
+		for n := free[c]; n < poolTarget(routes[c]); n++ {
 			st.seq++
-			slot := model.BackendName(fmt.Sprintf("be_pool:%s:%d", poolClass(t), st.seq))
-			add = append(add, model.SpareRoute(t, slot, &desired.Router))
+			slot := model.BackendName(fmt.Sprintf("be_pool:%s:%d", poolClass(c), st.seq))
+			add = append(add, model.SpareRoute(c.t, c.allow, slot, &desired.Router))
 		}
 	}
 	if len(add) > 0 {
@@ -271,13 +293,13 @@ func (st poolState) low(desired *model.Desired) bool {
 	if desired == nil || !desired.Router.DynamicConfigManager {
 		return false
 	}
-	routes := map[model.Termination]int{}
+	routes := map[spareClass]int{}
 	for i := range desired.Routes {
-		routes[desired.Routes[i].Termination]++
+		routes[classOf(&desired.Routes[i])]++
 	}
 	free := st.freeCounts()
-	for _, t := range poolClasses {
-		if free[t] < max(1, poolTarget(routes[t])/4) {
+	for _, c := range poolClasses {
+		if free[c] < max(1, poolTarget(routes[c])/4) {
 			return true
 		}
 	}
@@ -285,11 +307,12 @@ func (st poolState) low(desired *model.Desired) bool {
 }
 
 // freeCounts counts the spares free to bind, by class.
-func (st poolState) freeCounts() map[model.Termination]int {
-	free := map[model.Termination]int{}
-	for _, s := range st.spares {
+func (st poolState) freeCounts() map[spareClass]int {
+	free := map[spareClass]int{}
+	for i := range st.spares {
+		s := &st.spares[i]
 		if !st.used[s.Slot] && !st.draining[s.Slot] {
-			free[s.Termination]++
+			free[classOf(s)]++
 		}
 	}
 	return free

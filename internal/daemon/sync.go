@@ -165,9 +165,9 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 			d.applyRuntime(ctx, p, next)
 			return nil, nil
 		}
-		reasons := reasonStrings(p.Reasons)
+		reasons := p.Reasons
 		if len(reasons) == 0 {
-			reasons = []string{"coalesced with a pending reload"}
+			reasons = []plan.Reason{{Kind: plan.KindCoalesced}}
 		}
 		d.throttle.request(reasons...)
 		return nil, nil
@@ -441,6 +441,7 @@ func (d *Daemon) reload(ctx context.Context) {
 	}
 	now := time.Now()
 	reasons := d.throttle.start(now)
+	kinds := reasonKinds(reasons)
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if d.unchecked {
@@ -448,24 +449,25 @@ func (d *Daemon) reload(ctx context.Context) {
 		// than the change); a fallback reload validates before it loads.
 		if err := haproxy.Check(rctx, d.sup.Binary(), d.live.path+"/"+render.ConfigFile); err != nil {
 			d.recordError(fmt.Errorf("reload skipped, live config rejected; HAProxy keeps its current state: %w", err))
-			d.metrics.ObserveReload(0, reasons, false, time.Now())
+			d.metrics.ObserveReload(0, kinds, false, time.Now())
 			return
 		}
 		d.unchecked = false
 	}
-	d.log.Info("reloading haproxy", "reasons", reasons)
+	texts := reasonStrings(reasons)
+	d.log.Info("reloading haproxy", "reasons", texts)
 	_, err := d.proc.Reload(rctx)
 	elapsed := time.Since(now)
-	d.metrics.ObserveReload(elapsed, reasons, err == nil, time.Now())
+	d.metrics.ObserveReload(elapsed, kinds, err == nil, time.Now())
 	if err != nil {
 		d.recordError(fmt.Errorf("reload failed (will retry): %w", err))
 		d.status.Set(func(s *status.Status) {
-			s.LastReload = &status.Reload{Time: now, Duration: elapsed, Reasons: reasons, OK: false, Error: err.Error()}
+			s.LastReload = &status.Reload{Time: now, Duration: elapsed, Reasons: texts, OK: false, Error: err.Error()}
 		})
 		d.throttle.request(reasons...)
 		return
 	}
-	d.loaded(ctx, reasons, true, elapsed)
+	d.loaded(ctx, texts, true, elapsed)
 }
 
 // loaded records that HAProxy now runs d.desired (after a start or a
@@ -533,6 +535,15 @@ func (d *Daemon) recordError(err error) {
 
 func (d *Daemon) setNotReady(reason string) {
 	d.status.Set(func(s *status.Status) { s.Ready, s.NotReadyReason = false, reason })
+}
+
+// reasonKinds are the kinds of reasons, what metrics count reloads by.
+func reasonKinds(rs []plan.Reason) []plan.Kind {
+	out := make([]plan.Kind, len(rs))
+	for i, r := range rs {
+		out[i] = r.Kind
+	}
+	return out
 }
 
 func reasonStrings(rs []plan.Reason) []string {

@@ -3,6 +3,8 @@ package daemon
 import (
 	"slices"
 	"time"
+
+	"github.com/haroute/haroute/internal/plan"
 )
 
 // throttle decides when a requested reload may run (DESIGN §5): the first
@@ -13,11 +15,11 @@ type throttle struct {
 	interval  time.Duration
 	lastStart time.Time // zero: no reload yet
 	pending   bool
-	reasons   []string
+	reasons   []plan.Reason
 }
 
 // request records that a reload is needed for reasons.
-func (t *throttle) request(reasons ...string) {
+func (t *throttle) request(reasons ...plan.Reason) {
 	t.pending = true
 	for _, r := range reasons {
 		if !slices.Contains(t.reasons, r) {
@@ -43,7 +45,7 @@ func (t *throttle) due(now time.Time) (at time.Time, ok bool) {
 }
 
 // start marks the pending reload as started at now and returns its reasons.
-func (t *throttle) start(now time.Time) []string {
+func (t *throttle) start(now time.Time) []plan.Reason {
 	reasons := t.reasons
 	t.pending, t.reasons, t.lastStart = false, nil, now
 	return reasons

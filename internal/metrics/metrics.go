@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/haroute/haroute/internal/plan"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -178,12 +180,13 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 }
 
-// ObserveReload records one reload attempt: how long it took, why it
-// happened, and whether it succeeded. now is passed in (not read here) so
+// ObserveReload records one reload attempt: how long it took, the kinds of
+// its reasons (typed from plan to the label, see plan.Kind.Label), and
+// whether it succeeded. now is passed in (not read here) so
 // the timestamp is the one the daemon logged and shows in status.
-func (m *Metrics) ObserveReload(d time.Duration, reasons []string, ok bool, now time.Time) {
+func (m *Metrics) ObserveReload(d time.Duration, kinds []plan.Kind, ok bool, now time.Time) {
 	m.reloadSeconds.Observe(d.Seconds())
-	for _, kind := range reasonKinds(reasons) {
+	for _, kind := range reasonLabels(kinds) {
 		m.reloads.WithLabelValues(kind).Inc()
 	}
 	if ok {
@@ -307,7 +310,7 @@ var ReloadReasonKinds = []string{
 	"server-options-changed", "weight-changed", "health-checks-changed",
 	"map-changed", "map-file-changed", "certificate-changed", "certificate-file-changed",
 	"crt-list-changed", "ca-file-changed", "file-changed", "haproxy-cfg-changed",
-	"runtime-fallback", "heal", "other",
+	"runtime-fallback", "heal", "coalesced-with-a-pending-reload", "haproxy-started", "other",
 }
 
 // RuntimeOps are the operations runtime_updates_total counts, each with a
@@ -384,21 +387,18 @@ func isPlainWord(w string) bool {
 	return w != ""
 }
 
-// reasonKinds returns the distinct kinds of reasons, in first-seen order, so
-// one reload counts once per kind however many routes it touched.
-func reasonKinds(reasons []string) []string {
-	if len(reasons) == 0 {
+// reasonLabels returns the distinct labels of reload reason kinds, in
+// first-seen order, so one reload counts once per kind however many routes
+// it touched.
+func reasonLabels(kinds []plan.Kind) []string {
+	if len(kinds) == 0 {
 		return []string{"other"}
 	}
-	seen := make(map[string]bool, len(reasons))
-	var kinds []string
-	for _, r := range reasons {
-		k := ReasonKind(r)
-		if seen[k] {
-			continue
+	labels := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		if l := k.Label(); !slices.Contains(labels, l) {
+			labels = append(labels, l)
 		}
-		seen[k] = true
-		kinds = append(kinds, k)
 	}
-	return kinds
+	return labels
 }

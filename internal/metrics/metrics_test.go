@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haroute/haroute/internal/plan"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -25,8 +26,8 @@ import (
 // exercise touches every metric once so that vectors have series to show.
 func exercise(m *Metrics) {
 	now := time.Unix(1_700_000_000, 500_000_000)
-	m.ObserveReload(120*time.Millisecond, []string{"route added: default/shop", "route added: default/cart", "ports changed"}, true, now)
-	m.ObserveReload(80*time.Millisecond, []string{"runtime-fallback: add server refused"}, false, now.Add(time.Minute))
+	m.ObserveReload(120*time.Millisecond, []plan.Kind{plan.KindRouteAdded, plan.KindRouteAdded, plan.KindRouterSettings}, true, now)
+	m.ObserveReload(80*time.Millisecond, []plan.Kind{plan.KindRuntimeFallback}, false, now.Add(time.Minute))
 	m.ObserveWrite(3 * time.Millisecond)
 	m.RuntimeUpdate("add-server", 3)
 	m.RuntimeUpdate("set-weight", 0) // ignored
@@ -181,8 +182,8 @@ func TestSeriesValues(t *testing.T) {
 		`haroute_last_reload_successful 0`,
 		`haroute_reload_failures_total 1`,
 		`haroute_reload_seconds_count 2`,
-		`haroute_reloads_total{reason="ports-changed"} 1`,
 		`haroute_reloads_total{reason="route-added"} 1`,
+		`haroute_reloads_total{reason="router-settings-changed"} 1`,
 		`haroute_reloads_total{reason="runtime-fallback"} 1`,
 		`haroute_routes{status="admitted"} 4`,
 		`haroute_routes{status="rejected"} 1`,
@@ -369,6 +370,9 @@ func TestPlanKindsArePreinitialised(t *testing.T) {
 	labels := map[string]string{}
 	for _, k := range kinds {
 		label := ReasonKind(k + ": default/shop")
+		if typed := plan.Kind(k).Label(); typed != label {
+			t.Errorf("plan kind %q: typed label %q, from the reason text %q", k, typed, label)
+		}
 		if !slices.Contains(ReloadReasonKinds, label) {
 			t.Errorf("plan kind %q gives reason %q, which is not in ReloadReasonKinds", k, label)
 		}
@@ -391,6 +395,19 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestReasonLabels: one reload counts once per kind, and a reload without
+// reasons still counts.
+func TestReasonLabels(t *testing.T) {
+	got := reasonLabels([]plan.Kind{plan.KindRouteAdded, plan.KindCAFile, plan.KindRouteAdded, plan.KindConfig})
+	want := []string{"route-added", "ca-file-changed", "haproxy-cfg-changed"}
+	if !slices.Equal(got, want) {
+		t.Errorf("labels = %v, want %v", got, want)
+	}
+	if got := reasonLabels(nil); !slices.Equal(got, []string{"other"}) {
+		t.Errorf("no reasons: %v, want [other]", got)
+	}
 }
 
 func TestReasonKind(t *testing.T) {

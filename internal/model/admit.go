@@ -49,6 +49,7 @@ type admitScratch struct {
 	// same order, lose the same way. spare is a buffer for the next keys.
 	conflictIn, spare []conflictKey
 	conflictOut       []conflictLoss
+	conflictInterNS   bool
 
 	// sorted is validateRoutes' order of the last routes and memos it was
 	// given. The Loader hands over the very same slices while no route
@@ -141,7 +142,8 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 		routeMemos = m.routes
 	}
 	cands := validateRoutes(objs.Routes, routeMemos, &settings, &ds, sc)
-	decideConflicts(cands, sc)
+	resolveExternalCertificates(cands, objs.Secrets)
+	decideConflicts(cands, sc, settings.InterNamespaceAllowed)
 
 	d := &Desired{
 		Router: settings,
@@ -333,7 +335,13 @@ func (c *candidate) claimHost() string {
 // host and path, or sharing a host across passthrough and termination.
 // The decisions depend on the valid candidates' conflictKeys alone: when
 // those are what the last call saw, its losses are replayed.
-func decideConflicts(cands []*candidate, sc *admitScratch) {
+//
+// Under Strict namespace ownership (interNS false, the default, as on
+// OpenShift) a host belongs to the namespace of its oldest route: routes of
+// other namespaces lose it, whatever their path, and a wildcard route and
+// a route for a host under its domain cannot come from two namespaces.
+// With InterNamespaceAllowed only the same host and path conflict.
+func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
 	byAge := make([]*candidate, 0, len(cands))
 	keys := sc.spare[:0]
 	for _, c := range cands {
@@ -344,14 +352,14 @@ func decideConflicts(cands []*candidate, sc *admitScratch) {
 				host: c.claimHost(), path: c.admitted.Path, passthrough: c.admitted.Termination == TerminationPassthrough})
 		}
 	}
-	if slices.Equal(keys, sc.conflictIn) {
+	if slices.Equal(keys, sc.conflictIn) && interNS == sc.conflictInterNS {
 		for _, l := range sc.conflictOut {
 			byAge[l.valid].check.errorf("spec.host", "%s", l.msg)
 		}
 		sc.spare = keys
 		return
 	}
-	sc.spare, sc.conflictIn = sc.conflictIn, keys
+	sc.spare, sc.conflictIn, sc.conflictInterNS = sc.conflictIn, keys, interNS
 	var losses []conflictLoss
 	defer func() { sc.conflictOut = losses }()
 	lose := func(c *candidate, msg string) {
@@ -378,6 +386,12 @@ func decideConflicts(cands []*candidate, sc *admitScratch) {
 	claims, hosts := sc.claims, sc.hosts
 	defer clear(claims)
 	defer clear(hosts)
+	var ownership namespaceOwnership
+	if !interNS && slices.ContainsFunc(byAge, func(c *candidate) bool { return c.admitted.Wildcard }) {
+		// Only wildcard routes make domains matter; without one, the
+		// domain maps would cost 10k entries for nothing.
+		ownership = namespaceOwnership{wildcards: map[string]*candidate{}, hosts: map[string]domainClaimer{}}
+	}
 	for _, c := range byAge {
 		host := c.claimHost()
 		hp := hostPath{host: host, path: c.admitted.Path}
@@ -389,6 +403,12 @@ func decideConflicts(cands []*candidate, sc *admitScratch) {
 			lose(c, fmt.Sprintf("%s is already claimed by route %s, which wins (older creationTimestamp, then namespace/name order)",
 				what, w.admitted.Key))
 			continue
+		}
+		if !interNS {
+			if msg := ownership.claim(c, hosts[host]); msg != "" {
+				lose(c, msg)
+				continue
+			}
 		}
 		passthrough := c.admitted.Termination == TerminationPassthrough
 		if w, ok := hosts[host]; ok && (w.admitted.Termination == TerminationPassthrough) != passthrough {
@@ -404,7 +424,85 @@ func decideConflicts(cands []*candidate, sc *admitScratch) {
 		if _, ok := hosts[host]; !ok {
 			hosts[host] = c
 		}
+		if !interNS {
+			ownership.record(c)
+		}
 	}
+}
+
+// namespaceOwnership tracks, for Strict namespace ownership, who holds
+// each wildcard domain: the oldest wildcard route of the domain, and the
+// namespaces of the routes admitted for hosts in it. Candidates arrive
+// oldest first, so whoever is recorded first is older.
+type namespaceOwnership struct {
+	wildcards map[string]*candidate    // domain → oldest wildcard route
+	hosts     map[string]domainClaimer // domain → namespaces of its plain hosts
+}
+
+// domainClaimer is the namespace of the first plain route in a domain and
+// whether routes of other namespaces followed.
+type domainClaimer struct {
+	first *candidate
+	mixed bool
+}
+
+// claim says why c, under Strict ownership, cannot have its host: the
+// host's owner (its oldest route, hostOwner) is of another namespace, or
+// a wildcard of its domain is held across namespaces. "" when it may.
+func (o *namespaceOwnership) claim(c, hostOwner *candidate) string {
+	ns := c.admitted.Key.Namespace
+	if hostOwner != nil && hostOwner.admitted.Key.Namespace != ns {
+		return fmt.Sprintf("host %q is owned by namespace %q (route %s is older); with routeAdmission.namespaceOwnership Strict, routes of other namespaces cannot claim any path on it",
+			c.claimHost(), hostOwner.admitted.Key.Namespace, hostOwner.admitted.Key)
+	}
+	if o.wildcards == nil {
+		return ""
+	}
+	domain := parentDomainOf(c.admitted.Host)
+	if w := o.wildcards[domain]; w != nil && w.admitted.Key.Namespace != ns {
+		return fmt.Sprintf("wildcard route %s of namespace %q, which is older, holds *.%s; with routeAdmission.namespaceOwnership Strict, routes of other namespaces cannot claim hosts under it",
+			w.admitted.Key, w.admitted.Key.Namespace, domain)
+	}
+	if c.admitted.Wildcard {
+		if h, ok := o.hosts[domain]; ok && (h.mixed || h.first.admitted.Key.Namespace != ns) {
+			other := h.first
+			return fmt.Sprintf("route %s of namespace %q, which is older, serves host %q under *.%s; with routeAdmission.namespaceOwnership Strict, a wildcard route cannot cover hosts of other namespaces",
+				other.admitted.Key, other.admitted.Key.Namespace, other.admitted.Host, domain)
+		}
+	}
+	return ""
+}
+
+// record notes the admitted c. Domains are tracked only once a wildcard
+// route is seen among the candidates (see begin).
+func (o *namespaceOwnership) record(c *candidate) {
+	if o.wildcards == nil {
+		return
+	}
+	domain := parentDomainOf(c.admitted.Host)
+	if c.admitted.Wildcard {
+		if o.wildcards[domain] == nil {
+			o.wildcards[domain] = c
+		}
+		return
+	}
+	h, ok := o.hosts[domain]
+	switch {
+	case !ok:
+		o.hosts[domain] = domainClaimer{first: c}
+	case h.first.admitted.Key.Namespace != c.admitted.Key.Namespace && !h.mixed:
+		h.mixed = true
+		o.hosts[domain] = h
+	}
+}
+
+// parentDomainOf is host without its first label ("example.com" for
+// "www.example.com"), OpenShift's GetDomainForHost.
+func parentDomainOf(host string) string {
+	if i := strings.IndexByte(host, '.'); i >= 0 {
+		return host[i+1:]
+	}
+	return ""
 }
 
 // olderFirst orders routes for conflicts: older creationTimestamp first, a
@@ -421,6 +519,15 @@ func olderFirst(a, b *AdmittedRoute) bool {
 		return a.Key.Namespace < b.Key.Namespace
 	}
 	return a.Key.Name < b.Key.Name
+}
+
+func duplicateService(before []ServiceBackend, name string) bool {
+	for i := range before {
+		if before[i].Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // resolveServices fills in the servers of an admitted route and warns about
@@ -443,6 +550,12 @@ func resolveServices(c *candidate, idx endpointIndex) {
 		field := "spec.to.name"
 		if i > 0 {
 			field = "spec.alternateBackends[" + strconv.Itoa(i-1) + "].name"
+		}
+		if duplicateService(ar.Services[:i], svc.Name) {
+			// Named again (validateServices warned): its endpoints
+			// serve under the first mention, with the last weight.
+			svc.Servers = nil
+			continue
 		}
 		res := idx.resolve(ns, svc.Name, c.route.Spec.Port)
 		// A service without endpoints is a state, not a mistake (not yet

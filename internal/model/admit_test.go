@@ -274,6 +274,111 @@ func TestAdmitConflicts(t *testing.T) {
 	}
 }
 
+// TestNamespaceOwnership: with routeAdmission.namespaceOwnership Strict
+// (the default), a host belongs to the namespace of its oldest route and a
+// wildcard domain cannot be shared across namespaces; InterNamespaceAllowed
+// lets namespaces share a host on different paths (openshift/router
+// host_admitter.go and unique_host.go).
+func TestNamespaceOwnership(t *testing.T) {
+	older := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
+	newer := older.Add(time.Hour)
+	route := func(ns, name, host, path string, created time.Time, wildcard bool) Route {
+		r := testRoute(ns, name, host)
+		r.Spec.Path = path
+		r.Meta.CreationTimestamp = created
+		if wildcard {
+			r.Spec.WildcardPolicy = WildcardPolicySubdomain
+		}
+		return r
+	}
+	tests := []struct {
+		name      string
+		ownership string
+		routes    []Route
+		admitted  []string
+		want      []string
+	}{
+		{
+			name: "strict: another namespace cannot take another path of an owned host",
+			routes: []Route{
+				route("a", "shop", "shop.example.com", "/", older, false),
+				route("b", "steal", "shop.example.com", "/admin", newer, false),
+			},
+			admitted: []string{"a/shop"},
+			want:     []string{`b-steal.yaml:12:7: error: spec.host: host "shop.example.com" is owned by namespace "a" (route a/shop is older); with routeAdmission.namespaceOwnership Strict, routes of other namespaces cannot claim any path on it`},
+		},
+		{
+			name: "strict: the same namespace shares its host",
+			routes: []Route{
+				route("a", "shop", "shop.example.com", "/", older, false),
+				route("a", "admin", "shop.example.com", "/admin", newer, false),
+			},
+			admitted: []string{"a/admin", "a/shop"},
+		},
+		{
+			name:      "InterNamespaceAllowed: namespaces share a host on different paths",
+			ownership: NamespaceOwnershipInterAllowed,
+			routes: []Route{
+				route("a", "shop", "shop.example.com", "/", older, false),
+				route("b", "admin", "shop.example.com", "/admin", newer, false),
+			},
+			admitted: []string{"a/shop", "b/admin"},
+		},
+		{
+			name:      "InterNamespaceAllowed: the same path still conflicts",
+			ownership: NamespaceOwnershipInterAllowed,
+			routes: []Route{
+				route("a", "shop", "shop.example.com", "/x", older, false),
+				route("b", "shop", "shop.example.com", "/x", newer, false),
+			},
+			admitted: []string{"a/shop"},
+			want:     []string{`b-shop.yaml:12:7: error: spec.host: host "shop.example.com" path "/x" is already claimed by route a/shop, which wins (older creationTimestamp, then namespace/name order)`},
+		},
+		{
+			name: "strict: an older wildcard holds its domain against other namespaces",
+			routes: []Route{
+				route("a", "wild", "www.apps.example.com", "", older, true),
+				route("b", "one", "one.apps.example.com", "", newer, false),
+				route("a", "two", "two.apps.example.com", "", newer, false),
+			},
+			admitted: []string{"a/two", "a/wild"},
+			want:     []string{`b-one.yaml:12:7: error: spec.host: wildcard route a/wild of namespace "a", which is older, holds *.apps.example.com; with routeAdmission.namespaceOwnership Strict, routes of other namespaces cannot claim hosts under it`},
+		},
+		{
+			name: "strict: an older host of another namespace blocks a wildcard over it",
+			routes: []Route{
+				route("b", "one", "one.apps.example.com", "", older, false),
+				route("a", "wild", "www.apps.example.com", "", newer, true),
+			},
+			admitted: []string{"b/one"},
+			want:     []string{`a-wild.yaml:12:7: error: spec.host: route b/one of namespace "b", which is older, serves host "one.apps.example.com" under *.apps.example.com; with routeAdmission.namespaceOwnership Strict, a wildcard route cannot cover hosts of other namespaces`},
+		},
+		{
+			name:      "InterNamespaceAllowed: wildcard and hosts of other namespaces coexist",
+			ownership: NamespaceOwnershipInterAllowed,
+			routes: []Route{
+				route("b", "one", "one.apps.example.com", "", older, false),
+				route("a", "wild", "www.apps.example.com", "", newer, true),
+			},
+			admitted: []string{"a/wild", "b/one"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := RouterConfig{Spec: RouterConfigSpec{AllowWildcardRoutes: true,
+				RouteAdmission: RouteAdmissionPolicy{NamespaceOwnership: tt.ownership}}, Source: testSource("rc.yaml")}
+			objs := Objects{Routes: tt.routes, RouterConfigs: []RouterConfig{rc}, Endpoints: []Endpoints{
+				testEndpoints("a", "web", "10.0.0.1"), testEndpoints("b", "web", "10.0.0.2"),
+			}}
+			d, ds := Admit(objs, nil)
+			if got := admittedKeys(d); !reflect.DeepEqual(got, tt.admitted) {
+				t.Errorf("admitted = %v, want %v", got, tt.admitted)
+			}
+			equalLines(t, withoutNotes(ds), tt.want)
+		})
+	}
+}
+
 func TestAdmitWildcardConflictsOnDomain(t *testing.T) {
 	a := testRoute("ns", "a", "www.example.com")
 	a.Spec.WildcardPolicy = WildcardPolicySubdomain

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -34,24 +33,13 @@ const (
 	AnnotationPodConcurrentConnection = "haproxy.router.openshift.io/pod-concurrent-connections"
 	AnnotationRewriteTarget           = "haproxy.router.openshift.io/rewrite-target"
 	AnnotationSetForwardedHeaders     = "haproxy.router.openshift.io/set-forwarded-headers"
+	// AnnotationAllowNonDNSCompliantHost "true" waives the 63-character
+	// limit on each label of spec.host (openshift/api route/v1).
+	AnnotationAllowNonDNSCompliantHost = "route.openshift.io/allow-non-dns-compliant-host"
+	// AnnotationH1AdjustCase asks OpenShift's router to rewrite header
+	// name case for HTTP/1 backends, which haroute does not do.
+	AnnotationH1AdjustCase = "haproxy.router.openshift.io/h1-adjust-case"
 )
-
-// isKnownAnnotation reports whether key is one of the annotations above;
-// others under OpenShift's router prefixes get a note saying haroute
-// ignores them.
-func isKnownAnnotation(key string) bool {
-	switch key {
-	case AnnotationHealthCheckInterval, AnnotationBalance, AnnotationTimeout,
-		AnnotationTimeoutTunnel, AnnotationIPAllowlist, AnnotationIPWhitelist,
-		AnnotationHSTSHeader, AnnotationDisableCookies, AnnotationCookieName,
-		AnnotationCookieSameSite, AnnotationRateLimit, AnnotationRateLimitConcurrentTCP,
-		AnnotationRateLimitRateTCP, AnnotationRateLimitRateHTTP,
-		AnnotationPodConcurrentConnection, AnnotationRewriteTarget,
-		AnnotationSetForwardedHeaders:
-		return true
-	}
-	return false
-}
 
 // maxHAProxyTime is the largest time HAProxy accepts (2^31-1 ms).
 const maxHAProxyTime = 2147483647 * time.Millisecond
@@ -96,202 +84,6 @@ func activeServices(spec *RouteSpec) int {
 		}
 	}
 	return n
-}
-
-// annotationField is the field path (and Source.Fields key) of an annotation.
-func annotationField(key string) string { return "metadata.annotations." + key }
-
-// parseAnnotations turns r's annotations into backend settings, warning about
-// each value it has to ignore.
-func parseAnnotations(c *routeCheck, r *Route, term Termination, settings *Settings) BackendSettings {
-	b := BackendSettings{Balance: defaultBalance(term, &r.Spec), HealthCheckInterval: settings.HealthCheckInterval}
-	ann := r.Meta.Annotations
-	if len(ann) == 0 {
-		return b
-	}
-	ignore := func(key, format string, args ...any) {
-		c.warnf(annotationField(key), format+"; annotation ignored", args...)
-	}
-	httpOnly := func(key string) bool {
-		if term == TerminationPassthrough {
-			ignore(key, "has no effect on passthrough routes, whose traffic HAProxy does not decrypt")
-			return false
-		}
-		return true
-	}
-
-	if v, ok := ann[AnnotationHealthCheckInterval]; ok {
-		if d, err := parseInterval(v); err != nil {
-			ignore(AnnotationHealthCheckInterval, "%v", err)
-		} else {
-			b.HealthCheckInterval = d
-		}
-	}
-	if v, ok := ann[AnnotationBalance]; ok {
-		switch a := BalanceAlgorithm(strings.TrimSpace(v)); a {
-		case BalanceRoundRobin, BalanceLeastConn, BalanceSource, BalanceRandom:
-			b.Balance = a
-		default:
-			ignore(AnnotationBalance, "balance %q is not one of roundrobin, leastconn, source, random", v)
-		}
-	}
-	for _, t := range []struct {
-		key string
-		dst *time.Duration
-	}{{AnnotationTimeout, &b.Timeout}, {AnnotationTimeoutTunnel, &b.TunnelTimeout}} {
-		if v, ok := ann[t.key]; ok {
-			if d, err := parseHAProxyTime(v); err != nil {
-				ignore(t.key, "%v", err)
-			} else {
-				*t.dst = d
-			}
-		}
-	}
-
-	allowKey := AnnotationIPAllowlist
-	if _, ok := ann[allowKey]; !ok {
-		allowKey = AnnotationIPWhitelist
-	} else if _, legacy := ann[AnnotationIPWhitelist]; legacy {
-		ignore(AnnotationIPWhitelist, "%s is set and takes precedence", AnnotationIPAllowlist)
-	}
-	if v, ok := ann[allowKey]; ok {
-		if list, err := parseIPAllowlist(v); err != nil {
-			ignore(allowKey, "%v", err)
-		} else {
-			b.IPAllowlist = list
-		}
-	}
-
-	if v, ok := ann[AnnotationHSTSHeader]; ok {
-		if term != TerminationEdge && term != TerminationReencrypt {
-			ignore(AnnotationHSTSHeader, "HSTS applies only to edge and reencrypt routes, where HAProxy writes the response headers")
-		} else if h, err := parseHSTS(v); err != nil {
-			ignore(AnnotationHSTSHeader, "%v", err)
-		} else {
-			b.HSTSHeader = h
-		}
-	}
-
-	if v, ok := ann[AnnotationDisableCookies]; ok && httpOnly(AnnotationDisableCookies) {
-		if on, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
-			ignore(AnnotationDisableCookies, "value %q is not true or false", v)
-		} else {
-			b.DisableCookies = on
-		}
-	}
-	if v, ok := ann[AnnotationCookieName]; ok && httpOnly(AnnotationCookieName) {
-		if !isToken(v) {
-			ignore(AnnotationCookieName, "cookie name %q must be non-empty and use only token characters (letters, digits and !#$%%&'*+-.^_`|~)", v)
-		} else {
-			b.CookieName = v
-		}
-	}
-	if v, ok := ann[AnnotationCookieSameSite]; ok && httpOnly(AnnotationCookieSameSite) {
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "lax":
-			b.CookieSameSite = "Lax"
-		case "strict":
-			b.CookieSameSite = "Strict"
-		case "none":
-			b.CookieSameSite = "None"
-		default:
-			ignore(AnnotationCookieSameSite, "value %q is not one of Lax, Strict, None", v)
-		}
-	}
-
-	b.RateLimit = parseRateLimit(ann, term, ignore)
-
-	if v, ok := ann[AnnotationPodConcurrentConnection]; ok {
-		if n, err := positiveInt(v); err != nil {
-			ignore(AnnotationPodConcurrentConnection, "%v", err)
-		} else {
-			b.PodConcurrentConnections = n
-		}
-	}
-	if v, ok := ann[AnnotationRewriteTarget]; ok && httpOnly(AnnotationRewriteTarget) {
-		if msg := rewriteTargetProblem(v); msg != "" {
-			ignore(AnnotationRewriteTarget, "%s", msg)
-		} else {
-			target := v
-			b.RewriteTarget = &target
-		}
-	}
-	if v, ok := ann[AnnotationSetForwardedHeaders]; ok && httpOnly(AnnotationSetForwardedHeaders) {
-		switch s := strings.TrimSpace(v); s {
-		case "append", "replace", "never", "if-none":
-			b.ForwardedHeaders = s
-		default:
-			ignore(AnnotationSetForwardedHeaders, "value %q is not one of append, replace, never, if-none", v)
-		}
-	}
-
-	unknown := make([]string, 0)
-	for k := range ann {
-		if !isKnownAnnotation(k) && (strings.HasPrefix(k, "haproxy.router.openshift.io/") || strings.HasPrefix(k, "router.openshift.io/")) {
-			unknown = append(unknown, k)
-		}
-	}
-	sort.Strings(unknown)
-	for _, k := range unknown {
-		f := annotationField(k)
-		c.add(SeverityNote, c.pos(f), f, "annotation is not supported by haroute; ignored")
-	}
-	return b
-}
-
-func parseRateLimit(ann map[string]string, term Termination, ignore func(key, format string, args ...any)) *RateLimit {
-	v, enabled := ann[AnnotationRateLimit]
-	subs := []struct {
-		key  string
-		http bool
-	}{
-		{AnnotationRateLimitConcurrentTCP, false},
-		{AnnotationRateLimitRateTCP, false},
-		{AnnotationRateLimitRateHTTP, true},
-	}
-	if enabled {
-		switch strings.TrimSpace(v) {
-		case "true":
-		case "false":
-			enabled = false
-		default:
-			ignore(AnnotationRateLimit, "value %q is not true or false", v)
-			enabled = false
-		}
-	}
-	if !enabled {
-		for _, s := range subs {
-			if _, ok := ann[s.key]; ok {
-				ignore(s.key, "has no effect unless %s is \"true\"", AnnotationRateLimit)
-			}
-		}
-		return nil
-	}
-	var rl RateLimit
-	dst := []*int{&rl.ConcurrentTCP, &rl.RateTCP, &rl.RateHTTP}
-	set := false
-	for i, s := range subs {
-		sv, ok := ann[s.key]
-		if !ok {
-			continue
-		}
-		if s.http && term == TerminationPassthrough {
-			ignore(s.key, "has no effect on passthrough routes, whose traffic HAProxy does not decrypt")
-			continue
-		}
-		n, err := positiveInt(sv)
-		if err != nil {
-			ignore(s.key, "%v", err)
-			continue
-		}
-		*dst[i] = n
-		set = true
-	}
-	if !set {
-		ignore(AnnotationRateLimit, "none of .concurrent-tcp, .rate-tcp, .rate-http is set to a limit")
-		return nil
-	}
-	return &rl
 }
 
 // parseHAProxyTime parses HAProxy's time format: digits with an optional

@@ -24,11 +24,12 @@ func TestAnnotations(t *testing.T) {
 		return b
 	}
 	tests := []struct {
-		name string
-		term Termination
-		ann  map[string]string
-		want BackendSettings
-		diag []string
+		name     string
+		term     Termination
+		insecure InsecureEdgeTerminationPolicy
+		ann      map[string]string
+		want     BackendSettings
+		diag     []string
 	}{
 		{name: "no annotations: roundrobin balance", want: BackendSettings{Balance: BalanceRoundRobin, HealthCheckInterval: 5 * time.Second}},
 		{name: "passthrough defaults to source", term: TerminationPassthrough, ann: map[string]string{},
@@ -62,11 +63,11 @@ func TestAnnotations(t *testing.T) {
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout: value "25d" is more than HAProxy's maximum of 2147483647ms; annotation ignored`,
 		}},
 		{name: "allowlist", ann: map[string]string{AnnotationIPAllowlist: " 10.0.0.0/8  192.168.1.7 fd00::/64 "},
-			want: def(func(b *BackendSettings) { b.IPAllowlist = []string{"10.0.0.0/8", "192.168.1.7", "fd00::/64"} })},
+			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.0.0.0/8 192.168.1.7 fd00::/64" })},
 		{name: "legacy whitelist", ann: map[string]string{AnnotationIPWhitelist: "10.1.2.3"},
-			want: def(func(b *BackendSettings) { b.IPAllowlist = []string{"10.1.2.3"} })},
+			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.1.2.3" })},
 		{name: "allowlist wins over whitelist", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.1", AnnotationIPWhitelist: "10.0.0.2"},
-			want: def(func(b *BackendSettings) { b.IPAllowlist = []string{"10.0.0.1"} }), diag: []string{
+			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.0.0.1" }), diag: []string{
 				`ns-r.yaml:31:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_whitelist: haproxy.router.openshift.io/ip_allowlist is set and takes precedence; annotation ignored`,
 			}},
 		{name: "allowlist with one bad entry is ignored whole", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.0/8 10.0.0.300"},
@@ -87,11 +88,11 @@ func TestAnnotations(t *testing.T) {
 		{name: "hsts on plain http", ann: map[string]string{AnnotationHSTSHeader: "max-age=1"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: HSTS applies only to edge and reencrypt routes, where HAProxy writes the response headers; annotation ignored`,
 		}},
-		{name: "cookies", ann: map[string]string{AnnotationDisableCookies: "true", AnnotationCookieName: "SESSION_ID", AnnotationCookieSameSite: "strict"},
+		{name: "cookies", term: TerminationEdge, ann: map[string]string{AnnotationDisableCookies: "true", AnnotationCookieName: "SESSION_ID", AnnotationCookieSameSite: "strict"},
 			want: def(func(b *BackendSettings) {
 				b.DisableCookies, b.CookieName, b.CookieSameSite = true, "SESSION_ID", "Strict"
 			})},
-		{name: "cookies invalid", ann: map[string]string{AnnotationDisableCookies: "yes", AnnotationCookieName: "my cookie", AnnotationCookieSameSite: "Sometimes"},
+		{name: "cookies invalid", term: TerminationReencrypt, ann: map[string]string{AnnotationDisableCookies: "yes", AnnotationCookieName: "my cookie", AnnotationCookieSameSite: "Sometimes"},
 			want: def(nil), diag: []string{
 				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/disable_cookies: value "yes" is not true or false; annotation ignored`,
 				`ns-r.yaml:31:5: warning: metadata.annotations.router.openshift.io/cookie-same-site: value "Sometimes" is not one of Lax, Strict, None; annotation ignored`,
@@ -101,12 +102,25 @@ func TestAnnotations(t *testing.T) {
 			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second}, diag: []string{
 				`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/cookie_name: has no effect on passthrough routes, whose traffic HAProxy does not decrypt; annotation ignored`,
 			}},
+		{name: "cookie SameSite on a plain HTTP route", ann: map[string]string{AnnotationCookieSameSite: "Lax"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/cookie-same-site: applies only to edge and reencrypt routes, whose cookies are Secure; OpenShift ignores it elsewhere; annotation ignored`,
+		}},
+		{name: "cookie SameSite on an Allow route", term: TerminationEdge, insecure: InsecurePolicyAllow, ann: map[string]string{AnnotationCookieSameSite: "Lax"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/cookie-same-site: has no effect on routes that also serve plain HTTP (insecureEdgeTerminationPolicy Allow), whose cookies are not Secure, as on OpenShift; annotation ignored`,
+		}},
+		{name: "rate limit switch spelled TRUE, as OpenShift's docs do", ann: map[string]string{
+			AnnotationRateLimit: "TRUE", AnnotationRateLimitRateHTTP: "50",
+		}, want: def(func(b *BackendSettings) { b.RateLimit = RateLimit{RateHTTP: 50} })},
+		{name: "timeout on passthrough is the tunnel timeout", term: TerminationPassthrough, ann: map[string]string{AnnotationTimeout: "90s"},
+			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second, TunnelTimeout: 90 * time.Second}},
+		{name: "timeout-tunnel wins on passthrough", term: TerminationPassthrough, ann: map[string]string{AnnotationTimeout: "90s", AnnotationTimeoutTunnel: "2h"},
+			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second, TunnelTimeout: 2 * time.Hour}},
 		{name: "rate limits", ann: map[string]string{
 			AnnotationRateLimit: "true", AnnotationRateLimitConcurrentTCP: "10", AnnotationRateLimitRateTCP: "100", AnnotationRateLimitRateHTTP: "50",
-		}, want: def(func(b *BackendSettings) { b.RateLimit = &RateLimit{ConcurrentTCP: 10, RateTCP: 100, RateHTTP: 50} })},
+		}, want: def(func(b *BackendSettings) { b.RateLimit = RateLimit{ConcurrentTCP: 10, RateTCP: 100, RateHTTP: 50} })},
 		{name: "rate limits partly invalid", ann: map[string]string{
 			AnnotationRateLimit: "true", AnnotationRateLimitConcurrentTCP: "-3", AnnotationRateLimitRateTCP: "100",
-		}, want: def(func(b *BackendSettings) { b.RateLimit = &RateLimit{RateTCP: 100} }), diag: []string{
+		}, want: def(func(b *BackendSettings) { b.RateLimit = RateLimit{RateTCP: 100} }), diag: []string{
 			`ns-r.yaml:31:5: warning: metadata.annotations.haproxy.router.openshift.io/rate-limit-connections.concurrent-tcp: value "-3" is not a positive integer; annotation ignored`,
 		}},
 		{name: "rate limit values without the switch", ann: map[string]string{AnnotationRateLimitRateHTTP: "5"}, want: def(nil), diag: []string{
@@ -124,12 +138,12 @@ func TestAnnotations(t *testing.T) {
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/pod-concurrent-connections: value "0" is not a positive integer; annotation ignored`,
 		}},
 		{name: "rewrite target", ann: map[string]string{AnnotationRewriteTarget: "/v2/"},
-			want: def(func(b *BackendSettings) { b.RewriteTarget = ptr("/v2/") })},
+			want: def(func(b *BackendSettings) { b.RewriteTarget = "/v2/" })},
 		{name: "rewrite target invalid", ann: map[string]string{AnnotationRewriteTarget: "v2"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "v2" must start with "/"; annotation ignored`,
 		}},
 		{name: "rewrite target with percent-encoding and sub-delims", ann: map[string]string{AnnotationRewriteTarget: "/a%27b/$x;y=1&z@"},
-			want: def(func(b *BackendSettings) { b.RewriteTarget = ptr("/a%27b/$x;y=1&z@") })},
+			want: def(func(b *BackendSettings) { b.RewriteTarget = "/a%27b/$x;y=1&z@" })},
 		{name: "rewrite target with quote", ann: map[string]string{AnnotationRewriteTarget: "/a'b"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "/a'b" contains '\'', which OpenShift's router interprets rather than copies: percent-encode it (%27); annotation ignored`,
 		}},
@@ -146,7 +160,7 @@ func TestAnnotations(t *testing.T) {
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "/café" must be ASCII: percent-encode other characters; annotation ignored`,
 		}},
 		{name: "rewrite target too long", ann: map[string]string{AnnotationRewriteTarget: "/" + strings.Repeat("a", MaxMapKeyLength)}, want: def(nil), diag: []string{
-			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target is 4097 bytes long, more than the limit of 4096; annotation ignored`,
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target is 2049 bytes long, more than the limit of 2048; annotation ignored`,
 		}},
 		{name: "pod concurrent connections beyond an int", ann: map[string]string{AnnotationPodConcurrentConnection: "2147483648"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/pod-concurrent-connections: value "2147483648" is more than HAProxy's maximum of 2147483647; annotation ignored`,
@@ -163,11 +177,18 @@ func TestAnnotations(t *testing.T) {
 		{name: "forwarded headers invalid", ann: map[string]string{AnnotationSetForwardedHeaders: "always"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/set-forwarded-headers: value "always" is not one of append, replace, never, if-none; annotation ignored`,
 		}},
-		{name: "unsupported OpenShift annotation is a note; others are ignored", ann: map[string]string{
+		{name: "unknown router annotation is a note; others are ignored", ann: map[string]string{
 			"haproxy.router.openshift.io/hsts_preload": "x", "example.com/owner": "me",
 		}, want: def(nil), diag: []string{
 			`ns-r.yaml:31:5: note: metadata.annotations.haproxy.router.openshift.io/hsts_preload: annotation is not supported by haroute; ignored`,
 		}},
+		{name: "annotation OpenShift honours and haroute does not is a warning naming it", ann: map[string]string{
+			AnnotationH1AdjustCase: "true",
+		}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/h1-adjust-case: annotation is honoured by OpenShift but not by haroute: haroute does not adjust the case of HTTP/1 header names (OpenShift's h1-case-adjust-bogus-server); headers reach the backend lowercased`,
+		}},
+		{name: "unsupported annotation switched off is silent", ann: map[string]string{AnnotationH1AdjustCase: "false"}, want: def(nil)},
+		{name: "allow-non-dns-compliant-host is known", ann: map[string]string{AnnotationAllowNonDNSCompliantHost: "true"}, want: def(nil)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,7 +204,7 @@ func TestAnnotations(t *testing.T) {
 			}
 			c := newRouteCheck(&r)
 			s := DefaultSettings()
-			got := parseAnnotations(c, &r, tt.term, &s)
+			got := parseAnnotations(c, &r, tt.term, tt.insecure, &s)
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("settings:\n got %+v\nwant %+v", got, tt.want)
 			}
@@ -224,7 +245,7 @@ func TestDefaultBalance(t *testing.T) {
 				r.Meta.Annotations = map[string]string{AnnotationBalance: c.ann}
 			}
 			s := DefaultSettings()
-			if got := parseAnnotations(newRouteCheck(&r), &r, c.term, &s).Balance; got != c.want {
+			if got := parseAnnotations(newRouteCheck(&r), &r, c.term, "", &s).Balance; got != c.want {
 				t.Errorf("balance = %s, want %s", got, c.want)
 			}
 		})

@@ -103,6 +103,7 @@ func (objs *Objects) append(o Objects) {
 	objs.Endpoints = appendShared(objs.Endpoints, o.Endpoints)
 	objs.EndpointSlices = appendShared(objs.EndpointSlices, o.EndpointSlices)
 	objs.RouterConfigs = appendShared(objs.RouterConfigs, o.RouterConfigs)
+	objs.Secrets = appendShared(objs.Secrets, o.Secrets)
 }
 
 func appendShared[T any](dst, src []T) []T {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/base64"
 	"slices"
 	"strings"
 
@@ -69,6 +70,10 @@ func (w *walker) object(n *yaml.Node) {
 		if w.checkAPIVersion(apiNode, kind, apiVersion, apiDiscovery) {
 			w.endpointSlice(m)
 		}
+	case "Secret":
+		if w.checkAPIVersion(apiNode, kind, apiVersion, apiCore) {
+			w.secret(m)
+		}
 	case "RouterConfig":
 		if w.checkAPIVersion(apiNode, kind, apiVersion, apiRouterConfig) {
 			w.unknown = SeverityError
@@ -77,6 +82,13 @@ func (w *walker) object(n *yaml.Node) {
 	default:
 		if strings.HasSuffix(kind, "List") {
 			w.listKind(m, kind, apiVersion)
+			return
+		}
+		if kind == "Template" {
+			// An OpenShift Template holds Routes as parameterized
+			// objects; skipping it quietly would drop them.
+			w.report(SeverityWarning, resolve(kindNode), "kind", "Template %q is skipped: haroute does not process OpenShift templates; run `oc process` and write its output here instead",
+				objectName(m))
 			return
 		}
 		if like, ok := nearMissKind(kind, apiVersion); ok {
@@ -356,11 +368,48 @@ func (w *walker) routeSpec(n *yaml.Node, spec *RouteSpec) {
 		case "subdomain":
 			spec.Subdomain, _ = w.str(v, "spec.subdomain")
 		case "httpHeaders":
-			w.unsupported(k, "spec."+key)
+			w.record("spec.httpHeaders", k)
+			spec.HTTPHeaders = w.routeHTTPHeaders(v)
 		default:
 			w.unknownField(k, "spec."+key)
 		}
 	})
+}
+
+// routeHTTPHeaders decodes a Route's spec.httpHeaders (its actions; the
+// RouterConfig's spec.httpHeaders has more, see decode_edge.go).
+func (w *walker) routeHTTPHeaders(n *yaml.Node) *RouteHTTPHeaders {
+	const field = "spec.httpHeaders"
+	m, ok := w.mapping(n, field)
+	if !ok {
+		return nil
+	}
+	h := &RouteHTTPHeaders{}
+	w.eachPair(m, field, func(key string, k, v *yaml.Node) {
+		if key != "actions" {
+			w.unknownField(k, field+"."+key)
+			return
+		}
+		w.record(field+".actions", k)
+		am, ok := w.mapping(v, field+".actions")
+		if !ok {
+			return
+		}
+		w.eachPair(am, field+".actions", func(key string, k, v *yaml.Node) {
+			list := field + ".actions." + key
+			switch key {
+			case "request":
+				w.record(list, k)
+				h.Request = w.headerActions(v, list)
+			case "response":
+				w.record(list, k)
+				h.Response = w.headerActions(v, list)
+			default:
+				w.unknownField(k, list)
+			}
+		})
+	})
+	return h
 }
 
 // target decodes spec.to or one of spec.alternateBackends.
@@ -406,12 +455,57 @@ func (w *walker) tls(n *yaml.Node) *TLSConfig {
 			s, _ := w.str(v, "spec.tls.insecureEdgeTerminationPolicy")
 			t.InsecureEdgeTerminationPolicy = InsecureEdgeTerminationPolicy(s)
 		case "externalCertificate":
-			w.unsupported(k, "spec.tls."+key)
+			const f = "spec.tls.externalCertificate"
+			w.record(f, k)
+			if em, ok := w.mapping(v, f); ok {
+				w.eachPair(em, f, func(key string, k, v *yaml.Node) {
+					if key == "name" {
+						t.ExternalCertificate, _ = w.str(v, f+".name")
+						return
+					}
+					w.unknownField(k, f+"."+key)
+				})
+			}
 		default:
 			w.unknownField(k, "spec.tls."+key)
 		}
 	})
 	return &t
+}
+
+// secret decodes a core v1 Secret. Its values never appear in messages.
+func (w *walker) secret(m *yaml.Node) {
+	var sec Secret
+	start := len(w.diags)
+	w.eachPair(m, "", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "apiVersion", "kind", "immutable":
+		case "metadata":
+			w.meta(k, v, &sec.Meta)
+		case "type":
+			sec.Type, _ = w.str(v, "type")
+		case "data", "stringData":
+			w.record(key, k)
+			for dk, dv := range w.stringMap(v, key) {
+				if key == "data" {
+					b, err := base64.StdEncoding.DecodeString(dv)
+					if err != nil {
+						w.report(SeverityError, k, key+"."+dk, "value of %s is not base64", dk)
+						continue
+					}
+					dv = string(b)
+				}
+				if sec.Data == nil {
+					sec.Data = map[string]string{}
+				}
+				sec.Data[dk] = dv
+			}
+		default:
+			w.unknownField(k, key)
+		}
+	})
+	sec.Source = w.finish(m, &sec.Meta, start, false)
+	w.objs.Secrets = append(w.objs.Secrets, sec)
 }
 
 func (w *walker) endpoints(m *yaml.Node) {
@@ -641,6 +735,9 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 			spec.AllowWildcardRoutes, _ = w.boolean(v, "spec.allowWildcardRoutes")
 		case "domain":
 			spec.Domain, _ = w.str(v, "spec.domain")
+		case "routeAdmission":
+			w.record("spec.routeAdmission", k)
+			w.routeAdmission(v, &spec.RouteAdmission)
 		case "stats":
 			w.record("spec.stats", k)
 			w.statsOptions(v, &spec.Stats)
@@ -675,6 +772,23 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 			spec.HTTPErrorCodePages, _ = w.str(v, "spec.httpErrorCodePages")
 		default:
 			w.unknownField(k, "spec."+key)
+		}
+	})
+}
+
+func (w *walker) routeAdmission(n *yaml.Node, ra *RouteAdmissionPolicy) {
+	m, ok := w.mapping(n, "spec.routeAdmission")
+	if !ok {
+		return
+	}
+	w.eachPair(m, "spec.routeAdmission", func(key string, k, v *yaml.Node) {
+		switch key {
+		case "namespaceOwnership":
+			ra.NamespaceOwnership, _ = w.str(v, "spec.routeAdmission.namespaceOwnership")
+		case "wildcardPolicy":
+			ra.WildcardPolicy, _ = w.str(v, "spec.routeAdmission.wildcardPolicy")
+		default:
+			w.unknownField(k, "spec.routeAdmission."+key)
 		}
 	})
 }

@@ -36,6 +36,9 @@ func TestNearMissKinds(t *testing.T) {
 		// A known kind under an apiVersion it does not have stays an error.
 		{"Route v2", "apiVersion: route.openshift.io/v2\nkind: Route\nmetadata:\n  name: r\n",
 			`f.yaml:1:13: error: apiVersion: unsupported apiVersion "route.openshift.io/v2" for kind Route, want route.openshift.io/v1`},
+		// An OpenShift Template holds routes: skipping it is a warning.
+		{"Template", "apiVersion: template.openshift.io/v1\nkind: Template\nmetadata:\n  name: app\n",
+			"f.yaml:2:7: warning: kind: Template \"app\" is skipped: haroute does not process OpenShift templates; run `oc process` and write its output here instead"},
 		// Kinds of others, some within two edits of ours, stay notes.
 		{"rbac Role", "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: x\n",
 			`f.yaml:1:1: note: skipped Role "x": haroute reads only Route, Endpoints, EndpointSlice and RouterConfig`},

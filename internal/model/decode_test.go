@@ -265,9 +265,9 @@ func TestDecodeDiagnostics(t *testing.T) {
 			},
 		},
 		{
-			name: "unsupported route field",
-			in:   routeHead + "spec:\n  httpHeaders: {}\n",
-			want: []string{"f.yaml:6:3: warning: spec.httpHeaders: not supported by haroute, ignored"},
+			name: "httpHeaders with a stray field",
+			in:   routeHead + "spec:\n  httpHeaders:\n    action: {}\n",
+			want: []string{"f.yaml:7:5: warning: spec.httpHeaders.action: unknown field"},
 		},
 		{
 			name:   "unknown router config field is an error",

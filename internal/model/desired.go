@@ -98,6 +98,11 @@ type Settings struct {
 	RouteSelector       *LabelSelector
 	Namespaces          []string
 	AllowWildcardRoutes bool
+	// InterNamespaceAllowed is routeAdmission.namespaceOwnership
+	// InterNamespaceAllowed: routes of several namespaces may serve
+	// different paths of one host. The default, Strict, gives a host to
+	// the namespace of its oldest route.
+	InterNamespaceAllowed bool
 	// Domain is where hosts are generated for routes without spec.host
 	// ("" = such routes are rejected).
 	Domain string
@@ -270,7 +275,7 @@ type AdmittedRoute struct {
 func (a *AdmittedRoute) SameOutput(b *AdmittedRoute) bool {
 	if a.Key != b.Key || a.Slot != b.Slot || a.Host != b.Host || a.Path != b.Path || a.Wildcard != b.Wildcard ||
 		a.Termination != b.Termination || a.InsecurePolicy != b.InsecurePolicy || a.TLS != b.TLS ||
-		!a.Backend.Equal(&b.Backend) || len(a.Services) != len(b.Services) {
+		a.Backend != b.Backend || len(a.Services) != len(b.Services) {
 		return false
 	}
 	for i := range a.Services {
@@ -280,25 +285,6 @@ func (a *AdmittedRoute) SameOutput(b *AdmittedRoute) bool {
 		}
 	}
 	return true
-}
-
-// Equal reports whether two backends' settings are the same.
-func (a *BackendSettings) Equal(b *BackendSettings) bool {
-	return a.Balance == b.Balance && a.Timeout == b.Timeout && a.TunnelTimeout == b.TunnelTimeout &&
-		a.HealthCheckInterval == b.HealthCheckInterval && slices.Equal(a.IPAllowlist, b.IPAllowlist) &&
-		a.HSTSHeader == b.HSTSHeader && a.DisableCookies == b.DisableCookies && a.CookieName == b.CookieName &&
-		a.CookieSameSite == b.CookieSameSite && SamePointee(a.RateLimit, b.RateLimit) &&
-		a.PodConcurrentConnections == b.PodConcurrentConnections && SamePointee(a.RewriteTarget, b.RewriteTarget) &&
-		a.ForwardedHeaders == b.ForwardedHeaders
-}
-
-// SamePointee reports whether a and b are both nil or point to equal
-// values.
-func SamePointee[T comparable](a, b *T) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 // BackendName returns the one backend this route renders to.
@@ -349,6 +335,9 @@ type RouteTLS struct {
 	Key                      string
 	CACertificate            string
 	DestinationCACertificate string
+	// ExternalCertificate is the Secret Certificate and Key came from
+	// ("" when written inline).
+	ExternalCertificate string
 }
 
 // ServiceBackend is one service behind a route with its ready endpoints.
@@ -379,22 +368,27 @@ const (
 )
 
 // BackendSettings is what the route's annotations set. Zero values mean
-// "not set, use the router default".
+// "not set, use the router default". It is comparable: two routes' backend
+// settings are equal when ==; the annotation table (annotation_table.go)
+// names each field for plan.
 type BackendSettings struct {
 	Balance             BalanceAlgorithm // always set by validation: the annotation, else defaultBalance
 	Timeout             time.Duration    // haproxy.router.openshift.io/timeout (timeout server)
 	TunnelTimeout       time.Duration    // …/timeout-tunnel
 	HealthCheckInterval time.Duration    // resolved: annotation > RouterConfig > 5s
-	IPAllowlist         []string         // CIDRs or IPs
+	IPAllowlist         AddressList      // CIDRs or IPs
 	HSTSHeader          string           // value of Strict-Transport-Security
 	DisableCookies      bool
 	CookieName          string
-	CookieSameSite      string // Lax, Strict, None
-	RateLimit           *RateLimit
+	CookieSameSite      string    // Lax, Strict, None
+	RateLimit           RateLimit // zero = off
 	// PodConcurrentConnections caps connections per server (maxconn).
 	PodConcurrentConnections int
-	RewriteTarget            *string // nil = unset
-	ForwardedHeaders         string  // append (default), replace, never, if-none
+	RewriteTarget            string // "" = unset
+	ForwardedHeaders         string // append (default), replace, never, if-none
+	// RequestHeaders and ResponseHeaders are spec.httpHeaders.actions.
+	RequestHeaders  HeaderActions
+	ResponseHeaders HeaderActions
 }
 
 // RateLimit is the rate-limit-connections family of annotations.

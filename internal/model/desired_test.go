@@ -3,6 +3,7 @@ package model
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestServerNameFor(t *testing.T) {
@@ -90,10 +91,10 @@ func TestSameOutputCoversEveryField(t *testing.T) {
 		fields int
 	}{
 		{reflect.TypeFor[AdmittedRoute](), 11},
-		{reflect.TypeFor[BackendSettings](), 13},
+		{reflect.TypeFor[BackendSettings](), 15},
 		{reflect.TypeFor[ServiceBackend](), 3},
 		{reflect.TypeFor[Server](), 4},
-		{reflect.TypeFor[RouteTLS](), 4},
+		{reflect.TypeFor[RouteTLS](), 5},
 		{reflect.TypeFor[RateLimit](), 3},
 		{reflect.TypeFor[RouteKey](), 2},
 	} {
@@ -102,11 +103,10 @@ func TestSameOutputCoversEveryField(t *testing.T) {
 		}
 	}
 	base := func() AdmittedRoute {
-		target := "/x"
 		return AdmittedRoute{
 			Key: RouteKey{Namespace: "ns", Name: "r"}, Host: "h.example.com", Path: "/p",
-			Backend: BackendSettings{Balance: BalanceLeastConn, IPAllowlist: []string{"10.0.0.0/8"},
-				RateLimit: &RateLimit{RateHTTP: 1}, RewriteTarget: &target},
+			Backend: BackendSettings{Balance: BalanceLeastConn, IPAllowlist: "10.0.0.0/8",
+				RateLimit: RateLimit{RateHTTP: 1}, RewriteTarget: "/x"},
 			Services: []ServiceBackend{{Name: "s", Weight: 100, Servers: []Server{
 				{Name: "ep_10.0.0.1_80", Address: "10.0.0.1", Port: 80, Weight: 1},
 				{Name: "ep_10.0.0.2_80", Address: "10.0.0.2", Port: 80, Weight: 1},
@@ -123,9 +123,9 @@ func TestSameOutputCoversEveryField(t *testing.T) {
 		"insecure":   func(r *AdmittedRoute) { r.InsecurePolicy = InsecurePolicyAllow },
 		"cert":       func(r *AdmittedRoute) { r.TLS.Key = "k" },
 		"timeout":    func(r *AdmittedRoute) { r.Backend.Timeout = 1 },
-		"allowlist":  func(r *AdmittedRoute) { r.Backend.IPAllowlist[0] = "10.0.0.0/9" },
+		"allowlist":  func(r *AdmittedRoute) { r.Backend.IPAllowlist = "10.0.0.0/9" },
 		"ratelimit":  func(r *AdmittedRoute) { r.Backend.RateLimit.RateHTTP = 2 },
-		"rewrite":    func(r *AdmittedRoute) { s := "/y"; r.Backend.RewriteTarget = &s },
+		"rewrite":    func(r *AdmittedRoute) { r.Backend.RewriteTarget = "/y" },
 		"forwarded":  func(r *AdmittedRoute) { r.Backend.ForwardedHeaders = "never" },
 		"maxconn":    func(r *AdmittedRoute) { r.Backend.PodConcurrentConnections = 3 },
 		"svc weight": func(r *AdmittedRoute) { r.Services[0].Weight = 1 },
@@ -149,5 +149,52 @@ func TestSameOutputCoversEveryField(t *testing.T) {
 		if a.SameOutput(&b) {
 			t.Errorf("%s: changed route compares same", name)
 		}
+	}
+}
+
+// Every BackendSettings field is named by one row of the annotation table,
+// so plan can give a reason for any change of it: changing any field yields
+// exactly one named change.
+func TestBackendChangesCoverEveryField(t *testing.T) {
+	base := BackendSettings{Balance: BalanceRoundRobin, HealthCheckInterval: 5 * time.Second}
+	changes := map[string]func(b *BackendSettings){
+		"balance":                      func(b *BackendSettings) { b.Balance = BalanceLeastConn },
+		"timeout":                      func(b *BackendSettings) { b.Timeout = time.Second },
+		"timeout-tunnel":               func(b *BackendSettings) { b.TunnelTimeout = time.Second },
+		"health.check.interval":        func(b *BackendSettings) { b.HealthCheckInterval = time.Second },
+		"ip_allowlist":                 func(b *BackendSettings) { b.IPAllowlist = "10.0.0.0/8" },
+		"hsts_header":                  func(b *BackendSettings) { b.HSTSHeader = "max-age=1" },
+		"disable_cookies":              func(b *BackendSettings) { b.DisableCookies = true },
+		"cookie_name":                  func(b *BackendSettings) { b.CookieName = "c" },
+		"cookie-same-site":             func(b *BackendSettings) { b.CookieSameSite = "Lax" },
+		"rate-limit-connections":       func(b *BackendSettings) { b.RateLimit.RateTCP = 1 },
+		"pod-concurrent-connections":   func(b *BackendSettings) { b.PodConcurrentConnections = 1 },
+		"rewrite-target":               func(b *BackendSettings) { b.RewriteTarget = "/" },
+		"set-forwarded-headers":        func(b *BackendSettings) { b.ForwardedHeaders = "never" },
+		"httpHeaders.actions.request":  func(b *BackendSettings) { b.RequestHeaders = "Delete\tX-A\n" },
+		"httpHeaders.actions.response": func(b *BackendSettings) { b.ResponseHeaders = "Set\tX-B\tv\n" },
+	}
+	if n := reflect.TypeFor[BackendSettings]().NumField(); n != len(changes) {
+		t.Fatalf("BackendSettings has %d fields, this test changes %d", n, len(changes))
+	}
+	s := DefaultSettings()
+	for field, change := range changes {
+		b := base
+		change(&b)
+		got := BackendChanges(&base, &b, &s, &s)
+		if len(got) != 1 || got[0].Field != field {
+			t.Errorf("changing %s: changes %+v", field, got)
+		}
+	}
+	if got := BackendChanges(&base, &base, &s, &s); got != nil {
+		t.Errorf("no change: %+v", got)
+	}
+	// Following the router's new default is not a route change.
+	r2 := s
+	r2.HealthCheckInterval = time.Second
+	b := base
+	b.HealthCheckInterval = time.Second
+	if got := BackendChanges(&base, &b, &s, &r2); got != nil {
+		t.Errorf("inherited interval reported: %+v", got)
 	}
 }

@@ -37,12 +37,14 @@ func DefaultLimits() Limits {
 }
 
 // MaxMapKeyLength bounds the key a route puts in HAProxy's map files:
-// its host, its path without a trailing slash, and "/" (see
-// internal/render). HAProxy 2.6 reads map files a line at a time into a
+// its host and its path, and "?" or "/" (see internal/render). HAProxy 2.6 reads map files a line at a time into a
 // buffer of tune.bufsize (16 KiB by default) and cuts a longer line in
 // two, the tail becoming an entry of its own: a route of one tenant could
-// then claim a host and path of another. 4 KiB keeps key and value well
-// inside that buffer and is longer than any request line a browser sends
-// (most servers refuse URLs over 8 KiB, many over 4 KiB). Validation
-// refuses routes whose host and path exceed it.
-const MaxMapKeyLength = 4096
+// then claim a host and path of another. The limit is well inside that
+// buffer, and validation refuses routes whose host and path exceed it.
+// It is 2 KiB, not 4, because HAProxy indexes map_beg keys in a prefix tree that stops telling apart keys
+// which share more than 2048 bytes: measured on 2.6.12, "/a…a?" and
+// "/a…a/" (a route's exact path and what lies below it, or two routes'
+// paths) of 2049 bytes match nothing, of 2048 bytes each match what they
+// should.
+const MaxMapKeyLength = 2048

@@ -450,3 +450,41 @@ func CheckCABundle(text []byte) error {
 	_, err := parseCertificates(string(text))
 	return err
 }
+
+// withBundledKey returns tls with a private key written inside
+// spec.tls.certificate moved to the key: OpenShift's router admits a
+// certificate field holding the key too, and uses that key first. The
+// returned copy holds the certificate blocks alone, as HAProxy's crt file
+// is written from certificate and key. tls is returned unchanged when the
+// certificate holds no key (or does not decode: validation says why).
+func withBundledKey(c *routeCheck, tls *TLSConfig) *TLSConfig {
+	if !strings.Contains(tls.Certificate, "PRIVATE KEY") {
+		return tls
+	}
+	blocks, err := pemBlocks(tls.Certificate)
+	if err != nil {
+		return tls
+	}
+	var certs, keys []byte
+	for _, b := range blocks {
+		if strings.Contains(b.Type, "PRIVATE KEY") || b.Type == "EC PARAMETERS" {
+			keys = append(keys, pem.EncodeToMemory(b.Block)...)
+		} else {
+			certs = append(certs, pem.EncodeToMemory(b.Block)...)
+		}
+	}
+	if len(keys) == 0 || len(certs) == 0 {
+		return tls // no key, or only a key: validation says what is wrong
+	}
+	out := *tls
+	out.Certificate = string(certs)
+	const field = "spec.tls.certificate"
+	switch {
+	case tls.Key == "":
+		c.add(SeverityNote, c.pos(field), field, "certificate holds the private key too: it is used as the key, as OpenShift does")
+	case strings.TrimSpace(tls.Key) != strings.TrimSpace(string(keys)):
+		c.warnf("spec.tls.key", "certificate holds a private key too: that key is used and this one is ignored, as OpenShift does")
+	}
+	out.Key = string(keys)
+	return &out
+}

@@ -4,13 +4,20 @@ package model
 // what a route of termination t without annotations, certificates or
 // endpoints admits to under settings s, named slot. Its key has no
 // namespace, so it can never be a route's.
-func SpareRoute(t Termination, slot BackendName, s *Settings) AdmittedRoute {
+//
+// With allow, an edge or reencrypt spare also serves plain HTTP
+// (insecureEdgeTerminationPolicy Allow), whose sticky cookie is not Secure,
+// as OpenShift renders it: such routes bind to such spares.
+func SpareRoute(t Termination, allow bool, slot BackendName, s *Settings) AdmittedRoute {
 	r := Route{
 		Meta: ObjectMeta{Namespace: "haroute-pool", Name: "spare"},
 		Spec: RouteSpec{Host: "spare.invalid", To: RouteTargetReference{Kind: "Service", Name: "spare"}},
 	}
 	if t != TerminationNone {
 		r.Spec.TLS = &TLSConfig{Termination: t}
+		if allow && t != TerminationPassthrough {
+			r.Spec.TLS.InsecureEdgeTerminationPolicy = InsecurePolicyAllow
+		}
 	}
 	ar, _ := validateRoute(&r, s)
 	ar.Key = RouteKey{Name: string(slot)}

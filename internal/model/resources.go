@@ -80,6 +80,14 @@ type RouteSpec struct {
 	Port              *RoutePort
 	TLS               *TLSConfig
 	WildcardPolicy    WildcardPolicy // "None" when absent
+	HTTPHeaders       *RouteHTTPHeaders
+}
+
+// RouteHTTPHeaders is spec.httpHeaders of a Route: header actions on
+// requests and responses (OpenShift 4.14+).
+type RouteHTTPHeaders struct {
+	Request  []HTTPHeaderAction // spec.httpHeaders.actions.request
+	Response []HTTPHeaderAction // spec.httpHeaders.actions.response
 }
 
 type RouteTargetReference struct {
@@ -123,7 +131,24 @@ type TLSConfig struct {
 	CACertificate                 string
 	DestinationCACertificate      string
 	InsecureEdgeTerminationPolicy InsecureEdgeTerminationPolicy
+	// ExternalCertificate names a Secret of type kubernetes.io/tls in the
+	// route's namespace whose tls.crt and tls.key serve the route
+	// (spec.tls.externalCertificate.name).
+	ExternalCertificate string
 }
+
+// Secret is core v1 Secret; haroute reads those a route's
+// spec.tls.externalCertificate names.
+type Secret struct {
+	Meta ObjectMeta
+	Type string
+	// Data holds data (base64-decoded) and stringData, by key.
+	Data   map[string]string
+	Source Source
+}
+
+// SecretTypeTLS is the type externalCertificate needs.
+const SecretTypeTLS = "kubernetes.io/tls"
 
 // Endpoints is core v1 Endpoints.
 type Endpoints struct {
@@ -186,8 +211,9 @@ type RouterConfigSpec struct {
 	AllowWildcardRoutes  bool
 	// Domain is the IngressController's domain: what hosts are generated
 	// in for routes without spec.host.
-	Domain string
-	Stats  StatsOptions
+	Domain         string
+	RouteAdmission RouteAdmissionPolicy
+	Stats          StatsOptions
 	// HTTPEmptyRequestsPolicy is Respond (the default) or Ignore: close
 	// connections that time out before a request without a response
 	// or a log line (load balancer probes, browser preconnects).
@@ -321,6 +347,15 @@ type CaptureHTTPCookie struct {
 	MaxLength  *int
 }
 
+// RouteAdmissionPolicy is the IngressController's spec.routeAdmission.
+type RouteAdmissionPolicy struct {
+	// NamespaceOwnership is Strict (default) or InterNamespaceAllowed.
+	NamespaceOwnership string
+	// WildcardPolicy is WildcardsAllowed or WildcardsDisallowed, another
+	// spelling of allowWildcardRoutes.
+	WildcardPolicy string
+}
+
 // StatsOptions configures the stats port's /stats page (OpenShift's
 // ROUTER_METRICS_USERNAME/PASSWORD, as a file so the password is not in
 // the config tree).
@@ -387,4 +422,5 @@ type Objects struct {
 	Endpoints      []Endpoints
 	EndpointSlices []EndpointSlice
 	RouterConfigs  []RouterConfig
+	Secrets        []Secret
 }

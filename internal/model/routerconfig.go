@@ -199,6 +199,7 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 		s.Namespaces = append([]string(nil), spec.Namespaces...)
 	}
 	s.AllowWildcardRoutes = spec.AllowWildcardRoutes
+	routeAdmission(&v, rc, &s)
 	if d := spec.Domain; d != "" {
 		if msg := domainProblem(d); msg != "" {
 			v.errorf("spec.domain", "%s", msg)
@@ -423,4 +424,44 @@ func (v *rcCheck) timeout(name, raw string) (time.Duration, bool) {
 		return 0, false
 	}
 	return d, true
+}
+
+// Values of spec.routeAdmission, the IngressController's.
+const (
+	NamespaceOwnershipStrict       = "Strict"
+	NamespaceOwnershipInterAllowed = "InterNamespaceAllowed"
+	WildcardsAllowed               = "WildcardsAllowed"
+	WildcardsDisallowed            = "WildcardsDisallowed"
+)
+
+// routeAdmission applies spec.routeAdmission. Its wildcardPolicy is the
+// IngressController's spelling of allowWildcardRoutes; the two must not
+// disagree when both are written.
+func routeAdmission(v *rcCheck, rc *RouterConfig, s *Settings) {
+	ra := rc.Spec.RouteAdmission
+	switch ra.NamespaceOwnership {
+	case "", NamespaceOwnershipStrict:
+	case NamespaceOwnershipInterAllowed:
+		s.InterNamespaceAllowed = true
+	default:
+		v.errorf("spec.routeAdmission.namespaceOwnership", "namespaceOwnership %q is not one of %s, %s",
+			ra.NamespaceOwnership, NamespaceOwnershipStrict, NamespaceOwnershipInterAllowed)
+	}
+	const f = "spec.routeAdmission.wildcardPolicy"
+	var allow bool
+	switch ra.WildcardPolicy {
+	case "":
+		return
+	case WildcardsAllowed:
+		allow = true
+	case WildcardsDisallowed:
+	default:
+		v.errorf(f, "wildcardPolicy %q is not one of %s, %s", ra.WildcardPolicy, WildcardsAllowed, WildcardsDisallowed)
+		return
+	}
+	if _, written := rc.Source.Lookup("spec.allowWildcardRoutes"); written && rc.Spec.AllowWildcardRoutes != allow {
+		v.errorf(f, "wildcardPolicy %s contradicts spec.allowWildcardRoutes: %t; set one of them", ra.WildcardPolicy, rc.Spec.AllowWildcardRoutes)
+		return
+	}
+	s.AllowWildcardRoutes = allow
 }

@@ -97,7 +97,7 @@ func validateRoute(r *Route, settings *Settings) (AdmittedRoute, *routeCheck) {
 			keyHost = host
 		}
 	default:
-		if msg := hostProblem(host); msg != "" {
+		if msg := specHostProblem(r, host); msg != "" {
 			c.add(SeverityError, c.pos("spec.host", "spec"), "spec.host", msg)
 		} else {
 			keyHost = host
@@ -113,8 +113,24 @@ func validateRoute(r *Route, settings *Settings) (AdmittedRoute, *routeCheck) {
 	validateWildcard(c, spec, settings, &ar)
 	ar.Services = validateServices(c, spec)
 	validateTargetPort(c, spec.Port)
-	ar.Backend = parseAnnotations(c, r, ar.Termination, settings)
+	ar.Backend = parseAnnotations(c, r, ar.Termination, ar.InsecurePolicy, settings)
+	ar.Backend.RequestHeaders, ar.Backend.ResponseHeaders = validateHTTPHeaders(c, spec, ar.Termination)
 	return ar, c
+}
+
+// specHostProblem is hostProblem for a written spec.host, whose labels may
+// exceed 63 characters when the route says so, as on OpenShift.
+func specHostProblem(r *Route, host string) string {
+	if msg := hostSyntaxProblem(host); msg != "" {
+		return msg
+	}
+	if r.Meta.Annotations[AnnotationAllowNonDNSCompliantHost] == "true" {
+		return ""
+	}
+	if msg := labelLengthProblem(host); msg != "" {
+		return fmt.Sprintf("%s (OpenShift allows it on a route annotated %s: \"true\")", msg, AnnotationAllowNonDNSCompliantHost)
+	}
+	return ""
 }
 
 func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
@@ -149,6 +165,19 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 			"insecureEdgeTerminationPolicy %q is not one of None, Allow, Redirect", tls.InsecureEdgeTerminationPolicy)
 	}
 
+	if tls.ExternalCertificate != "" {
+		const f = "spec.tls.externalCertificate"
+		switch {
+		case term == TerminationPassthrough:
+			c.errorf(f, "passthrough routes cannot have an externalCertificate: the backend terminates TLS")
+		case tls.Certificate != "":
+			c.errorf(f, "cannot specify both tls.certificate and tls.externalCertificate")
+		default:
+			// Resolved against the Secrets of the route's namespace
+			// at admission (resolveExternalCertificate).
+			ar.TLS.ExternalCertificate = tls.ExternalCertificate
+		}
+	}
 	if term == TerminationPassthrough {
 		if spec.Path != "" {
 			c.errorf("spec.path", "passthrough routes cannot have a path: TLS is not terminated, so only the SNI host is visible")
@@ -166,6 +195,7 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 		return
 	}
 
+	tls = withBundledKey(c, tls)
 	switch {
 	case tls.Certificate != "" && tls.Key == "":
 		c.add(SeverityError, c.pos("spec.tls.key", "spec.tls.certificate"), "spec.tls.key", "key is required when certificate is set")
@@ -184,6 +214,7 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 		Key:                      tls.Key,
 		CACertificate:            tls.CACertificate,
 		DestinationCACertificate: tls.DestinationCACertificate,
+		ExternalCertificate:      ar.TLS.ExternalCertificate,
 	}
 }
 
@@ -263,18 +294,26 @@ func validateServices(c *routeCheck, spec *RouteSpec) []ServiceBackend {
 		}
 		if msg := serviceNameProblem(ref.Name); msg != "" {
 			c.add(SeverityError, c.pos(prefix+".name", prefix), prefix+".name", msg)
-		} else if j := slices.IndexFunc(refs[:i], func(o RouteTargetReference) bool { return o.Name == ref.Name }); j >= 0 {
-			first := "spec.to"
-			if j > 0 {
-				first = "spec.alternateBackends[" + strconv.Itoa(j-1) + "]"
-			}
-			c.errorf(prefix+".name", "service %q is already named in %s", ref.Name, first)
 		}
 		w := int32(defaultServiceWeight)
 		if ref.Weight != nil {
 			w = *ref.Weight
 			if w < 0 || w > maxServiceWeight {
 				c.errorf(prefix+".weight", "weight %d is out of range 0-%d", w, maxServiceWeight)
+			}
+		}
+		if j := slices.IndexFunc(refs[:i], func(o RouteTargetReference) bool { return o.Name == ref.Name }); j >= 0 && ref.Name != "" {
+			// OpenShift admits this and keeps the service once, with
+			// the weight named last; so does haroute.
+			first := "spec.to"
+			if j > 0 {
+				first = "spec.alternateBackends[" + strconv.Itoa(j-1) + "]"
+			}
+			c.warnf(prefix+".name", "service %q is already named in %s; it is used once, with weight %d from here, as OpenShift does", ref.Name, first, w)
+			for k := range out {
+				if out[k].Name == ref.Name {
+					out[k].Weight = w
+				}
 			}
 		}
 		out = append(out, ServiceBackend{Name: ref.Name, Weight: w})
@@ -288,13 +327,22 @@ func validateTargetPort(c *routeCheck, port *RoutePort) {
 	}
 	tp := port.TargetPort
 	const field = "spec.port.targetPort"
+	// OpenShift requires only a non-zero number or a non-empty name; what
+	// matches no port leaves the route without endpoints, so it is a
+	// warning here, not a rejection.
 	if tp.IsString {
-		if msg := portNameProblem(tp.Str); msg != "" {
-			c.add(SeverityError, c.pos(field, "spec.port"), field, msg)
+		if tp.Str == "" {
+			c.add(SeverityError, c.pos(field, "spec.port"), field, "targetPort name is empty")
+		} else if msg := portNameProblem(tp.Str); msg != "" {
+			c.add(SeverityWarning, c.pos(field, "spec.port"), field, msg+": it matches no endpoint port, so the route gets no endpoints")
 		}
 		return
 	}
-	if tp.Int < 1 || tp.Int > 65535 {
-		c.add(SeverityError, c.pos(field, "spec.port"), field, fmt.Sprintf("targetPort %d is out of range 1-65535", tp.Int))
+	switch {
+	case tp.Int == 0:
+		c.add(SeverityError, c.pos(field, "spec.port"), field, "targetPort 0 is not a port: give a port number or name")
+	case tp.Int < 1 || tp.Int > 65535:
+		c.add(SeverityWarning, c.pos(field, "spec.port"), field,
+			fmt.Sprintf("targetPort %d is out of range 1-65535: it matches no endpoint port, so the route gets no endpoints", tp.Int))
 	}
 }

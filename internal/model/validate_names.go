@@ -87,6 +87,14 @@ func namespaceProblem(ns string) string {
 // maps, so an uppercase host is refused rather than silently folded:
 // OpenShift refuses it too, and a manifest that works here then works there.
 func hostProblem(host string) string {
+	if msg := hostSyntaxProblem(host); msg != "" {
+		return msg
+	}
+	return labelLengthProblem(host)
+}
+
+// hostSyntaxProblem is hostProblem without the label length rule.
+func hostSyntaxProblem(host string) string {
 	switch {
 	case host == "":
 		return "host is required: haroute has no default domain to generate one from"
@@ -101,6 +109,13 @@ func hostProblem(host string) string {
 	case !isDNS1123Subdomain(host):
 		return fmt.Sprintf("host %q is not a valid DNS-1123 subdomain (lowercase letters, digits, '-' and '.', each label starting and ending alphanumeric)", host)
 	}
+	return ""
+}
+
+// labelLengthProblem bounds each label of host to 63 characters, which
+// OpenShift waives for routes annotated
+// route.openshift.io/allow-non-dns-compliant-host: "true".
+func labelLengthProblem(host string) string {
 	for rest := host; ; {
 		label, after, more := strings.Cut(rest, ".")
 		if len(label) > maxDNS1123Label {
@@ -114,12 +129,12 @@ func hostProblem(host string) string {
 }
 
 // routeKeyProblem bounds host and path together: they become one map key
-// (host + path + "/"), which must stay within MaxMapKeyLength. The host
+// (host + path + "?" or "/"), which must stay within MaxMapKeyLength. The host
 // alone never exceeds it (253 bytes at most), so the path is at fault.
 func routeKeyProblem(host, path string) string {
 	if n := len(host) + len(path) + 1; n > MaxMapKeyLength {
 		return fmt.Sprintf("host and path are %d bytes together, more than the limit of %d: "+
-			"HAProxy reads its map files in lines of 16 KiB, so a longer key could be split into an entry for another route",
+			"HAProxy's map lookup cannot tell longer keys apart, so the route could serve another route's requests or none",
 			n-1, MaxMapKeyLength-1)
 	}
 	return ""

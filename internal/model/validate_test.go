@@ -21,6 +21,7 @@ func TestValidateRoute(t *testing.T) {
 		edit      func(r *Route)
 		wildcards bool
 		want      []string
+		check     func(t *testing.T, ar *AdmittedRoute)
 	}{
 		{name: "valid plain route", edit: func(r *Route) {}},
 		{name: "valid edge route with RSA PKCS#1 key", edit: func(r *Route) {
@@ -72,7 +73,17 @@ func TestValidateRoute(t *testing.T) {
 			`ns-r.yaml:12:7: error: spec.host: host "a..example.com" is not a valid DNS-1123 subdomain (lowercase letters, digits, '-' and '.', each label starting and ending alphanumeric)`,
 		}},
 		{name: "host label too long", edit: func(r *Route) { r.Spec.Host = strings.Repeat("a", 64) + ".example.com" }, want: []string{
-			`ns-r.yaml:12:7: error: spec.host: host label "` + strings.Repeat("a", 64) + `" is 64 characters long, more than 63`,
+			`ns-r.yaml:12:7: error: spec.host: host label "` + strings.Repeat("a", 64) + `" is 64 characters long, more than 63 (OpenShift allows it on a route annotated route.openshift.io/allow-non-dns-compliant-host: "true")`,
+		}},
+		{name: "host label too long, allowed by annotation", edit: func(r *Route) {
+			r.Spec.Host = strings.Repeat("a", 64) + ".example.com"
+			r.Meta.Annotations = map[string]string{AnnotationAllowNonDNSCompliantHost: "true"}
+		}},
+		{name: "annotation does not allow an invalid host", edit: func(r *Route) {
+			r.Spec.Host = "a_b.example.com"
+			r.Meta.Annotations = map[string]string{AnnotationAllowNonDNSCompliantHost: "true"}
+		}, want: []string{
+			`ns-r.yaml:12:7: error: spec.host: host "a_b.example.com" is not a valid DNS-1123 subdomain (lowercase letters, digits, '-' and '.', each label starting and ending alphanumeric)`,
 		}},
 		{name: "host too long", edit: func(r *Route) { r.Spec.Host = strings.Repeat("abcdefghi.", 26) + "com" }, want: []string{
 			`ns-r.yaml:12:7: error: spec.host: host is 263 characters long, more than 253`,
@@ -101,7 +112,7 @@ func TestValidateRoute(t *testing.T) {
 		{name: "path too long", edit: func(r *Route) {
 			r.Spec.Path = "/" + strings.Repeat("a", MaxMapKeyLength-len(r.Spec.Host)-1)
 		}, want: []string{
-			`ns-r.yaml:13:7: error: spec.path: host and path are 4096 bytes together, more than the limit of 4095: HAProxy reads its map files in lines of 16 KiB, so a longer key could be split into an entry for another route`,
+			`ns-r.yaml:13:7: error: spec.path: host and path are 2048 bytes together, more than the limit of 2047: HAProxy's map lookup cannot tell longer keys apart, so the route could serve another route's requests or none`,
 		}},
 		{name: "path not ASCII", edit: func(r *Route) { r.Spec.Path = "/café" }, want: []string{
 			`ns-r.yaml:13:7: error: spec.path: path "/café" must be ASCII: percent-encode other characters, as they arrive in requests`,
@@ -128,7 +139,17 @@ func TestValidateRoute(t *testing.T) {
 		{name: "duplicate service", edit: func(r *Route) {
 			r.Spec.AlternateBackends = []RouteTargetReference{{Name: "web"}}
 		}, want: []string{
-			`ns-r.yaml:26:7: error: spec.alternateBackends[0].name: service "web" is already named in spec.to`,
+			`ns-r.yaml:26:7: warning: spec.alternateBackends[0].name: service "web" is already named in spec.to; it is used once, with weight 100 from here, as OpenShift does`,
+		}},
+		{name: "duplicate service: the last weight applies", edit: func(r *Route) {
+			w := int32(7)
+			r.Spec.AlternateBackends = []RouteTargetReference{{Name: "other"}, {Name: "web", Weight: &w}}
+		}, want: []string{
+			`ns-r.yaml:1:1: warning: spec.alternateBackends[1].name: service "web" is already named in spec.to; it is used once, with weight 7 from here, as OpenShift does`,
+		}, check: func(t *testing.T, ar *AdmittedRoute) {
+			if ar.Services[0].Name != "web" || ar.Services[0].Weight != 7 {
+				t.Errorf("services = %+v, want web at weight 7 first", ar.Services)
+			}
 		}},
 		{name: "four alternate backends", edit: func(r *Route) {
 			r.Spec.AlternateBackends = []RouteTargetReference{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}
@@ -140,13 +161,26 @@ func TestValidateRoute(t *testing.T) {
 		}},
 
 		// target port
-		{name: "targetPort out of range", edit: func(r *Route) { r.Spec.Port = &RoutePort{TargetPort: IntOrString{Int: 0}} }, want: []string{
-			`ns-r.yaml:24:7: error: spec.port.targetPort: targetPort 0 is out of range 1-65535`,
+		{name: "targetPort zero", edit: func(r *Route) { r.Spec.Port = &RoutePort{TargetPort: IntOrString{Int: 0}} }, want: []string{
+			`ns-r.yaml:24:7: error: spec.port.targetPort: targetPort 0 is not a port: give a port number or name`,
+		}},
+		{name: "targetPort out of range", edit: func(r *Route) { r.Spec.Port = &RoutePort{TargetPort: IntOrString{Int: 70000}} }, want: []string{
+			`ns-r.yaml:24:7: warning: spec.port.targetPort: targetPort 70000 is out of range 1-65535: it matches no endpoint port, so the route gets no endpoints`,
+		}},
+		{name: "targetPort \"0\" is a port name", edit: func(r *Route) {
+			r.Spec.Port = &RoutePort{TargetPort: IntOrString{IsString: true, Str: "0"}}
+		}, want: []string{
+			`ns-r.yaml:24:7: warning: spec.port.targetPort: targetPort 0 is out of range 1-65535: it matches no endpoint port, so the route gets no endpoints`,
+		}},
+		{name: "targetPort empty name", edit: func(r *Route) {
+			r.Spec.Port = &RoutePort{TargetPort: IntOrString{IsString: true, Str: ""}}
+		}, want: []string{
+			`ns-r.yaml:24:7: error: spec.port.targetPort: targetPort name is empty`,
 		}},
 		{name: "targetPort bad name", edit: func(r *Route) {
 			r.Spec.Port = &RoutePort{TargetPort: IntOrString{IsString: true, Str: "HTTP_PORT"}}
 		}, want: []string{
-			`ns-r.yaml:24:7: error: spec.port.targetPort: targetPort name "HTTP_PORT" is not a valid port name (at most 15 lowercase letters, digits and '-', with a letter)`,
+			`ns-r.yaml:24:7: warning: spec.port.targetPort: targetPort name "HTTP_PORT" is not a valid port name (at most 15 lowercase letters, digits and '-', with a letter): it matches no endpoint port, so the route gets no endpoints`,
 		}},
 		{name: "targetPort digits as string", edit: func(r *Route) {
 			r.Spec.Port = &RoutePort{TargetPort: IntOrString{IsString: true, Str: "8080"}}
@@ -213,6 +247,27 @@ func TestValidateRoute(t *testing.T) {
 		}, want: []string{
 			`ns-r.yaml:18:7: error: spec.tls.certificate: certificate block 1 is a private key; certificates only here`,
 		}},
+		{name: "key bundled inside certificate", edit: func(r *Route) {
+			r.Spec.TLS = &TLSConfig{Termination: TerminationEdge, Certificate: rsa.cert + rsa.key}
+		}, want: []string{
+			`ns-r.yaml:18:7: note: spec.tls.certificate: certificate holds the private key too: it is used as the key, as OpenShift does`,
+		}, check: func(t *testing.T, ar *AdmittedRoute) {
+			// HAProxy's crt file is written from the two fields.
+			if strings.Contains(ar.TLS.Certificate, "PRIVATE KEY") || !strings.Contains(ar.TLS.Key, "PRIVATE KEY") {
+				t.Errorf("key not moved out of the certificate:\ncert %s\nkey %s", ar.TLS.Certificate, ar.TLS.Key)
+			}
+		}},
+		{name: "key bundled inside certificate and another key", edit: func(r *Route) {
+			r.Spec.TLS = &TLSConfig{Termination: TerminationEdge, Certificate: rsa.cert + rsa.key, Key: ecP8.key}
+		}, want: []string{
+			`ns-r.yaml:19:7: warning: spec.tls.key: certificate holds a private key too: that key is used and this one is ignored, as OpenShift does`,
+		}},
+		{name: "wrong key bundled inside certificate", edit: func(r *Route) {
+			r.Spec.TLS = &TLSConfig{Termination: TerminationEdge, Certificate: rsa.cert + ecP8.key}
+		}, want: []string{
+			`ns-r.yaml:18:7: note: spec.tls.certificate: certificate holds the private key too: it is used as the key, as OpenShift does`,
+			`ns-r.yaml:19:7: error: spec.tls.key: key does not match the certificate (subject "CN=rsa.example.com")`,
+		}},
 		{name: "certificate pasted into key", edit: func(r *Route) {
 			r.Spec.TLS = &TLSConfig{Termination: TerminationEdge, Certificate: rsa.cert, Key: rsa.cert}
 		}, want: []string{
@@ -262,8 +317,15 @@ func TestValidateRoute(t *testing.T) {
 			s.AllowWildcardRoutes = tt.wildcards
 			ar, c := validateRoute(&r, &s)
 			equalLines(t, c.diags, tt.want)
-			if c.bad != (len(tt.want) > 0) {
-				t.Errorf("rejected = %v, want %v", c.bad, len(tt.want) > 0)
+			if tt.check != nil {
+				tt.check(t, &ar)
+			}
+			rejected := false
+			for _, w := range tt.want {
+				rejected = rejected || strings.Contains(w, ": error: ")
+			}
+			if c.bad != rejected {
+				t.Errorf("rejected = %v, want %v", c.bad, rejected)
 			}
 			if len(tt.want) == 0 && ar.Host != r.Spec.Host {
 				t.Errorf("host = %q", ar.Host)

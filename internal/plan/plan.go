@@ -94,7 +94,40 @@ const (
 	KindCAFile           Kind = "CA file changed"
 	KindFile             Kind = "file changed"
 	KindConfig           Kind = "haproxy.cfg changed"
+	// Reasons the daemon adds to the planner's.
+	KindRuntimeFallback Kind = "runtime-fallback"
+	KindHeal            Kind = "heal"
+	KindCoalesced       Kind = "coalesced with a pending reload"
+	KindStarted         Kind = "haproxy started"
 )
+
+// Label is the kind as a metrics label value: lowercase words joined by
+// dashes ("route-added", "haproxy-cfg-changed"). Kinds are a fixed set, so
+// the labels are too; no reason text ever becomes a label.
+func (k Kind) Label() string {
+	b := make([]byte, 0, len(k))
+	dash := false
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		default:
+			dash = len(b) > 0
+			continue
+		}
+		if dash {
+			b = append(b, '-')
+			dash = false
+		}
+		b = append(b, c)
+	}
+	if len(b) == 0 {
+		return "other"
+	}
+	return string(b)
+}
 
 // Change is one difference between the applied and the desired state.
 type Change struct {
@@ -364,6 +397,8 @@ func (d *differ) router() {
 	}
 	daemon("namespaces", !slices.Equal(a.Namespaces, b.Namespaces), a.Namespaces, b.Namespaces)
 	daemon("allowWildcardRoutes", a.AllowWildcardRoutes != b.AllowWildcardRoutes, a.AllowWildcardRoutes, b.AllowWildcardRoutes)
+	daemon("routeAdmission.namespaceOwnership", a.InterNamespaceAllowed != b.InterNamespaceAllowed,
+		namespaceOwnership(a), namespaceOwnership(b))
 	// Generated hosts move with the domain: map updates.
 	daemon("domain", a.Domain != b.Domain, a.Domain, b.Domain)
 }
@@ -373,6 +408,13 @@ func emptyRequestsPolicy(s model.Settings) string {
 		return "Ignore"
 	}
 	return "Respond"
+}
+
+func namespaceOwnership(s model.Settings) string {
+	if s.InterNamespaceAllowed {
+		return model.NamespaceOwnershipInterAllowed
+	}
+	return model.NamespaceOwnershipStrict
 }
 
 // show formats a setting value so that "unset" reads as such.

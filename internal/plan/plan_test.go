@@ -114,8 +114,14 @@ func TestCompute(t *testing.T) {
 			wantSummary: "plan: runtime (1 operation, no reload)",
 		},
 		{
+			// Without sticky cookies: a cookie is Secure only without
+			// Allow, which takes a reload (next case).
 			name: "redirect policy",
+			applied: func(t *testing.T, d *model.Desired) {
+				routeByName(t, d, "secure").Backend.DisableCookies = true
+			},
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				routeByName(t, d, "secure").Backend.DisableCookies = true
 				routeByName(t, d, "secure").InsecurePolicy = model.InsecurePolicyRedirect
 			},
 			wantCommands: []string{
@@ -126,6 +132,19 @@ func TestCompute(t *testing.T) {
 				"runtime | map changed | maps/http.map | +1 -1 entries",
 			},
 			wantSummary: "plan: runtime (1 operation, no reload)",
+		},
+		{
+			name: "redirect policy away from Allow makes the sticky cookie Secure",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				routeByName(t, d, "secure").InsecurePolicy = model.InsecurePolicyRedirect
+			},
+			wantReasons: []string{"backend settings changed: default/secure (cookie)"},
+			wantChanges: []string{
+				"reload | backend settings changed | default/secure | (cookie) | cookie Secure false -> true (insecureEdgeTerminationPolicy Allow -> Redirect)",
+				"runtime | redirect policy changed | default/secure | Allow -> Redirect",
+				"runtime | map changed | maps/http.map | +1 -1 entries",
+			},
+			wantSummary: "plan: reload (1 reason: backend settings changed: default/secure (cookie))",
 		},
 		{
 			name: "certificate of an existing route",

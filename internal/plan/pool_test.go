@@ -16,7 +16,7 @@ func withSpares(t *testing.T, d *model.Desired, slots ...model.BackendName) Stat
 	t.Helper()
 	in := testInput(d)
 	for _, s := range slots {
-		in.Spares = append(in.Spares, model.SpareRoute(model.TerminationNone, s, &d.Router))
+		in.Spares = append(in.Spares, model.SpareRoute(model.TerminationNone, false, s, &d.Router))
 	}
 	return stateOf(t, in)
 }
@@ -31,7 +31,7 @@ func TestPoolBindAndUnbindAreRuntime(t *testing.T) {
 	bound := baseDesired()
 	r := httpRoute("new", "new.example.com", svc("new", 100, srv("127.0.0.1", 18099, 256)))
 	r.Slot = slot
-	r.Backend = model.SpareRoute(model.TerminationNone, slot, &bound.Router).Backend // as admission defaults it
+	r.Backend = model.SpareRoute(model.TerminationNone, false, slot, &bound.Router).Backend // as admission defaults it
 	bound.Routes = append(bound.Routes, r)
 	slices.SortFunc(bound.Routes, func(a, b model.AdmittedRoute) int { return compareKeys(a.Key, b.Key) })
 	desired := withSpares(t, bound, slot)
@@ -80,7 +80,7 @@ func TestPoolBindAndUnbindAreRuntime(t *testing.T) {
 func TestSameBackend(t *testing.T) {
 	d := baseDesired()
 	in := testInput(d)
-	spare := model.SpareRoute(model.TerminationNone, "be_pool:http:1", &d.Router)
+	spare := model.SpareRoute(model.TerminationNone, false, "be_pool:http:1", &d.Router)
 	plain := *routeByName(t, d, "hello")
 	if !render.SameBackend(plain, spare, in) {
 		t.Fatal("a plain route does not fit the spare")

@@ -84,6 +84,13 @@ func (d *differ) route(old, cur *model.AdmittedRoute) {
 		return
 	}
 	fields, detail := d.backendDiff(old.Backend, cur.Backend)
+	if !cur.Backend.DisableCookies && !old.Backend.DisableCookies && render.SecureCookie(old) != render.SecureCookie(cur) {
+		// The cookie line follows the redirect policy (Allow: not
+		// Secure), and a cookie line changes only with a reload.
+		fields = append(fields, "cookie")
+		detail = append(detail, fmt.Sprintf("cookie Secure %t -> %t (insecureEdgeTerminationPolicy %s -> %s)",
+			render.SecureCookie(old), render.SecureCookie(cur), show(string(old.InsecurePolicy)), show(string(cur.InsecurePolicy))))
+	}
 	if len(fields) > 0 {
 		d.add(Change{Mode: ModeReload, Kind: KindBackendSettings, Subject: key,
 			Field: strings.Join(fields, ", "), Detail: strings.Join(detail, "; ")})
@@ -217,46 +224,14 @@ func onOff(b bool) string {
 	return "off"
 }
 
-// backendDiff names the backend settings that differ. A health check
-// interval that only follows the router's default is reported once, as the
-// router setting, not again for every route.
+// backendDiff names the backend settings that differ, as the annotation
+// table names them.
 func (d *differ) backendDiff(a, b model.BackendSettings) (fields, detail []string) {
-	diff := func(field string, changed bool, from, to any) {
-		if changed {
-			fields = append(fields, field)
-			detail = append(detail, fmt.Sprintf("%s %s -> %s", field, show(from), show(to)))
-		}
+	for _, c := range model.BackendChanges(&a, &b, &d.applied.Desired.Router, &d.desired.Desired.Router) {
+		fields = append(fields, c.Field)
+		detail = append(detail, c.Field+" "+c.From+" -> "+c.To)
 	}
-	diff("balance", a.Balance != b.Balance, string(a.Balance), string(b.Balance))
-	diff("timeout", a.Timeout != b.Timeout, a.Timeout, b.Timeout)
-	diff("timeout-tunnel", a.TunnelTimeout != b.TunnelTimeout, a.TunnelTimeout, b.TunnelTimeout)
-	ra, rb := d.applied.Desired.Router.HealthCheckInterval, d.desired.Desired.Router.HealthCheckInterval
-	inherited := ra != rb && a.HealthCheckInterval == ra && b.HealthCheckInterval == rb
-	diff("health.check.interval", a.HealthCheckInterval != b.HealthCheckInterval && !inherited, a.HealthCheckInterval, b.HealthCheckInterval)
-	diff("ip_allowlist", !slices.Equal(a.IPAllowlist, b.IPAllowlist), a.IPAllowlist, b.IPAllowlist)
-	diff("hsts_header", a.HSTSHeader != b.HSTSHeader, a.HSTSHeader, b.HSTSHeader)
-	diff("disable_cookies", a.DisableCookies != b.DisableCookies, a.DisableCookies, b.DisableCookies)
-	diff("cookie_name", a.CookieName != b.CookieName, a.CookieName, b.CookieName)
-	diff("cookie-same-site", a.CookieSameSite != b.CookieSameSite, a.CookieSameSite, b.CookieSameSite)
-	diff("rate-limit-connections", !model.SamePointee(a.RateLimit, b.RateLimit), rateLimitString(a.RateLimit), rateLimitString(b.RateLimit))
-	diff("pod-concurrent-connections", a.PodConcurrentConnections != b.PodConcurrentConnections, a.PodConcurrentConnections, b.PodConcurrentConnections)
-	diff("rewrite-target", !model.SamePointee(a.RewriteTarget, b.RewriteTarget), stringPtrString(a.RewriteTarget), stringPtrString(b.RewriteTarget))
-	diff("set-forwarded-headers", a.ForwardedHeaders != b.ForwardedHeaders, a.ForwardedHeaders, b.ForwardedHeaders)
 	return fields, detail
-}
-
-func rateLimitString(r *model.RateLimit) string {
-	if r == nil {
-		return "off"
-	}
-	return fmt.Sprintf("concurrent-tcp=%d rate-tcp=%d rate-http=%d", r.ConcurrentTCP, r.RateTCP, r.RateHTTP)
-}
-
-func stringPtrString(p *string) string {
-	if p == nil {
-		return "unset"
-	}
-	return show(*p)
 }
 
 // spare returns the spare backend named slot on side s when no route of

@@ -31,8 +31,8 @@ func bench10k(tb testing.TB) Input {
 		case 3:
 			opts = append(opts, backendSettings(func(b *model.BackendSettings) {
 				b.HSTSHeader = "max-age=31536000"
-				b.IPAllowlist = []string{"10.0.0.0/8", "192.168.0.0/16"}
-				b.RateLimit = &model.RateLimit{RateHTTP: 100}
+				b.IPAllowlist = "10.0.0.0/8 192.168.0.0/16"
+				b.RateLimit = model.RateLimit{RateHTTP: 100}
 			}))
 		}
 		routes = append(routes, route(ns, name, host, path, opts...))

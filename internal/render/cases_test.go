@@ -3,6 +3,7 @@ package render
 import (
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,7 +128,6 @@ func desired(s model.Settings, routes ...model.AdmittedRoute) *model.Desired {
 
 func goldenCases() []goldenCase {
 	def := model.DefaultSettings()
-	ptr := func(s string) *string { return &s }
 	return []goldenCase{
 		{name: "no-routes", desired: func(testCerts) *model.Desired { return desired(def) }},
 		{name: "error-pages", errorPages: testErrorPages, desired: func(testCerts) *model.Desired {
@@ -197,7 +197,7 @@ func goldenCases() []goldenCase {
 				route("web", "quoted", "q.example.com", `/it's"q"\x%20$HOME;{a}`, svc("q", 100, "10.5.1.1:8080"),
 					backendSettings(func(b *model.BackendSettings) {
 						b.CookieName = "it's#a$cookie"
-						b.RewriteTarget = ptr("/new%27s/$x;y=(1)")
+						b.RewriteTarget = "/new%27s/$x;y=(1)"
 					})),
 				route("web", "plain-cookie", "p.example.com", "", svc("p", 100, "10.5.1.2:8080"),
 					backendSettings(func(b *model.BackendSettings) { b.CookieName = "JSESSIONID" })),
@@ -234,10 +234,10 @@ func goldenCases() []goldenCase {
 						b.Timeout = 90 * time.Second
 						b.TunnelTimeout = 2 * time.Hour
 						b.HealthCheckInterval = 1500 * time.Millisecond
-						b.IPAllowlist = many
-						b.RateLimit = &model.RateLimit{ConcurrentTCP: 10, RateTCP: 100, RateHTTP: 200}
+						b.IPAllowlist = model.AddressList(strings.Join(many, " "))
+						b.RateLimit = model.RateLimit{ConcurrentTCP: 10, RateTCP: 100, RateHTTP: 200}
 						b.PodConcurrentConnections = 50
-						b.RewriteTarget = ptr("/v1.0/")
+						b.RewriteTarget = "/v1.0/"
 						b.ForwardedHeaders = "if-none"
 						b.CookieSameSite = "None"
 					})),
@@ -246,15 +246,15 @@ func goldenCases() []goldenCase {
 						b.Balance = model.BalanceSource
 						b.DisableCookies = true
 						b.ForwardedHeaders = "never"
-						b.IPAllowlist = []string{"10.0.0.0/8", "2001:db8::/32", "127.0.0.1"}
-						b.RewriteTarget = ptr("/")
+						b.IPAllowlist = "10.0.0.0/8 2001:db8::/32 127.0.0.1"
+						b.RewriteTarget = "/"
 					})),
 				route("anno", "tcp", "tcp.example.com", "", passthrough(model.InsecurePolicyNone), svc("tcp", 100, "10.7.0.6:8443"),
 					backendSettings(func(b *model.BackendSettings) {
 						b.Balance = model.BalanceLeastConn
 						b.Timeout = 10 * time.Minute
-						b.IPAllowlist = []string{"10.0.0.0/8"}
-						b.RateLimit = &model.RateLimit{ConcurrentTCP: 5, RateHTTP: 9}
+						b.IPAllowlist = "10.0.0.0/8"
+						b.RateLimit = model.RateLimit{ConcurrentTCP: 5, RateHTTP: 9}
 						b.HSTSHeader = "max-age=1"
 						b.CookieName = "ignored"
 					})),

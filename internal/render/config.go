@@ -126,8 +126,12 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", in.Dir, "/", HTTPMap, ")")
 	wildcardLookup(w, in.Dir+"/"+HTTPWildcardMap)
 	if s.HTTPSPort == 443 {
-		w.line("  http-request redirect scheme https code 302 if { var(txn.be) -m str ", RedirectValue, " }")
+		// OpenShift's Location: the Host header without its port, and
+		// the request's URL.
+		w.line("  http-request redirect location https://%[req.hdr(host),regsub(:[0-9]+$,,)]%[url] code 302 if { var(txn.be) -m str ", RedirectValue, " }")
 	} else {
+		// HTTPS on another port: the Location names it, or the
+		// redirect would lead nowhere.
 		w.line("  http-request redirect location https://%[var(txn.host)]:", strconv.Itoa(s.HTTPSPort),
 			"%[capture.req.uri] code 302 if { var(txn.be) -m str ", RedirectValue, " }")
 	}
@@ -396,20 +400,20 @@ func logTarget(w *cfgWriter, a *model.AccessLog) {
 	w.line("  log ", a.Target, " len ", strconv.Itoa(a.MaxLength), format, " ", a.Facility, " info")
 }
 
-// routingKey computes txn.key = lowercased host without port + path + "/".
+// routingKey computes txn.key = lowercased host without port + path + "?".
 // A Host containing '/' could otherwise forge a path prefix: refuse it.
 func routingKey(w *cfgWriter) {
 	w.line("  http-request del-header Proxy")
 	w.line("  http-request set-var(txn.host) req.hdr(host),field(1,:),lower")
 	w.line("  http-request deny deny_status 400 if { var(txn.host) -m sub / }")
 	w.line("  http-request set-var(txn.path) path")
-	w.line("  http-request set-var(txn.key) var(txn.host),concat(,txn.path,/)")
+	w.line("  http-request set-var(txn.key) var(txn.host),concat(,txn.path,", keyEnd, ")")
 }
 
 // wildcardLookup consults a wildcard map, keyed on the request host's
 // parent domain, only when the exact lookup found nothing.
 func wildcardLookup(w *cfgWriter, mapPath string) {
-	w.line("  http-request set-var(txn.wkey) var(txn.host),regsub(^[^.]*[.],),concat(,txn.path,/) if !{ var(txn.be) -m found } { var(txn.host) -m sub . }")
+	w.line("  http-request set-var(txn.wkey) var(txn.host),regsub(^[^.]*[.],),concat(,txn.path,", keyEnd, ") if !{ var(txn.be) -m found } { var(txn.host) -m sub . }")
 	w.line("  http-request set-var(txn.be) var(txn.wkey),map_beg(", mapPath, ") if { var(txn.wkey) -m found }")
 }
 
@@ -492,14 +496,13 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 
 	// tcp-request rules first: HAProxy evaluates them before http-request
 	// rules whatever their order, and warns when they are written after.
-	for i := 0; i < len(bs.IPAllowlist); i += allowlistChunk {
-		end := min(i+allowlistChunk, len(bs.IPAllowlist))
-		w.line("  acl allowlist src ", strings.Join(bs.IPAllowlist[i:end], " "))
+	for chunk := range bs.IPAllowlist.Chunks(allowlistChunk) {
+		w.line("  acl allowlist src ", chunk)
 	}
 	if len(bs.IPAllowlist) > 0 {
 		w.line("  tcp-request content reject if !allowlist")
 	}
-	if rl := bs.RateLimit; rl != nil {
+	if rl := bs.RateLimit; rl.On() {
 		w.line("  stick-table type ip size 100k expire 30s store conn_cnt,conn_cur,conn_rate(3s),http_req_rate(10s)")
 		w.line("  tcp-request content track-sc2 src")
 		if rl.ConcurrentTCP > 0 {
@@ -525,6 +528,8 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 		if !bs.DisableCookies {
 			cookie(w, r, be)
 		}
+		routeHeaderActions(w, "http-request", bs.RequestHeaders)
+		routeHeaderActions(w, "http-response", bs.ResponseHeaders)
 	}
 
 	inter := duration(healthCheckInterval(r, in))
@@ -543,9 +548,16 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 }
 
 // forwardedHeaders renders haproxy.router.openshift.io/set-forwarded-headers
-// the way OpenShift does (less the Forwarded header, which OpenShift writes
-// unquoted and so wrongly for IPv6 clients).
+// as OpenShift's template does: X-Forwarded-* and the RFC 7239 Forwarded
+// header (an IPv6 client quoted and bracketed), appended to what the
+// client sent, replacing it, only where it is missing, or not at all.
+// The IPv6 test is an anonymous ACL: the default policy's rules live in a
+// defaults section, where ACLs cannot be declared.
 func forwardedHeaders(w *cfgWriter, policy string) {
+	const (
+		fwd6 = `Forwarded for=\"[%[src]]\";host=%[req.hdr(host)];proto=%[req.hdr(X-Forwarded-Proto)] if { src -m sub : }`
+		fwd4 = `Forwarded for=%[src];host=%[req.hdr(host)];proto=%[req.hdr(X-Forwarded-Proto)] if !{ src -m sub : }`
+	)
 	switch policy {
 	case "never":
 	case "replace":
@@ -554,18 +566,35 @@ func forwardedHeaders(w *cfgWriter, policy string) {
 		w.line("  http-request set-header X-Forwarded-Port %[dst_port]")
 		w.line("  http-request set-header X-Forwarded-Proto http if !{ ssl_fc }")
 		w.line("  http-request set-header X-Forwarded-Proto https if { ssl_fc }")
+		w.line("  http-request set-header X-Forwarded-Proto-Version h2 if { ssl_fc_alpn -i h2 }")
+		w.line("  http-request set-header ", fwd6)
+		w.line("  http-request set-header ", fwd4)
 	case "if-none":
 		w.line("  option forwardfor if-none")
 		w.line("  http-request set-header X-Forwarded-Host %[req.hdr(host)] if !{ req.hdr(X-Forwarded-Host) -m found }")
 		w.line("  http-request set-header X-Forwarded-Port %[dst_port] if !{ req.hdr(X-Forwarded-Port) -m found }")
 		w.line("  http-request set-header X-Forwarded-Proto http if !{ ssl_fc } !{ req.hdr(X-Forwarded-Proto) -m found }")
 		w.line("  http-request set-header X-Forwarded-Proto https if { ssl_fc } !{ req.hdr(X-Forwarded-Proto) -m found }")
+		w.line("  http-request set-header X-Forwarded-Proto-Version h2 if { ssl_fc_alpn -i h2 } !{ req.hdr(X-Forwarded-Proto-Version) -m found }")
+		w.line("  http-request set-header ", fwd6, " !{ req.hdr(Forwarded) -m found }")
+		w.line("  http-request set-header ", fwd4, " !{ req.hdr(Forwarded) -m found }")
 	default: // forwardedAppend
 		w.line("  option forwardfor")
 		w.line("  http-request add-header X-Forwarded-Host %[req.hdr(host)]")
 		w.line("  http-request add-header X-Forwarded-Port %[dst_port]")
 		w.line("  http-request add-header X-Forwarded-Proto http if !{ ssl_fc }")
 		w.line("  http-request add-header X-Forwarded-Proto https if { ssl_fc }")
+		w.line("  http-request add-header X-Forwarded-Proto-Version h2 if { ssl_fc_alpn -i h2 }")
+		w.line("  http-request add-header ", fwd6)
+		w.line("  http-request add-header ", fwd4)
+	}
+}
+
+// routeHeaderActions renders a route's spec.httpHeaders.actions in its
+// backend, as the router's own are rendered (headerAction).
+func routeHeaderActions(w *cfgWriter, rule string, actions model.HeaderActions) {
+	for a := range actions.All() {
+		headerAction(w, rule, a)
 	}
 }
 
@@ -575,14 +604,14 @@ func forwardedHeaders(w *cfgWriter, policy string) {
 // with target /: /foo → /, /foo/x → /x.
 func rewriteTarget(w *cfgWriter, r *model.AdmittedRoute) {
 	t := r.Backend.RewriteTarget
-	if t == nil || *t == "" {
+	if t == "" {
 		return
 	}
 	// The path and the target are literals (checked in checkRoute): the
 	// path is quoted as a regular expression, the target as a regular
 	// expression replacement that is also a log-format string.
 	base := strings.TrimSuffix(r.Path, "/")
-	target := regexpReplacement(*t)
+	target := regexpReplacement(t)
 	if base != "" {
 		re, _ := singleQuoted("path", "^"+quoteRegexp(base)+"$", false)
 		rep, _ := singleQuoted("rewrite target", target, true)
@@ -602,17 +631,30 @@ func cookie(w *cfgWriter, r *model.AdmittedRoute, be model.BackendName) {
 	if name == "" {
 		name = CookieName(be)
 	}
+	// As OpenShift's template: the cookies of edge and reencrypt routes
+	// that serve HTTPS only are Secure, with SameSite from the annotation
+	// or None; a route that also serves plain HTTP (Allow), or is plain
+	// HTTP, gets neither, or browsers would not send the cookie back over
+	// HTTP.
 	secure, dynamic, sameSite := "", " dynamic", ""
-	if r.Termination != model.TerminationNone || bs.CookieSameSite == "None" {
+	if SecureCookie(r) {
 		secure = " secure"
-	}
-	if bs.CookieSameSite != "" {
-		sameSite = " attr SameSite=" + bs.CookieSameSite
+		sameSite = " attr SameSite=None"
+		if bs.CookieSameSite != "" {
+			sameSite = " attr SameSite=" + bs.CookieSameSite
+		}
 	}
 	// A cookie name is an RFC 9110 token, which may hold '#', '\'' and
 	// '$': cfgArg quotes it then.
 	w.line("  cookie ", cfgArg(name), " insert indirect nocache httponly", secure, dynamic, sameSite)
 	w.line("  dynamic-cookie-key ", DynamicCookieKey(be))
+}
+
+// SecureCookie reports whether r's sticky cookie is Secure (with SameSite):
+// edge and reencrypt routes that do not also serve plain HTTP.
+func SecureCookie(r *model.AdmittedRoute) bool {
+	return (r.Termination == model.TerminationEdge || r.Termination == model.TerminationReencrypt) &&
+		r.InsecurePolicy != model.InsecurePolicyAllow
 }
 
 // CookieName is the default sticky-session cookie name of a backend: a hash

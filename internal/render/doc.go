@@ -11,10 +11,13 @@
 // update rather than a reload:
 //
 //   - the lookup key is the lowercased Host (port stripped) + the request
-//     path + "/", matched with map_beg (HAProxy indexes it in a prefix tree,
-//     so the longest prefix wins whatever the file order). A route for
-//     path "/foo" is keyed "host/foo/", which matches "/foo", "/foo/" and
-//     "/foo/bar" but not "/foobar" — OpenShift's path semantics.
+//     path + "?" (a byte no path holds), matched with map_beg (HAProxy
+//     indexes it in a prefix tree, so the longest prefix wins whatever the
+//     file order). As in OpenShift, a route for path "/foo" matches "/foo",
+//     "/foo/" and "/foo/bar" but not "/foobar": it is keyed "host/foo?" and
+//     "host/foo/". A route for "/foo/" matches "/foo/" and below but not
+//     "/foo": it is keyed "host/foo/" alone, and wins that key over a
+//     "/foo" route of the same host. "" and "/" are keyed "host/".
 //   - wildcard routes (wildcardPolicy Subdomain) live in separate maps keyed
 //     on the parent domain, consulted only when the exact lookup fails.
 //   - on the HTTP frontend the value is the backend name, or RedirectValue

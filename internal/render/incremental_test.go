@@ -134,7 +134,11 @@ func (g *genTree) edit() string {
 		r.tls = kinds[g.rng.IntN(len(kinds))]
 		return fmt.Sprintf("route %s tls %q", r.name, r.tls)
 	case 9:
-		configs := []string{"", "  tuningOptions:\n    healthCheckInterval: 3s\n", "  allowWildcardRoutes: true\n",
+		// Every host is under example.com: under Strict namespace
+		// ownership one wildcard route would hold them all, so wildcards
+		// come with InterNamespaceAllowed.
+		configs := []string{"", "  tuningOptions:\n    healthCheckInterval: 3s\n",
+			"  allowWildcardRoutes: true\n  routeAdmission:\n    namespaceOwnership: InterNamespaceAllowed\n",
 			"  bindOptions:\n    ports:\n      http: 8080\n", "  tuningOptions:\n    reloadInterval: bogus\n"}
 		g.router = configs[g.rng.IntN(len(configs))]
 		g.prevDependent = strings.Contains(g.router, "bogus")

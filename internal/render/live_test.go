@@ -68,6 +68,7 @@ func TestLiveRouting(t *testing.T) {
 	d := desired(s,
 		route("t", "exact", "exact.wild.example.com", "", svc("s", 100, backend("exact", nil))),
 		route("t", "foo", "hello.example.com", "/foo", svc("s", 100, backend("foo", nil))),
+		route("t", "dirslash", "hello.example.com", "/dir/", svc("s", 100, backend("dirslash", nil))),
 		route("t", "hello", "hello.example.com", "", svc("s", 100, backend("hello", nil), backend("hello", nil))),
 		route("t", "none", "none.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("s", 100, backend("none", nil))),
 		route("t", "ptw", "www.ptw.example.com", "", passthrough(model.InsecurePolicyRedirect), wildcard,
@@ -113,6 +114,10 @@ func TestLiveRouting(t *testing.T) {
 		{"path slash", "http://hello.example.com/foo/", "", false, 200, "foo /foo/ "},
 		{"path below", "http://hello.example.com/foo/bar?x=1", "", false, 200, "foo /foo/bar "},
 		{"path prefix is not a match", "http://hello.example.com/foobar", "", false, 200, "hello /foobar "},
+		// OpenShift: a route for "/dir/" does not serve "/dir".
+		{"slash path: not the path without it", "http://hello.example.com/dir", "", false, 200, "hello /dir "},
+		{"slash path itself", "http://hello.example.com/dir/", "", false, 200, "dirslash /dir/ "},
+		{"slash path below", "http://hello.example.com/dir/x", "", false, 200, "dirslash /dir/x "},
 		{"host case and port", "http://hello.example.com/foo", "HELLO.Example.COM:80", false, 200, "foo /foo "},
 		{"wildcard", "http://anything.wild.example.com/", "", false, 200, "wild / "},
 		{"wildcard parent itself", "http://www.wild.example.com/", "", false, 200, "wild / "},

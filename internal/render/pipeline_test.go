@@ -292,7 +292,9 @@ func TestHostileValues(t *testing.T) {
 		{"spec.host", strings.Repeat(strings.Repeat("h", 63)+".", 3) + "example.com", used},
 		{"metadata.namespace", "ns a", rejected},
 		{"spec.to.name", "web\"", rejected},
-		{"spec.port.targetPort", "h#ttp", rejected},
+		// Never rendered: a name no port has is a warning, as OpenShift
+		// admits any non-empty name.
+		{"spec.port.targetPort", "h#ttp", ignored},
 		{"metadata.annotations." + model.AnnotationCookieName, "it's#a$cookie", used},
 		{"metadata.annotations." + model.AnnotationCookieName, `a"b`, ignored},
 		{"metadata.annotations." + model.AnnotationCookieName, `a\b`, ignored},

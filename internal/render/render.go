@@ -227,7 +227,7 @@ func checkRoute(r *model.AdmittedRoute) error {
 			return fmt.Errorf("cookie name %q contains ';', ',' or '='", bs.CookieName)
 		}
 	}
-	for _, e := range bs.IPAllowlist {
+	for e := range bs.IPAllowlist.Entries() {
 		if err := checkAllowEntry(e); err != nil {
 			return err
 		}
@@ -237,12 +237,25 @@ func checkRoute(r *model.AdmittedRoute) error {
 			return err
 		}
 	}
-	if t := bs.RewriteTarget; t != nil && *t != "" {
-		if err := checkQuotable("rewrite target", *t); err != nil {
+	if t := bs.RewriteTarget; t != "" {
+		if err := checkQuotable("rewrite target", t); err != nil {
 			return err
 		}
 	}
-	if rl := bs.RateLimit; rl != nil && (rl.ConcurrentTCP < 0 || rl.RateTCP < 0 || rl.RateHTTP < 0) {
+	for _, list := range []model.HeaderActions{bs.RequestHeaders, bs.ResponseHeaders} {
+		for a := range list.All() {
+			if a.Name == "" {
+				return errors.New("header name is empty")
+			}
+			if err := checkQuotable("header name", a.Name); err != nil {
+				return err
+			}
+			if err := checkQuotable("header value", a.Value); err != nil {
+				return err
+			}
+		}
+	}
+	if rl := bs.RateLimit; rl.ConcurrentTCP < 0 || rl.RateTCP < 0 || rl.RateHTTP < 0 {
 		return errors.New("rate limits must not be negative")
 	}
 	return nil
@@ -340,6 +353,9 @@ func checkMapEntries(adds []mapAdd) error {
 type mapAdd struct {
 	name string // the map file
 	MapEntry
+	// weak entries give way to another route's entry for the same key
+	// (a "/foo" route's "host/foo/" to a "/foo/" route's).
+	weak bool
 }
 
 // routeMapEntries returns what route r adds to the maps, in order.
@@ -350,38 +366,52 @@ func routeMapEntries(r *model.AdmittedRoute) []mapAdd {
 			host, httpMap, httpsMap, sniMap = parent, HTTPWildcardMap, HTTPSWildcardMap, SNIPassthroughWildcardMap
 		}
 	}
-	key := host + routeKeyPath(r.Path)
+	key, weakKey := routeKeys(host, r.Path)
 	be := string(r.BackendName())
-	add := func(name, key, value string) mapAdd {
-		return mapAdd{name: name, MapEntry: MapEntry{Key: key, Value: value}}
+	// One allocation per route: at most two maps, two keys each.
+	out := make([]mapAdd, 0, 4)
+	// add gives the route's entry for its path in map name, and the weak
+	// one below the path when it has one.
+	add := func(name, value string) {
+		out = append(out, mapAdd{name: name, MapEntry: MapEntry{Key: key, Value: value}})
+		if weakKey != "" {
+			out = append(out, mapAdd{name: name, MapEntry: MapEntry{Key: weakKey, Value: value}, weak: true})
+		}
 	}
 	switch r.Termination {
 	case model.TerminationEdge, model.TerminationReencrypt:
+		add(httpsMap, be)
 		switch r.InsecurePolicy {
 		case model.InsecurePolicyAllow:
-			return []mapAdd{add(httpsMap, key, be), add(httpMap, key, be)}
+			add(httpMap, be)
 		case model.InsecurePolicyRedirect:
-			return []mapAdd{add(httpsMap, key, be), add(httpMap, key, RedirectValue)}
+			add(httpMap, RedirectValue)
 		}
-		return []mapAdd{add(httpsMap, key, be)}
 	case model.TerminationPassthrough:
 		// The SNI carries no path: a passthrough route owns the host.
+		out = append(out, mapAdd{name: sniMap, MapEntry: MapEntry{Key: host, Value: be}})
 		if r.InsecurePolicy == model.InsecurePolicyRedirect {
-			return []mapAdd{add(sniMap, host, be), add(httpMap, host+"/", RedirectValue)}
+			out = append(out, mapAdd{name: httpMap, MapEntry: MapEntry{Key: host + "/", Value: RedirectValue}})
 		}
-		return []mapAdd{add(sniMap, host, be)}
 	default:
-		return []mapAdd{add(httpMap, key, be)}
+		add(httpMap, be)
 	}
+	return out
 }
 
 // buildMaps computes every map, including empty ones: HAProxy needs each
 // map file the config names to exist.
 func buildMaps(outs []*routeOut) []Map {
 	entries := map[string][]MapEntry{}
-	for _, o := range outs {
-		for _, e := range o.maps {
-			entries[e.name] = append(entries[e.name], e.MapEntry)
+	// Weak entries go after every route's full ones, so that where they
+	// share a key sortEntries keeps the full one.
+	for _, weak := range []bool{false, true} {
+		for _, o := range outs {
+			for _, e := range o.maps {
+				if e.weak == weak {
+					entries[e.name] = append(entries[e.name], e.MapEntry)
+				}
+			}
 		}
 	}
 	names := []string{HTTPMap, HTTPWildcardMap, HTTPSMap, HTTPSWildcardMap, SNIPassthroughMap, SNIPassthroughWildcardMap}

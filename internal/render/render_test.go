@@ -145,15 +145,33 @@ func TestSkeleton(t *testing.T) {
 }
 
 // Switching an edge route between None, Allow and Redirect changes maps
-// only: the config, its skeleton and the crt-list stay byte-identical.
+// only: the config, its skeleton and the crt-list stay byte-identical —
+// save for the sticky cookie, which OpenShift makes Secure (SameSite=None)
+// unless the route also serves plain HTTP (Allow); a route without cookies
+// is map-only throughout.
 func TestInsecurePolicyIsMapOnly(t *testing.T) {
 	render := func(p model.InsecureEdgeTerminationPolicy) *Bundle {
-		return mustRender(t, baseInput(t, route("ns", "r", "r.example.com", "/p", edge(p, model.RouteTLS{}), svc("a", 100, "10.0.0.1:80"))))
+		return mustRender(t, baseInput(t, route("ns", "r", "r.example.com", "/p", edge(p, model.RouteTLS{}), svc("a", 100, "10.0.0.1:80"),
+			backendSettings(func(b *model.BackendSettings) { b.DisableCookies = true }))))
+	}
+	withCookie := func(p model.InsecureEdgeTerminationPolicy) string {
+		b := mustRender(t, baseInput(t, route("ns", "r", "r.example.com", "/p", edge(p, model.RouteTLS{}), svc("a", 100, "10.0.0.1:80"))))
+		return string(b.File(ConfigFile).Bytes())
+	}
+	const secureCookie = " insert indirect nocache httponly secure dynamic attr SameSite=None\n"
+	const plainCookie = " insert indirect nocache httponly dynamic\n"
+	for p, secure := range map[model.InsecureEdgeTerminationPolicy]bool{
+		model.InsecurePolicyNone: true, model.InsecurePolicyRedirect: true, model.InsecurePolicyAllow: false,
+	} {
+		cfg := withCookie(p)
+		if strings.Contains(cfg, secureCookie) != secure || strings.Contains(cfg, plainCookie) == secure {
+			t.Errorf("%s: Secure cookie with SameSite=None: want %v in\n%s", p, secure, cfg)
+		}
 	}
 	want := map[model.InsecureEdgeTerminationPolicy][]MapEntry{
 		model.InsecurePolicyNone:     nil,
-		model.InsecurePolicyAllow:    {{Key: "r.example.com/p/", Value: "be_edge_http:ns:r"}},
-		model.InsecurePolicyRedirect: {{Key: "r.example.com/p/", Value: RedirectValue}},
+		model.InsecurePolicyAllow:    {{Key: "r.example.com/p/", Value: "be_edge_http:ns:r"}, {Key: "r.example.com/p?", Value: "be_edge_http:ns:r"}},
+		model.InsecurePolicyRedirect: {{Key: "r.example.com/p/", Value: RedirectValue}, {Key: "r.example.com/p?", Value: RedirectValue}},
 	}
 	none := render(model.InsecurePolicyNone)
 	for p, entries := range want {
@@ -171,7 +189,7 @@ func TestInsecurePolicyIsMapOnly(t *testing.T) {
 					t.Errorf("%s: http map = %v, want %v", p, m.Entries, entries)
 				}
 			case HTTPSMap:
-				if w := []MapEntry{{Key: "r.example.com/p/", Value: "be_edge_http:ns:r"}}; !reflect.DeepEqual(m.Entries, w) {
+				if w := []MapEntry{{Key: "r.example.com/p/", Value: "be_edge_http:ns:r"}, {Key: "r.example.com/p?", Value: "be_edge_http:ns:r"}}; !reflect.DeepEqual(m.Entries, w) {
 					t.Errorf("%s: https map = %v, want %v", p, m.Entries, w)
 				}
 			}
@@ -192,18 +210,22 @@ func TestMapKeys(t *testing.T) {
 	for _, m := range b.Maps {
 		got[m.Name] = m.Entries
 	}
-	// "/x/" and "/x" are the same route path for OpenShift: the first
-	// route in namespace/name order (dup) keeps the key.
+	// As in OpenShift, "/x/" and "/x" are different paths: "/x" owns the
+	// exact path ("?" ends every request key), "/x/" what lies below it,
+	// which a "/x" route alone would have too.
 	wantHTTP := []MapEntry{
 		{"a.example.com/zzzzzz/", "be_http:a:other"},
+		{"a.example.com/zzzzzz?", "be_http:a:other"},
 		{"h.example.com/x/y/", "be_http:a:deep"},
-		{"h.example.com/x/", "be_http:a:dup"},
+		{"h.example.com/x/y?", "be_http:a:deep"},
+		{"h.example.com/x/", "be_http:a:slash"},
+		{"h.example.com/x?", "be_http:a:dup"},
 		{"h.example.com/", "be_http:a:root"},
 	}
 	if !reflect.DeepEqual(got[HTTPMap], wantHTTP) {
 		t.Errorf("http map:\n got %v\nwant %v", got[HTTPMap], wantHTTP)
 	}
-	if want := []MapEntry{{"w.example.com/api/", "be_http:a:wild"}}; !reflect.DeepEqual(got[HTTPWildcardMap], want) {
+	if want := []MapEntry{{"w.example.com/api/", "be_http:a:wild"}, {"w.example.com/api?", "be_http:a:wild"}}; !reflect.DeepEqual(got[HTTPWildcardMap], want) {
 		t.Errorf("wildcard map = %v, want %v", got[HTTPWildcardMap], want)
 	}
 }
@@ -211,7 +233,6 @@ func TestMapKeys(t *testing.T) {
 func TestRenderErrors(t *testing.T) {
 	ok := func(*model.AdmittedRoute) {}
 	set := func(f func(*model.BackendSettings)) func(*model.AdmittedRoute) { return backendSettings(f) }
-	str := func(s string) *string { return &s }
 	for _, tc := range []struct {
 		name string
 		in   func(in *Input)
@@ -242,10 +263,10 @@ func TestRenderErrors(t *testing.T) {
 			`render route ns/r: cookie name "a=b" contains ';', ',' or '='`},
 		{"hsts with newline", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.HSTSHeader = "max-age=1\n" })),
 			`render route ns/r: hsts header "max-age=1\n" contains a control character ('\n')`},
-		{"rewrite with newline", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.RewriteTarget = str("/a\nb") })),
+		{"rewrite with newline", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.RewriteTarget = "/a\nb" })),
 			`render route ns/r: rewrite target "/a\nb" contains a control character ('\n')`},
-		{"bad allowlist", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.IPAllowlist = []string{"10.0.0.1 or 1"} })),
-			`render route ns/r: ip allowlist entry "10.0.0.1 or 1" is neither an IP nor a CIDR`},
+		{"bad allowlist", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.IPAllowlist = "10.0.0.1 or 1" })),
+			`render route ns/r: ip allowlist entry "or" is neither an IP nor a CIDR`},
 		{"bad balance", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.Balance = "uri" })),
 			`render route ns/r: unknown balance algorithm "uri"`},
 		{"bad samesite", routeWith("a.example.com", "", set(func(b *model.BackendSettings) { b.CookieSameSite = "lax" })),

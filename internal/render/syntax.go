@@ -184,11 +184,26 @@ func parentDomain(host string) (string, bool) {
 	return host[i+1:], true
 }
 
-// routeKeyPath turns a route path into the map key suffix: the path without
-// its trailing slash, followed by "/". See the package documentation.
-func routeKeyPath(path string) string {
-	return strings.TrimSuffix(path, "/") + "/"
+// routeKeys returns the map keys of a route for host and path (see the
+// package documentation): host + "/" for the whole host; host + path when
+// the path ends with "/"; else host + path + "?" (exactly the path) and,
+// weaker, host + path + "/" (below it), which a route for path + "/" takes
+// over. Both keys share one allocation: render makes them for every route.
+func routeKeys(host, path string) (key, weakKey string) {
+	switch {
+	case strings.Trim(path, "/") == "":
+		return host + "/", ""
+	case strings.HasSuffix(path, "/"):
+		return host + path, ""
+	default:
+		keys := host + path + keyEnd + host + path + "/"
+		n := len(host) + len(path) + len(keyEnd)
+		return keys[:n], keys[n:]
+	}
 }
+
+// keyEnd ends every request's lookup key: '?' never occurs in a path.
+const keyEnd = "?"
 
 // hashHex is a short, stable identifier derived from s.
 func hashHex(salt, s string) string {

@@ -1,0 +1,577 @@
+package model
+
+import (
+	"fmt"
+	"iter"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The route annotations haroute reads, in one table: the key, which route
+// kinds it applies to, how its value is parsed into BackendSettings, and
+// how plan names a change of it. Adding an annotation is one row here plus
+// the BackendSettings field and the render code that uses it; validation,
+// Equal and the plan's reload reasons follow from the row.
+
+// RouteKinds is a set of route terminations.
+type RouteKinds uint8
+
+const (
+	KindHTTP RouteKinds = 1 << iota
+	KindEdge
+	KindReencrypt
+	KindPassthrough
+
+	KindsAll = KindHTTP | KindEdge | KindReencrypt | KindPassthrough
+	// KindsDecrypted are the routes whose HTTP HAProxy sees.
+	KindsDecrypted = KindHTTP | KindEdge | KindReencrypt
+	// KindsTLSTerminated are the routes HAProxy serves over TLS itself.
+	KindsTLSTerminated = KindEdge | KindReencrypt
+)
+
+// KindOf is the one-kind set of termination t.
+func KindOf(t Termination) RouteKinds {
+	switch t {
+	case TerminationEdge:
+		return KindEdge
+	case TerminationReencrypt:
+		return KindReencrypt
+	case TerminationPassthrough:
+		return KindPassthrough
+	default:
+		return KindHTTP
+	}
+}
+
+// Annotation is one row of the annotation table.
+type Annotation struct {
+	Key string
+	// Field is the short name plan reasons use ("timeout").
+	Field string
+	// Kinds are the routes it applies to; on the others it is ignored
+	// with the warning Elsewhere.
+	Kinds     RouteKinds
+	Elsewhere string
+	// AliasOf names the annotation this one is a legacy spelling of: read
+	// only when that one is absent, and not diffed on its own.
+	AliasOf string
+	// Unsupported marks an annotation OpenShift's router honours and
+	// haroute does not: a warning names it, so a route that relies on it
+	// does not pass `check --strict` unnoticed.
+	Unsupported string
+
+	// parse names the parser that reads the value into the settings (see
+	// annotationParse.run).
+	parse parser
+	// setting compares and shows the BackendSettings field the annotation
+	// sets; nil when it sets none (or its alias's row does).
+	setting *backendSetting
+}
+
+// Backend reports whether a change of the annotation changes the route's
+// backend, which HAProxy only takes through a reload.
+func (a *Annotation) Backend() bool { return a.setting != nil }
+
+// backendSetting is one comparable field of BackendSettings.
+type backendSetting struct {
+	same func(a, b *BackendSettings) bool
+	show func(b *BackendSettings) string
+	// inherited, when set, reports a change that only follows the
+	// router's default, which plan reports once as the router setting.
+	inherited func(a, b *BackendSettings, ra, rb *Settings) bool
+}
+
+// field builds a backendSetting from an accessor; comparing needs no
+// allocation, so a plan over 10k routes costs what it did by hand.
+func field[T comparable](get func(b *BackendSettings) T, show func(T) string) *backendSetting {
+	return &backendSetting{
+		same: func(a, b *BackendSettings) bool { return get(a) == get(b) },
+		show: func(b *BackendSettings) string { return show(get(b)) },
+	}
+}
+
+// parser is a parse function of the table. The table names parsers by
+// number, not by func value: a call through a func value would move the
+// parse state of every route to the heap.
+type parser uint8
+
+const (
+	noParser parser = iota
+	pBalance
+	pTimeout
+	pTunnelTimeout
+	pHealthCheckInterval
+	pAllowlist
+	pHSTSAnnotation
+	pDisableCookies
+	pCookieName
+	pCookieSameSite
+	pRateLimit
+	pRateLimitMember
+	pPodConcurrentConnections
+	pRewriteTarget
+	pForwardedHeaders
+)
+
+// run parses v with parser id, or returns why it is ignored.
+func (p *annotationParse) run(id parser, v string) error {
+	switch id {
+	case pBalance:
+		return parseBalance(p, v)
+	case pTimeout:
+		return parseTimeout(p, v)
+	case pTunnelTimeout:
+		return parseTunnelTimeout(p, v)
+	case pHealthCheckInterval:
+		return parseHealthCheckInterval(p, v)
+	case pAllowlist:
+		return parseAllowlist(p, v)
+	case pHSTSAnnotation:
+		return parseHSTSAnnotation(p, v)
+	case pDisableCookies:
+		return parseDisableCookies(p, v)
+	case pCookieName:
+		return parseCookieName(p, v)
+	case pCookieSameSite:
+		return parseCookieSameSite(p, v)
+	case pRateLimit:
+		return parseRateLimit(p, v)
+	case pRateLimitMember:
+		return parseRateLimitMember(p, v)
+	case pPodConcurrentConnections:
+		return parsePodConcurrentConnections(p, v)
+	case pRewriteTarget:
+		return parseRewriteTarget(p, v)
+	case pForwardedHeaders:
+		return parseForwardedHeaders(p, v)
+	}
+	return nil
+}
+
+// annotationParse is the state one route's annotations are parsed with.
+type annotationParse struct {
+	c    *routeCheck
+	ann  map[string]string
+	term Termination
+	// insecure is the route's insecureEdgeTerminationPolicy.
+	insecure InsecureEdgeTerminationPolicy
+	b        BackendSettings
+}
+
+func (p *annotationParse) ignore(key, format string, args ...any) {
+	p.c.warnf(annotationField(key), format+"; annotation ignored", args...)
+}
+
+const (
+	notOnPassthrough = "has no effect on passthrough routes, whose traffic HAProxy does not decrypt"
+	onlyTLS          = "HSTS applies only to edge and reencrypt routes, where HAProxy writes the response headers"
+	// OpenShift writes SameSite only on the Secure cookies of edge and
+	// reencrypt routes.
+	onlySecureCookies = "applies only to edge and reencrypt routes, whose cookies are Secure; OpenShift ignores it elsewhere"
+)
+
+// Annotations is the table, in the order plan lists changes.
+var Annotations = []*Annotation{
+	{Key: AnnotationBalance, Field: "balance", Kinds: KindsAll, parse: pBalance,
+		setting: field(func(b *BackendSettings) BalanceAlgorithm { return b.Balance }, showString[BalanceAlgorithm])},
+	{Key: AnnotationTimeout, Field: "timeout", Kinds: KindsAll, parse: pTimeout,
+		setting: field(func(b *BackendSettings) time.Duration { return b.Timeout }, time.Duration.String)},
+	{Key: AnnotationTimeoutTunnel, Field: "timeout-tunnel", Kinds: KindsAll, parse: pTunnelTimeout,
+		setting: field(func(b *BackendSettings) time.Duration { return b.TunnelTimeout }, time.Duration.String)},
+	{Key: AnnotationHealthCheckInterval, Field: "health.check.interval", Kinds: KindsAll, parse: pHealthCheckInterval,
+		setting: healthCheckSetting()},
+	{Key: AnnotationIPAllowlist, Field: "ip_allowlist", Kinds: KindsAll, parse: pAllowlist,
+		setting: field(func(b *BackendSettings) AddressList { return b.IPAllowlist }, AddressList.show)},
+	{Key: AnnotationIPWhitelist, Field: "ip_allowlist", Kinds: KindsAll, AliasOf: AnnotationIPAllowlist, parse: pAllowlist},
+	{Key: AnnotationHSTSHeader, Field: "hsts_header", Kinds: KindsTLSTerminated, Elsewhere: onlyTLS, parse: pHSTSAnnotation,
+		setting: field(func(b *BackendSettings) string { return b.HSTSHeader }, showString[string])},
+	{Key: AnnotationDisableCookies, Field: "disable_cookies", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: pDisableCookies,
+		setting: field(func(b *BackendSettings) bool { return b.DisableCookies }, strconv.FormatBool)},
+	{Key: AnnotationCookieName, Field: "cookie_name", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: pCookieName,
+		setting: field(func(b *BackendSettings) string { return b.CookieName }, showString[string])},
+	{Key: AnnotationCookieSameSite, Field: "cookie-same-site", Kinds: KindsTLSTerminated, Elsewhere: onlySecureCookies, parse: pCookieSameSite,
+		setting: field(func(b *BackendSettings) string { return b.CookieSameSite }, showString[string])},
+	{Key: AnnotationRateLimit, Field: "rate-limit-connections", Kinds: KindsAll, parse: pRateLimit,
+		setting: field(func(b *BackendSettings) RateLimit { return b.RateLimit }, RateLimit.String)},
+	// The family's members are read with rate-limit-connections.
+	{Key: AnnotationRateLimitConcurrentTCP, Field: "rate-limit-connections", Kinds: KindsAll, parse: pRateLimitMember},
+	{Key: AnnotationRateLimitRateTCP, Field: "rate-limit-connections", Kinds: KindsAll, parse: pRateLimitMember},
+	{Key: AnnotationRateLimitRateHTTP, Field: "rate-limit-connections", Kinds: KindsAll, parse: pRateLimitMember},
+	{Key: AnnotationPodConcurrentConnection, Field: "pod-concurrent-connections", Kinds: KindsAll, parse: pPodConcurrentConnections,
+		setting: field(func(b *BackendSettings) int { return b.PodConcurrentConnections }, strconv.Itoa)},
+	{Key: AnnotationRewriteTarget, Field: "rewrite-target", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: pRewriteTarget,
+		setting: field(func(b *BackendSettings) string { return b.RewriteTarget }, showRewriteTarget)},
+	// Honoured by OpenShift's router, not by haroute.
+	{Key: AnnotationH1AdjustCase, Field: "h1-adjust-case", Kinds: KindsDecrypted,
+		Unsupported: "haroute does not adjust the case of HTTP/1 header names (OpenShift's h1-case-adjust-bogus-server); headers reach the backend lowercased"},
+	// Read by route validation (specHostProblem), not a backend setting.
+	{Key: AnnotationAllowNonDNSCompliantHost, Field: "allow-non-dns-compliant-host", Kinds: KindsAll},
+	{Key: AnnotationSetForwardedHeaders, Field: "set-forwarded-headers", Kinds: KindsDecrypted, Elsewhere: notOnPassthrough, parse: pForwardedHeaders,
+		setting: field(func(b *BackendSettings) string { return b.ForwardedHeaders }, showString[string])},
+}
+
+// annotationIndex finds a row by key.
+var annotationIndex = func() map[string]*Annotation {
+	m := make(map[string]*Annotation, len(Annotations))
+	for _, a := range Annotations {
+		m[a.Key] = a
+	}
+	return m
+}()
+
+// LookupAnnotation returns the row of key, or nil.
+func LookupAnnotation(key string) *Annotation { return annotationIndex[key] }
+
+// annotationField is the field path (and Source.Fields key) of an annotation.
+func annotationField(key string) string { return "metadata.annotations." + key }
+
+// routerAnnotationPrefixes are where OpenShift's router annotations live;
+// others (kubectl's, a deployment tool's) are none of haroute's business.
+var routerAnnotationPrefixes = []string{"haproxy.router.openshift.io/", "router.openshift.io/"}
+
+// parseAnnotations turns r's annotations into backend settings, warning about
+// each value it has to ignore.
+func parseAnnotations(c *routeCheck, r *Route, term Termination, insecure InsecureEdgeTerminationPolicy, settings *Settings) BackendSettings {
+	b := BackendSettings{Balance: defaultBalance(term, &r.Spec), HealthCheckInterval: settings.HealthCheckInterval}
+	ann := r.Meta.Annotations
+	if len(ann) == 0 {
+		return b
+	}
+	p := annotationParse{c: c, ann: ann, term: term, insecure: insecure, b: b}
+	kind := KindOf(term)
+	for _, a := range Annotations {
+		v, ok := ann[a.Key]
+		if !ok {
+			continue
+		}
+		if a.Unsupported != "" {
+			// OpenShift acts on it only when true.
+			if on, _ := strconv.ParseBool(strings.TrimSpace(v)); on {
+				c.warnf(annotationField(a.Key), "annotation is honoured by OpenShift but not by haroute: %s", a.Unsupported)
+			}
+			continue
+		}
+		if a.parse == noParser {
+			continue
+		}
+		if a.AliasOf != "" {
+			if _, main := ann[a.AliasOf]; main {
+				p.ignore(a.Key, "%s is set and takes precedence", a.AliasOf)
+				continue
+			}
+		}
+		if a.Kinds&kind == 0 {
+			p.ignore(a.Key, "%s", a.Elsewhere)
+			continue
+		}
+		if err := p.run(a.parse, v); err != nil {
+			p.ignore(a.Key, "%v", err)
+		}
+	}
+	unknownAnnotations(c, ann)
+	return p.b
+}
+
+// unknownAnnotations reports annotations under the router's prefixes that
+// the table lacks, in key order.
+func unknownAnnotations(c *routeCheck, ann map[string]string) {
+	var unknown []string
+	for k := range ann {
+		if annotationIndex[k] == nil && hasRouterPrefix(k) {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		f := annotationField(k)
+		c.add(SeverityNote, c.pos(f), f, "annotation is not supported by haroute; ignored")
+	}
+}
+
+func hasRouterPrefix(k string) bool {
+	for _, p := range routerAnnotationPrefixes {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// SettingChange is one backend setting that differs between two routes.
+type SettingChange struct {
+	Field    string
+	From, To string
+}
+
+// BackendChanges lists the backend settings that differ between a (under
+// router settings ra) and b (under rb), in table order. A health check
+// interval that only follows the router's default is left out: the router
+// setting change names it once.
+func BackendChanges(a, b *BackendSettings, ra, rb *Settings) []SettingChange {
+	if *a == *b {
+		return nil
+	}
+	var out []SettingChange
+	for _, an := range Annotations {
+		s := an.setting
+		if s == nil || s.same(a, b) || (s.inherited != nil && s.inherited(a, b, ra, rb)) {
+			continue
+		}
+		out = append(out, SettingChange{Field: an.Field, From: s.show(a), To: s.show(b)})
+	}
+	for _, f := range specSettings {
+		if !f.setting.same(a, b) {
+			out = append(out, SettingChange{Field: f.field, From: f.setting.show(a), To: f.setting.show(b)})
+		}
+	}
+	return out
+}
+
+// specSettings are the backend settings a route's spec sets rather than
+// an annotation.
+var specSettings = []struct {
+	field   string
+	setting *backendSetting
+}{
+	{"httpHeaders.actions.request", field(func(b *BackendSettings) HeaderActions { return b.RequestHeaders }, HeaderActions.show)},
+	{"httpHeaders.actions.response", field(func(b *BackendSettings) HeaderActions { return b.ResponseHeaders }, HeaderActions.show)},
+}
+
+func healthCheckSetting() *backendSetting {
+	s := field(func(b *BackendSettings) time.Duration { return b.HealthCheckInterval }, time.Duration.String)
+	s.inherited = func(a, b *BackendSettings, ra, rb *Settings) bool {
+		return ra.HealthCheckInterval != rb.HealthCheckInterval &&
+			a.HealthCheckInterval == ra.HealthCheckInterval && b.HealthCheckInterval == rb.HealthCheckInterval
+	}
+	return s
+}
+
+// showString shows a string setting, "" as `""` so an unset value reads
+// as one.
+func showString[T ~string](v T) string {
+	if v == "" {
+		return `""`
+	}
+	return string(v)
+}
+
+func showRewriteTarget(v string) string {
+	if v == "" {
+		return "unset"
+	}
+	return v
+}
+
+// AddressList is a normalized IP allowlist: addresses and CIDRs separated
+// by single spaces. A string, so BackendSettings stays comparable.
+type AddressList string
+
+// Chunks yields the list n entries at a time, each chunk a substring of
+// the list (no allocation).
+func (l AddressList) Chunks(n int) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		s := string(l)
+		for s != "" {
+			end, count := 0, 0
+			for end < len(s) {
+				i := strings.IndexByte(s[end:], ' ')
+				if i < 0 {
+					end = len(s)
+				} else {
+					end += i
+				}
+				if count++; count == n || end == len(s) {
+					break
+				}
+				end++
+			}
+			if !yield(s[:end]) {
+				return
+			}
+			s = strings.TrimPrefix(s[end:], " ")
+		}
+	}
+}
+
+// Entries yields each address or CIDR.
+func (l AddressList) Entries() iter.Seq[string] { return l.Chunks(1) }
+
+func (l AddressList) show() string { return "[" + strings.ReplaceAll(string(l), " ", ",") + "]" }
+
+// On reports whether rate limiting is enabled.
+func (r RateLimit) On() bool { return r != RateLimit{} }
+
+func (r RateLimit) String() string {
+	if !r.On() {
+		return "off"
+	}
+	return fmt.Sprintf("concurrent-tcp=%d rate-tcp=%d rate-http=%d", r.ConcurrentTCP, r.RateTCP, r.RateHTTP)
+}
+
+func parseBalance(p *annotationParse, v string) error {
+	switch a := BalanceAlgorithm(strings.TrimSpace(v)); a {
+	case BalanceRoundRobin, BalanceLeastConn, BalanceSource, BalanceRandom:
+		p.b.Balance = a
+		return nil
+	}
+	return fmt.Errorf("balance %q is not one of roundrobin, leastconn, source, random", v)
+}
+
+func parseTimeout(p *annotationParse, v string) error {
+	d, err := parseHAProxyTime(v)
+	if p.term == TerminationPassthrough {
+		// HAProxy relays a passthrough connection as a tunnel: as on
+		// OpenShift, timeout sets its tunnel timeout unless
+		// timeout-tunnel does.
+		if _, tunnel := p.ann[AnnotationTimeoutTunnel]; !tunnel {
+			p.b.TunnelTimeout = d
+		}
+		return err
+	}
+	p.b.Timeout = d
+	return err
+}
+
+func parseTunnelTimeout(p *annotationParse, v string) error {
+	d, err := parseHAProxyTime(v)
+	p.b.TunnelTimeout = d
+	return err
+}
+
+func parseHealthCheckInterval(p *annotationParse, v string) error {
+	d, err := parseInterval(v)
+	if err == nil {
+		p.b.HealthCheckInterval = d
+	}
+	return err
+}
+
+func parseAllowlist(p *annotationParse, v string) error {
+	list, err := parseIPAllowlist(v)
+	if err == nil {
+		p.b.IPAllowlist = AddressList(strings.Join(list, " "))
+	}
+	return err
+}
+
+func parseHSTSAnnotation(p *annotationParse, v string) error {
+	h, err := parseHSTS(v)
+	p.b.HSTSHeader = h
+	return err
+}
+
+func parseDisableCookies(p *annotationParse, v string) error {
+	on, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return fmt.Errorf("value %q is not true or false", v)
+	}
+	p.b.DisableCookies = on
+	return nil
+}
+
+func parseCookieName(p *annotationParse, v string) error {
+	if !isToken(v) {
+		return fmt.Errorf("cookie name %q must be non-empty and use only token characters (letters, digits and !#$%%&'*+-.^_`|~)", v)
+	}
+	p.b.CookieName = v
+	return nil
+}
+
+func parseCookieSameSite(p *annotationParse, v string) error {
+	if p.insecure == InsecurePolicyAllow {
+		return fmt.Errorf("has no effect on routes that also serve plain HTTP (insecureEdgeTerminationPolicy Allow), whose cookies are not Secure, as on OpenShift")
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "lax":
+		p.b.CookieSameSite = "Lax"
+	case "strict":
+		p.b.CookieSameSite = "Strict"
+	case "none":
+		p.b.CookieSameSite = "None"
+	default:
+		return fmt.Errorf("value %q is not one of Lax, Strict, None", v)
+	}
+	return nil
+}
+
+func parsePodConcurrentConnections(p *annotationParse, v string) error {
+	n, err := positiveInt(v)
+	p.b.PodConcurrentConnections = n
+	return err
+}
+
+func parseRewriteTarget(p *annotationParse, v string) error {
+	if msg := rewriteTargetProblem(v); msg != "" {
+		return fmt.Errorf("%s", msg)
+	}
+	p.b.RewriteTarget = v
+	return nil
+}
+
+func parseForwardedHeaders(p *annotationParse, v string) error {
+	switch s := strings.TrimSpace(v); s {
+	case "append", "replace", "never", "if-none":
+		p.b.ForwardedHeaders = s
+		return nil
+	}
+	return fmt.Errorf("value %q is not one of append, replace, never, if-none", v)
+}
+
+// parseRateLimitMember warns about a member of the rate-limit family
+// written without the annotation that enables it; with it, parseRateLimit
+// reads the member.
+func parseRateLimitMember(p *annotationParse, _ string) error {
+	if _, ok := p.ann[AnnotationRateLimit]; !ok {
+		return fmt.Errorf("has no effect unless %s is \"true\"", AnnotationRateLimit)
+	}
+	return nil
+}
+
+// parseRateLimit reads the rate-limit-connections family.
+func parseRateLimit(p *annotationParse, v string) error {
+	subs := []struct {
+		key  string
+		http bool
+		dst  *int
+	}{
+		{AnnotationRateLimitConcurrentTCP, false, &p.b.RateLimit.ConcurrentTCP},
+		{AnnotationRateLimitRateTCP, false, &p.b.RateLimit.RateTCP},
+		{AnnotationRateLimitRateHTTP, true, &p.b.RateLimit.RateHTTP},
+	}
+	// OpenShift reads it with strconv.ParseBool: "TRUE", "True" and "1"
+	// enable it too.
+	enabled, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		p.ignore(AnnotationRateLimit, "value %q is not true or false", v)
+	}
+	if !enabled {
+		for _, s := range subs {
+			if _, ok := p.ann[s.key]; ok {
+				p.ignore(s.key, "has no effect unless %s is \"true\"", AnnotationRateLimit)
+			}
+		}
+		return nil
+	}
+	for _, s := range subs {
+		sv, ok := p.ann[s.key]
+		if !ok {
+			continue
+		}
+		if s.http && p.term == TerminationPassthrough {
+			p.ignore(s.key, "%s", notOnPassthrough)
+			continue
+		}
+		n, err := positiveInt(sv)
+		if err != nil {
+			p.ignore(s.key, "%v", err)
+			continue
+		}
+		*s.dst = n
+	}
+	if !p.b.RateLimit.On() {
+		return fmt.Errorf("none of .concurrent-tcp, .rate-tcp, .rate-http is set to a limit")
+	}
+	return nil
+}

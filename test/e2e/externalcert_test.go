@@ -1,0 +1,56 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/test/publish"
+)
+
+// A route's spec.tls.externalCertificate names a kubernetes.io/tls Secret
+// in the directory; the Secret's certificate is served, and a new Secret
+// rotates it at runtime, without a reload, as OpenShift's router does.
+func TestExternalCertificateSecretRotatesWithoutReload(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	route := `apiVersion: route.openshift.io/v1
+kind: Route
+metadata:
+  name: ext
+  namespace: e2e
+spec:
+  host: ext.e2e.test
+  to:
+    kind: Service
+    name: one
+  tls:
+    termination: edge
+    externalCertificate:
+      name: ext-tls
+`
+	pub := func(certPEM, keyPEM string) {
+		b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+		secret := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: ext-tls\n  namespace: e2e\ntype: kubernetes.io/tls\ndata:\n  tls.crt: %s\n  tls.key: %s\n",
+			b64(certPEM), b64(keyPEM))
+		must(t, w.Publish(files(
+			"router.yaml", r.routerConfig(""),
+			"routes.yaml", route,
+			"secret.yaml", secret,
+			"endpoints.yaml", endpointsYAML("one", one),
+		)))
+	}
+	c1, k1 := makeCert(t, "ext.e2e.test", 3003)
+	pub(c1, k1)
+	r.start("atomic")
+	r.eventually(20*time.Second, "the Secret's certificate served", func() error { return servedSerial(r, "ext.e2e.test", 3003) })
+	before := r.reloads()
+	c2, k2 := makeCert(t, "ext.e2e.test", 4004)
+	pub(c2, k2)
+	r.eventually(20*time.Second, "the rotated Secret's certificate served", func() error { return servedSerial(r, "ext.e2e.test", 4004) })
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("rotating the Secret caused %d reloads, want 0", got)
+	}
+}
