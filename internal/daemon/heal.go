@@ -153,7 +153,7 @@ func (d *Daemon) heal(ctx context.Context) {
 		}
 		d.healing.renamed = true
 	}
-	d.rebind(ctx, "heal: "+reason)
+	d.rebind(ctx, reason)
 }
 
 // renameLost gives each admin or hop socket among missing, or in the run
@@ -193,7 +193,7 @@ func (d *Daemon) rebind(ctx context.Context, reason string) {
 		return
 	}
 	d.desired = next
-	d.throttle.request(reason)
+	d.throttle.request(plan.Reason{Kind: plan.KindHeal, Subject: reason})
 	d.reload(ctx)
 	if d.throttle.pending {
 		// reload recorded why and asked again.
