@@ -274,9 +274,10 @@ func (w *walker) meta(k, v *yaml.Node, meta *ObjectMeta) {
 	}
 }
 
-// finish completes an object: defaults the namespace, requires a name and
-// builds its Source. Diagnostics since start are tagged with the route.
-func (w *walker) finish(m *yaml.Node, meta *ObjectMeta, start int, isRoute bool) Source {
+// finish completes an object: defaults the namespace, requires a name
+// (once: not when a diagnostic since start already named it) and builds
+// its Source.
+func (w *walker) finish(m *yaml.Node, meta *ObjectMeta, start int) Source {
 	if meta.Namespace == "" {
 		meta.Namespace = defaultNamespace
 	}
@@ -319,7 +320,7 @@ func (w *walker) route(m *yaml.Node) {
 	if r.Spec.WildcardPolicy == "" {
 		r.Spec.WildcardPolicy = WildcardPolicyNone
 	}
-	r.Source = w.finish(m, &r.Meta, start, true)
+	r.Source = w.finish(m, &r.Meta, start)
 	w.objs.Routes = append(w.objs.Routes, r)
 }
 
@@ -504,7 +505,7 @@ func (w *walker) secret(m *yaml.Node) {
 			w.unknownField(k, key)
 		}
 	})
-	sec.Source = w.finish(m, &sec.Meta, start, false)
+	sec.Source = w.finish(m, &sec.Meta, start)
 	w.objs.Secrets = append(w.objs.Secrets, sec)
 }
 
@@ -529,7 +530,7 @@ func (w *walker) endpoints(m *yaml.Node) {
 			w.unknownField(k, key)
 		}
 	})
-	e.Source = w.finish(m, &e.Meta, start, false)
+	e.Source = w.finish(m, &e.Meta, start)
 	w.objs.Endpoints = append(w.objs.Endpoints, e)
 }
 
@@ -649,7 +650,7 @@ func (w *walker) endpointSlice(m *yaml.Node) {
 			w.unknownField(k, key)
 		}
 	})
-	s.Source = w.finish(m, &s.Meta, start, false)
+	s.Source = w.finish(m, &s.Meta, start)
 	w.objs.EndpointSlices = append(w.objs.EndpointSlices, s)
 }
 
@@ -702,7 +703,7 @@ func (w *walker) routerConfig(m *yaml.Node) {
 			w.unknownField(k, key)
 		}
 	})
-	rc.Source = w.finish(m, &rc.Meta, start, false)
+	rc.Source = w.finish(m, &rc.Meta, start)
 	w.objs.RouterConfigs = append(w.objs.RouterConfigs, rc)
 }
 

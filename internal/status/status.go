@@ -24,7 +24,8 @@ type Status struct {
 
 	// Generation counts applied configurations, starting at 1.
 	Generation uint64 `json:"generation"`
-	// ConfigHash is the content hash of the bundle HAProxy runs.
+	// ConfigHash is the content hash of the config-dir snapshot whose
+	// generation HAProxy runs (not of the rendered bundle).
 	ConfigHash string    `json:"configHash,omitempty"`
 	AppliedAt  time.Time `json:"appliedAt,omitzero"`
 
