@@ -79,16 +79,6 @@ func Listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve listens on addr and serves h until ctx is done, then shuts down
-// gracefully. It returns at once with an error when the address is in use.
-func Serve(ctx context.Context, addr string, h http.Handler) error {
-	ln, err := Listen(addr)
-	if err != nil {
-		return err
-	}
-	return ServeListener(ctx, ln, h)
-}
-
 // shutdownGrace bounds how long in-flight requests may take at shutdown.
 const shutdownGrace = 5 * time.Second
 

@@ -471,3 +471,13 @@ func TestStatusJSONNames(t *testing.T) {
 		t.Errorf("empty status shows lastError or deletionGuard: %s", body)
 	}
 }
+
+// Serve listens on addr and serves h until ctx is done (Listen, then
+// ServeListener: what the daemon does, in one call for tests).
+func Serve(ctx context.Context, addr string, h http.Handler) error {
+	ln, err := Listen(addr)
+	if err != nil {
+		return err
+	}
+	return ServeListener(ctx, ln, h)
+}
