@@ -73,22 +73,11 @@ func (d *Daemon) serveRestored(ctx context.Context) error {
 	snap := &snapshot.Snapshot{Root: "saved last good state", Files: sv.files, Hash: "saved:" + contentHash([]byte(h.String()))}
 	res := d.loader.Evaluate(sv.files)
 	d.reportInput(res)
-	material, err := d.resolveMaterial(res.Desired.Router)
+	gen, err := d.generationOf(res, snap, sv.files)
 	if err != nil {
 		d.recordError(err)
 		return nil
 	}
-	desired, err := d.fitted(res.Desired)
-	if err != nil {
-		d.recordError(err)
-		return nil
-	}
-	pool := d.bindPool(desired, d.renderInput(desired, d.live.path, renderEnv{material: material}), false)
-	next, err := d.prepare(desired, d.live.path, renderEnv{material: material, spares: pool.spares})
-	if err != nil {
-		d.recordError(err)
-		return nil
-	}
-	_, err = d.advance(ctx, generation{state: next, result: res, snap: snap, files: sv.files, material: material, pool: pool})
+	_, err = d.advance(ctx, gen)
 	return err
 }

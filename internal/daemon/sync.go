@@ -57,18 +57,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			return nil
 		}
 		loaded := time.Now()
-		material, err := d.resolveMaterial(res.Desired.Router)
-		if err != nil {
-			d.recordError(err)
-			return nil
-		}
-		desired, err := d.fitted(res.Desired)
-		if err != nil {
-			d.recordError(err)
-			return nil
-		}
-		pool := d.bindPool(desired, d.renderInput(desired, d.live.path, renderEnv{material: material}), d.refill)
-		next, err := d.prepare(desired, d.live.path, renderEnv{material: material, spares: pool.spares})
+		gen, err := d.generationOf(res, snap, files)
 		if err != nil {
 			d.recordError(err)
 			return nil
@@ -76,11 +65,10 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		d.log.Debug("snapshot prepared", "files", len(snap.Files), "attempts", snap.Attempts,
 			"read", read.Sub(began), "load", loaded.Sub(read), "render", time.Since(loaded))
 		d.lastHash = snap.Hash
-		if d.holdDeletion(snap, next) {
+		if d.holdDeletion(snap, gen.state) {
 			d.lastHash = "" // read again when the guard's timer fires
 			return nil
 		}
-		gen := generation{state: next, result: res, snap: snap, files: files, material: material, pool: pool}
 		refused, err := d.advance(ctx, gen)
 		if err != nil {
 			return err
@@ -98,6 +86,25 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			d.log.Error("route refused by haproxy", "route", c.key.String(), "err", c.msg)
 		}
 	}
+}
+
+// generationOf renders an evaluated snapshot: the TLS material it names
+// (or the last good), the descriptor budget, the pool's bindings.
+func (d *Daemon) generationOf(res model.Result, snap *snapshot.Snapshot, files []model.SourceFile) (generation, error) {
+	material, err := d.resolveMaterial(res.Desired.Router)
+	if err != nil {
+		return generation{}, err
+	}
+	desired, err := d.fitted(res.Desired)
+	if err != nil {
+		return generation{}, err
+	}
+	pool := d.bindPool(desired, d.renderInput(desired, d.live.path, renderEnv{material: material}), d.refill)
+	next, err := d.prepare(desired, d.live.path, renderEnv{material: material, spares: pool.spares})
+	if err != nil {
+		return generation{}, err
+	}
+	return generation{state: next, result: res, snap: snap, files: files, material: material, pool: pool}, nil
 }
 
 // maxCulpritRounds bounds how often one sync splits a refused generation:
