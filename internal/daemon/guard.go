@@ -93,8 +93,10 @@ func droppedRoutes(prev, cur []model.AdmittedRoute) (int, string) {
 	j := 0
 	for i := range prev {
 		p := &prev[i]
-		for j < len(cur) && compareKey(cur[j].Key, p.Key) < 0 {
-			j++
+		if j >= len(cur) || cur[j].Key != p.Key { // equal keys, the usual case, are cheap
+			for j < len(cur) && compareKey(cur[j].Key, p.Key) < 0 {
+				j++
+			}
 		}
 		if j == len(cur) || cur[j].Key != p.Key {
 			drop(p)
@@ -103,6 +105,7 @@ func droppedRoutes(prev, cur []model.AdmittedRoute) (int, string) {
 		if servers(p) > 0 && servers(&cur[j]) == 0 {
 			drop(p)
 		}
+		j++
 	}
 	out := strings.Join(names, ",")
 	if n > len(names) {

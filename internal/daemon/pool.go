@@ -152,6 +152,12 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 			r.Slot = slot
 			continue
 		}
+		// Both sides are in key order and mostly the same routes: equal
+		// keys (cheap to compare) first.
+		if j < len(prev) && prev[j].Key == r.Key {
+			j++
+			continue
+		}
 		for j < len(prev) && compareKey(prev[j].Key, r.Key) < 0 {
 			j++
 		}
@@ -187,6 +193,10 @@ func (st poolState) retire(prev []model.AdmittedRoute, desired *model.Desired, i
 	var add []model.AdmittedRoute
 	for i := range prev {
 		p := &prev[i]
+		if j < len(cur) && cur[j].Key == p.Key {
+			j++
+			continue
+		}
 		for j < len(cur) && compareKey(cur[j].Key, p.Key) < 0 {
 			j++
 		}
