@@ -4,15 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/haroute/haroute/internal/model"
-	"github.com/haroute/haroute/internal/testutil"
 )
 
 // Tests of the whole pipeline on hostile input: Route documents go through
@@ -195,7 +190,7 @@ func pipeline(t *testing.T, tc testCerts, docs []routeDoc) model.Result {
 		t.Fatalf("the model admitted what render refuses: %v", err)
 	}
 	checkMapLines(t, b)
-	haproxyCheckBatch(t, in)
+	haproxyCheck(t, in)
 	return res
 }
 
@@ -213,47 +208,6 @@ func checkMapLines(t testing.TB, b *Bundle) {
 		}
 	}
 }
-
-// haproxyCheckBatch is haproxyCheck that, when HAProxy refuses the config,
-// shows the lines it names, so the route at fault can be found in a
-// config of many.
-func haproxyCheckBatch(t *testing.T, in Input) {
-	t.Helper()
-	bin := testutil.HAProxy(t)
-	// Not t.TempDir: fuzz seeds are named "seed#N", and '#' is no
-	// character for a bundle dir.
-	tmp, err := os.MkdirTemp("", "hr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
-	in.Dir, in.RunDir = tmp+"/b", tmp+"/r"
-	b, err := Render(in)
-	if err != nil {
-		t.Fatalf("Render with real paths: %v", err)
-	}
-	writeBundle(t, in.Dir, b)
-	if err := os.MkdirAll(in.RunDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(in.Dir, ConfigFile)
-	out, err := exec.Command(bin, "-c", "-f", cfg).CombinedOutput()
-	if err == nil && !bytes.Contains(out, []byte("[WARNING]")) && !bytes.Contains(out, []byte("[ALERT]")) {
-		return
-	}
-	t.Errorf("haproxy -c: %v\n%s", err, out)
-	lines := strings.Split(string(b.File(ConfigFile).Bytes()), "\n")
-	for _, m := range cfgLineRef.FindAllStringSubmatch(string(out), 20) {
-		var n int
-		fmt.Sscan(m[1], &n)
-		if n >= 1 && n <= len(lines) {
-			t.Errorf("haproxy.cfg:%d: %.300q", n, lines[n-1])
-		}
-	}
-}
-
-// cfgLineRef finds the haproxy.cfg lines HAProxy's messages name.
-var cfgLineRef = regexp.MustCompile(`haproxy\.cfg:(\d+)\]`)
 
 // TestHostileValues renders routes carrying each hostile value through
 // the real loader and haproxy -c, and pins what validation does with each:
