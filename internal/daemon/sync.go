@@ -99,12 +99,22 @@ func (d *Daemon) generationOf(res model.Result, snap *snapshot.Snapshot, files [
 	if err != nil {
 		return generation{}, err
 	}
-	pool := d.bindPool(desired, d.renderInput(desired, d.live.path, renderEnv{material: material}), d.refill)
-	next, err := d.prepare(desired, d.live.path, renderEnv{material: material, spares: pool.spares})
+	gen := generation{result: res, snap: snap, files: files, material: material}
+	return d.withPool(gen, desired, d.refill)
+}
+
+// withPool binds desired's new routes to the pool (topping it up with
+// refill) and renders it as gen's state.
+func (d *Daemon) withPool(gen generation, desired *model.Desired, refill bool) (generation, error) {
+	env := renderEnv{material: gen.material}
+	gen.pool = d.bindPool(desired, d.renderInput(desired, d.live.path, env), refill)
+	env.spares = gen.pool.spares
+	next, err := d.prepare(desired, d.live.path, env)
 	if err != nil {
-		return generation{}, err
+		return gen, err
 	}
-	return generation{state: next, result: res, snap: snap, files: files, material: material, pool: pool}, nil
+	gen.state = next
+	return gen, nil
 }
 
 // maxCulpritRounds bounds how often one sync splits a refused generation:
@@ -143,7 +153,7 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 	p := plan.Compute(base, next)
 	if p.Reload && gen.pool.low(next.Desired) {
 		// A reload anyway: top the pool up with it.
-		if g, err := d.withRefill(gen); err == nil {
+		if g, err := d.withPool(gen, next.Desired, true); err == nil {
 			gen, next = g, g.state
 			p = plan.Compute(base, next)
 		}
@@ -322,20 +332,6 @@ func (d *Daemon) prepare(desired *model.Desired, dir string, env renderEnv) (pla
 		return plan.State{}, fmt.Errorf("render: %w", err)
 	}
 	return plan.State{Desired: desired, Bundle: b, Input: in}, nil
-}
-
-// withRefill is gen with the pool topped up.
-func (d *Daemon) withRefill(gen generation) (generation, error) {
-	desired := gen.state.Desired
-	env := renderEnv{material: gen.material}
-	gen.pool = d.bindPool(desired, d.renderInput(desired, d.live.path, env), true)
-	env.spares = gen.pool.spares
-	next, err := d.prepare(desired, d.live.path, env)
-	if err != nil {
-		return gen, err
-	}
-	gen.state = next
-	return gen, nil
 }
 
 // refillPool tops a low pool up with a reload of its own, once changes

@@ -156,3 +156,25 @@ func TestRouterConfigVanishedKeepsSettings(t *testing.T) {
 		t.Fatalf("no warning: %v", res.Diagnostics)
 	}
 }
+
+// A RouterConfig that does not decode holds a cold start back (no ports
+// are guessed); a broken Route file that only mentions the word does not.
+func TestRouterUnsettled(t *testing.T) {
+	route := SourceFile{Path: "r.yaml", Data: []byte(routeYAML("app", "a.example.test"))}
+	for _, tc := range []struct {
+		name string
+		data string
+		want bool
+	}{
+		{"broken RouterConfig", "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nspec: {bindOptions: [\n", true},
+		{"broken JSON RouterConfig", `{"kind": "RouterConfig", "spec": {`, true},
+		{"broken route mentioning it", "# see the RouterConfig\napiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: [x\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := NewLoader().Evaluate([]SourceFile{route, {Path: "b.yaml", Data: []byte(tc.data)}})
+			if res.RouterUnsettled != tc.want {
+				t.Fatalf("RouterUnsettled = %v, want %v", res.RouterUnsettled, tc.want)
+			}
+		})
+	}
+}

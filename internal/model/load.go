@@ -1,9 +1,9 @@
 package model
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"regexp"
 	"slices"
 
 	"github.com/haroute/haroute/internal/parallel"
@@ -30,6 +30,11 @@ type Result struct {
 	// of better, and a router must not start listening on them.
 	RouterUnsettled bool
 }
+
+// routerConfigKind finds a `kind: RouterConfig` line (YAML or JSON) in a
+// file that failed to decode: the word alone, in a comment or a value of a
+// broken Route file, must not hold a cold start back.
+var routerConfigKind = regexp.MustCompile(`(?m)^[\s{,]*"?kind"?\s*:\s*["']?RouterConfig\b`)
 
 // routerUnsettled reports whether a RouterConfig is present in the tree but
 // unusable.
@@ -233,7 +238,7 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 		st.hash, st.diags, st.failed = hashes[i], r.diags, r.failed
 		// A broken file that names the RouterConfig kind may be the
 		// router's settings: see Result.RouterUnsettled.
-		st.mayConfigure = r.failed && bytes.Contains(changed[i].Data, []byte("RouterConfig"))
+		st.mayConfigure = r.failed && routerConfigKind.Match(changed[i].Data)
 		if !r.failed {
 			objs := r.objs
 			st.good = &objs
