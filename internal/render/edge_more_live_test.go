@@ -43,7 +43,7 @@ func rawRequestTo(t *testing.T, host string, port int, req string) string {
 // router answers on both, on every listener.
 func TestLiveBindAddresses(t *testing.T) {
 	if ln, err := net.Listen("tcp", "[::1]:0"); err != nil {
-		t.Skipf("no IPv6 loopback: %v", err)
+		testutil.Skip(t, "no IPv6 loopback: %v", err)
 	} else {
 		ln.Close()
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 )
 
@@ -101,7 +102,7 @@ func TestReadRefusesDevice(t *testing.T) {
 	write(t, dir, map[string]string{"a.yaml": "a"})
 	// 1:3 is /dev/null's device number on Linux.
 	if err := syscall.Mknod(filepath.Join(dir, "null.yaml"), syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
-		t.Skipf("mknod: %v", err)
+		testutil.Skip(t, "mknod: %v", err)
 	}
 	symlink(t, "null.yaml", filepath.Join(dir, "to-null.yaml"))
 	s, err := readPromptly(t, &Reader{}, dir, ModePlain)

@@ -581,7 +581,7 @@ func (c *chaos) report(tr *chaosTraffic) {
 		}
 		t.Run(string(k), func(t *testing.T) {
 			if k != noFault && injected[k] == 0 {
-				t.Skipf("not injected in %d faults; run longer", len(c.windows))
+				testutil.Skip(t, "not injected in %d faults; run longer", len(c.windows))
 			}
 			if failedStable[k] == 0 {
 				return
