@@ -32,11 +32,23 @@ type deletionGuard struct {
 
 // holdDeletion reports whether next must wait, and arranges the second
 // read when it does.
+//
+// At start, before anything was accepted, the saved last good state is
+// the baseline: a directory found empty while haroute was down is held
+// too (and the saved state served meanwhile; see sync).
 func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) bool {
-	if d.desired.Desired == nil || d.opts.DeletionQuiet < 0 {
+	if d.opts.DeletionQuiet < 0 {
 		return false
 	}
-	prev := d.desired.Desired.Routes
+	var prev []model.AdmittedRoute
+	switch {
+	case d.desired.Desired != nil:
+		prev = d.desired.Desired.Routes
+	case d.restored != nil:
+		prev = d.restored.routes
+	default:
+		return false
+	}
 	dropped, names := droppedRoutes(prev, next.Desired.Routes)
 	if dropped == 0 || !d.guarded(snap.Mode, dropped, len(prev)) {
 		d.releaseGuard()

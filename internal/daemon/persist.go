@@ -61,6 +61,9 @@ type savedEntry struct {
 type saved struct {
 	files, anchors []model.SourceFile
 	material       *certgen.Material
+	// routes are what the saved state admits: what a first generation
+	// read at start is compared with by the deletion guard.
+	routes []model.AdmittedRoute
 }
 
 // saveRequest is one state to save: the files as accepted, the anchors
@@ -385,7 +388,7 @@ func (d *Daemon) restore() {
 		}
 		d.loader.Load(first)
 	}
-	d.loader.Load(sv.files)
+	sv.routes = d.loader.Load(sv.files).Desired.Routes
 	for _, f := range sv.files {
 		d.lastFiles[f.Path] = f
 		if _, ok := d.anchors[f.Path]; !ok && !d.loader.Failed(f.Path) {

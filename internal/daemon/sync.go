@@ -67,6 +67,10 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		d.lastHash = snap.Hash
 		if d.holdDeletion(snap, gen.state) {
 			d.lastHash = "" // read again when the guard's timer fires
+			if d.applied.Desired == nil && d.restored != nil {
+				// Held at start: serve the saved state meanwhile.
+				return d.serveRestored(ctx)
+			}
 			return nil
 		}
 		refused, err := d.advance(ctx, gen)

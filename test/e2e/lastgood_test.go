@@ -263,3 +263,33 @@ func TestRefusedGenerationBehindThrottledReload(t *testing.T) {
 		t.Fatalf("status names hash %s generation %d; HAProxy runs %s generation %d", st.ConfigHash, st.Generation, last.Snapshot.Hash, last.Generation)
 	}
 }
+
+// A directory found empty at start (the volume torn down while haroute
+// was down) is held by the deletion guard like one emptied while running:
+// the saved state serves meanwhile, and the empty generation applies only
+// once it has stayed so for the quiet period.
+func TestStartOverEmptiedDirectoryServesSaved(t *testing.T) {
+	r := newRouter(t)
+	r.deletionQuiet = 3 * time.Second
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(twoRoutes(r, one, two, "a.e2e.test")))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	time.Sleep(1500 * time.Millisecond) // the save runs off the loop, at most once a second
+	r.stop()
+
+	must(t, w.Publish(files("README", "nothing here")))
+	r.store = &status.Store{}
+	r.start("atomic")
+	r.keepsServing("a.e2e.test", "one", 5, "started over an emptied directory")
+	if r.store.Get().DeletionGuard == nil {
+		t.Fatal("no deletion guard in status at start over an emptied directory")
+	}
+	r.eventually(20*time.Second, "emptied directory applied after the quiet period", func() error {
+		if _, err := r.get("a.e2e.test", "/"); err == nil {
+			return fmt.Errorf("a.e2e.test still served")
+		}
+		return nil
+	})
+}
