@@ -106,7 +106,7 @@ func droppedRoutes(prev, cur []model.AdmittedRoute) (int, string) {
 	for i := range prev {
 		p := &prev[i]
 		if j >= len(cur) || cur[j].Key != p.Key { // equal keys, the usual case, are cheap
-			for j < len(cur) && compareKey(cur[j].Key, p.Key) < 0 {
+			for j < len(cur) && cur[j].Key.Compare(p.Key) < 0 {
 				j++
 			}
 		}
@@ -132,11 +132,4 @@ func servers(r *model.AdmittedRoute) int {
 		n += len(s.Servers)
 	}
 	return n
-}
-
-func compareKey(a, b model.RouteKey) int {
-	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Name, b.Name)
 }

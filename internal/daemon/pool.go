@@ -158,7 +158,7 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 			j++
 			continue
 		}
-		for j < len(prev) && compareKey(prev[j].Key, r.Key) < 0 {
+		for j < len(prev) && prev[j].Key.Compare(r.Key) < 0 {
 			j++
 		}
 		isNew := j == len(prev) || prev[j].Key != r.Key
@@ -197,7 +197,7 @@ func (st poolState) retire(prev []model.AdmittedRoute, desired *model.Desired, i
 			j++
 			continue
 		}
-		for j < len(cur) && compareKey(cur[j].Key, p.Key) < 0 {
+		for j < len(cur) && cur[j].Key.Compare(p.Key) < 0 {
 			j++
 		}
 		if (j < len(cur) && cur[j].Key == p.Key) || p.Slot != "" || !poolable(p) {

@@ -209,6 +209,15 @@ type RouteKey struct {
 
 func (k RouteKey) String() string { return k.Namespace + "/" + k.Name }
 
+// Compare orders keys by namespace, then name: the order admission gives
+// routes in.
+func (k RouteKey) Compare(o RouteKey) int {
+	if c := strings.Compare(k.Namespace, o.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(k.Name, o.Name)
+}
+
 // BackendName is the HAProxy backend of one route, e.g. "be_http:ns:name".
 type BackendName string
 

@@ -3,7 +3,6 @@ package model
 import (
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // Last good, per object (DESIGN §7). A file that fails to parse keeps its
@@ -94,7 +93,7 @@ func (lg *lastGood) find(key RouteKey) (servedRoute, bool) {
 		return servedRoute{}, false
 	}
 	i, ok := slices.BinarySearchFunc(lg.byKey, key, func(r *Route, k RouteKey) int {
-		return compareRouteKeys(RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}, k)
+		return RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}.Compare(k)
 	})
 	if !ok {
 		return servedRoute{}, false
@@ -120,13 +119,6 @@ func selects(s *Settings, r *Route) bool {
 		return false
 	}
 	return s.RouteSelector.Matches(r.Meta.Labels)
-}
-
-func compareRouteKeys(a, b RouteKey) int {
-	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Name, b.Name)
 }
 
 // substitute is a rejected route and the last good version that replaces

@@ -33,7 +33,7 @@ func TestPoolBindAndUnbindAreRuntime(t *testing.T) {
 	r.Slot = slot
 	r.Backend = model.SpareRoute(model.TerminationNone, false, slot, &bound.Router).Backend // as admission defaults it
 	bound.Routes = append(bound.Routes, r)
-	slices.SortFunc(bound.Routes, func(a, b model.AdmittedRoute) int { return compareKeys(a.Key, b.Key) })
+	slices.SortFunc(bound.Routes, func(a, b model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
 	desired := withSpares(t, bound, slot)
 	if !bytes.Equal(applied.Bundle.Skeleton, desired.Bundle.Skeleton) {
 		t.Fatal("binding a route to a spare changed the skeleton")

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,7 +17,7 @@ func (d *differ) routes() {
 	i, j := 0, 0
 	for i < len(olds) || j < len(news) {
 		switch {
-		case j == len(news) || (i < len(olds) && compareKeys(olds[i].Key, news[j].Key) < 0):
+		case j == len(news) || (i < len(olds) && olds[i].Key.Compare(news[j].Key) < 0):
 			if spare := d.spare(d.desired, &d.desiredSpares, olds[i].BackendName()); spare != nil {
 				// Its backend goes back to the pool: servers drained, map
 				// entries removed, at runtime.
@@ -28,7 +27,7 @@ func (d *differ) routes() {
 				d.add(Change{Mode: ModeReload, Kind: KindRouteDeleted, Subject: olds[i].Key.String()})
 			}
 			i++
-		case i == len(olds) || compareKeys(olds[i].Key, news[j].Key) > 0:
+		case i == len(olds) || olds[i].Key.Compare(news[j].Key) > 0:
 			if spare := d.spare(d.applied, &d.appliedSpares, news[j].Slot); spare != nil {
 				// Bound to a spare the running HAProxy has: servers and
 				// map entries added at runtime.
@@ -47,25 +46,18 @@ func (d *differ) routes() {
 	}
 }
 
-func compareKeys(a, b model.RouteKey) int {
-	if c := cmp.Compare(a.Namespace, b.Namespace); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Name, b.Name)
-}
-
 // sortedRoutes returns routes ordered by key. Desired promises that order;
 // a copy is sorted only when the promise was broken.
 func sortedRoutes(rs []model.AdmittedRoute) []model.AdmittedRoute {
 	sorted := true
 	for i := 1; i < len(rs) && sorted; i++ {
-		sorted = compareKeys(rs[i-1].Key, rs[i].Key) <= 0
+		sorted = rs[i-1].Key.Compare(rs[i].Key) <= 0
 	}
 	if sorted {
 		return rs
 	}
 	out := slices.Clone(rs)
-	slices.SortStableFunc(out, func(a, b model.AdmittedRoute) int { return compareKeys(a.Key, b.Key) })
+	slices.SortStableFunc(out, func(a, b model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
 	return out
 }
 
