@@ -278,10 +278,7 @@ func cloneOr[K comparable, V any](m map[K]V) map[K]V {
 // topUp returns st with each class in use holding its target of free
 // spares.
 func (st poolState) topUp(desired *model.Desired) poolState {
-	routes := map[spareClass]int{}
-	for i := range desired.Routes {
-		routes[classOf(&desired.Routes[i])]++
-	}
+	routes := routesByClass(desired)
 	free := st.freeCounts()
 	var add []model.AdmittedRoute
 	for _, c := range poolClasses {
@@ -303,10 +300,7 @@ func (st poolState) low(desired *model.Desired) bool {
 	if desired == nil || !desired.Router.DynamicConfigManager {
 		return false
 	}
-	routes := map[spareClass]int{}
-	for i := range desired.Routes {
-		routes[classOf(&desired.Routes[i])]++
-	}
+	routes := routesByClass(desired)
 	free := st.freeCounts()
 	for _, c := range poolClasses {
 		if free[c] < max(1, poolTarget(routes[c])/4) {
@@ -314,6 +308,15 @@ func (st poolState) low(desired *model.Desired) bool {
 		}
 	}
 	return false
+}
+
+// routesByClass counts desired's routes by the class of spare they bind to.
+func routesByClass(desired *model.Desired) map[spareClass]int {
+	routes := map[spareClass]int{}
+	for i := range desired.Routes {
+		routes[classOf(&desired.Routes[i])]++
+	}
+	return routes
 }
 
 // freeCounts counts the spares free to bind, by class.
