@@ -150,18 +150,14 @@ func withSubstitutes(objs Objects, m *memos, subs []substitute) (Objects, *memos
 	for _, s := range subs {
 		byRoute[s.bad.route] = s.good
 	}
-	routes := make([]Route, len(objs.Routes))
+	routes := slices.Clone(objs.Routes)
 	var m2 *memos
 	if m != nil {
 		cp := *m
-		cp.routes = make([]*routeMemo, len(m.routes))
+		cp.routes = slices.Clone(m.routes)
 		m2 = &cp
 	}
 	for i := range objs.Routes {
-		routes[i] = objs.Routes[i]
-		if m2 != nil {
-			m2.routes[i] = m.routes[i]
-		}
 		// Admission may have copied a route to default its namespace, so
 		// match by position as well as by address.
 		g, ok := byRoute[&objs.Routes[i]]
