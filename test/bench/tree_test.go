@@ -36,11 +36,13 @@ type tree struct {
 	// spare backend of the pool has: adding one takes a reload. removed
 	// are routes deleted from the tree.
 	timeouts, removed map[int]bool
+	// hosts are routes moved to another host name (moveHost).
+	hosts map[int]string
 }
 
 func newTree(namespace string, routes int, eps func(i int) []endpoint) *tree {
 	t := &tree{namespace: namespace, routeFiles: map[int][]byte{}, epFiles: map[int][]byte{},
-		timeouts: map[int]bool{}, removed: map[int]bool{}}
+		timeouts: map[int]bool{}, removed: map[int]bool{}, hosts: map[int]string{}}
 	for i := range routes {
 		t.eps = append(t.eps, eps(i))
 	}
@@ -76,6 +78,20 @@ func (t *tree) addReloadingRoute(eps []endpoint) int {
 	i := t.addRoute(eps)
 	t.timeouts[i] = true
 	return i
+}
+
+// moveHost gives route i the host name host.
+func (t *tree) moveHost(i int, host string) {
+	t.hosts[i] = host
+	delete(t.routeFiles, i/perFile)
+}
+
+// host is route i's host name.
+func (t *tree) host(i int) string {
+	if h, ok := t.hosts[i]; ok {
+		return h
+	}
+	return hostName(i)
 }
 
 // removeRoute deletes route i (its service's endpoints stay).
@@ -139,7 +155,7 @@ spec:
     weight: 100
   port:
     targetPort: http
-`, routeName(i), t.namespace, annotations, serviceName(i), hostName(i), serviceName(i))
+`, routeName(i), t.namespace, annotations, serviceName(i), t.host(i), serviceName(i))
 		if t.edgeEvery > 0 && i%t.edgeEvery == 0 {
 			b.WriteString("  tls:\n    termination: edge\n    insecureEdgeTerminationPolicy: Redirect\n")
 		}
