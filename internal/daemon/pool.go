@@ -36,6 +36,9 @@ type poolState struct {
 	// settings are what the spares were made under.
 	settings model.Settings
 	seq      int // the last slot number used
+	// demand counts, by class, the spares bound since the last top-up:
+	// the size of the burst the pool last had to absorb.
+	demand map[spareClass]int
 }
 
 // poolQuiet is how long no change may arrive before a low pool is topped
@@ -251,6 +254,8 @@ func (st poolState) bind(key model.RouteKey, k int) poolState {
 	st.bound, st.used = cloneOr(st.bound), cloneOr(st.used)
 	st.bound[key] = slot
 	st.used[slot] = true
+	st.demand = cloneOr(st.demand)
+	st.demand[classOf(&st.spares[k])]++
 	if st.draining[slot] {
 		st.draining = maps.Clone(st.draining)
 		delete(st.draining, slot)
@@ -276,13 +281,19 @@ func cloneOr[K comparable, V any](m map[K]V) map[K]V {
 }
 
 // topUp returns st with each class in use holding its target of free
-// spares.
+// spares, or twice the spares bound since the last top-up when that is
+// more: a burst of new routes that emptied the pool (and so cost a
+// reload) finds a pool sized for it the next time, instead of one reload
+// per poolTarget routes. A class never keeps more spares than it has
+// routes beyond its target, which bounds HAProxy's memory (about 12 kB a
+// spare, BENCHMARKS.md figure 12).
 func (st poolState) topUp(desired *model.Desired) poolState {
 	routes := routesByClass(desired)
 	free := st.freeCounts()
 	var add []model.AdmittedRoute
 	for _, c := range poolClasses {
-		for n := free[c]; n < poolTarget(routes[c]); n++ {
+		want := max(poolTarget(routes[c]), min(2*st.demand[c], routes[c]))
+		for n := free[c]; n < want; n++ {
 			st.seq++
 			slot := model.BackendName(fmt.Sprintf("be_pool:%s:%d", poolClass(c), st.seq))
 			add = append(add, model.SpareRoute(c.t, c.allow, slot, &desired.Router))
@@ -291,6 +302,7 @@ func (st poolState) topUp(desired *model.Desired) poolState {
 	if len(add) > 0 {
 		st.spares = append(slices.Clone(st.spares), add...)
 	}
+	st.demand = nil
 	return st
 }
 

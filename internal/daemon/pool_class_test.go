@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/haroute/haroute/internal/model"
@@ -27,5 +28,52 @@ func TestAllowRoutesHaveTheirOwnSpares(t *testing.T) {
 		if got, want := poolClass(classOf(&route)), string(term)+"-allow"; got != want {
 			t.Errorf("class %q, want %q", got, want)
 		}
+	}
+}
+
+// A burst that binds more spares than the pool keeps leaves the next
+// top-up sized for it (twice the burst), within the class's route count,
+// so a second burst like it needs no reload; the demand then starts over.
+func TestTopUpGrowsWithDemand(t *testing.T) {
+	s := model.DefaultSettings()
+	s.DynamicConfigManager = true
+	desired := func(n int) *model.Desired {
+		d := &model.Desired{Router: s}
+		for i := range n {
+			r := model.SpareRoute(model.TerminationNone, false, "x", &s)
+			r.Key, r.Slot = model.RouteKey{Namespace: "ns", Name: fmt.Sprint("r", i)}, ""
+			d.Routes = append(d.Routes, r)
+		}
+		return d
+	}
+	http := spareClass{t: model.TerminationNone}
+	st := poolState{settings: s}.topUp(desired(100))
+	if got := st.freeCounts()[http]; got != 16 {
+		t.Fatalf("%d free http spares at 100 routes, want poolTarget's 16", got)
+	}
+	bindAll := func(st poolState, from int) poolState {
+		for k := range st.spares {
+			if classOf(&st.spares[k]) == http && !st.used[st.spares[k].Slot] {
+				st = st.bind(model.RouteKey{Namespace: "ns", Name: fmt.Sprint("new", from, "-", k)}, k)
+			}
+		}
+		return st
+	}
+	st = bindAll(st, 0)
+	if got := st.demand[http]; got != 16 {
+		t.Fatalf("demand %d after binding 16 spares, want 16", got)
+	}
+	st = st.topUp(desired(116))
+	if got := st.freeCounts()[http]; got != 32 {
+		t.Errorf("%d free http spares after a burst of 16, want 32", got)
+	}
+	if len(st.demand) != 0 {
+		t.Errorf("demand %v after a top-up, want none", st.demand)
+	}
+	// The bound is the class's route count: a burst of 16 into a class
+	// of 10 routes keeps poolTarget's 16, not 32.
+	st = bindAll(poolState{settings: s}.topUp(desired(10)), 1)
+	if got := st.topUp(desired(10)).freeCounts()[http]; got != 16 {
+		t.Errorf("%d free http spares for 10 routes after a burst of 16, want 16", got)
 	}
 }
