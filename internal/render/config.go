@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"net"
 	"slices"
 	"sort"
 	"strconv"
@@ -132,16 +133,17 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	} else {
 		// HTTPS on another port: the Location names it, or the
 		// redirect would lead nowhere.
-		w.line("  http-request redirect location https://%[var(txn.host)]:", strconv.Itoa(s.HTTPSPort),
+		w.line("  http-request redirect location https://%[", routingHost, "]:", strconv.Itoa(s.HTTPSPort),
 			"%[capture.req.uri] code 302 if { var(txn.be) -m str ", RedirectValue, " }")
 	}
 	notFound(w, in)
-	w.line("  use_backend %[var(txn.be)] if { var(txn.be) -m found }")
+	useBackend(w)
 	w.line("")
 
 	w.line("frontend public_ssl from ", baseDefaults)
 	binds(w, &s, s.HTTPSPort, acceptProxy(&s))
 	w.line("  mode tcp")
+	noTrafficLog(w, &s)
 	w.line("  tcp-request inspect-delay ", duration(s.TLSInspectDelay))
 	w.line("  tcp-request content set-var(txn.sni) req_ssl_sni,lower if { req_ssl_hello_type 1 }")
 	w.line("  tcp-request content set-var(txn.be) var(txn.sni),map_str(", in.Dir, "/", SNIPassthroughMap, ") if { var(txn.sni) -m found }")
@@ -194,7 +196,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", in.Dir, "/", HTTPSMap, ")")
 	wildcardLookup(w, in.Dir+"/"+HTTPSWildcardMap)
 	notFound(w, in)
-	w.line("  use_backend %[var(txn.be)] if { var(txn.be) -m found }")
+	useBackend(w)
 	w.line("")
 
 	w.line("frontend stats from ", baseDefaults)
@@ -213,7 +215,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	}
 
 	preloadCAs(w, in)
-	routeDefaults(w, forwardedPolicy(&s))
+	routeDefaults(w, forwardedPolicy(&s), ipv6Clients(&s))
 	writeSlots(w, in, outs, t)
 	full = make([][]byte, 0, len(outs)+1)
 	full = append(full, w.full)
@@ -330,6 +332,7 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 // httpFrontendOptions writes what both HTTP frontends (plain, and TLS
 // terminated) share, ahead of their routing rules.
 func httpFrontendOptions(w *cfgWriter, s *model.Settings) {
+	noTrafficLog(w, s)
 	if a := s.AccessLog; a != nil {
 		logTarget(w, a)
 		if a.Format == "" {
@@ -400,21 +403,60 @@ func logTarget(w *cfgWriter, a *model.AccessLog) {
 	w.line("  log ", a.Target, " len ", strconv.Itoa(a.MaxLength), format, " ", a.Facility, " info")
 }
 
-// routingKey computes txn.key = lowercased host without port + path + "?".
-// A Host containing '/' could otherwise forge a path prefix: refuse it.
+// noTrafficLog takes a frontend out of logging when no access log is
+// configured. Its traffic logs (info) would be filtered out by the global
+// target (notice and above), but only after HAProxy had built them: with
+// a frontend that has loggers and no log format, every request (each is
+// a stream) formats a "Connect from" line, two addresses included, only
+// for it to be dropped. Backends keep logging: server state changes are
+// theirs.
+func noTrafficLog(w *cfgWriter, s *model.Settings) {
+	if s.AccessLog == nil {
+		w.line("  no log")
+	}
+}
+
+// routingHost is the request's host as routing sees it: the Host header
+// lowercased, without its port.
+const routingHost = "req.hdr(host),field(1,:),lower"
+
+// strippedHeaders matches, as one regular expression, the request headers
+// no client may send through, as OpenShift strips them: httpoxy's Proxy,
+// and the client certificate headers (clientCertHeaderNames) a backend
+// must be able to trust. HAProxy holds header names lowercased and matches
+// the expression against them case-sensitively: it is written in
+// lowercase. The names hold letters, digits and '-' only, which a regular
+// expression takes literally.
+var strippedHeaders = "^(" + strings.ToLower(strings.Join(append([]string{"Proxy"}, clientCertHeaderNames...), "|")) + ")$"
+
+// routingKey deletes the headers no client may send, and computes txn.key
+// = lowercased host without port + path + "?". A Host containing '/' could
+// otherwise forge a path prefix: refuse it.
+//
+// Every request runs these rules, so each counts: one del-header rule for
+// all the names (rather than one a name), and the key formatted in one
+// set-var-fmt (rather than three set-var, each string variable being an
+// allocation).
 func routingKey(w *cfgWriter) {
-	w.line("  http-request del-header Proxy")
-	w.line("  http-request set-var(txn.host) req.hdr(host),field(1,:),lower")
-	w.line("  http-request deny deny_status 400 if { var(txn.host) -m sub / }")
-	w.line("  http-request set-var(txn.path) path")
-	w.line("  http-request set-var(txn.key) var(txn.host),concat(,txn.path,", keyEnd, ")")
+	w.line("  http-request del-header ", strippedHeaders, " -m reg")
+	w.line("  http-request deny deny_status 400 if { req.hdr(host),field(1,:) -m sub / }")
+	w.line(`  http-request set-var-fmt(txn.key) "%[`, routingHost, `]%[path]`, keyEnd, `"`)
 }
 
 // wildcardLookup consults a wildcard map, keyed on the request host's
-// parent domain, only when the exact lookup found nothing.
+// parent domain, only when the exact lookup found nothing. The wildcard
+// key is txn.key without the host's first label; the condition reads only
+// txn.be on the common path, where the exact lookup found a route.
 func wildcardLookup(w *cfgWriter, mapPath string) {
-	w.line("  http-request set-var(txn.wkey) var(txn.host),regsub(^[^.]*[.],),concat(,txn.path,", keyEnd, ") if !{ var(txn.be) -m found } { var(txn.host) -m sub . }")
-	w.line("  http-request set-var(txn.be) var(txn.wkey),map_beg(", mapPath, ") if { var(txn.wkey) -m found }")
+	w.line("  http-request set-var(txn.be) var(txn.key),regsub(^[^./]*[.],),map_beg(", mapPath,
+		") if !{ var(txn.be) -m found } { var(txn.key),field(1,/) -m sub . }")
+}
+
+// useBackend routes to txn.be. It needs no condition: when txn.be is not
+// set the name formats as "-", which names no backend, and HAProxy then
+// falls back as it does for a missing backend (no default: 503).
+func useBackend(w *cfgWriter) {
+	w.line("  use_backend %[var(txn.be)]")
 }
 
 // Named defaults sections, always referenced with "from" (HAProxy refuses
@@ -434,12 +476,12 @@ const (
 // routeDefaults writes routesHTTP and routesTCP. HTTP rules in a defaults
 // section (HAProxy 2.5+) run before the backend's own, as they did when
 // they were written at the top of each backend.
-func routeDefaults(w *cfgWriter, forwarded string) {
+func routeDefaults(w *cfgWriter, forwarded string, ipv6 bool) {
 	w.line("")
 	w.line("defaults ", routesHTTP, " from ", baseDefaults)
 	w.line("  mode http")
 	w.line("  balance ", string(model.DefaultBalance))
-	forwardedHeaders(w, forwarded)
+	forwardedHeaders(w, forwarded, ipv6)
 	w.line("")
 	w.line("defaults ", routesTCP, " from ", baseDefaults)
 	w.line("  mode tcp")
@@ -517,7 +559,7 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 	}
 
 	if ownHeaders {
-		forwardedHeaders(w, bs.ForwardedHeaders)
+		forwardedHeaders(w, bs.ForwardedHeaders, ipv6Clients(&in.Desired.Router))
 	}
 	if !tcp {
 		rewriteTarget(w, r)
@@ -551,13 +593,8 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 // as OpenShift's template does: X-Forwarded-* and the RFC 7239 Forwarded
 // header (an IPv6 client quoted and bracketed), appended to what the
 // client sent, replacing it, only where it is missing, or not at all.
-// The IPv6 test is an anonymous ACL: the default policy's rules live in a
-// defaults section, where ACLs cannot be declared.
-func forwardedHeaders(w *cfgWriter, policy string) {
-	const (
-		fwd6 = `Forwarded for=\"[%[src]]\";host=%[req.hdr(host)];proto=%[req.hdr(X-Forwarded-Proto)] if { src -m sub : }`
-		fwd4 = `Forwarded for=%[src];host=%[req.hdr(host)];proto=%[req.hdr(X-Forwarded-Proto)] if !{ src -m sub : }`
-	)
+// ipv6 says whether a client may have an IPv6 address (ipv6Clients).
+func forwardedHeaders(w *cfgWriter, policy string, ipv6 bool) {
 	switch policy {
 	case "never":
 	case "replace":
@@ -567,8 +604,9 @@ func forwardedHeaders(w *cfgWriter, policy string) {
 		w.line("  http-request set-header X-Forwarded-Proto http if !{ ssl_fc }")
 		w.line("  http-request set-header X-Forwarded-Proto https if { ssl_fc }")
 		w.line("  http-request set-header X-Forwarded-Proto-Version h2 if { ssl_fc_alpn -i h2 }")
-		w.line("  http-request set-header ", fwd6)
-		w.line("  http-request set-header ", fwd4)
+		for _, f := range forwarded(ipv6) {
+			w.line("  http-request set-header ", f.value, ifAll(f.cond))
+		}
 	case "if-none":
 		w.line("  option forwardfor if-none")
 		w.line("  http-request set-header X-Forwarded-Host %[req.hdr(host)] if !{ req.hdr(X-Forwarded-Host) -m found }")
@@ -576,8 +614,9 @@ func forwardedHeaders(w *cfgWriter, policy string) {
 		w.line("  http-request set-header X-Forwarded-Proto http if !{ ssl_fc } !{ req.hdr(X-Forwarded-Proto) -m found }")
 		w.line("  http-request set-header X-Forwarded-Proto https if { ssl_fc } !{ req.hdr(X-Forwarded-Proto) -m found }")
 		w.line("  http-request set-header X-Forwarded-Proto-Version h2 if { ssl_fc_alpn -i h2 } !{ req.hdr(X-Forwarded-Proto-Version) -m found }")
-		w.line("  http-request set-header ", fwd6, " !{ req.hdr(Forwarded) -m found }")
-		w.line("  http-request set-header ", fwd4, " !{ req.hdr(Forwarded) -m found }")
+		for _, f := range forwarded(ipv6) {
+			w.line("  http-request set-header ", f.value, ifAll(f.cond, "!{ req.hdr(Forwarded) -m found }"))
+		}
 	default: // forwardedAppend
 		w.line("  option forwardfor")
 		w.line("  http-request add-header X-Forwarded-Host %[req.hdr(host)]")
@@ -585,9 +624,58 @@ func forwardedHeaders(w *cfgWriter, policy string) {
 		w.line("  http-request add-header X-Forwarded-Proto http if !{ ssl_fc }")
 		w.line("  http-request add-header X-Forwarded-Proto https if { ssl_fc }")
 		w.line("  http-request add-header X-Forwarded-Proto-Version h2 if { ssl_fc_alpn -i h2 }")
-		w.line("  http-request add-header ", fwd6)
-		w.line("  http-request add-header ", fwd4)
+		for _, f := range forwarded(ipv6) {
+			w.line("  http-request add-header ", f.value, ifAll(f.cond))
+		}
 	}
+}
+
+// forwardedRule is a Forwarded header line and the condition it holds for.
+type forwardedRule struct{ value, cond string }
+
+// forwarded returns the Forwarded header for each address family a client
+// may have. The IPv6 test is an anonymous ACL (the default policy's rules
+// live in a defaults section, where ACLs cannot be declared), and it
+// formats the address for every request: it is written only where a
+// client may be IPv6.
+func forwarded(ipv6 bool) []forwardedRule {
+	const rest = `;host=%[req.hdr(host)];proto=%[req.hdr(X-Forwarded-Proto)]`
+	if !ipv6 {
+		return []forwardedRule{{value: "Forwarded for=%[src]" + rest}}
+	}
+	return []forwardedRule{
+		{value: `Forwarded for=\"[%[src]]\"` + rest, cond: "{ src -m sub : }"},
+		{value: "Forwarded for=%[src]" + rest, cond: "!{ src -m sub : }"},
+	}
+}
+
+// ifAll is " if " and the conditions that are set, or "" when none is.
+func ifAll(conds ...string) string {
+	out := ""
+	for _, c := range conds {
+		if c != "" {
+			out += " " + c
+		}
+	}
+	if out == "" {
+		return ""
+	}
+	return " if" + out
+}
+
+// ipv6Clients reports whether a client address may be IPv6: a listen
+// address other than an IPv4 one ("" listens on IPv4 only), or a load
+// balancer speaking the PROXY protocol, which reports its own client's.
+func ipv6Clients(s *model.Settings) bool {
+	if s.ProxyProtocol {
+		return true
+	}
+	for _, a := range s.ListenAddresses() {
+		if a != "" && (strings.Contains(a, ":") || net.ParseIP(a) == nil) {
+			return true
+		}
+	}
+	return false
 }
 
 // routeHeaderActions renders a route's spec.httpHeaders.actions in its

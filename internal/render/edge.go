@@ -77,14 +77,11 @@ var clientCertHeaderNames = []string{
 }
 
 // clientCertHeaders writes, as OpenShift does (its %{+Q} included, which
-// quotes nothing in a header value), the removal of client
-// certificate headers a client sent (a backend must be able to trust
-// them), then, on the TLS frontend with client certificates, the
-// subject filter and the headers set from the certificate presented.
+// quotes nothing in a header value), on the TLS frontend with client
+// certificates, the subject filter and the headers set from the
+// certificate presented. The same headers sent by the client were
+// deleted before (routingKey).
 func clientCertHeaders(w *cfgWriter, s *model.Settings, tls bool) {
-	for _, h := range clientCertHeaderNames {
-		w.line("  http-request del-header ", h)
-	}
 	c := s.ClientTLS
 	if !tls || c == nil {
 		return

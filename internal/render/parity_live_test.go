@@ -302,7 +302,7 @@ func TestRedirectLocationAsOpenShift(t *testing.T) {
 	}
 	in.Desired.Router.HTTPSPort = 8443
 	cfg = string(mustRender(t, in).File(ConfigFile).Bytes())
-	if want := "http-request redirect location https://%[var(txn.host)]:8443%[capture.req.uri] code 302"; !strings.Contains(cfg, want) {
+	if want := "http-request redirect location https://%[req.hdr(host),field(1,:),lower]:8443%[capture.req.uri] code 302"; !strings.Contains(cfg, want) {
 		t.Errorf("HTTPS port 8443: no line %q", want)
 	}
 }
