@@ -30,7 +30,15 @@ func TestBenchDataPath(t *testing.T) {
 		t.Skip("data path figure: wrk is not installed (run.sh installs it when run as root: apt-get install -y wrk)")
 	}
 	backendPort, backendKind := startFastBackend(t)
-	for _, routes := range []int{1, 10000} {
+	sizes := []int{1, 10000}
+	if only := os.Getenv("HAROUTE_BENCH_DATAPATH_ROUTES"); only != "" {
+		n, err := strconv.Atoi(only)
+		if err != nil {
+			t.Fatalf("HAROUTE_BENCH_DATAPATH_ROUTES=%q: %v", only, err)
+		}
+		sizes = []int{n} // one size, to look at it again
+	}
+	for _, routes := range sizes {
 		t.Run(strconv.Itoa(routes), func(t *testing.T) {
 			dataPath(t, wrk, routes, backendPort, backendKind)
 		})
@@ -91,6 +99,7 @@ func dataPath(t *testing.T, wrk string, routes, backendPort int, backendKind str
 		for _, c := range order {
 			res := runWrk(t, wrk, loadCPU, c.port, host, c.hdr)
 			results[c.name] = append(results[c.name], res)
+			t.Logf("round %d, %s: %.0f req/s, p99 %s [load avg %s]", round+1, c.name, res.rps, ms(res.p99), loadAvg())
 		}
 	}
 
