@@ -14,12 +14,13 @@ import (
 	"github.com/haroute/haroute/internal/status"
 )
 
-// applyRuntime applies a runtime plan: files first (disk is the truth a
-// reload or restart would load), then the commands, then a read-back. Any
+// applyRuntime applies a runtime plan: the commands, then a read-back. Any
 // error or disagreement falls back to a reload, which restores the on-disk
 // truth.
 //
-// The caller has written next to the live directory and accepted it.
+// The caller has accepted next and either written it to the live
+// directory or left it due there (deferLive): every start or reload
+// writes it before HAProxy loads it.
 func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State) {
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, d.opts.RuntimeTimeout)

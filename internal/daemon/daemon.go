@@ -347,6 +347,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 				return err
 			}
 		}
+		if len(changes) == 0 && !d.live.current() {
+			// The files of the last runtime change, once no other change
+			// waits (see deferLive); a failure is retried each tick.
+			_ = d.flushLive()
+		}
 		if at, ok := d.throttle.due(time.Now()); ok && d.proc != nil {
 			resetTimer(reloadTimer, time.Until(at))
 		}
@@ -381,6 +386,8 @@ func resetTimer(t *time.Timer, d time.Duration) {
 }
 
 func (d *Daemon) shutdown() error {
+	// The next haroute, or the next HAProxy, loads what is on disk.
+	_ = d.flushLive()
 	if d.proc == nil {
 		return nil
 	}

@@ -21,6 +21,10 @@ type bundleDir struct {
 	path    string
 	written map[string]render.File
 	scanned bool // the directory was listed once for leftovers
+	// behind is a bundle the directory must hold but does not yet: one
+	// applied at runtime, whose write was put after the runtime commands
+	// (see Daemon.deferLive). Any later write supersedes it.
+	behind *render.Bundle
 }
 
 func newBundleDir(path string) *bundleDir {
@@ -31,6 +35,14 @@ func newBundleDir(path string) *bundleDir {
 // atomically, files no longer in the bundle are removed, and every
 // directory touched is synced once at the end.
 func (d *bundleDir) write(b *render.Bundle) (changed int, err error) {
+	// Whatever was behind is older than b: once b is on disk it is moot.
+	// If this write fails, behind stays: b was not accepted, and a flush
+	// puts the accepted state back over what b half wrote.
+	defer func() {
+		if err == nil {
+			d.behind = nil
+		}
+	}()
 	if err := os.MkdirAll(d.path, 0o700); err != nil {
 		return 0, fmt.Errorf("bundle dir: %w", err)
 	}
@@ -113,3 +125,20 @@ func safeName(name string) error {
 	}
 	return nil
 }
+
+// writeLater records that the directory must come to hold b; flush writes
+// it. A later write or writeLater replaces it.
+func (d *bundleDir) writeLater(b *render.Bundle) { d.behind = b }
+
+// flush writes the bundle recorded by writeLater, if any, and reports
+// whether one was written.
+func (d *bundleDir) flush() (bool, error) {
+	if d.behind == nil {
+		return false, nil
+	}
+	_, err := d.write(d.behind)
+	return err == nil, err
+}
+
+// current reports whether the directory holds everything it was given.
+func (d *bundleDir) current() bool { return d.behind == nil }

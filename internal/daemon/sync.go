@@ -193,14 +193,54 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 		d.throttle.request(reasons...)
 		return nil, nil
 	}
-	if err := d.writeLive(next); err != nil {
-		d.writeFailed(err)
-		return nil, nil
-	}
-	d.unchecked = true
+	// Servers, weights, map entries: HAProxy takes them at runtime, and
+	// the files are written after the commands (deferLive), so a change
+	// costs about what the runtime API does.
+	d.deferLive(next)
 	d.accept(gen)
 	d.applyRuntime(ctx, p, next)
 	return nil, nil
+}
+
+// deferLive records next as what the live directory must hold, to be
+// written once the runtime commands are applied (flushLive).
+//
+// DESIGN §5 wants the files to equal what runtime built whenever HAProxy
+// loads them. HAProxy loads them only when this daemon starts or reloads
+// it, on the same goroutine as every change, and each of those flushes
+// first (start, reload, shutdown; heal and the reload path go through
+// writeChecked, which writes the newest state whole). So a write after
+// the commands keeps that promise, while the rewrite and fsync of a
+// multi-megabyte haproxy.cfg leave the path of the change. The main loop
+// flushes once no change is waiting: a burst of endpoint changes costs
+// one write, not one per change.
+//
+// Why not a server-state-file or per-backend files: HAProxy 2.6's
+// load-server-state-from-file only restores the state of servers that the
+// configuration declares (servers made by `add server` are not created
+// from it), and a backend cannot be split over several files. The
+// rendered haproxy.cfg has to name the servers anyway; only when it is
+// written can move.
+func (d *Daemon) deferLive(next plan.State) {
+	d.unchecked = true // written without `haproxy -c`: a reload checks first
+	d.live.writeLater(next.Bundle)
+}
+
+// flushLive writes the live bundle that deferLive put off, if any. On
+// failure it reports the error and the bundle stays due: the next flush
+// tries again.
+func (d *Daemon) flushLive() error {
+	start := time.Now()
+	wrote, err := d.live.flush()
+	if err != nil {
+		err = fmt.Errorf("write live bundle: %w; HAProxy runs the new state, the files on disk are behind", err)
+		d.recordError(err)
+		return err
+	}
+	if wrote {
+		d.metrics.ObserveWrite(time.Since(start))
+	}
+	return nil
 }
 
 // touchesCertificates reports whether a runtime plan installs certificate
@@ -428,6 +468,10 @@ func (d *Daemon) writeLive(next plan.State) error {
 
 // start launches HAProxy on the live files, which equal d.desired.
 func (d *Daemon) start(ctx context.Context) error {
+	// HAProxy loads the files: they must hold what runtime built. Were
+	// the disk failing, a stale start still beats no HAProxy; the error is
+	// reported and the write retried.
+	_ = d.flushLive()
 	proc, err := d.sup.Start(ctx)
 	if err != nil {
 		return fmt.Errorf("start haproxy: %w", err)
@@ -447,6 +491,12 @@ func (d *Daemon) reload(ctx context.Context) {
 		return
 	}
 	now := time.Now()
+	if err := d.flushLive(); err != nil {
+		// A reload would load files that lack what runtime built: wait,
+		// spaced like any reload, until they are written.
+		d.throttle.request(d.throttle.start(now)...)
+		return
+	}
 	reasons := d.throttle.start(now)
 	kinds := reasonKinds(reasons)
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
