@@ -19,8 +19,8 @@ import (
 // truth.
 //
 // The caller has accepted next and either written it to the live
-// directory or left it due there (deferLive): every start or reload
-// writes it before HAProxy loads it.
+// directory or staged it there (stageLive): every start or reload commits
+// it before HAProxy loads it.
 func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State) {
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, d.opts.RuntimeTimeout)

@@ -163,6 +163,8 @@ type Daemon struct {
 	// unchecked is set when the live files were written by the runtime
 	// path, without `haproxy -c`; a reload validates them first.
 	unchecked bool
+	// staging is how long the last stageLive took, for the write metric.
+	staging time.Duration
 
 	// gc collects garbage between changes rather than during them.
 	gc *idleGC
@@ -347,9 +349,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 				return err
 			}
 		}
-		if len(changes) == 0 && !d.live.current() {
-			// The files of the last runtime change, once no other change
-			// waits (see deferLive); a failure is retried each tick.
+		if d.live.pending() && (len(changes) == 0 || d.live.behindFor(time.Now()) > maxBehind) {
+			// The files of the last runtime changes, once no other change
+			// waits (see stageLive); a failure is retried each tick.
 			_ = d.flushLive()
 		}
 		if at, ok := d.throttle.due(time.Now()); ok && d.proc != nil {
@@ -361,6 +363,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// maxBehind bounds how long endless churn keeps the live files behind
+// the runtime state: commits coalesce over a burst, not for ever.
+const maxBehind = time.Second
 
 // stableAfter is how long HAProxy must run before an exit no longer counts
 // towards the restart backoff.

@@ -1,12 +1,16 @@
 package daemon
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/haroute/haroute/internal/fsutil"
 	"github.com/haroute/haroute/internal/render"
@@ -17,14 +21,26 @@ import (
 // keeps anyway), so unchanged files are not rewritten: no fsync storm for a
 // one-line map change at 10k routes, and a compare of the parts that
 // changed instead of hashing megabytes on every change.
+//
+// A write has two halves, which the runtime path runs apart (see
+// Daemon.stageLive): stage writes the changed files to temporary files
+// beside their names, which is where a full disk or a permission error
+// shows; commit syncs them, renames them into place, removes what the
+// bundle no longer has and syncs the directories. Until the commit, the
+// directory holds the previous bundle, whole.
 type bundleDir struct {
 	path    string
 	written map[string]render.File
 	scanned bool // the directory was listed once for leftovers
-	// behind is a bundle the directory must hold but does not yet: one
-	// applied at runtime, whose write was put after the runtime commands
-	// (see Daemon.deferLive). Any later write supersedes it.
-	behind *render.Bundle
+	staged  *stagedBundle
+}
+
+// stagedBundle is a bundle whose changed files are written to temporary
+// files, not yet synced nor renamed.
+type stagedBundle struct {
+	b     *render.Bundle
+	temps map[string]string // bundle file name → its temporary file
+	since time.Time         // when the directory first fell behind
 }
 
 func newBundleDir(path string) *bundleDir {
@@ -35,16 +51,81 @@ func newBundleDir(path string) *bundleDir {
 // atomically, files no longer in the bundle are removed, and every
 // directory touched is synced once at the end.
 func (d *bundleDir) write(b *render.Bundle) (changed int, err error) {
-	// Whatever was behind is older than b: once b is on disk it is moot.
-	// If this write fails, behind stays: b was not accepted, and a flush
-	// puts the accepted state back over what b half wrote.
+	if err := d.stage(b); err != nil {
+		return 0, err
+	}
+	return d.commit()
+}
+
+// stage writes the files of b that differ from what the directory holds
+// to temporary files beside them. A staged bundle not yet committed is
+// replaced by b, which is newer; if staging b fails, the earlier one stays
+// staged, so a commit still brings the directory to it.
+func (d *bundleDir) stage(b *render.Bundle) (err error) {
+	if err := os.MkdirAll(d.path, 0o700); err != nil {
+		return fmt.Errorf("bundle dir: %w", err)
+	}
+	next := &stagedBundle{b: b, temps: map[string]string{}, since: time.Now()}
 	defer func() {
-		if err == nil {
-			d.behind = nil
+		if err != nil {
+			next.discard()
 		}
 	}()
-	if err := os.MkdirAll(d.path, 0o700); err != nil {
-		return 0, fmt.Errorf("bundle dir: %w", err)
+	for i := range b.Files {
+		f := &b.Files[i]
+		if err := safeName(f.Name); err != nil {
+			return err
+		}
+		if old, ok := d.written[f.Name]; ok && old.Equal(f) {
+			continue
+		}
+		full := filepath.Join(d.path, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+			return fmt.Errorf("bundle dir: %w", err)
+		}
+		tmp, err := stageFile(full, f.Mode, func(w io.Writer) error {
+			_, err := f.WriteTo(w)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		next.temps[f.Name] = tmp
+	}
+	if d.staged != nil {
+		next.since = d.staged.since
+		d.staged.discard()
+	}
+	d.staged = next
+	return nil
+}
+
+// discard removes the temporary files of s.
+func (s *stagedBundle) discard() {
+	for _, tmp := range s.temps {
+		os.Remove(tmp)
+	}
+}
+
+// pending reports whether a staged bundle waits for its commit.
+func (d *bundleDir) pending() bool { return d.staged != nil }
+
+// behindFor is how long the directory has been behind what was staged.
+func (d *bundleDir) behindFor(now time.Time) time.Duration {
+	if d.staged == nil {
+		return 0
+	}
+	return now.Sub(d.staged.since)
+}
+
+// commit puts the staged bundle in place: each temporary file synced and
+// renamed over its name, then what the bundle no longer has removed, then
+// every directory touched synced. A commit that fails part way leaves the
+// rest staged for the next one.
+func (d *bundleDir) commit() (changed int, err error) {
+	s := d.staged
+	if s == nil {
+		return 0, nil
 	}
 	touched := map[string]bool{}
 	defer func() {
@@ -53,29 +134,27 @@ func (d *bundleDir) write(b *render.Bundle) (changed int, err error) {
 				err = serr
 			}
 		}
+		if err == nil {
+			d.staged = nil
+		}
 	}()
-	want := make(map[string]bool, len(b.Files))
-	for i := range b.Files {
-		f := &b.Files[i]
-		if err := safeName(f.Name); err != nil {
+	want := make(map[string]*render.File, len(s.b.Files))
+	for i := range s.b.Files {
+		want[s.b.Files[i].Name] = &s.b.Files[i]
+	}
+	names := make([]string, 0, len(s.temps))
+	for name := range s.temps {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		full := filepath.Join(d.path, filepath.FromSlash(name))
+		if err := commitFile(s.temps[name], full); err != nil {
 			return changed, err
 		}
-		want[f.Name] = true
-		if old, ok := d.written[f.Name]; ok && old.Equal(f) {
-			continue
-		}
-		full := filepath.Join(d.path, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
-			return changed, fmt.Errorf("bundle dir: %w", err)
-		}
-		if err := fsutil.ReplaceFile(full, f.Mode, func(w io.Writer) error {
-			_, err := f.WriteTo(w)
-			return err
-		}); err != nil {
-			return changed, err
-		}
+		delete(s.temps, name)
 		touched[filepath.Dir(full)] = true
-		d.written[f.Name] = *f
+		d.written[name] = *want[name]
 		changed++
 	}
 	// Remove what the bundle no longer has (a deleted route's certificate).
@@ -87,7 +166,7 @@ func (d *bundleDir) write(b *render.Bundle) (changed int, err error) {
 				return err
 			}
 			rel, _ := filepath.Rel(d.path, p)
-			if rel = filepath.ToSlash(rel); !want[rel] {
+			if rel = filepath.ToSlash(rel); want[rel] == nil {
 				d.written[rel] = render.File{Name: rel} // no content: never equal to a wanted file
 			}
 			return nil
@@ -98,7 +177,7 @@ func (d *bundleDir) write(b *render.Bundle) (changed int, err error) {
 		d.scanned = true
 	}
 	for name := range d.written {
-		if want[name] {
+		if want[name] != nil {
 			continue
 		}
 		full := filepath.Join(d.path, filepath.FromSlash(name))
@@ -126,19 +205,63 @@ func safeName(name string) error {
 	return nil
 }
 
-// writeLater records that the directory must come to hold b; flush writes
-// it. A later write or writeLater replaces it.
-func (d *bundleDir) writeLater(b *render.Bundle) { d.behind = b }
-
-// flush writes the bundle recorded by writeLater, if any, and reports
-// whether one was written.
-func (d *bundleDir) flush() (bool, error) {
-	if d.behind == nil {
-		return false, nil
+// stageFile writes path's new content to a temporary file beside it and
+// returns its name; commitFile puts it in place. Together they are
+// fsutil.ReplaceFile cut in two: the mode is set before any content is
+// written (a private key is never readable by others), and the content is
+// synced before the rename, so after a crash path holds the old content or
+// the new, whole.
+func stageFile(path string, mode os.FileMode, fill func(io.Writer) error) (name string, err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
 	}
-	_, err := d.write(d.behind)
-	return err == nil, err
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(mode); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	bw := stageWriters.Get().(*bufio.Writer)
+	bw.Reset(tmp)
+	err = fill(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	bw.Reset(nil) // drop tmp
+	stageWriters.Put(bw)
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return tmp.Name(), nil
 }
 
-// current reports whether the directory holds everything it was given.
-func (d *bundleDir) current() bool { return d.behind == nil }
+// stageWriters recycles stageFile's buffers: a bundle of thousands of
+// small files must not allocate one each.
+var stageWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 256<<10) }}
+
+// commitFile syncs the staged file tmp and renames it over path. The
+// caller syncs path's directory.
+func commitFile(tmp, path string) error {
+	f, err := os.Open(tmp)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: fsync: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

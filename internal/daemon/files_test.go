@@ -77,3 +77,97 @@ func TestBundleDirRemovesLeftovers(t *testing.T) {
 		t.Fatalf("leftover from an earlier run not removed: %v", err)
 	}
 }
+
+// The runtime path stages a bundle before its commands and commits it
+// after: until the commit the directory holds the previous bundle whole,
+// a newer staging replaces an older one (its temporary files go), and the
+// commit leaves exactly the newest bundle.
+func TestBundleDirStageThenCommit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "live")
+	d := newBundleDir(dir)
+	cfg := func(s string) *render.Bundle {
+		return &render.Bundle{Files: []render.File{{Name: "haproxy.cfg", Data: []byte(s), Mode: 0o644}}}
+	}
+	if _, err := d.write(cfg("one\n")); err != nil {
+		t.Fatal(err)
+	}
+	for _, next := range []string{"two\n", "three\n"} {
+		if err := d.stage(cfg(next)); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, filepath.Join(dir, "haproxy.cfg")); got != "one\n" {
+			t.Fatalf("haproxy.cfg = %q before the commit, want the previous bundle", got)
+		}
+		if !d.pending() {
+			t.Fatal("a staged bundle is not pending")
+		}
+		if temps := tempFiles(t, dir); len(temps) != 1 {
+			t.Fatalf("temporary files after staging %q: %v, want one", next, temps)
+		}
+	}
+	if n, err := d.commit(); err != nil || n != 1 {
+		t.Fatalf("commit: changed=%d err=%v, want 1", n, err)
+	}
+	if got := readFile(t, filepath.Join(dir, "haproxy.cfg")); got != "three\n" {
+		t.Fatalf("haproxy.cfg = %q after the commit, want the newest staged bundle", got)
+	}
+	if temps := tempFiles(t, dir); len(temps) != 0 || d.pending() {
+		t.Fatalf("after the commit: temporary files %v, pending %v", temps, d.pending())
+	}
+	if n, err := d.write(cfg("three\n")); err != nil || n != 0 {
+		t.Fatalf("committed content written again: changed=%d err=%v", n, err)
+	}
+}
+
+// A staging that fails (here a directory that cannot be made) leaves the
+// earlier staged bundle in place, so the commit still brings the directory
+// to what HAProxy was told.
+func TestBundleDirFailedStageKeepsEarlier(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "live")
+	d := newBundleDir(dir)
+	cfg := &render.Bundle{Files: []render.File{{Name: "haproxy.cfg", Data: []byte("one\n"), Mode: 0o644}}}
+	if _, err := d.write(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.stage(&render.Bundle{Files: []render.File{{Name: "haproxy.cfg", Data: []byte("two\n"), Mode: 0o644}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "certs"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := &render.Bundle{Files: []render.File{
+		{Name: "haproxy.cfg", Data: []byte("three\n"), Mode: 0o644},
+		{Name: "certs/a.pem", Data: []byte("key"), Mode: 0o600},
+	}}
+	if err := d.stage(bad); err == nil {
+		t.Fatal("staging under a file that blocks its directory succeeded")
+	}
+	if _, err := d.commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(dir, "haproxy.cfg")); got != "two\n" {
+		t.Fatalf("haproxy.cfg = %q, want the bundle staged before the failure", got)
+	}
+	if temps := tempFiles(t, dir); len(temps) != 0 {
+		t.Fatalf("temporary files left: %v", temps)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// tempFiles lists the staged temporary files in dir.
+func tempFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

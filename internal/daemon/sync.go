@@ -193,53 +193,66 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 		d.throttle.request(reasons...)
 		return nil, nil
 	}
-	// Servers, weights, map entries: HAProxy takes them at runtime, and
-	// the files are written after the commands (deferLive), so a change
-	// costs about what the runtime API does.
-	d.deferLive(next)
+	// Servers, weights, map entries: the files are staged before the
+	// commands and committed after them (stageLive), so a change costs
+	// about what the runtime API does.
+	if err := d.stageLive(next); err != nil {
+		d.writeFailed(err)
+		return nil, nil
+	}
 	d.accept(gen)
 	d.applyRuntime(ctx, p, next)
 	return nil, nil
 }
 
-// deferLive records next as what the live directory must hold, to be
-// written once the runtime commands are applied (flushLive).
+// stageLive writes next's changed files to temporary files in the live
+// directory; flushLive syncs them and renames them into place, after the
+// runtime commands.
 //
-// DESIGN §5 wants the files to equal what runtime built whenever HAProxy
+// DESIGN §5: the files on disk equal what runtime built whenever HAProxy
 // loads them. HAProxy loads them only when this daemon starts or reloads
 // it, on the same goroutine as every change, and each of those flushes
 // first (start, reload, shutdown; heal and the reload path go through
-// writeChecked, which writes the newest state whole). So a write after
-// the commands keeps that promise, while the rewrite and fsync of a
-// multi-megabyte haproxy.cfg leave the path of the change. The main loop
-// flushes once no change is waiting: a burst of endpoint changes costs
-// one write, not one per change.
+// writeChecked, which writes the newest state whole). The fsync of a
+// multi-megabyte haproxy.cfg and its rename thus leave the path of the
+// change, while what can refuse a write (a full disk, a read-only or
+// unwritable directory) still shows in the staging, before anything is
+// applied: such a change is not applied and is retried, as before. Until
+// the commit the directory holds the previous state, whole, so a crash of
+// the machine in between leaves a consistent (older) config, which the
+// next start brings up to date. The main loop commits once no other change
+// waits.
 //
 // Why not a server-state-file or per-backend files: HAProxy 2.6's
 // load-server-state-from-file only restores the state of servers that the
 // configuration declares (servers made by `add server` are not created
 // from it), and a backend cannot be split over several files. The
-// rendered haproxy.cfg has to name the servers anyway; only when it is
-// written can move.
-func (d *Daemon) deferLive(next plan.State) {
+// rendered haproxy.cfg has to name the servers anyway; only when it lands
+// can move.
+func (d *Daemon) stageLive(next plan.State) error {
+	start := time.Now()
+	if err := d.live.stage(next.Bundle); err != nil {
+		return fmt.Errorf("write live bundle: %w", err)
+	}
+	d.staging = time.Since(start)
 	d.unchecked = true // written without `haproxy -c`: a reload checks first
-	d.live.writeLater(next.Bundle)
+	return nil
 }
 
-// flushLive writes the live bundle that deferLive put off, if any. On
-// failure it reports the error and the bundle stays due: the next flush
-// tries again.
+// flushLive commits the live bundle that stageLive staged, if any. On
+// failure it reports the error and the bundle stays staged: the next
+// flush tries again.
 func (d *Daemon) flushLive() error {
+	if !d.live.pending() {
+		return nil
+	}
 	start := time.Now()
-	wrote, err := d.live.flush()
-	if err != nil {
+	if _, err := d.live.commit(); err != nil {
 		err = fmt.Errorf("write live bundle: %w; HAProxy runs the new state, the files on disk are behind", err)
 		d.recordError(err)
 		return err
 	}
-	if wrote {
-		d.metrics.ObserveWrite(time.Since(start))
-	}
+	d.metrics.ObserveWrite(d.staging + time.Since(start))
 	return nil
 }
 

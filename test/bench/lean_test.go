@@ -1,0 +1,168 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/daemon"
+	"github.com/haroute/haroute/internal/haproxy"
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/plan"
+	"github.com/haroute/haroute/internal/render"
+)
+
+// Figure 8 (issue 11, "a lean change path at 10k routes"): one endpoint
+// change through haroute against the same change sent straight to
+// HAProxy's admin socket, in the same run on the same HAProxy, and the
+// controller's memory over 1000 changes.
+func TestBenchLeanChange10k(t *testing.T) {
+	needBench(t)
+	const routes, changes, rawChanges, every = 10000, 1000, 50, 100
+	r := newRouter(t)
+	base, added, raw := startBackend(t, "base"), startBackend(t, "added"), startBackend(t, "raw")
+	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
+	r.publish(tr)
+	r.start("lean10k")
+	if _, err := r.untilServed(hostName(routes-1), "base", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	desired := r.lastDesired()
+
+	// The baseline: the commands haroute sends for one added endpoint
+	// (add server with the rendered arguments, health, enable), straight
+	// to the admin socket, until the new server answers. Services ≡ 5
+	// (mod 10) are left to it; haroute changes those ≡ 0.
+	rt := haproxy.NewRuntime(filepath.Join(r.runDir, render.AdminSocket))
+	var rawServed []time.Duration
+	for i := range rawChanges {
+		k := i*(routes/rawChanges) + 5
+		cmds := addServerCommands(t, desired, tr.key(k), endpointOf(raw))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		t0 := time.Now()
+		_, err := rt.Apply(ctx, cmds)
+		cancel()
+		if err != nil {
+			t.Fatalf("raw change %d: %v", i, err)
+		}
+		at, err := r.untilServed(hostName(k), raw.Name, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rawServed = append(rawServed, at.Sub(t0))
+	}
+
+	// haroute: 1000 changes, one service each, in rounds of 100; the
+	// process's resident memory after each round, as the OS counts it (no
+	// forced GC). The daemon shares the process with the harness, whose
+	// tree of 10k routes is in it too.
+	var res changeResults
+	rss := []int64{residentBytes(t)}
+	before := r.reloads()
+	for round := range changes / every {
+		got := r.endpointChanges(tr, added, every, func(i int) int { return (round*every + i) * (routes / changes) }, 10)
+		res.applied = append(res.applied, got.applied...)
+		res.served = append(res.served, got.served...)
+		res.appliedSample = append(res.appliedSample, got.appliedSample...)
+		res.publish = append(res.publish, got.publish...)
+		rss = append(rss, residentBytes(t))
+	}
+	reloads := r.reloads() - before
+	if reloads != 0 {
+		t.Errorf("%d endpoint changes caused %d reloads, want 0", changes, reloads)
+	}
+
+	rawP50, ourP50 := percentile(rawServed, 50), percentile(res.served, 50)
+	record(t, figure{"8a", fmt.Sprintf("Raw runtime API baseline: the add-server commands of one endpoint sent straight to the admin socket → new server answers (%d routes)",
+		routes), "—", spread(rawServed), "—"})
+	record(t, figure{"8b", fmt.Sprintf("haroute, same run: swap adding one endpoint → new server answers (sampled; %d changes, %d routes; OnApply %s)",
+		changes, routes, spread(res.applied)), "—", spread(res.served), "—"})
+	ratio := float64(ourP50) / float64(max(rawP50, time.Microsecond))
+	record(t, figure{"8c", "haroute p50 / raw runtime API p50, endpoint change served (8b / 8a)",
+		"≤ 3×", fmt.Sprintf("%.1f×", ratio), verdict(ratio <= 3)})
+	first, last, peak := rss[1], rss[len(rss)-1], slices.Max(rss)
+	flat := last-first <= 10<<20
+	record(t, figure{"8d", fmt.Sprintf("Harness process RSS (daemon in-process) at %d routes over %d changes: before %s, after each %d: %s",
+		routes, changes, mb(rss[0]), every, mbs(rss[1:])), "≤ 100 MB, flat (≤ 10 MB growth after the first 100)",
+		fmt.Sprintf("peak %s, growth %s", mb(peak), mb(last-first)), verdict(peak <= 100<<20 && flat)})
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("heap in use %s, heap sys %s, GC cycles %d", mb(int64(ms.HeapInuse)), mb(int64(ms.HeapSys)), ms.NumGC)
+}
+
+// lastDesired is the state the daemon applied last.
+func (r *router) lastDesired() *model.Desired {
+	r.t.Helper()
+	ap, err := r.applies.wait(time.Minute, func(daemon.Applied) bool { return true })
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	last := ap.a.Desired
+	r.applies.mu.Lock()
+	if n := len(r.applies.items); n > 0 {
+		last = r.applies.items[n-1].a.Desired
+	}
+	r.applies.mu.Unlock()
+	return last
+}
+
+// addServerCommands are the runtime commands that add ep to route key as
+// haroute would: its server name, the rendered server arguments, checks
+// on (the route then has two endpoints) and out of maintenance.
+func addServerCommands(t *testing.T, d *model.Desired, key model.RouteKey, ep endpoint) []string {
+	t.Helper()
+	for _, route := range d.Routes {
+		if route.Key != key {
+			continue
+		}
+		// The weight of the server already there: the service's weight
+		// spread over its endpoints, as haroute renders it.
+		weight := 1
+		if servers := route.Servers(); len(servers) > 0 {
+			weight = servers[0].Weight
+		}
+		s := model.Server{Name: model.ServerNameFor(ep.ip, ep.port), Address: ep.ip, Port: ep.port, Weight: weight}
+		op := plan.AddServer{Backend: route.BackendName(), Server: s.Name, Addr: ep.ip, Port: ep.port,
+			Args: render.ServerArgs(route, s, render.Input{Desired: d}), Checked: true}
+		return op.Commands()
+	}
+	t.Fatalf("route %s not admitted", key)
+	return nil
+}
+
+// residentBytes is this process's resident set (VmRSS).
+func residentBytes(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
+
+func mb(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/(1<<20)) }
+
+func mbs(bs []int64) string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = strconv.FormatInt(b>>20, 10)
+	}
+	return strings.Join(out, ", ") + " MB"
+}
