@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,7 +26,11 @@ import (
 // controller's memory over 1000 changes.
 func TestBenchLeanChange10k(t *testing.T) {
 	needBench(t)
-	const routes, changes, rawChanges, every = 10000, 1000, 50, 100
+	const routes, rawChanges, every = 10000, 50, 100
+	changes := 1000
+	if n, err := strconv.Atoi(os.Getenv("HAROUTE_BENCH_LEAN_CHANGES")); err == nil && n >= every {
+		changes = n - n%every // a shorter run, to look at one stage
+	}
 	r := newRouter(t)
 	base, added, raw := startBackend(t, "base"), startBackend(t, "added"), startBackend(t, "raw")
 	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
@@ -66,14 +71,16 @@ func TestBenchLeanChange10k(t *testing.T) {
 	var res changeResults
 	rss := []int64{residentBytes(t)}
 	before := r.reloads()
-	for round := range changes / every {
-		got := r.endpointChanges(tr, added, every, func(i int) int { return (round*every + i) * (routes / changes) }, 10)
-		res.applied = append(res.applied, got.applied...)
-		res.served = append(res.served, got.served...)
-		res.appliedSample = append(res.appliedSample, got.appliedSample...)
-		res.publish = append(res.publish, got.publish...)
-		rss = append(rss, residentBytes(t))
-	}
+	profile(t, "lean10k", func() {
+		for round := range changes / every {
+			got := r.endpointChanges(tr, added, every, func(i int) int { return (round*every + i) * (routes / changes) }, 10)
+			res.applied = append(res.applied, got.applied...)
+			res.served = append(res.served, got.served...)
+			res.appliedSample = append(res.appliedSample, got.appliedSample...)
+			res.publish = append(res.publish, got.publish...)
+			rss = append(rss, residentBytes(t))
+		}
+	})
 	reloads := r.reloads() - before
 	if reloads != 0 {
 		t.Errorf("%d endpoint changes caused %d reloads, want 0", changes, reloads)
@@ -95,6 +102,25 @@ func TestBenchLeanChange10k(t *testing.T) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	t.Logf("heap in use %s, heap sys %s, GC cycles %d", mb(int64(ms.HeapInuse)), mb(int64(ms.HeapSys)), ms.NumGC)
+	heapProfile(t, "lean10k")
+}
+
+// heapProfile writes what the heap holds (daemon and harness) to the
+// results directory, if any.
+func heapProfile(t *testing.T, name string) {
+	out := os.Getenv("HAROUTE_BENCH_OUT")
+	if out == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(out, name+".heap.pprof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		t.Logf("no heap profile: %v", err)
+	}
 }
 
 // lastDesired is the state the daemon applied last.
