@@ -20,7 +20,7 @@ import (
 	"github.com/haroute/haroute/internal/render"
 )
 
-// Figure 8 (issue 11, "a lean change path at 10k routes"): one endpoint
+// Figures 3c–3f (issue 11, "a lean change path at 10k routes"): one endpoint
 // change through haroute against the same change sent straight to
 // HAProxy's admin socket, in the same run on the same HAProxy, and the
 // controller's memory over 1000 changes.
@@ -87,16 +87,16 @@ func TestBenchLeanChange10k(t *testing.T) {
 	}
 
 	rawP50, ourP50 := percentile(rawServed, 50), percentile(res.served, 50)
-	record(t, figure{"8a", fmt.Sprintf("Raw runtime API baseline: the add-server commands of one endpoint sent straight to the admin socket → new server answers (%d routes)",
+	record(t, figure{"3c", fmt.Sprintf("Raw runtime API baseline: the add-server commands of one endpoint sent straight to the admin socket → new server answers (%d routes)",
 		routes), "—", spread(rawServed), "—"})
-	record(t, figure{"8b", fmt.Sprintf("haroute, same run: swap adding one endpoint → new server answers (sampled; %d changes, %d routes; OnApply %s)",
+	record(t, figure{"3d", fmt.Sprintf("haroute, same run: swap adding one endpoint → new server answers (sampled; %d changes, %d routes; OnApply %s)",
 		changes, routes, spread(res.applied)), "—", spread(res.served), "—"})
 	ratio := float64(ourP50) / float64(max(rawP50, time.Microsecond))
-	record(t, figure{"8c", "haroute p50 / raw runtime API p50, endpoint change served (8b / 8a)",
+	record(t, figure{"3e", "haroute p50 / raw runtime API p50, endpoint change served (3d / 3c)",
 		"≤ 3×", fmt.Sprintf("%.1f×", ratio), verdict(ratio <= 3)})
 	first, last, peak := rss[1], rss[len(rss)-1], slices.Max(rss)
 	flat := last-first <= 10<<20
-	record(t, figure{"8d", fmt.Sprintf("Harness process RSS (daemon in-process) at %d routes over %d changes: before %s, after each %d: %s",
+	record(t, figure{"3f", fmt.Sprintf("Harness process RSS (daemon in-process) at %d routes over %d changes: before %s, after each %d: %s",
 		routes, changes, mb(rss[0]), every, mbs(rss[1:])), "≤ 100 MB, flat (≤ 10 MB growth after the first 100)",
 		fmt.Sprintf("peak %s, growth %s", mb(peak), mb(last-first)), verdict(peak <= 100<<20 && flat)})
 	var ms runtime.MemStats

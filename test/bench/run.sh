@@ -237,9 +237,9 @@ batch=$(bench_field BenchmarkExecuteBatch1000 ns/op)
 		top "$out/runtime10k.cpu.pprof"
 		echo
 	fi
-	if grep -qE '^\| 8[cd] \|.*NO' "$out/figures.md" 2>/dev/null && [[ -f "$out/lean10k.heap.pprof" ]]; then
+	if grep -qE '^\| 3[ef] \|.*NO' "$out/figures.md" 2>/dev/null && [[ -f "$out/lean10k.heap.pprof" ]]; then
 		missed=1
-		echo "### Figure 8: what the heap holds after the changes (daemon and harness)"
+		echo "### Figures 3e–3f: what the heap holds after the changes (daemon and harness)"
 		echo
 		echo '```text'
 		"$GO" tool pprof -sample_index=inuse_space -top -nodecount 20 "$out/bench.test" "$out/lean10k.heap.pprof" 2>/dev/null |
