@@ -215,3 +215,28 @@ func TestExpectTouchedFilters(t *testing.T) {
 		t.Errorf("map %s: %d entries, want the %d rendered", mapPath, len(got.Maps[mapPath]), len(all.Maps[mapPath]))
 	}
 }
+
+// A read-back of one backend at 10k routes costs the same as at one route:
+// no backend name is made for each route that was not touched (it was a
+// string per route and change), spare-bound routes included.
+func TestExpectTouchedCostsTheTouchedOnly(t *testing.T) {
+	d := &model.Desired{Router: model.DefaultSettings()}
+	for i := range 10000 {
+		r := httpRoute(fmt.Sprintf("r%05d", i), fmt.Sprintf("r%05d.example.com", i), svc("s", 100, srv("10.0.0.1", 8080, 128)))
+		if i%10 == 0 {
+			r.Slot = model.BackendName(fmt.Sprintf("be_http_spare:%d", i))
+		}
+		d.Routes = append(d.Routes, r)
+	}
+	st := State{Desired: d}
+	for _, be := range []model.BackendName{d.Routes[5001].BackendName(), d.Routes[5000].BackendName()} {
+		var exp Expectation
+		allocs := testing.AllocsPerRun(5, func() { exp = ExpectTouched(st, []model.BackendName{be}, nil) })
+		if len(exp.Servers[be]) != 1 || len(exp.Servers) != 1 {
+			t.Fatalf("%s: expectation %+v, want its one server", be, exp.Servers)
+		}
+		if allocs > 20 {
+			t.Errorf("%s: ExpectTouched of one backend made %.0f allocations at 10k routes, want a handful", be, allocs)
+		}
+	}
+}
