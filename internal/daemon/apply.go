@@ -284,10 +284,6 @@ func opName(op plan.Op) string {
 		return "reenable-server"
 	case plan.SetWeight:
 		return "set-weight"
-	case plan.EnableHealth:
-		return "enable-health"
-	case plan.DisableHealth:
-		return "disable-health"
 	case plan.MapReplace:
 		return "map-replace"
 	case plan.MapEdit:

@@ -494,7 +494,7 @@ func (d *Daemon) start(ctx context.Context) error {
 	d.throttle.clear() // a fresh HAProxy loaded the newest files
 	d.metrics.ObserveStart(time.Now())
 	d.unchecked = false
-	d.loaded(ctx, []string{"haproxy started"}, false, 0)
+	d.loaded([]string{"haproxy started"}, false, 0)
 	return nil
 }
 
@@ -537,33 +537,16 @@ func (d *Daemon) reload(ctx context.Context) {
 		d.throttle.request(reasons...)
 		return
 	}
-	d.loaded(ctx, texts, true, elapsed)
+	d.loaded(texts, true, elapsed)
 }
 
 // loaded records that HAProxy now runs d.desired (after a start or a
-// reload), and brings runtime-only state in line with it: servers of routes
-// with fewer than two active endpoints have their checks disabled.
-func (d *Daemon) loaded(ctx context.Context, reasons []string, reload bool, elapsed time.Duration) {
+// reload). Nothing runtime-only is left to set: servers carry `check` only
+// where checks run (render.ServerArgs).
+func (d *Daemon) loaded(reasons []string, reload bool, elapsed time.Duration) {
 	d.applied, d.appliedFrom = d.desired, d.desiredFrom
 	d.pending = map[model.BackendName]map[model.ServerName]bool{}
 	d.housekeepAfter, d.housekeepBackoff = time.Time{}, 0 // a new worker: ask again
-	var cmds []string
-	for be, servers := range render.UncheckedServers(d.applied.Desired) {
-		for _, s := range servers {
-			cmds = append(cmds, plan.DisableHealth{Backend: be, Server: s}.Commands()...)
-		}
-	}
-	if len(cmds) > 0 {
-		fctx, cancel := context.WithTimeout(ctx, d.opts.RuntimeTimeout)
-		resps, err := d.runtime.Execute(fctx, cmds)
-		cancel()
-		if err == nil {
-			err = haproxy.FirstError(resps)
-		}
-		if err != nil {
-			d.recordError(fmt.Errorf("disable health checks after load: %w", err))
-		}
-	}
 	d.published(reasons, reload, elapsed)
 }
 

@@ -132,13 +132,6 @@ func startHAProxy(t *testing.T, bin string, d *model.Desired, cert []byte) *live
 		}
 	}
 	h.rt = haproxy.NewRuntime(h.runDir + "/" + render.AdminSocket)
-	for be, servers := range render.UncheckedServers(d) {
-		for _, s := range servers {
-			for _, c := range (DisableHealth{Backend: be, Server: s}).Commands() {
-				h.mustCmd(t, c)
-			}
-		}
-	}
 	return h
 }
 

@@ -137,32 +137,6 @@ func (o SetWeight) String() string {
 	return fmt.Sprintf("set weight %s %d", serverRef(o.Backend, o.Server), o.Weight)
 }
 
-// EnableHealth turns health checks on for an existing server, when its route
-// goes from one active endpoint to two or more.
-type EnableHealth struct {
-	Backend model.BackendName
-	Server  model.ServerName
-}
-
-func (o EnableHealth) Commands() []string {
-	return healthCommands(o.Backend, o.Server, true)
-}
-
-func (o EnableHealth) String() string { return "enable health " + serverRef(o.Backend, o.Server) }
-
-// DisableHealth turns health checks off for an existing server, when its
-// route drops to a single active endpoint.
-type DisableHealth struct {
-	Backend model.BackendName
-	Server  model.ServerName
-}
-
-func (o DisableHealth) Commands() []string {
-	return healthCommands(o.Backend, o.Server, false)
-}
-
-func (o DisableHealth) String() string { return "disable health " + serverRef(o.Backend, o.Server) }
-
 // MaxPayload bounds the bytes of one payload command (`add map … <<`,
 // `set ssl cert … <<`). HAProxy reads a payload into one buffer
 // (tune.bufsize, 16 KiB by default) and 2.6.12 drops the connection when
@@ -300,8 +274,6 @@ func (SetDynamicCookieKey) isOp() {}
 func (RemoveServer) isOp()        {}
 func (ReenableServer) isOp()      {}
 func (SetWeight) isOp()           {}
-func (EnableHealth) isOp()        {}
-func (DisableHealth) isOp()       {}
 func (MapReplace) isOp()          {}
 func (MapEdit) isOp()             {}
 func (SetCert) isOp()             {}
@@ -310,21 +282,15 @@ func serverRef(be model.BackendName, srv model.ServerName) string {
 	return string(be) + "/" + string(srv)
 }
 
-// healthCommands turns a server's health checks on or off. Off also forces
-// the server UP: `disable health` only stops the checks and leaves the
-// server in whatever state the last one gave it, so a server whose backend
-// was down at its first check stayed DOWN for good (seen on 2.6.12, for
-// servers from the config and from `add server` alike). An unchecked
-// server is one a route cannot do without, and is considered UP, as in
-// OpenShift. `set server … health up` works with checks disabled and in
-// maintenance (verified on 2.6.12); turning checks back on lets the next
-// check decide again.
+// healthCommands starts the checks of a server rendered with `check`
+// (render.ServerArgs): dynamic servers start with checks disabled. An
+// unchecked server has no check to start or stop; out of maintenance it is
+// UP, as a route cannot do without it (as in OpenShift).
 func healthCommands(be model.BackendName, srv model.ServerName, checked bool) []string {
-	ref := serverRef(be, srv)
 	if checked {
-		return []string{"enable health " + ref}
+		return []string{"enable health " + serverRef(be, srv)}
 	}
-	return []string{"disable health " + ref, "set server " + ref + " health up"}
+	return nil
 }
 
 // cliEscape protects the characters the runtime API's argument parser

@@ -31,7 +31,7 @@ type Plan struct {
 	// Reasons is non-empty iff Reload: each names what forced the reload.
 	Reasons []Reason
 	// Ops are the runtime operations, in the order to apply them: new
-	// capacity first (adds, re-enables, weights, health), then traffic
+	// capacity first (adds, re-enables, weights), then traffic
 	// moves (maps), certificates, and draining last.
 	Ops []Op
 	// Changes is every change found, each marked with how it is applied,
@@ -185,10 +185,6 @@ func (p Plan) Touched() (backends []model.BackendName, maps []string) {
 			be = o.Backend
 		case SetWeight:
 			be = o.Backend
-		case EnableHealth:
-			be = o.Backend
-		case DisableHealth:
-			be = o.Backend
 		case MapReplace:
 			maps = append(maps, o.Path)
 		case MapEdit:
@@ -231,7 +227,7 @@ type differ struct {
 
 	changes []Change
 	// Op buckets, concatenated in this order by finish.
-	adds, weights, health, maps, certs, removes []Op
+	adds, weights, maps, certs, removes []Op
 
 	// newBackends are the backends only the desired state has (added
 	// routes, changed terminations): map entries pointing at them are
@@ -316,7 +312,7 @@ func (d *differ) finish() Plan {
 		}
 		return p
 	}
-	for _, bucket := range [][]Op{d.adds, d.weights, d.health, d.maps, d.certs, d.removes} {
+	for _, bucket := range [][]Op{d.adds, d.weights, d.maps, d.certs, d.removes} {
 		p.Ops = append(p.Ops, bucket...)
 	}
 	return p

@@ -169,7 +169,7 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 		// Anything besides the weight that differs on the server line
 		// (maxconn, ssl, ca-file, check interval) cannot be changed at
 		// runtime. Settings changes already name the cause.
-		if !settingsChanged {
+		if !settingsChanged && oldChecked == newChecked {
 			was := o
 			was.Weight = s.Weight
 			if render.ServerArgs(*old, was, d.applied.Input) != render.ServerArgs(*cur, s, d.desired.Input) {
@@ -180,13 +180,6 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 			d.weights = append(d.weights, SetWeight{Backend: be, Server: s.Name, Weight: s.Weight})
 			d.add(Change{Mode: ModeRuntime, Kind: KindWeight, Subject: key,
 				Detail: fmt.Sprintf("%s %d -> %d", s.Name, o.Weight, s.Weight)})
-		}
-		if oldChecked != newChecked {
-			if newChecked {
-				d.health = append(d.health, EnableHealth{Backend: be, Server: s.Name})
-			} else {
-				d.health = append(d.health, DisableHealth{Backend: be, Server: s.Name})
-			}
 		}
 	}
 	for _, o := range oldServers {
@@ -199,7 +192,12 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 		d.add(Change{Mode: ModeReload, Kind: KindServerOptions, Subject: key, Detail: strings.Join(optionsChanged, ", ")})
 	}
 	if oldChecked != newChecked {
-		d.add(Change{Mode: ModeRuntime, Kind: KindHealthChecks, Subject: key,
+		// Servers render `check` only while checks run (render.ServerArgs)
+		// and 2.6 cannot add or drop `check` on an existing server at
+		// runtime; `disable health` would leave a server the config says
+		// is unchecked holding a check. A reload keeps the running
+		// servers equal to the rendered ones (DESIGN §5).
+		d.add(Change{Mode: ModeReload, Kind: KindHealthChecks, Subject: key,
 			Detail: fmt.Sprintf("%s -> %s (%d active endpoints)", onOff(oldChecked), onOff(newChecked), cur.ActiveServers())})
 	}
 	// Render gives every HTTP backend without disable_cookies dynamic

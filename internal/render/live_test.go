@@ -75,8 +75,8 @@ func TestLiveRouting(t *testing.T) {
 			svc("s", 100, backend("ptw", &ptPair))),
 		route("t", "pt", "pt.example.com", "", passthrough(model.InsecurePolicyNone), svc("s", 100, backend("pt", &ptPair))),
 		route("t", "re", "re.example.com", "", reencrypt(model.InsecurePolicyNone,
-			model.RouteTLS{Certificate: tc.Cert, Key: tc.Key, DestinationCACertificate: tc.CA}), svc("s", 100, backend("re", &pair)),
-			// Not TLS, no traffic: only a plain TCP check sees it UP.
+			model.RouteTLS{Certificate: tc.Cert, Key: tc.Key, DestinationCACertificate: tc.CA}), svc("s", 100, backend("re", &pair), backend("re", &pair)),
+			// Two active endpoints: checks run (render.ServerArgs). Not TLS, no traffic: only a plain TCP check sees it UP.
 			svc("plain", 0, backend("re-plain", nil)),
 			backendSettings(func(b *model.BackendSettings) { b.HealthCheckInterval = 200 * time.Millisecond })),
 		// No endpoints at startup: its CA must still be loaded for `add server`.

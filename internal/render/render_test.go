@@ -380,26 +380,42 @@ func TestServerArgs(t *testing.T) {
 			"weight 7 check inter 5s ssl verify required ca-file /var/lib/haroute/bundle/cas/ns_r.pem port 80"},
 		{"passthrough", route("ns", "r", "h", "", passthrough(model.InsecurePolicyNone)), in, "weight 7 check inter 5s"},
 	} {
+		// Checks run only on routes with two or more active endpoints.
+		if !c.r.HealthChecked() {
+			svc("checked", 1, "10.0.9.1:80", "10.0.9.2:80")(&c.r)
+		}
 		if got := ServerArgs(c.r, srv, c.in); got != c.want {
 			t.Errorf("%s: ServerArgs =\n %q\nwant\n %q", c.name, got, c.want)
 		}
+	}
+	single := route("ns", "r", "h", "", svc("s", 100, "10.0.0.1:80"))
+	if got, want := ServerArgs(single, srv, in), "weight 7"; got != want {
+		t.Errorf("single endpoint: ServerArgs = %q, want %q (no check)", got, want)
 	}
 	if got, want := HostPort("fd00::1", 8080), "[fd00::1]:8080"; got != want {
 		t.Errorf("HostPort = %q, want %q", got, want)
 	}
 }
 
-func TestUncheckedServers(t *testing.T) {
+// Only routes with two or more active endpoints render `check`, and
+// CheckedServers counts exactly those servers (HAProxy's maxsock adds one
+// per checked server).
+func TestCheckOnlyWhereChecksRun(t *testing.T) {
 	d := desired(model.DefaultSettings(),
 		route("ns", "multi", "a", "", svc("s", 100, "10.0.0.2:80", "10.0.0.1:80")),
 		route("ns", "single", "b", "", svc("s", 100, "10.0.0.3:80"), svc("off", 0, "10.0.0.5:80", "10.0.0.4:80")),
 		route("ns", "none", "c", ""),
 	)
-	got := UncheckedServers(d)
-	want := map[model.BackendName][]model.ServerName{
-		"be_http:ns:single": {"ep_10.0.0.3_80", "ep_10.0.0.4_80", "ep_10.0.0.5_80"},
+	if got := CheckedServers(d); got != 2 {
+		t.Errorf("CheckedServers = %d, want 2", got)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("UncheckedServers = %v, want %v", got, want)
+	in := Input{Desired: d}
+	for _, r := range d.Routes {
+		for _, s := range r.Servers() {
+			args := ServerArgs(r, s, in)
+			if got, want := strings.Contains(args, "check"), r.HealthChecked(); got != want {
+				t.Errorf("%s/%s: ServerArgs %q has check = %v, want %v", r.Key, s.Name, args, got, want)
+			}
+		}
 	}
 }

@@ -2,7 +2,6 @@ package render
 
 import (
 	"slices"
-	"sort"
 	"strconv"
 	"time"
 
@@ -18,12 +17,15 @@ const SystemCAFile = "@system-ca"
 // address: the rendered config and the runtime `add server` both use it,
 // so a server added at runtime is identical to the one a reload creates.
 //
-// Every server carries `check inter …`: health checks must be configured
-// everywhere, because HAProxy refuses `enable health` on a server without
-// `check`. Routes with fewer than two active endpoints have their checks
-// disabled at runtime instead (see UncheckedServers). Cookies need nothing
-// here: backends use dynamic cookies, derived from the server address and
-// the backend's dynamic-cookie-key.
+// Only the servers of routes with two or more active endpoints carry
+// `check inter …`, as in OpenShift's template: a check of a route's only
+// server could only take the route down. HAProxy reserves one file
+// descriptor per checked server of the config (its maxsock) and runs a
+// timer for each, so unchecked servers cost neither (see CheckedServers).
+// A route crossing between one and two active endpoints is reloaded: 2.6
+// cannot give an existing server `check` at runtime (plan). Cookies need
+// nothing here: backends use dynamic cookies, derived from the server
+// address and the backend's dynamic-cookie-key.
 func ServerArgs(r model.AdmittedRoute, s model.Server, in Input) string {
 	return string(appendServerArgs(nil, &r, &s, in, duration(healthCheckInterval(&r, in))))
 }
@@ -33,8 +35,10 @@ func ServerArgs(r model.AdmittedRoute, s model.Server, in Input) string {
 func appendServerArgs(b []byte, r *model.AdmittedRoute, s *model.Server, in Input, inter string) []byte {
 	b = append(b, "weight "...)
 	b = strconv.AppendInt(b, int64(s.Weight), 10)
-	b = append(b, " check inter "...)
-	b = append(b, inter...)
+	if r.HealthChecked() {
+		b = append(b, " check inter "...)
+		b = append(b, inter...)
+	}
 	if n := r.Backend.PodConcurrentConnections; n > 0 {
 		b = append(b, " maxconn "...)
 		b = strconv.AppendInt(b, int64(n), 10)
@@ -109,31 +113,18 @@ func destinationCAPath(r *model.AdmittedRoute, in Input) string {
 	}
 }
 
-// UncheckedServers lists, per backend, the servers whose health checks the
-// daemon must disable (plan.DisableHealth: `disable health`, then `set
-// server … health up`) after every start or reload and after adding them
-// at runtime: those of routes with fewer than two active
-// endpoints, which send no check traffic (DESIGN §3). Names are sorted.
-// Backends without servers are left out.
-func UncheckedServers(d *model.Desired) map[model.BackendName][]model.ServerName {
-	out := make(map[model.BackendName][]model.ServerName)
+// CheckedServers counts the servers rendered with `check`: HAProxy adds
+// one to its descriptor reservation (global.maxsock) for each, so the
+// daemon's maxconn budget needs the same count.
+func CheckedServers(d *model.Desired) int {
 	if d == nil {
-		return out
+		return 0
 	}
-	for _, r := range d.Routes {
-		if r.HealthChecked() {
-			continue
+	n := 0
+	for i := range d.Routes {
+		if d.Routes[i].HealthChecked() {
+			n += len(d.Routes[i].Servers())
 		}
-		servers := r.Servers()
-		if len(servers) == 0 {
-			continue
-		}
-		names := make([]model.ServerName, 0, len(servers))
-		for _, s := range servers {
-			names = append(names, s.Name)
-		}
-		sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-		out[r.BackendName()] = names
 	}
-	return out
+	return n
 }
