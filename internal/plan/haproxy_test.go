@@ -36,10 +36,10 @@ func TestRuntimePlanOnHAProxy(t *testing.T) {
 	}
 	old, cur := small(), small()
 	// Runtime changes of every kind at once.
-	hello := routeByName(t, cur, "hello")
-	hello.Services[0].Servers = append(hello.Services[0].Servers, srv("127.0.0.1", 18082, 256)) // 1 -> 2
+	// A checked route gains a server (added with check) and loses one;
+	// crossing between one and two endpoints reloads (TestCompute).
 	pair := routeByName(t, cur, "pair")
-	pair.Services[0].Servers = pair.Services[0].Servers[:1] // 2 -> 1
+	pair.Services[0].Servers = append(pair.Services[0].Servers[:1:1], srv("127.0.0.1", 18082, 256))
 	routeByName(t, cur, "ab").Services[0].Servers[0].Weight = 7
 	routeByName(t, cur, "other").Host, routeByName(t, cur, "ab").Host = "ab.example.com", "other.example.com"
 
@@ -93,8 +93,7 @@ type liveHAProxy struct {
 	rt          *haproxy.Runtime
 }
 
-// startHAProxy writes d's bundle, starts HAProxy on free ports and applies
-// the post-start health fixup.
+// startHAProxy writes d's bundle and starts HAProxy on free ports.
 func startHAProxy(t *testing.T, bin string, d *model.Desired, cert []byte) *liveHAProxy {
 	t.Helper()
 	root, err := os.MkdirTemp("", "hr")

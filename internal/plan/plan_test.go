@@ -422,59 +422,45 @@ func TestCompute(t *testing.T) {
 			wantSummary: "plan: no changes",
 		},
 		{
-			name: "one to two endpoints turns health checks on everywhere",
+			// The existing server was rendered without `check`, which 2.6
+			// cannot add at runtime: reload, so the running servers equal
+			// the rendered ones.
+			name: "one to two endpoints turns health checks on by reloading",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				r := routeByName(t, d, "hello")
 				r.Services[0].Servers = append(r.Services[0].Servers, srv("127.0.0.1", 18082, 256))
 			},
-			wantCommands: []string{
-				"add server " + beHello + "/ep_127.0.0.1_18082 127.0.0.1:18082 weight 256 check inter 5s",
-				"enable health " + beHello + "/ep_127.0.0.1_18082",
-				"enable server " + beHello + "/ep_127.0.0.1_18082",
-				"set dynamic-cookie-key backend " + beHello + " " + cookieKey(beHello),
-				"enable dynamic-cookie backend " + beHello,
-				"enable health " + beHello + "/ep_127.0.0.1_18081",
-			},
+			wantReasons: []string{"health checks changed: default/hello"},
 			wantChanges: []string{
 				"runtime | endpoint added | default/hello | ep_127.0.0.1_18082",
-				"runtime | health checks changed | default/hello | off -> on (2 active endpoints)",
+				"reload | health checks changed | default/hello | off -> on (2 active endpoints)",
 			},
-			wantSummary: "plan: runtime (3 operations, no reload)",
+			wantSummary: "plan: reload (1 reason: health checks changed: default/hello)",
 		},
 		{
-			name: "two to one endpoint turns health checks off",
+			name: "two to one endpoint turns health checks off by reloading",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				r := routeByName(t, d, "pair")
 				r.Services[0].Servers = r.Services[0].Servers[:1]
 			},
-			wantCommands: []string{
-				"disable health " + bePair + "/ep_127.0.0.1_18090",
-				"set server " + bePair + "/ep_127.0.0.1_18090 health up",
-				"set server " + bePair + "/ep_127.0.0.1_18091 state maint",
-			},
+			wantReasons: []string{"health checks changed: default/pair"},
 			wantChanges: []string{
 				"runtime | endpoint removed | default/pair | ep_127.0.0.1_18091",
-				"runtime | health checks changed | default/pair | on -> off (1 active endpoints)",
+				"reload | health checks changed | default/pair | on -> off (1 active endpoints)",
 			},
-			wantSummary: "plan: runtime (2 operations, no reload)",
+			wantSummary: "plan: reload (1 reason: health checks changed: default/pair)",
 		},
 		{
 			name: "weight zero leaves one active endpoint",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				routeByName(t, d, "pair").Services[0].Servers[1].Weight = 0
 			},
-			wantCommands: []string{
-				"set server " + bePair + "/ep_127.0.0.1_18091 weight 0",
-				"disable health " + bePair + "/ep_127.0.0.1_18090",
-				"set server " + bePair + "/ep_127.0.0.1_18090 health up",
-				"disable health " + bePair + "/ep_127.0.0.1_18091",
-				"set server " + bePair + "/ep_127.0.0.1_18091 health up",
-			},
+			wantReasons: []string{"health checks changed: default/pair"},
 			wantChanges: []string{
 				"runtime | weight changed | default/pair | ep_127.0.0.1_18091 256 -> 0",
-				"runtime | health checks changed | default/pair | on -> off (1 active endpoints)",
+				"reload | health checks changed | default/pair | on -> off (1 active endpoints)",
 			},
-			wantSummary: "plan: runtime (3 operations, no reload)",
+			wantSummary: "plan: reload (1 reason: health checks changed: default/pair)",
 		},
 		{
 			name: "endpoint back while pending deletion is re-enabled",
@@ -571,8 +557,13 @@ func TestComputeInitial(t *testing.T) {
 // one the rendered config holds for that backend: only then does a server
 // added at runtime get the cookie a reload would give it.
 func TestCookieKeyMatchesConfig(t *testing.T) {
-	applied := stateOf(t, testInput(baseDesired()))
-	cur := baseDesired()
+	// Two endpoints before, three after: checks run on both sides.
+	old, cur := baseDesired(), baseDesired()
+	for _, d := range []*model.Desired{old, cur} {
+		r := routeByName(t, d, "secure")
+		r.Services[0].Servers = append(r.Services[0].Servers, srv("127.0.0.1", 18095, 256))
+	}
+	applied := stateOf(t, testInput(old))
 	r := routeByName(t, cur, "secure")
 	r.Services[0].Servers = append(r.Services[0].Servers, srv("127.0.0.1", 18093, 256))
 	desired := stateOf(t, testInput(cur))
@@ -615,13 +606,13 @@ func TestNoCookieKeyForPassthrough(t *testing.T) {
 	applied := stateOf(t, testInput(baseDesired()))
 	cur := baseDesired()
 	r := routeByName(t, cur, "tcp")
-	r.Services[0].Servers = append(r.Services[0].Servers, srv("fd00::1", 18094, 256))
+	r.Services[0].Servers = append(r.Services[0].Servers, srv("fd00::1", 18094, 0))
 	p := Compute(applied, stateOf(t, testInput(cur)))
+	// One active endpoint stays one: the new server is unchecked, no
+	// health command, no cookie key.
 	want := []string{
-		"add server be_tcp:default:tcp/ep_fd00--1_18094 [fd00::1]:18094 weight 256 check inter 5s",
-		"enable health be_tcp:default:tcp/ep_fd00--1_18094",
+		"add server be_tcp:default:tcp/ep_fd00--1_18094 [fd00::1]:18094 weight 0",
 		"enable server be_tcp:default:tcp/ep_fd00--1_18094",
-		"enable health be_tcp:default:tcp/ep_127.0.0.1_18087",
 	}
 	if got := commands(p); !slices.Equal(got, want) {
 		t.Errorf("commands:\n got %q\nwant %q", got, want)
