@@ -1,67 +1,165 @@
 package daemon
 
 import (
+	"bufio"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/testutil"
 )
 
 func TestFitMaxConn(t *testing.T) {
+	small := model.FDBudget{Listeners: 7, CheckedServers: 10, Threads: 2}
+	big := model.FDBudget{Listeners: 7, CheckedServers: 10000, Threads: 2}
+	// Fixed part: 10 + listeners + reserved checks + 20 + 1 + 3 per thread.
 	tests := []struct {
 		name    string
 		want    int
 		hard    uint64
-		servers int
+		b       model.FDBudget
 		fit     int
 		lowered bool
 	}{
-		{"fits", 1000, 1 << 20, 10, 1000, false},
-		{"lowered to the limit", 50000, 20000, 0, (20000 - 256 - 2000 - 4096) / 2, true},
-		{"10k servers take their share", 50000, 20000, 10000, (20000 - 256 - 2000 - 12288) / 2, true},
-		{"unlimited", 50000, rlimInfinity, 0, 50000, false},
-		{"unknown", 50000, 0, 0, 50000, false},
-		{"tiny limit still serves", 50000, 100, 0, 1, true},
+		{"fits", 1000, 1 << 20, small, 1000, false},
+		{"lowered to the limit", 50000, 20000, small, (20000 - (10 + 7 + 256 + 20 + 1 + 6)) / 2, true},
+		{"10k checked servers take one each", 50000, 20000, big, (20000 - (10 + 7 + 10240 + 20 + 1 + 6)) / 2, true},
+		{"unlimited", 50000, rlimInfinity, big, 50000, false},
+		{"unknown", 50000, 0, big, 50000, false},
+		{"no room at all", 50000, 100, small, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fit, lowered := fitMaxConn(tt.want, tt.hard, tt.servers)
+			fit, lowered := fitMaxConn(tt.want, tt.hard, tt.b)
 			if fit != tt.fit || lowered != tt.lowered {
-				t.Fatalf("fitMaxConn(%d, %d, %d) = %d, %v; want %d, %v", tt.want, tt.hard, tt.servers, fit, lowered, tt.fit, tt.lowered)
+				t.Fatalf("fitMaxConn(%d, %d, %+v) = %d, %v; want %d, %v", tt.want, tt.hard, tt.b, fit, lowered, tt.fit, tt.lowered)
 			}
 		})
 	}
 }
 
-// Scaling endpoints within a bucket must not move maxconn: a moved maxconn
-// is a config change, and scale events must not reload.
+// Checked servers scaling within a step must not move maxconn: a moved
+// maxconn is a config change, and scale events must not reload.
 func TestFitMaxConnStableWhileScaling(t *testing.T) {
-	base, _ := fitMaxConn(50000, 20000, 1)
-	for servers := 1; servers <= 3000; servers++ {
-		if fit, _ := fitMaxConn(50000, 20000, servers); fit != base {
-			t.Fatalf("maxconn moved from %d to %d at %d servers", base, fit, servers)
+	b := model.FDBudget{Listeners: 7, Threads: 2}
+	base, _ := fitMaxConn(50000, 20000, b)
+	for b.CheckedServers = 0; b.CheckedServers < checkReserveStep; b.CheckedServers++ {
+		if fit, _ := fitMaxConn(50000, 20000, b); fit != base {
+			t.Fatalf("maxconn moved from %d to %d at %d checked servers", base, fit, b.CheckedServers)
 		}
 	}
 }
 
-// A limit that leaves no usable room is an error naming LimitNOFILE and
-// the numbers, never a router at maxconn 1.
+// twoEndpointRoutes builds n routes of two active endpoints each: every
+// server is checked.
+func twoEndpointRoutes(n int) *model.Desired {
+	d := &model.Desired{Router: model.DefaultSettings()}
+	for i := range n {
+		d.Routes = append(d.Routes, model.AdmittedRoute{Services: []model.ServiceBackend{{Servers: []model.Server{
+			{Name: model.ServerName(fmt.Sprint("a", i)), Weight: 1}, {Name: model.ServerName(fmt.Sprint("b", i)), Weight: 1}}}}})
+	}
+	return d
+}
+
+// 10k routes × 2 endpoints cannot run under a 20000 hard limit: HAProxy
+// reserves one descriptor per checked server, 20000 already. The error
+// names LimitNOFILE and the numbers, never a router at maxconn 1.
 func TestFittedRefusesUnusableLimit(t *testing.T) {
 	d := &Daemon{hardNOFILE: 20000, log: slog.New(slog.DiscardHandler)}
-	desired := &model.Desired{Router: model.DefaultSettings()}
-	for i := range 10000 {
-		desired.Routes = append(desired.Routes, model.AdmittedRoute{Services: []model.ServiceBackend{{Servers: []model.Server{
-			{Name: model.ServerName(fmt.Sprint("a", i))}, {Name: model.ServerName(fmt.Sprint("b", i))}}}}})
-	}
+	desired := twoEndpointRoutes(10000)
+	desired.Router.ThreadCount = 4
 	_, err := d.fitted(desired)
-	if err == nil || !strings.Contains(err.Error(), "raise LimitNOFILE") || !strings.Contains(err.Error(), "20000 servers") {
-		t.Fatalf("err = %v", err)
+	// 10 + 7 listeners + 20224 checks + 20 + 1 + 12 = 20274, +200 for 100 connections.
+	for _, want := range []string{"LimitNOFILE", "hard limit 20000", "20000 checked servers", "at least 20474", "reserves 20274"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want it to name %q", err, want)
+		}
 	}
 	desired.Routes = desired.Routes[:100]
 	got, err := d.fitted(desired)
 	if err != nil || got.Router.MaxConnections < minUsableConns {
 		t.Fatalf("a small tree: %v, maxconn %d", err, got.Router.MaxConnections)
 	}
+}
+
+// model.FDBudget mirrors HAProxy 2.6's maxsock exactly: under a hard limit,
+// HAProxy starts with MaxConn and refuses MaxConn+1 ("Cannot raise FD
+// limit"), with listeners, checked and unchecked servers and threads as
+// haroute runs it (-W -S).
+func TestFDBudgetMatchesHAProxy(t *testing.T) {
+	bin := testutil.HAProxy(t)
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		testutil.Skip(t, "prlimit not installed: %v", err)
+	}
+	const hard = 3000
+	for _, tc := range []struct {
+		binds, checked, unchecked, threads int
+	}{
+		{binds: 5, checked: 0, unchecked: 3, threads: 1},
+		{binds: 9, checked: 700, unchecked: 50, threads: 2},
+		{binds: 3, checked: 1500, unchecked: 0, threads: 4},
+	} {
+		b := model.FDBudget{Listeners: tc.binds + 2, CheckedServers: tc.checked, Threads: tc.threads} // + stats socket, master socket
+		fit := int(b.MaxConn(hard))
+		name := fmt.Sprintf("%d binds %d checked %d threads", tc.binds, tc.checked, tc.threads)
+		if ok, out := startsUnder(t, bin, hard, fit, tc.binds, tc.checked, tc.unchecked, tc.threads); !ok {
+			t.Errorf("%s: HAProxy refused maxconn %d (model.FDBudget.MaxConn) under %d:\n%s", name, fit, hard, out)
+		}
+		if ok, out := startsUnder(t, bin, hard, fit+1, tc.binds, tc.checked, tc.unchecked, tc.threads); ok || !strings.Contains(out, "Cannot raise FD limit") {
+			t.Errorf("%s: HAProxy took maxconn %d, one more than model.FDBudget.MaxConn, under %d (started %v):\n%s", name, fit+1, hard, ok, out)
+		}
+	}
+}
+
+// startsUnder runs HAProxy as haroute does (master-worker, master CLI)
+// under the hard limit, with a config of the given shape, and reports
+// whether it loaded.
+func startsUnder(t *testing.T, bin string, hard, maxconn, binds, checked, unchecked, threads int) (bool, string) {
+	t.Helper()
+	dir := testutil.ShortTempDir(t)
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "global\n  stats socket %s/admin.sock mode 600 level admin\n  maxconn %d\n  nbthread %d\n", dir, maxconn, threads)
+	cfg.WriteString("defaults\n  mode http\n  timeout connect 1s\n  timeout client 1s\n  timeout server 1s\n")
+	cfg.WriteString("frontend f\n")
+	for i := range binds {
+		fmt.Fprintf(&cfg, "  bind unix@%s/l%d.sock\n", dir, i)
+	}
+	cfg.WriteString("  default_backend b\nbackend b\n")
+	for i := range checked {
+		fmt.Fprintf(&cfg, "  server c%d 127.0.0.1:9 check inter 1h\n", i)
+	}
+	for i := range unchecked {
+		fmt.Fprintf(&cfg, "  server u%d 127.0.0.1:9\n", i)
+	}
+	path := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(cfg.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lim := fmt.Sprintf("--nofile=%d:%d", hard, hard)
+	cmd := exec.Command("prlimit", lim, "--", bin, "-W", "-S", dir+"/master.sock", "-db", "-f", path)
+	out, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = cmd.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	// HAProxy either reports the load or exits; reading to EOF or to the
+	// load line needs no clock.
+	var seen strings.Builder
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "Loading success") {
+			return true, seen.String()
+		}
+	}
+	return false, seen.String()
 }

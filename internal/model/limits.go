@@ -48,3 +48,78 @@ func DefaultLimits() Limits {
 // paths) of 2049 bytes match nothing, of 2048 bytes each match what they
 // should.
 const MaxMapKeyLength = 2048
+
+// FDBudget is what HAProxy 2.6 reserves file descriptors for besides
+// connections. HAProxy sums them into global.maxsock (src/haproxy.c,
+// compute_ideal_maxsock, and the parsers that add to it) and refuses to
+// start when maxsock exceeds the hard RLIMIT_NOFILE ("Cannot raise FD
+// limit to N, limit is M"):
+//
+//	maxsock = 10                      reserved at boot
+//	        + one per listener        bind lines, the stats socket, the master CLI socket
+//	        + one per checked server  servers of the config with `check`
+//	        + 10 + 10                 maxconn of the stats socket and of the master CLI
+//	        + 1                       the master-worker's socket pair (-W)
+//	        + 3 per thread            a poller and a wake-up pipe each
+//	        + 2 × maxconn             client and server side of each connection
+//
+// (no pipes: haroute does not splice; no async SSL engines).
+type FDBudget struct {
+	Listeners      int
+	CheckedServers int
+	Threads        int
+}
+
+// The constant parts of HAProxy 2.6's maxsock.
+const (
+	haproxyBootFDs    = 10 // global.maxsock = 10 before parsing
+	haproxyCLIMaxConn = 10 // the stats socket's and the master CLI's default maxconn
+	haproxyWorkerPair = 1  // master-worker mode's socket pair
+	haproxyFDsPerConn = 2
+	haproxyThreadFDs  = 3
+)
+
+// Fixed is maxsock without connections.
+func (b FDBudget) Fixed() int64 {
+	return haproxyBootFDs + int64(b.Listeners) + int64(b.CheckedServers) +
+		2*haproxyCLIMaxConn + haproxyWorkerPair + haproxyThreadFDs*int64(b.Threads)
+}
+
+// MaxConn is the largest maxconn HAProxy starts with under the hard limit;
+// below 1 when even the fixed part does not fit.
+func (b FDBudget) MaxConn(hardLimit uint64) int64 {
+	return (int64(hardLimit) - b.Fixed()) / haproxyFDsPerConn
+}
+
+// NeededLimit is the hard limit HAProxy needs for maxconn.
+func (b FDBudget) NeededLimit(maxConn int) int64 {
+	return b.Fixed() + haproxyFDsPerConn*int64(maxConn)
+}
+
+// FDBudgetOf counts d's listeners and checked servers as render writes
+// them; threads is HAProxy's thread count (Router.ThreadCount, or the CPUs
+// it may run on when that is 0, which only the caller can know).
+//
+// Listeners: the public, TLS and stats frontends bind each listen address;
+// the TLS hop binds a unix socket, two during a handover (counted always,
+// so a handover does not move maxconn); the stats socket and the master
+// CLI socket.
+func FDBudgetOf(d *Desired, threads int) FDBudget {
+	return FDBudget{
+		Listeners:      3*len(d.Router.ListenAddresses()) + 2 + 2,
+		CheckedServers: CheckedServers(d),
+		Threads:        threads,
+	}
+}
+
+// CheckedServers counts the servers rendered with `check`: those of routes
+// with two or more active endpoints (AdmittedRoute.HealthChecked).
+func CheckedServers(d *Desired) int {
+	n := 0
+	for i := range d.Routes {
+		if r := &d.Routes[i]; r.HealthChecked() {
+			n += len(r.Servers())
+		}
+	}
+	return n
+}

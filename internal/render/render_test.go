@@ -406,8 +406,8 @@ func TestCheckOnlyWhereChecksRun(t *testing.T) {
 		route("ns", "single", "b", "", svc("s", 100, "10.0.0.3:80"), svc("off", 0, "10.0.0.5:80", "10.0.0.4:80")),
 		route("ns", "none", "c", ""),
 	)
-	if got := CheckedServers(d); got != 2 {
-		t.Errorf("CheckedServers = %d, want 2", got)
+	if got := model.CheckedServers(d); got != 2 {
+		t.Errorf("model.CheckedServers = %d, want 2", got)
 	}
 	in := Input{Desired: d}
 	for _, r := range d.Routes {

@@ -21,7 +21,7 @@ const SystemCAFile = "@system-ca"
 // `check inter …`, as in OpenShift's template: a check of a route's only
 // server could only take the route down. HAProxy reserves one file
 // descriptor per checked server of the config (its maxsock) and runs a
-// timer for each, so unchecked servers cost neither (see CheckedServers).
+// timer for each, so unchecked servers cost neither (model.FDBudget).
 // A route crossing between one and two active endpoints is reloaded: 2.6
 // cannot give an existing server `check` at runtime (plan). Cookies need
 // nothing here: backends use dynamic cookies, derived from the server
@@ -111,20 +111,4 @@ func destinationCAPath(r *model.AdmittedRoute, in Input) string {
 	default:
 		return SystemCAFile
 	}
-}
-
-// CheckedServers counts the servers rendered with `check`: HAProxy adds
-// one to its descriptor reservation (global.maxsock) for each, so the
-// daemon's maxconn budget needs the same count.
-func CheckedServers(d *model.Desired) int {
-	if d == nil {
-		return 0
-	}
-	n := 0
-	for i := range d.Routes {
-		if d.Routes[i].HealthChecked() {
-			n += len(d.Routes[i].Servers())
-		}
-	}
-	return n
 }
