@@ -419,3 +419,31 @@ func TestCheckOnlyWhereChecksRun(t *testing.T) {
 		}
 	}
 }
+
+// model.FDBudgetOf counts the listeners render writes: every bind line and
+// the stats socket, plus the second TLS hop of a handover (counted always)
+// and the master CLI socket, which the supervisor binds.
+func TestFDBudgetCountsRenderedListeners(t *testing.T) {
+	for _, addrs := range [][]string{nil, {"0.0.0.0", "::"}, {"127.0.0.1", "::1", "10.0.0.1"}} {
+		in := baseInput(t, route("ns", "multi", "a", "", svc("s", 100, "10.0.0.2:80", "10.0.0.1:80")),
+			route("ns", "single", "b", "", svc("s", 100, "10.0.0.3:80")))
+		in.Desired.Router.BindAddresses = addrs
+		cfg := string(mustRender(t, in).File(ConfigFile).Bytes())
+		listeners, checked := 0, 0
+		for line := range strings.Lines(cfg) {
+			if strings.HasPrefix(line, "  bind ") || strings.HasPrefix(line, "  stats socket ") {
+				listeners++
+			}
+			if strings.HasPrefix(line, "  server ") && strings.Contains(line, " check") {
+				checked++
+			}
+		}
+		b := model.FDBudgetOf(in.Desired, 1)
+		if got, want := b.Listeners, listeners+2; got != want {
+			t.Errorf("addresses %v: FDBudgetOf counts %d listeners, the config has %d (+ second hop, master socket)", addrs, got, listeners)
+		}
+		if b.CheckedServers != checked || checked != 2 {
+			t.Errorf("addresses %v: FDBudgetOf counts %d checked servers, the config has %d (want 2)", addrs, b.CheckedServers, checked)
+		}
+	}
+}
