@@ -67,3 +67,35 @@ func TestCheckWarnsAboutUnsupportedOpenShiftAnnotation(t *testing.T) {
 		t.Fatalf("check --strict: exit %d, stdout %q, want exit %d and %q", code, stdout, ExitInvalid, want)
 	}
 }
+
+// TestCheckWarnsAboutTheDescriptorBudget: before the router ever starts,
+// check says when HAProxy's descriptors under LimitNOFILE (one per
+// connection side, one per checked server) cannot hold maxConnections —
+// lowered, or no room at all — and names LimitNOFILE. Exit stays 0.
+func TestCheckWarnsAboutTheDescriptorBudget(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"routes.yaml":    goodRoute,
+		"endpoints.yaml": strings.Replace(goodEndpoints, "      - ip: 10.0.0.1\n", "      - ip: 10.0.0.1\n      - ip: 10.0.0.2\n", 1),
+	})
+	for _, tc := range []struct {
+		limit string
+		want  []string // empty: no warning
+	}{
+		{"1048576", nil},
+		{"5000", []string{"warning: maxConnections 50000 will be lowered to", "hard limit 5000", "2 checked servers", "raise LimitNOFILE to"}},
+		{"300", []string{"warning: the file-descriptor hard limit 300 leaves room for only 0 connections", "2 checked servers", "raise LimitNOFILE to at least"}},
+	} {
+		code, stdout, stderr := run(t, "check", "--limit-nofile", tc.limit, dir)
+		if code != ExitOK {
+			t.Fatalf("--limit-nofile %s: exit %d, stdout %q, stderr %q", tc.limit, code, stdout, stderr)
+		}
+		if len(tc.want) == 0 && strings.Contains(stdout, "LimitNOFILE") {
+			t.Errorf("--limit-nofile %s: unexpected warning %q", tc.limit, stdout)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("--limit-nofile %s: stdout %q, want %q", tc.limit, stdout, w)
+			}
+		}
+	}
+}

@@ -122,7 +122,11 @@ func TestPlanNamesRuntimeAndReloadChanges(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("plan: exit %d\n%s%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"runtime  endpoint added", "ep_10.0.0.2_8080", "reload   route added", "demo/shop", "plan: reload (1 reason: route added: demo/shop)"} {
+	// web goes from one endpoint to two: its servers gain `check`, which
+	// only a reload gives an existing server.
+	for _, want := range []string{"runtime  endpoint added", "ep_10.0.0.2_8080", "reload   route added", "demo/shop",
+		"reload   health checks changed  demo/web  off -> on (2 active endpoints)",
+		"plan: reload (2 reasons: route added: demo/shop; health checks changed: demo/web)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("plan output lacks %q:\n%s", want, stdout)
 		}

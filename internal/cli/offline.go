@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/haroute/haroute/internal/daemon"
 	"io"
 	"os"
 	"path/filepath"
@@ -60,12 +61,13 @@ func routerConfigField(objs model.Objects, field string) model.Position {
 func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("check", stderr)
 	strict := fs.Bool("strict", false, "treat warnings (unknown fields, ignored annotations) as errors")
+	nofile := fs.Uint64("limit-nofile", daemon.UnitNOFILE, "file-descriptor hard limit the router will run under (LimitNOFILE; the packaged unit's by default)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseErr(err)
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: haroute check DIR [--strict]")
+		fmt.Fprintln(stderr, "usage: haroute check DIR [--strict] [--limit-nofile N]")
 		return ExitUsage
 	}
 	res, err := loadDir(ctx, pos[0])
@@ -90,6 +92,11 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if res.Diagnostics.HasErrors(*strict) {
 		fmt.Fprintf(stderr, "%s: invalid (%d routes admitted, %d rejected)\n", pos[0], admitted, rejected)
 		return ExitInvalid
+	}
+	// The descriptor budget: a tree that starts fine in a test shell can
+	// leave HAProxy no room under the unit's LimitNOFILE.
+	if err := daemon.FDBudgetProblem(res.Desired, *nofile); res.Desired != nil && err != nil {
+		fmt.Fprintf(stdout, "warning: %v\n", err)
 	}
 	fmt.Fprintf(stderr, "%s: valid (%d routes admitted)\n", pos[0], admitted)
 	return ExitOK

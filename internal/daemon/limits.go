@@ -99,3 +99,28 @@ func fdBudgetError(hard uint64, fit int, b model.FDBudget, want int) error {
 
 // minUsableConns is the fewest connections a router may be left with.
 const minUsableConns = 100
+
+// UnitNOFILE is LimitNOFILE in the packaged systemd unit: what `haroute
+// check` assumes the router runs under unless told otherwise.
+const UnitNOFILE = 1048576
+
+// FDBudgetProblem is what `haroute check` warns about before the router
+// starts: nil when HAProxy can run desired's maxConnections under the hard
+// file-descriptor limit, else what the router would do about it — lower
+// maxconn (a warning) or refuse (the daemon's error).
+func FDBudgetProblem(desired *model.Desired, hardLimit uint64) error {
+	b := model.FDBudgetOf(desired, haproxyThreads(&desired.Router))
+	fit, lowered := fitMaxConn(desired.Router.MaxConnections, hardLimit, b)
+	switch {
+	case !lowered:
+		return nil
+	case fit < minUsableConns:
+		return fdBudgetError(hardLimit, fit, b, desired.Router.MaxConnections)
+	default:
+		r := b
+		r.CheckedServers = reservedChecks(b.CheckedServers)
+		return fmt.Errorf("maxConnections %d will be lowered to %d to fit the file-descriptor hard limit %d "+
+			"(%d checked servers): raise LimitNOFILE to %d to serve %d",
+			desired.Router.MaxConnections, fit, hardLimit, b.CheckedServers, r.NeededLimit(desired.Router.MaxConnections), desired.Router.MaxConnections)
+	}
+}
