@@ -15,18 +15,17 @@ import (
 // withNOFILE lowers this process's RLIMIT_NOFILE (soft and hard) for the
 // test: the daemon reads the hard limit when it starts, and HAProxy
 // inherits it, as under a unit's LimitNOFILE. Restoring a raised hard
-// limit needs CAP_SYS_RESOURCE, which the harness runs with.
+// limit needs privileges; without them the figure says so.
 func withNOFILE(t *testing.T, limit uint64) {
 	t.Helper()
 	var old syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
 		t.Fatal(err)
 	}
-	if old.Max < limit {
-		t.Fatalf("hard RLIMIT_NOFILE is %d, below the %d the figure needs", old.Max, limit)
-	}
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: limit, Max: limit}); err != nil {
-		t.Fatal(err)
+		// Raising the hard limit takes privileges this host may not give.
+		record(t, figure{"14c", fmt.Sprintf("not measured: hard RLIMIT_NOFILE %d here, %d needed (%v)", old.Max, limit, err), "—", "—", "—"})
+		t.Skipf("hard RLIMIT_NOFILE %d, cannot set %d: %v", old.Max, limit, err)
 	}
 	t.Cleanup(func() {
 		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
@@ -55,7 +54,7 @@ func haproxyMaxconn(t *testing.T, runDir string) int {
 	return 0
 }
 
-// Figure 8: 10k routes under a 20000-descriptor hard limit. One endpoint
+// Figure 14: 10k routes under a 20000-descriptor hard limit. One endpoint
 // each (no checks): HAProxy starts with the maxconn haroute derives and
 // serves. Two endpoints each: 20000 checked servers take one descriptor
 // each before any connection (README, File descriptors), so haroute
@@ -75,7 +74,7 @@ func TestBenchFDs(t *testing.T) {
 			t.Fatal(err)
 		}
 		maxconn := haproxyMaxconn(t, r.runDir)
-		record(t, figure{"8a", fmt.Sprintf("%d routes × 1 endpoint under LimitNOFILE %d: starts and serves, maxconn", routes, hard),
+		record(t, figure{"14a", fmt.Sprintf("%d routes × 1 endpoint under LimitNOFILE %d: starts and serves, maxconn", routes, hard),
 			"starts", strconv.Itoa(maxconn), verdict(maxconn >= 100)})
 	})
 
@@ -89,7 +88,7 @@ func TestBenchFDs(t *testing.T) {
 	if refusal == nil || !strings.Contains(refusal.Error(), "LimitNOFILE") || !strings.Contains(refusal.Error(), "20000 checked servers") {
 		t.Fatalf("10k × 2 under %d: %v, want a refusal naming LimitNOFILE and 20000 checked servers", hard, refusal)
 	}
-	record(t, figure{"8b", fmt.Sprintf("%d routes × 2 endpoints under LimitNOFILE %d", routes, hard),
+	record(t, figure{"14b", fmt.Sprintf("%d routes × 2 endpoints under LimitNOFILE %d", routes, hard),
 		"starts", "impossible: " + refusal.Error(), "NO (HAProxy reserves one fd per checked server)"})
 
 	t.Run("two endpoints, limit raised", func(t *testing.T) {
@@ -113,7 +112,7 @@ func TestBenchFDs(t *testing.T) {
 			t.Fatal(err)
 		}
 		maxconn := haproxyMaxconn(t, r.runDir)
-		record(t, figure{"8c", fmt.Sprintf("%d routes × 2 endpoints under LimitNOFILE %d (the needed %d + 1800): starts and serves, maxconn", routes, limit, need),
+		record(t, figure{"14c", fmt.Sprintf("%d routes × 2 endpoints under LimitNOFILE %d (the needed %d + 1800): starts and serves, maxconn", routes, limit, need),
 			"1000", strconv.Itoa(maxconn), verdict(maxconn == 1000)})
 		if maxconn != 1000 {
 			t.Errorf("maxconn %d, want 1000 (100 + 1800/2)", maxconn)

@@ -60,7 +60,7 @@ if ((${#pkgs[@]})) && [ "$(id -u)" -eq 0 ]; then
 	(systemctl disable --now nginx || service nginx stop || true) >/dev/null 2>&1
 fi
 
-step "load harness (figures 2-13)"
+step "load harness (figures 2-14)"
 HAROUTE_BENCH=1 HAROUTE_BENCH_OUT="$out" "$GO" test -count=1 -run 'Bench' -v -timeout 30m ./test/bench/ 2>&1 |
 	tee "$out/harness.txt" | grep -E '^(=== RUN|--- |    .*FIGURE|PASS|FAIL|ok )'
 harness_status=${PIPESTATUS[0]}
@@ -163,9 +163,14 @@ batch=$(bench_field BenchmarkExecuteBatch1000 ns/op)
 	echo "  10k: every 50th service). The reload path adds a route, 1.2 s apart so"
 	echo "  the 1 s reloadInterval throttle adds nothing."
 	echo "- Every router runs with the default \`maxConnections\`: the daemon fits"
-	echo "  maxconn to the fd hard limit ($(ulimit -Hn) here), leaving one descriptor"
-	echo "  per server (reserved in steps of 4096 servers) for HAProxy, and logs a"
-	echo "  warning when it has to lower it."
+	echo "  maxconn to the fd hard limit ($(ulimit -Hn) here) with HAProxy 2.6's own"
+	echo "  sum (README, File descriptors: one descriptor per checked server, reserved"
+	echo "  in steps of 256), and logs a warning when it has to lower it."
+	echo "- Figure 14 (TestBenchFDs) lowers the harness's RLIMIT_NOFILE to 20000: 10k"
+	echo "  routes with one endpoint each start; with two each, 20000 checked servers"
+	echo "  take 20000 descriptors before any connection, so haroute refuses naming"
+	echo "  LimitNOFILE (14b), and 14c serves them under the limit it names + 1800 when"
+	echo "  the host lets the harness raise its hard limit."
 	echo "- The daemon runs inside the harness process (for the OnApply timestamps),"
 	echo "  sharing its heap and cores with the publisher."
 	echo "- Figure 13 (data path): haroute's HAProxy and a hand-written map-routed"
