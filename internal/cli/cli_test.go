@@ -123,10 +123,11 @@ func TestPlanNamesRuntimeAndReloadChanges(t *testing.T) {
 		t.Fatalf("plan: exit %d\n%s%s", code, stdout, stderr)
 	}
 	// web goes from one endpoint to two: its servers gain `check`, which
-	// only a reload gives an existing server.
-	for _, want := range []string{"runtime  endpoint added", "ep_10.0.0.2_8080", "reload   route added", "demo/shop",
-		"reload   health checks changed  demo/web  off -> on (2 active endpoints)",
-		"plan: reload (2 reasons: route added: demo/shop; health checks changed: demo/web)"} {
+	// no existing server can gain at runtime, so it trades its unchecked
+	// server for checked twins (ck_), at runtime.
+	for _, want := range []string{"runtime  endpoint added    demo/web  ck_10.0.0.1_8080", "runtime  endpoint added    demo/web  ck_10.0.0.2_8080",
+		"runtime  endpoint removed  demo/web  ep_10.0.0.1_8080", "reload   route added       demo/shop",
+		"plan: reload (1 reason: route added: demo/shop)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("plan output lacks %q:\n%s", want, stdout)
 		}

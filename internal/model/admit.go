@@ -591,6 +591,7 @@ func resolveServices(c *candidate, idx endpointIndex) {
 			svc.Servers[j].Weight = w
 		}
 	}
+	ar.NameServers()
 }
 
 // status reports the route's admission outcome.

@@ -512,7 +512,7 @@ func TestAdmitEndpointResolution(t *testing.T) {
 				},
 				Ports: []EndpointPort{{Name: "http", Port: 8080, Protocol: "TCP"}},
 			}},
-			servers: []string{"ep_10.0.0.2_8080 10.0.0.2:8080 85", "ep_10.0.0.10_8080 10.0.0.10:8080 85", "ep_fd00--1_8080 fd00::1:8080 85"},
+			servers: []string{"ck_10.0.0.2_8080 10.0.0.2:8080 85", "ck_10.0.0.10_8080 10.0.0.10:8080 85", "ck_fd00--1_8080 fd00::1:8080 85"},
 		},
 		{
 			name: "targetPort by name",
@@ -539,7 +539,7 @@ func TestAdmitEndpointResolution(t *testing.T) {
 				Addresses: []EndpointAddress{{IP: "10.0.0.1"}},
 				Ports:     []EndpointPort{{Name: "dns", Port: 53, Protocol: "UDP"}, {Name: "http", Port: 8080}, {Name: "admin", Port: 9000}},
 			}}}},
-			servers: []string{"ep_10.0.0.1_8080 10.0.0.1:8080 128", "ep_10.0.0.1_9000 10.0.0.1:9000 128"},
+			servers: []string{"ck_10.0.0.1_8080 10.0.0.1:8080 128", "ck_10.0.0.1_9000 10.0.0.1:9000 128"},
 		},
 		{
 			name: "no port matches",
@@ -672,7 +672,7 @@ func TestAdmitSharedEndpointUsedOnce(t *testing.T) {
 		`ns-r.yaml:26:7: warning: spec.alternateBackends[0].name: endpoint 10.0.0.1:8080 of service "other" is also an endpoint of service "web"; it is used once, for "web"`,
 	})
 	servers := d.Routes[0].Servers()
-	if len(servers) != 2 || servers[0].Name != "ep_10.0.0.1_8080" || servers[1].Name != "ep_10.0.0.2_8080" {
+	if len(servers) != 2 || servers[0].Name != "ck_10.0.0.1_8080" || servers[1].Name != "ck_10.0.0.2_8080" {
 		t.Errorf("servers = %+v", servers)
 	}
 }

@@ -222,7 +222,8 @@ func (k RouteKey) Compare(o RouteKey) int {
 type BackendName string
 
 // ServerName is the HAProxy server name of one endpoint. It is derived from
-// the endpoint address alone, so a server keeps its name across reloads and
+// the endpoint address and whether the server is health checked
+// (CheckedServerName), so a server keeps its name across reloads and
 // runtime additions.
 type ServerName string
 
@@ -246,6 +247,33 @@ func ServerNameFor(ip string, port int) ServerName {
 	var num [20]byte
 	b.Write(strconv.AppendInt(num[:0], int64(port), 10))
 	return ServerName(b.String())
+}
+
+// CheckedServerName is the name of the same endpoint on a route whose
+// servers are health checked: "ck_10.0.0.1_8080" for "ep_10.0.0.1_8080".
+// HAProxy 2.6 cannot add or drop `check` on a server at runtime, and a
+// route's servers render `check` only while two or more endpoints share
+// its traffic; so a route crossing one/two endpoints trades its servers
+// for their twins under the other name (new ones added, old ones
+// drained), at runtime, and haproxy.cfg still names exactly what runs.
+// Dynamic cookies derive from the address, so sticky sessions survive.
+func CheckedServerName(unchecked ServerName) ServerName {
+	return "ck_" + unchecked[len("ep_"):]
+}
+
+// NameServers names r's servers for whether r is health checked
+// (CheckedServerName). Admission calls it once the weights are known.
+func (r *AdmittedRoute) NameServers() {
+	checked := r.HealthChecked()
+	for i := range r.Services {
+		for j := range r.Services[i].Servers {
+			s := &r.Services[i].Servers[j]
+			s.Name = ServerNameFor(s.Address, s.Port)
+			if checked {
+				s.Name = CheckedServerName(s.Name)
+			}
+		}
+	}
 }
 
 // AdmittedRoute is a route that passed validation and admission, with its

@@ -29,13 +29,16 @@ func svc(name string, weight int32, servers ...model.Server) model.ServiceBacken
 	return model.ServiceBackend{Name: name, Weight: weight, Servers: servers}
 }
 
+// httpRoute names its servers as admission does (checked ones "ck_").
 func httpRoute(name, host string, services ...model.ServiceBackend) model.AdmittedRoute {
-	return model.AdmittedRoute{
+	r := model.AdmittedRoute{
 		Key:      model.RouteKey{Namespace: "default", Name: name},
 		Host:     host,
 		Backend:  model.BackendSettings{HealthCheckInterval: model.DefaultHealthCheckInterval},
 		Services: services,
 	}
+	r.NameServers()
+	return r
 }
 
 // baseDesired returns a fresh desired state (no sharing between calls, so

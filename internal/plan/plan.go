@@ -85,7 +85,6 @@ const (
 	KindEndpointAddress  Kind = "endpoint address changed"
 	KindServerOptions    Kind = "server options changed"
 	KindWeight           Kind = "weight changed"
-	KindHealthChecks     Kind = "health checks changed"
 	KindMap              Kind = "map changed"
 	KindMapFile          Kind = "map file changed"
 	KindCertificate      Kind = "certificate changed"

@@ -62,8 +62,8 @@ func TestCompute(t *testing.T) {
 				r := routeByName(t, d, "ab")
 				r.Services[1].Servers = r.Services[1].Servers[:1]
 			},
-			wantCommands: []string{"set server " + beAB + "/ep_127.0.0.1_18089 state maint"},
-			wantChanges:  []string{"runtime | endpoint removed | default/ab | ep_127.0.0.1_18089"},
+			wantCommands: []string{"set server " + beAB + "/ck_127.0.0.1_18089 state maint"},
+			wantChanges:  []string{"runtime | endpoint removed | default/ab | ck_127.0.0.1_18089"},
 			wantSummary:  "plan: runtime (1 operation, no reload)",
 		},
 		{
@@ -78,11 +78,11 @@ func TestCompute(t *testing.T) {
 				"enable server " + beAB + "/ep_127.0.0.2_18089",
 				"set dynamic-cookie-key backend " + beAB + " " + cookieKey(beAB),
 				"enable dynamic-cookie backend " + beAB,
-				"set server " + beAB + "/ep_127.0.0.1_18089 state maint",
+				"set server " + beAB + "/ck_127.0.0.1_18089 state maint",
 			},
 			wantChanges: []string{
 				"runtime | endpoint added | default/ab | ep_127.0.0.2_18089",
-				"runtime | endpoint removed | default/ab | ep_127.0.0.1_18089",
+				"runtime | endpoint removed | default/ab | ck_127.0.0.1_18089",
 			},
 			wantSummary: "plan: runtime (3 operations, no reload)",
 		},
@@ -91,8 +91,8 @@ func TestCompute(t *testing.T) {
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				routeByName(t, d, "ab").Services[0].Servers[0].Weight = 50
 			},
-			wantCommands: []string{"set server " + beAB + "/ep_127.0.0.1_18083 weight 50"},
-			wantChanges:  []string{"runtime | weight changed | default/ab | ep_127.0.0.1_18083 100 -> 50"},
+			wantCommands: []string{"set server " + beAB + "/ck_127.0.0.1_18083 weight 50"},
+			wantChanges:  []string{"runtime | weight changed | default/ab | ck_127.0.0.1_18083 100 -> 50"},
 			wantSummary:  "plan: runtime (1 operation, no reload)",
 		},
 		{
@@ -390,7 +390,7 @@ func TestCompute(t *testing.T) {
 			wantChanges: []string{
 				"reload | dynamic config manager disabled",
 				"daemon | router settings changed | dynamicConfigManager | true -> false",
-				"reload | weight changed | default/ab | ep_127.0.0.1_18083 100 -> 50",
+				"reload | weight changed | default/ab | ck_127.0.0.1_18083 100 -> 50",
 			},
 			wantSummary: "plan: reload (2 reasons: dynamic config manager disabled; weight changed: default/ab)",
 		},
@@ -407,7 +407,7 @@ func TestCompute(t *testing.T) {
 			wantReasons: []string{"dynamic config manager disabled", "endpoint removed: default/ab"},
 			wantChanges: []string{
 				"reload | dynamic config manager disabled",
-				"reload | endpoint removed | default/ab | ep_127.0.0.1_18089",
+				"reload | endpoint removed | default/ab | ck_127.0.0.1_18089",
 			},
 			wantSummary: "plan: reload (2 reasons: dynamic config manager disabled; endpoint removed: default/ab)",
 		},
@@ -423,44 +423,79 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			// The existing server was rendered without `check`, which 2.6
-			// cannot add at runtime: reload, so the running servers equal
-			// the rendered ones.
-			name: "one to two endpoints turns health checks on by reloading",
+			// cannot add at runtime: its checked twin (ck_) is added with
+			// the new endpoint and the unchecked one drains, so the
+			// running servers equal the rendered ones with no reload.
+			name: "one to two endpoints trades the server for its checked twin",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				r := routeByName(t, d, "hello")
 				r.Services[0].Servers = append(r.Services[0].Servers, srv("127.0.0.1", 18082, 256))
+				r.NameServers()
 			},
-			wantReasons: []string{"health checks changed: default/hello"},
+			wantCommands: []string{
+				"add server be_http:default:hello/ck_127.0.0.1_18081 127.0.0.1:18081 weight 256 check inter 5s",
+				"enable health be_http:default:hello/ck_127.0.0.1_18081",
+				"enable server be_http:default:hello/ck_127.0.0.1_18081",
+				"add server be_http:default:hello/ck_127.0.0.1_18082 127.0.0.1:18082 weight 256 check inter 5s",
+				"enable health be_http:default:hello/ck_127.0.0.1_18082",
+				"enable server be_http:default:hello/ck_127.0.0.1_18082",
+				"set dynamic-cookie-key backend be_http:default:hello " + render.DynamicCookieKey(beHello),
+				"enable dynamic-cookie backend be_http:default:hello",
+				"set server be_http:default:hello/ep_127.0.0.1_18081 state maint",
+			},
 			wantChanges: []string{
-				"runtime | endpoint added | default/hello | ep_127.0.0.1_18082",
-				"reload | health checks changed | default/hello | off -> on (2 active endpoints)",
+				"runtime | endpoint added | default/hello | ck_127.0.0.1_18081",
+				"runtime | endpoint added | default/hello | ck_127.0.0.1_18082",
+				"runtime | endpoint removed | default/hello | ep_127.0.0.1_18081",
 			},
-			wantSummary: "plan: reload (1 reason: health checks changed: default/hello)",
+			wantSummary: "plan: runtime (4 operations, no reload)",
 		},
 		{
-			name: "two to one endpoint turns health checks off by reloading",
+			name: "two to one endpoint trades the server for its unchecked twin",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				r := routeByName(t, d, "pair")
 				r.Services[0].Servers = r.Services[0].Servers[:1]
+				r.NameServers()
 			},
-			wantReasons: []string{"health checks changed: default/pair"},
+			wantCommands: []string{
+				"add server be_http:default:pair/ep_127.0.0.1_18090 127.0.0.1:18090 weight 256",
+				"enable server be_http:default:pair/ep_127.0.0.1_18090",
+				"set dynamic-cookie-key backend be_http:default:pair " + render.DynamicCookieKey(bePair),
+				"enable dynamic-cookie backend be_http:default:pair",
+				"set server be_http:default:pair/ck_127.0.0.1_18090 state maint",
+				"set server be_http:default:pair/ck_127.0.0.1_18091 state maint",
+			},
 			wantChanges: []string{
-				"runtime | endpoint removed | default/pair | ep_127.0.0.1_18091",
-				"reload | health checks changed | default/pair | on -> off (1 active endpoints)",
+				"runtime | endpoint added | default/pair | ep_127.0.0.1_18090",
+				"runtime | endpoint removed | default/pair | ck_127.0.0.1_18090",
+				"runtime | endpoint removed | default/pair | ck_127.0.0.1_18091",
 			},
-			wantSummary: "plan: reload (1 reason: health checks changed: default/pair)",
+			wantSummary: "plan: runtime (4 operations, no reload)",
 		},
 		{
-			name: "weight zero leaves one active endpoint",
+			name: "weight zero leaves one active endpoint: unchecked twins",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
-				routeByName(t, d, "pair").Services[0].Servers[1].Weight = 0
+				r := routeByName(t, d, "pair")
+				r.Services[0].Servers[1].Weight = 0
+				r.NameServers()
 			},
-			wantReasons: []string{"health checks changed: default/pair"},
+			wantCommands: []string{
+				"add server be_http:default:pair/ep_127.0.0.1_18090 127.0.0.1:18090 weight 256",
+				"enable server be_http:default:pair/ep_127.0.0.1_18090",
+				"add server be_http:default:pair/ep_127.0.0.1_18091 127.0.0.1:18091 weight 0",
+				"enable server be_http:default:pair/ep_127.0.0.1_18091",
+				"set dynamic-cookie-key backend be_http:default:pair " + render.DynamicCookieKey(bePair),
+				"enable dynamic-cookie backend be_http:default:pair",
+				"set server be_http:default:pair/ck_127.0.0.1_18090 state maint",
+				"set server be_http:default:pair/ck_127.0.0.1_18091 state maint",
+			},
 			wantChanges: []string{
-				"runtime | weight changed | default/pair | ep_127.0.0.1_18091 256 -> 0",
-				"reload | health checks changed | default/pair | on -> off (1 active endpoints)",
+				"runtime | endpoint added | default/pair | ep_127.0.0.1_18090",
+				"runtime | endpoint added | default/pair | ep_127.0.0.1_18091",
+				"runtime | endpoint removed | default/pair | ck_127.0.0.1_18090",
+				"runtime | endpoint removed | default/pair | ck_127.0.0.1_18091",
 			},
-			wantSummary: "plan: reload (1 reason: health checks changed: default/pair)",
+			wantSummary: "plan: runtime (5 operations, no reload)",
 		},
 		{
 			name: "endpoint back while pending deletion is re-enabled",
@@ -468,14 +503,14 @@ func TestCompute(t *testing.T) {
 				r := routeByName(t, d, "ab")
 				r.Services[1].Servers = r.Services[1].Servers[:1]
 			},
-			pending: map[model.BackendName]map[model.ServerName]bool{beAB: {"ep_127.0.0.1_18089": true}},
+			pending: map[model.BackendName]map[model.ServerName]bool{beAB: {"ck_127.0.0.1_18089": true}},
 			change:  func(t *testing.T, d *model.Desired, in *render.Input) {},
 			wantCommands: []string{
-				"set server " + beAB + "/ep_127.0.0.1_18089 weight 50",
-				"enable health " + beAB + "/ep_127.0.0.1_18089",
-				"set server " + beAB + "/ep_127.0.0.1_18089 state ready",
+				"set server " + beAB + "/ck_127.0.0.1_18089 weight 50",
+				"enable health " + beAB + "/ck_127.0.0.1_18089",
+				"set server " + beAB + "/ck_127.0.0.1_18089 state ready",
 			},
-			wantChanges: []string{"runtime | endpoint re-enabled | default/ab | ep_127.0.0.1_18089"},
+			wantChanges: []string{"runtime | endpoint re-enabled | default/ab | ck_127.0.0.1_18089"},
 			wantSummary: "plan: runtime (1 operation, no reload)",
 		},
 		{
@@ -637,7 +672,7 @@ func TestFormat(t *testing.T) {
 		Reload: true,
 		Changes: []Change{
 			{Mode: ModeRuntime, Kind: KindEndpointAdded, Subject: "default/hello", Detail: "ep_127.0.0.1_18082"},
-			{Mode: ModeRuntime, Kind: KindWeight, Subject: "default/ab", Detail: "ep_127.0.0.1_18084 100 -> 50"},
+			{Mode: ModeRuntime, Kind: KindWeight, Subject: "default/ab", Detail: "ck_127.0.0.1_18084 100 -> 50"},
 			{Mode: ModeReload, Kind: KindRouteAdded, Subject: "default/new"},
 		},
 		Reasons: []Reason{{Kind: KindRouteAdded, Subject: "default/new"}},
@@ -646,7 +681,7 @@ func TestFormat(t *testing.T) {
 	p.Format(&b)
 	want := "" +
 		"runtime  endpoint added  default/hello  ep_127.0.0.1_18082\n" +
-		"runtime  weight changed  default/ab     ep_127.0.0.1_18084 100 -> 50\n" +
+		"runtime  weight changed  default/ab     ck_127.0.0.1_18084 100 -> 50\n" +
 		"reload   route added     default/new\n" +
 		"plan: reload (1 reason: route added: default/new)\n"
 	if b.String() != want {
@@ -675,7 +710,7 @@ func TestComputeUnsortedRoutes(t *testing.T) {
 	desired := stateOf(t, testInput(cur))
 	slices.Reverse(cur.Routes)
 	p := Compute(applied, desired)
-	want := []string{"set server " + beAB + "/ep_127.0.0.1_18083 weight 50"}
+	want := []string{"set server " + beAB + "/ck_127.0.0.1_18083 weight 50"}
 	if got := commands(p); p.Reload || !slices.Equal(got, want) {
 		t.Errorf("reload %v (%q), commands %q; want %q", p.Reload, reasonStrings(p), got, want)
 	}

@@ -130,7 +130,10 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 		oldIndex[s.Name] = s
 	}
 	newNames := make(map[model.ServerName]bool, len(newServers))
-	oldChecked, newChecked := old.HealthChecked(), cur.HealthChecked()
+	// Checked servers are named apart (model.CheckedServerName): a route
+	// crossing one/two endpoints adds and drains servers, never changes
+	// one's check.
+	newChecked := cur.HealthChecked()
 	pending := d.applied.PendingDeletes[be]
 
 	added := false
@@ -169,7 +172,7 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 		// Anything besides the weight that differs on the server line
 		// (maxconn, ssl, ca-file, check interval) cannot be changed at
 		// runtime. Settings changes already name the cause.
-		if !settingsChanged && oldChecked == newChecked {
+		if !settingsChanged {
 			was := o
 			was.Weight = s.Weight
 			if render.ServerArgs(*old, was, d.applied.Input) != render.ServerArgs(*cur, s, d.desired.Input) {
@@ -191,15 +194,6 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 	if len(optionsChanged) > 0 {
 		d.add(Change{Mode: ModeReload, Kind: KindServerOptions, Subject: key, Detail: strings.Join(optionsChanged, ", ")})
 	}
-	if oldChecked != newChecked {
-		// Servers render `check` only while checks run (render.ServerArgs)
-		// and 2.6 cannot add or drop `check` on an existing server at
-		// runtime; `disable health` would leave a server the config says
-		// is unchecked holding a check. A reload keeps the running
-		// servers equal to the rendered ones (DESIGN §5).
-		d.add(Change{Mode: ModeReload, Kind: KindHealthChecks, Subject: key,
-			Detail: fmt.Sprintf("%s -> %s (%d active endpoints)", onOff(oldChecked), onOff(newChecked), cur.ActiveServers())})
-	}
 	// Render gives every HTTP backend without disable_cookies dynamic
 	// cookies; servers added at runtime need the key sent again.
 	if added && cur.Termination != model.TerminationPassthrough && !cur.Backend.DisableCookies {
@@ -207,12 +201,6 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 	}
 }
 
-func onOff(b bool) string {
-	if b {
-		return "on"
-	}
-	return "off"
-}
 
 // backendDiff names the backend settings that differ, as the annotation
 // table names them.

@@ -272,3 +272,10 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 	slices.Sort(keys)
 	return keys
 }
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}

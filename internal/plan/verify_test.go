@@ -14,7 +14,7 @@ import (
 func TestVerify(t *testing.T) {
 	desired := stateOf(t, testInput(baseDesired()))
 	p := Plan{Ops: []Op{
-		SetWeight{Backend: beAB, Server: "ep_127.0.0.1_18083", Weight: 100},
+		SetWeight{Backend: beAB, Server: "ck_127.0.0.1_18083", Weight: 100},
 		MapReplace{Path: httpMap},
 	}}
 	backends, maps := p.Touched()
@@ -25,9 +25,9 @@ func TestVerify(t *testing.T) {
 
 	good := func() map[model.BackendName][]ObservedServer {
 		return map[model.BackendName][]ObservedServer{beAB: {
-			{Name: "ep_127.0.0.1_18083", Addr: "127.0.0.1", Port: 18083, Weight: 100, Admin: AdminReady, Checked: true},
-			{Name: "ep_127.0.0.1_18084", Addr: "127.0.0.1", Port: 18084, Weight: 50, Admin: AdminReady, Checked: true},
-			{Name: "ep_127.0.0.1_18089", Addr: "::ffff:127.0.0.1", Port: 18089, Weight: 50, Admin: AdminReady, Checked: true},
+			{Name: "ck_127.0.0.1_18083", Addr: "127.0.0.1", Port: 18083, Weight: 100, Admin: AdminReady, Checked: true},
+			{Name: "ck_127.0.0.1_18084", Addr: "127.0.0.1", Port: 18084, Weight: 50, Admin: AdminReady, Checked: true},
+			{Name: "ck_127.0.0.1_18089", Addr: "::ffff:127.0.0.1", Port: 18089, Weight: 50, Admin: AdminReady, Checked: true},
 			// Drained, waiting for deletion: allowed.
 			{Name: "ep_127.0.0.1_18070", Addr: "127.0.0.1", Port: 18070, Weight: 1, Admin: AdminMaint},
 		}}
@@ -49,9 +49,9 @@ func TestVerify(t *testing.T) {
 				s[beAB][1].Admin = AdminMaint
 				s[beAB][2].Checked = false
 			},
-			wantErr: beAB + "/ep_127.0.0.1_18083: weight 1, want 100; " +
-				beAB + "/ep_127.0.0.1_18084: state maint, want ready; " +
-				beAB + "/ep_127.0.0.1_18089: health checks off, want on",
+			wantErr: beAB + "/ck_127.0.0.1_18083: weight 1, want 100; " +
+				beAB + "/ck_127.0.0.1_18084: state maint, want ready; " +
+				beAB + "/ck_127.0.0.1_18089: health checks off, want on",
 		},
 		{
 			name: "missing and unexpected servers",
@@ -60,8 +60,8 @@ func TestVerify(t *testing.T) {
 				s[beAB][0].Port = 1
 				s[beAB][2].Admin = AdminReady
 			},
-			wantErr: beAB + "/ep_127.0.0.1_18083: missing; " +
-				beAB + "/ep_127.0.0.1_18084: address 127.0.0.1:1, want 127.0.0.1:18084; " +
+			wantErr: beAB + "/ck_127.0.0.1_18083: missing; " +
+				beAB + "/ck_127.0.0.1_18084: address 127.0.0.1:1, want 127.0.0.1:18084; " +
 				beAB + "/ep_127.0.0.1_18070: unexpected server in state ready",
 		},
 		{
