@@ -201,7 +201,6 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 	}
 }
 
-
 // backendDiff names the backend settings that differ, as the annotation
 // table names them.
 func (d *differ) backendDiff(a, b model.BackendSettings) (fields, detail []string) {
