@@ -439,7 +439,7 @@ func TestRefusedRuntimeCommandFallsBackToReload(t *testing.T) {
 	one, two := startBackend(t, "one"), startBackend(t, "two")
 	w := serveWeb(t, r, "", one)
 	before := r.reloads()
-	squatter := fmt.Sprintf("add server be_http:e2e:web/ep_127.0.0.1_%d 127.0.0.1:1", two.Port)
+	squatter := fmt.Sprintf("add server be_http:e2e:web/ck_127.0.0.1_%d 127.0.0.1:1", two.Port) // two endpoints: checked servers
 	if out, err := testutil.AdminCommand(r.runDir, squatter); err != nil || !strings.Contains(out, "New server registered") {
 		t.Fatalf("%s: %q, %v", squatter, out, err)
 	}
