@@ -584,7 +584,7 @@ func resolveServices(c *candidate, idx endpointIndex) {
 			if seen != nil {
 				seen[name] = svc.Name
 			}
-			svc.Servers = append(svc.Servers, Server{Name: name, Address: addr, Port: e.port})
+			svc.Servers = append(svc.Servers, Server{Name: name, Address: addr, Port: e.port, H2C: e.h2c})
 		}
 		w := serverWeight(svc.Weight, maxW, len(svc.Servers))
 		for j := range svc.Servers {

@@ -613,6 +613,7 @@ func (w *walker) ports(k, v *yaml.Node, field string) []EndpointPort {
 			case "protocol":
 				p.Protocol, _ = w.str(v, f+".protocol")
 			case "appProtocol":
+				p.AppProtocol, _ = w.str(v, f+".appProtocol")
 			default:
 				w.unknownField(k, f+"."+key)
 			}

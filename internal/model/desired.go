@@ -392,6 +392,10 @@ type Server struct {
 	// Weight is the HAProxy server weight, 0..256: the service weight
 	// spread over the service's endpoints (OpenShift's scheme).
 	Weight int
+	// H2C is set when the endpoint's port has appProtocol h2c: HAProxy
+	// speaks HTTP/2 to it in clear text (`proto h2`) on http and edge
+	// routes, as the OpenShift router does.
+	H2C bool
 }
 
 // BalanceAlgorithm is one of the dynamic-server compatible algorithms.

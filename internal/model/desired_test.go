@@ -93,7 +93,7 @@ func TestSameOutputCoversEveryField(t *testing.T) {
 		{reflect.TypeFor[AdmittedRoute](), 11},
 		{reflect.TypeFor[BackendSettings](), 15},
 		{reflect.TypeFor[ServiceBackend](), 3},
-		{reflect.TypeFor[Server](), 4},
+		{reflect.TypeFor[Server](), 5},
 		{reflect.TypeFor[RouteTLS](), 5},
 		{reflect.TypeFor[RateLimit](), 3},
 		{reflect.TypeFor[RouteKey](), 2},
@@ -130,6 +130,7 @@ func TestSameOutputCoversEveryField(t *testing.T) {
 		"maxconn":    func(r *AdmittedRoute) { r.Backend.PodConcurrentConnections = 3 },
 		"svc weight": func(r *AdmittedRoute) { r.Services[0].Weight = 1 },
 		"server":     func(r *AdmittedRoute) { r.Services[0].Servers[1].Port = 81 },
+		"h2c":        func(r *AdmittedRoute) { r.Services[0].Servers[1].H2C = true },
 		"servers":    func(r *AdmittedRoute) { r.Services[0].Servers = r.Services[0].Servers[:1] },
 		"services":   func(r *AdmittedRoute) { r.Services = nil },
 	}

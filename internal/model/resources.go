@@ -172,6 +172,15 @@ type EndpointPort struct {
 	Name     string
 	Port     int32
 	Protocol string // TCP when absent
+	// AppProtocol is the port's application protocol; only h2c
+	// (kubernetes.io/h2c) changes how haroute talks to it (H2C).
+	AppProtocol string
+}
+
+// H2C reports whether the port speaks HTTP/2 without TLS, as the OpenShift
+// router reads appProtocol: "h2c" or "kubernetes.io/h2c".
+func (p EndpointPort) H2C() bool {
+	return p.AppProtocol == "h2c" || p.AppProtocol == "kubernetes.io/h2c"
 }
 
 // EndpointSlice is discovery.k8s.io/v1 EndpointSlice. The service it belongs

@@ -30,6 +30,7 @@ type endpointIndex map[serviceKey][]endpointGroup
 type endpoint struct {
 	addr netip.Addr
 	port int
+	h2c  bool // the port's appProtocol is h2c
 }
 
 // serviceKey names a service: a struct rather than "ns/name", so looking
@@ -247,7 +248,7 @@ func (ix endpointIndex) resolve(ns, svc string, port *RoutePort) resolution {
 			// such a route (endpointsForAlias without a preferred port).
 			for _, p := range g.ports {
 				for _, a := range g.addrs {
-					res.endpoints = append(res.endpoints, endpoint{addr: a, port: int(p.Port)})
+					res.endpoints = append(res.endpoints, endpoint{addr: a, port: int(p.Port), h2c: p.H2C()})
 				}
 			}
 			continue
@@ -258,13 +259,13 @@ func (ix endpointIndex) resolve(ns, svc string, port *RoutePort) resolution {
 			continue
 		}
 		for _, a := range g.addrs {
-			res.endpoints = append(res.endpoints, endpoint{addr: a, port: p})
+			res.endpoints = append(res.endpoints, endpoint{addr: a, port: int(p.Port), h2c: p.H2C()})
 		}
 	}
 	if len(res.endpoints) > 0 {
 		res.portMiss = false
 	}
-	slices.SortFunc(res.endpoints, func(a, b endpoint) int {
+	slices.SortStableFunc(res.endpoints, func(a, b endpoint) int {
 		if c := a.addr.Compare(b.addr); c != 0 {
 			return c
 		}
@@ -272,7 +273,9 @@ func (ix endpointIndex) resolve(ns, svc string, port *RoutePort) resolution {
 	})
 	out := res.endpoints[:0]
 	for i, e := range res.endpoints {
-		if i > 0 && e == res.endpoints[i-1] {
+		// The same address and port twice (Endpoints and a slice): the
+		// first mention's appProtocol wins.
+		if i > 0 && e.addr == res.endpoints[i-1].addr && e.port == res.endpoints[i-1].port {
 			continue
 		}
 		out = append(out, e)
@@ -283,20 +286,20 @@ func (ix endpointIndex) resolve(ns, svc string, port *RoutePort) resolution {
 
 // pickPort chooses the port of a group for a route's targetPort, by name or
 // number.
-func pickPort(ports []EndpointPort, tp *RoutePort) (int, bool) {
+func pickPort(ports []EndpointPort, tp *RoutePort) (EndpointPort, bool) {
 	t := tp.TargetPort
 	for _, p := range ports {
 		if t.IsString {
 			// As the OpenShift router does, a string of digits also
 			// matches the port number.
 			if p.Name == t.Str || (t.Str != "" && strconv.Itoa(int(p.Port)) == t.Str) {
-				return int(p.Port), true
+				return p, true
 			}
 		} else if p.Port == t.Int {
-			return int(p.Port), true
+			return p, true
 		}
 	}
-	return 0, false
+	return EndpointPort{}, false
 }
 
 // serverWeight spreads a service weight over its endpoints, OpenShift's

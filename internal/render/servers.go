@@ -56,6 +56,11 @@ func appendServerArgs(b []byte, r *model.AdmittedRoute, s *model.Server, in Inpu
 		// <service>.<namespace>.svc. The system store, haroute's fallback
 		// where OpenShift would verify nothing, checks the chain alone.
 		b = append(b, " ssl"...)
+		if in.Desired != nil && in.Desired.Router.HTTP2 {
+			// As OpenShift's template: with HTTP/2 on, reencrypt backends
+			// are offered h2 too, whatever the client spoke.
+			b = append(b, " alpn h2,http/1.1"...)
+		}
 		if r.TLS.DestinationCACertificate == "" && len(in.DefaultDestinationCA) > 0 {
 			b = append(b, " verifyhost "...)
 			b = appendServiceHostname(b, r, s)
@@ -64,6 +69,11 @@ func appendServerArgs(b []byte, r *model.AdmittedRoute, s *model.Server, in Inpu
 		b = append(b, destinationCAPath(r, in)...)
 		b = append(b, " port "...)
 		b = strconv.AppendInt(b, int64(s.Port), 10)
+	}
+	if s.H2C && (r.Termination == model.TerminationNone || r.Termination == model.TerminationEdge) {
+		// appProtocol h2c: HTTP/2 in clear text to the endpoint, on the
+		// routes OpenShift's template gives it (HAProxy terminates HTTP).
+		b = append(b, " proto h2"...)
 	}
 	return b
 }

@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/testutil"
+	"github.com/haroute/haroute/test/publish"
+)
+
+// protoHandler answers with name and the protocol the request came in.
+func protoHandler(name string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, name+" "+r.Proto) })
+}
+
+// h2cBackend is a clear-text server on 127.0.0.1 that speaks HTTP/1.1 and
+// HTTP/2 with prior knowledge (h2c), as a gRPC service would.
+func h2cBackend(t *testing.T, name string) *backend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: protoHandler(name), Protocols: &protos}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return &backend{Name: name, Port: ln.Addr().(*net.TCPAddr).Port}
+}
+
+// endpointsAppProtocol is endpointsYAML with appProtocol on every port.
+func endpointsAppProtocol(service, appProtocol string, bs ...*backend) string {
+	return strings.ReplaceAll(endpointsYAML(service, bs...), "      - port: ",
+		"      - appProtocol: "+appProtocol+"\n        port: ")
+}
+
+// An endpoint port with appProtocol h2c is spoken to in HTTP/2 (`proto
+// h2`), from the config and when added at runtime, as OpenShift does; a
+// port without it stays HTTP/1.1.
+func TestH2CEndpointsSpeakHTTP2(t *testing.T) {
+	r := newRouter(t)
+	g1, g2, plain := h2cBackend(t, "g1"), h2cBackend(t, "g2"), h2cBackend(t, "plain")
+	gen := func(grpc ...*backend) map[string][]byte {
+		return files(
+			"router.yaml", r.routerConfig(""),
+			"routes.yaml", join(routeYAML("grpc", "grpc.e2e.test", "", "grpc"), routeYAML("plain", "plain.e2e.test", "", "plain")),
+			"endpoints.yaml", join(endpointsAppProtocol("grpc", "kubernetes.io/h2c", grpc...), endpointsYAML("plain", plain)),
+		)
+	}
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(gen(g1)))
+	r.start("atomic")
+	r.serves("grpc.e2e.test", "/", "g1 HTTP/2.0")
+	r.serves("plain.e2e.test", "/", "plain HTTP/1.1")
+
+	before := r.reloads()
+	must(t, w.Publish(gen(g1, g2)))
+	r.eventually(20*time.Second, "runtime-added h2c endpoint answers in HTTP/2", func() error {
+		got, err := r.get("grpc.e2e.test", "/")
+		if err != nil || got != "g2 HTTP/2.0" {
+			return fmt.Errorf("%q %v", got, err)
+		}
+		return nil
+	})
+	for range 10 {
+		if got, err := r.get("grpc.e2e.test", "/"); err != nil || !strings.HasSuffix(got, " HTTP/2.0") {
+			t.Fatalf("grpc answered %q, %v; want HTTP/2.0 from every server", got, err)
+		}
+	}
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("adding an h2c endpoint caused %d reloads, want 0", got)
+	}
+	if state := readShowServers(t, r, "be_http:e2e:grpc"); !strings.Contains(state, fmt.Sprintf("_%d ", g2.Port)) {
+		t.Fatalf("g2 is not a server of the backend:\n%s", state)
+	}
+}
+
+// h2TLSBackend is an HTTPS server on 127.0.0.1 presenting cert that offers
+// h2 and http/1.1 by ALPN.
+func h2TLSBackend(t *testing.T, name string, cert tls.Certificate) *backend {
+	t.Helper()
+	s := httptest.NewUnstartedServer(protoHandler(name))
+	s.EnableHTTP2 = true
+	s.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return &backend{Name: name, Port: s.Listener.Addr().(*net.TCPAddr).Port}
+}
+
+// With http2 on, a reencrypt backend is offered h2 (`alpn h2,http/1.1`),
+// from the config and for a server added at runtime, as OpenShift's
+// template does; with http2 off it is spoken to in HTTP/1.1.
+func TestReencryptBackendsGetH2WhenHTTP2IsOn(t *testing.T) {
+	r := newRouter(t)
+	ca := testutil.NewCA(t, "service CA")
+	web1 := h2TLSBackend(t, "web1", ca.Issue(t, "web.e2e.svc"))
+	web2 := h2TLSBackend(t, "web2", ca.Issue(t, "web.e2e.svc"))
+	route := `apiVersion: route.openshift.io/v1
+kind: Route
+metadata:
+  name: shop
+  namespace: e2e
+spec:
+  host: shop.e2e.test
+  to:
+    kind: Service
+    name: web
+  tls:
+    termination: reencrypt
+`
+	gen := func(http2 bool, eps ...*backend) map[string][]byte {
+		return files(
+			"router.yaml", r.routerConfig(fmt.Sprintf("  http2: %t\n  defaultDestinationCA: |\n%s", http2, indent(ca.PEM, 4))),
+			"routes.yaml", route,
+			"endpoints.yaml", endpointsYAML("web", eps...),
+		)
+	}
+	servedAs := func(what, want string) {
+		r.eventually(20*time.Second, what, func() error {
+			status, body, err := r.getHTTPS("shop.e2e.test")
+			if err != nil || status != 200 || body != want {
+				return fmt.Errorf("%d %q %v", status, body, err)
+			}
+			return nil
+		})
+	}
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(gen(true, web1)))
+	r.start("atomic")
+	servedAs("reencrypt backend spoken to in h2", "web1 HTTP/2.0")
+
+	before := r.reloads()
+	must(t, w.Publish(gen(true, web1, web2)))
+	servedAs("runtime-added reencrypt server spoken to in h2", "web2 HTTP/2.0")
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("adding an endpoint caused %d reloads, want 0", got)
+	}
+
+	must(t, w.Publish(gen(false, web1)))
+	servedAs("http2 off: reencrypt backend spoken to in HTTP/1.1", "web1 HTTP/1.1")
+}
