@@ -36,9 +36,6 @@ func (a AdminState) Maint() bool {
 	return a&(AdminForcedMaint|AdminInheritedMaint|AdminConfigMaint|AdminResolutionMaint|AdminHostnameMaint) != 0
 }
 
-// Drain reports whether the server is draining.
-func (a AdminState) Drain() bool { return a&(AdminForcedDrain|AdminInheritedDrain) != 0 }
-
 // CheckState holds the srv_check_state bits of `show servers state`.
 type CheckState int
 
@@ -71,26 +68,13 @@ type MapEntry struct {
 // server or map asked about.
 var ErrNotFound = errors.New("not found")
 
-// ServersState reads back the servers of one backend.
+// ServersStates reads back the servers of many backends, over one
+// connection: reading back a plan that touched a thousand backends costs
+// one session instead of a thousand.
 //
 // The columns are looked up by their names in the "# be_id be_name …"
 // header (format version 1, unchanged from 1.8 to 3.x), so added columns do
 // not shift what is read.
-func (r *Runtime) ServersState(ctx context.Context, backend string) ([]ServerState, error) {
-	resp, err := r.one(ctx, "show servers state "+backend)
-	if err != nil {
-		return nil, err
-	}
-	states, err := parseServersState(resp.Output)
-	if err != nil {
-		return nil, fmt.Errorf("show servers state %s: %w", backend, err)
-	}
-	return states, nil
-}
-
-// ServersStates is ServersState for many backends, over one connection:
-// reading back a plan that touched a thousand backends costs one session
-// instead of a thousand.
 func (r *Runtime) ServersStates(ctx context.Context, backends []string) (map[string][]ServerState, error) {
 	cmds := make([]string, len(backends))
 	for i, be := range backends {
@@ -238,20 +222,6 @@ func parseMap(out string) ([]MapEntry, error) {
 		entries = append(entries, MapEntry{Key: key, Value: value})
 	}
 	return entries, nil
-}
-
-// ServerConns is the number of sessions a server carries now (show stat's
-// scur): a drained server is deleted only once it reaches zero.
-func (r *Runtime) ServerConns(ctx context.Context, backend, server string) (int, error) {
-	conns, err := r.BackendsConns(ctx, []string{backend})
-	if err != nil {
-		return 0, err
-	}
-	n, ok := conns[backend][server]
-	if !ok {
-		return 0, fmt.Errorf("server %s/%s: %w", backend, server, ErrNotFound)
-	}
-	return n, nil
 }
 
 // BackendsConns returns the current sessions of every server of each

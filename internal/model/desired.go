@@ -413,7 +413,7 @@ const (
 // settings are equal when ==; the annotation table (annotation_table.go)
 // names each field for plan.
 type BackendSettings struct {
-	Balance             BalanceAlgorithm // always set by validation: the annotation, else defaultBalance (roundrobin; passthrough: source)
+	Balance             BalanceAlgorithm // always set by validation: the annotation, else defaultBalance (roundrobin; source for passthrough with one active service)
 	Timeout             time.Duration    // haproxy.router.openshift.io/timeout (timeout server)
 	TunnelTimeout       time.Duration    // …/timeout-tunnel
 	HealthCheckInterval time.Duration    // resolved: annotation > RouterConfig > 5s

@@ -101,7 +101,7 @@ func startHAProxy(t *testing.T, bin string, d *model.Desired, cert []byte) *live
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	d.Router.HTTPPort, d.Router.HTTPSPort, d.Router.StatsPort = freePort(t), freePort(t), freePort(t)
+	d.Router.HTTPPort, d.Router.HTTPSPort, d.Router.StatsPort = testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	h := &liveHAProxy{dir: root + "/b", runDir: root + "/r"}
 	h.state = stateFor(t, d, cert, h.dir, h.runDir)
 	for _, dir := range []string{h.runDir, h.dir + "/maps", h.dir + "/certs"} {
@@ -198,9 +198,6 @@ func (h *liveHAProxy) readBack(t *testing.T, backends []model.BackendName, maps 
 	return servers, out
 }
 
-func freePort(t *testing.T) int {
-	return testutil.FreePort(t)
-}
 
 // selfSigned returns a PEM certificate and key for name.
 func selfSigned(t *testing.T, name string) []byte {

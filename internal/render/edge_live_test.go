@@ -33,7 +33,7 @@ func edgeSettings(t *testing.T) model.Settings {
 	s := model.DefaultSettings()
 	s.BindAddress = "127.0.0.1"
 	s.MaxConnections = 2000
-	s.HTTPPort, s.HTTPSPort, s.StatsPort = freePort(t), freePort(t), freePort(t)
+	s.HTTPPort, s.HTTPSPort, s.StatsPort = testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	return s
 }
 

@@ -34,7 +34,7 @@ func TestLiveQuotedValues(t *testing.T) {
 		t.Cleanup(s.Close)
 		return splitHostPort(s.Listener.Addr().String())
 	}
-	httpPort, httpsPort, statsPort := freePort(t), freePort(t), freePort(t)
+	httpPort, httpsPort, statsPort := testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	const quotedPath = `/it's"q"\x`
 	const cookieName = `it's#a$cookie`
 	// The longest path validation admits under its host.
@@ -183,7 +183,7 @@ func TestLiveStatsPasswordQuoted(t *testing.T) {
 	s := model.DefaultSettings()
 	s.BindAddress = "127.0.0.1"
 	s.MaxConnections = 2000
-	s.HTTPPort, s.HTTPSPort, s.StatsPort = freePort(t), freePort(t), freePort(t)
+	s.HTTPPort, s.HTTPSPort, s.StatsPort = testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	tmp, err := os.MkdirTemp("", "hr")
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ func TestLiveRouting(t *testing.T) {
 	s := model.DefaultSettings()
 	s.BindAddress = "127.0.0.1"
 	s.MaxConnections = 2000 // the default 50000 needs more FDs than test hosts allow
-	s.HTTPPort, s.HTTPSPort, s.StatsPort = freePort(t), freePort(t), freePort(t)
+	s.HTTPPort, s.HTTPSPort, s.StatsPort = testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	d := desired(s,
 		route("t", "exact", "exact.wild.example.com", "", svc("s", 100, backend("exact", nil))),
 		route("t", "foo", "hello.example.com", "/foo", svc("s", 100, backend("foo", nil))),
@@ -244,9 +244,6 @@ func TestLiveRouting(t *testing.T) {
 	})
 }
 
-func freePort(t *testing.T) int {
-	return testutil.FreePort(t)
-}
 
 // client dials every request to 127.0.0.1:port, whatever the URL host, so
 // the URL can carry the virtual host (and the SNI).

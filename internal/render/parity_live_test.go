@@ -46,7 +46,7 @@ func TestLiveOpenShiftParity(t *testing.T) {
 	t.Cleanup(releaseAll)
 	_, port := splitHostPort(echo.Listener.Addr().String())
 
-	httpPort, httpsPort, statsPort := freePort(t), freePort(t), freePort(t)
+	httpPort, httpsPort, statsPort := testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	route := func(name, host, extra string) string {
 		return fmt.Sprintf(`---
 apiVersion: route.openshift.io/v1

@@ -47,7 +47,7 @@ func TestLiveReencryptVerifiesAsOpenShift(t *testing.T) {
 	s := model.DefaultSettings()
 	s.BindAddress = "127.0.0.1"
 	s.MaxConnections = 2000
-	s.HTTPPort, s.HTTPSPort, s.StatsPort = freePort(t), freePort(t), freePort(t)
+	s.HTTPPort, s.HTTPSPort, s.StatsPort = testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	d := desired(s,
 		route("shop", "own-ca", "own-ca.example.com", "", reencrypt(model.InsecurePolicyNone, withDestCA(serviceCA.PEM)),
 			svc("web", 100, tlsBackend("own-ca", forService))),
