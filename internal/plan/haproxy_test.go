@@ -198,7 +198,6 @@ func (h *liveHAProxy) readBack(t *testing.T, backends []model.BackendName, maps 
 	return servers, out
 }
 
-
 // selfSigned returns a PEM certificate and key for name.
 func selfSigned(t *testing.T, name string) []byte {
 	c, k, _ := testutil.SelfSignedCert(t, name, big.NewInt(1), time.Now().Add(time.Hour))

@@ -244,7 +244,6 @@ func TestLiveRouting(t *testing.T) {
 	})
 }
 
-
 // client dials every request to 127.0.0.1:port, whatever the URL host, so
 // the URL can carry the virtual host (and the SNI).
 func client(port int, tlsConf *tls.Config) *http.Client {
