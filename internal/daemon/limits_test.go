@@ -17,7 +17,7 @@ import (
 func TestFitMaxConn(t *testing.T) {
 	small := model.FDBudget{Listeners: 7, CheckedServers: 10, Threads: 2}
 	big := model.FDBudget{Listeners: 7, CheckedServers: 10000, Threads: 2}
-	// Fixed part: 10 + listeners + reserved checks + 20 + 1 + 3 per thread.
+	// Fixed part: 10 + listeners + reserved checks + 20 + 1 + 3 per thread + 16 spare.
 	tests := []struct {
 		name    string
 		want    int
@@ -27,8 +27,8 @@ func TestFitMaxConn(t *testing.T) {
 		lowered bool
 	}{
 		{"fits", 1000, 1 << 20, small, 1000, false},
-		{"lowered to the limit", 50000, 20000, small, (20000 - (10 + 7 + 256 + 20 + 1 + 6)) / 2, true},
-		{"10k checked servers take one each", 50000, 20000, big, (20000 - (10 + 7 + 10240 + 20 + 1 + 6)) / 2, true},
+		{"lowered to the limit", 50000, 20000, small, (20000 - (10 + 7 + 256 + 20 + 1 + 6 + 16)) / 2, true},
+		{"10k checked servers take one each", 50000, 20000, big, (20000 - (10 + 7 + 10240 + 20 + 1 + 6 + 16)) / 2, true},
 		{"unlimited", 50000, rlimInfinity, big, 50000, false},
 		{"unknown", 50000, 0, big, 50000, false},
 		{"no room at all", 50000, 100, small, 0, true},
@@ -74,8 +74,8 @@ func TestFittedRefusesUnusableLimit(t *testing.T) {
 	desired := twoEndpointRoutes(10000)
 	desired.Router.ThreadCount = 4
 	_, err := d.fitted(desired)
-	// 10 + 7 listeners + 20224 checks + 20 + 1 + 12 = 20274, +200 for 100 connections.
-	for _, want := range []string{"LimitNOFILE", "hard limit 20000", "20000 checked servers", "at least 20474", "reserves 20274"} {
+	// 10 + 7 listeners + 20224 checks + 20 + 1 + 12 + 16 spare = 20290, +200 for 100 connections.
+	for _, want := range []string{"LimitNOFILE", "hard limit 20000", "20000 checked servers", "at least 20490", "reserves 20290"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("err = %v, want it to name %q", err, want)
 		}
@@ -87,8 +87,9 @@ func TestFittedRefusesUnusableLimit(t *testing.T) {
 	}
 }
 
-// model.FDBudget mirrors HAProxy 2.6's maxsock exactly: under a hard limit,
-// HAProxy starts with MaxConn and refuses MaxConn+1 ("Cannot raise FD
+// model.FDBudget mirrors HAProxy's maxsock within its 16 spare
+// descriptors: under a hard limit, HAProxy (2.6 and 3.0) starts with
+// MaxConn and refuses MaxConn+9, 18 descriptors more ("Cannot raise FD
 // limit"), with listeners, checked and unchecked servers and threads as
 // haroute runs it (-W -S).
 func TestFDBudgetMatchesHAProxy(t *testing.T) {
@@ -110,8 +111,8 @@ func TestFDBudgetMatchesHAProxy(t *testing.T) {
 		if ok, out := startsUnder(t, bin, hard, fit, tc.binds, tc.checked, tc.unchecked, tc.threads); !ok {
 			t.Errorf("%s: HAProxy refused maxconn %d (model.FDBudget.MaxConn) under %d:\n%s", name, fit, hard, out)
 		}
-		if ok, out := startsUnder(t, bin, hard, fit+1, tc.binds, tc.checked, tc.unchecked, tc.threads); ok || !strings.Contains(out, "Cannot raise FD limit") {
-			t.Errorf("%s: HAProxy took maxconn %d, one more than model.FDBudget.MaxConn, under %d (started %v):\n%s", name, fit+1, hard, ok, out)
+		if ok, out := startsUnder(t, bin, hard, fit+9, tc.binds, tc.checked, tc.unchecked, tc.threads); ok || !strings.Contains(out, "Cannot raise FD limit") {
+			t.Errorf("%s: HAProxy took maxconn %d, 9 more than model.FDBudget.MaxConn, under %d (started %v):\n%s", name, fit+9, hard, ok, out)
 		}
 	}
 }

@@ -63,6 +63,7 @@ const MaxMapKeyLength = 2048
 //	        + 3 per thread            a poller and a wake-up pipe each
 //	        + 2 × maxconn             client and server side of each connection
 //
+// plus 16 spare for the versions after 2.6 (haproxyNewerSlack).
 // (no pipes: haroute does not splice; no async SSL engines).
 type FDBudget struct {
 	Listeners      int
@@ -77,12 +78,17 @@ const (
 	haproxyWorkerPair = 1  // master-worker mode's socket pair
 	haproxyFDsPerConn = 2
 	haproxyThreadFDs  = 3
+	// haproxyNewerSlack keeps the budget valid beyond 2.6: HAProxy 3.0.11
+	// reserves 10 or 11 descriptors more than this sum for the same
+	// config (measured under prlimit, TestFDBudgetMatchesHAProxy), so the
+	// budget keeps 16 spare rather than tracking each version's sum.
+	haproxyNewerSlack = 16
 )
 
 // Fixed is maxsock without connections.
 func (b FDBudget) Fixed() int64 {
 	return haproxyBootFDs + int64(b.Listeners) + int64(b.CheckedServers) +
-		2*haproxyCLIMaxConn + haproxyWorkerPair + haproxyThreadFDs*int64(b.Threads)
+		2*haproxyCLIMaxConn + haproxyWorkerPair + haproxyThreadFDs*int64(b.Threads) + haproxyNewerSlack
 }
 
 // MaxConn is the largest maxconn HAProxy starts with under the hard limit;
