@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/haroute/haroute/internal/model/fastyaml"
 	"github.com/haroute/haroute/internal/parallel"
 )
 
@@ -24,7 +25,7 @@ import (
 //     documents of one big file parse in parallel: yaml.v3 is the slow part
 //     of a cold load, and parsing is independent per document.
 //  3. Each chunk is parsed into yaml.Node trees (which carry line:col for
-//     everything) — by the fast path for plain block YAML (decode_fast.go),
+//     everything) — by the fast path for plain block YAML (package fastyaml),
 //     else by yaml.v3 — each tree is bounded (depth, alias expansion), then
 //     walked against the schema of its kind (decode_kinds.go).
 
@@ -200,7 +201,7 @@ func hasDirective(data []byte) bool {
 
 // scratch is what one decoding goroutine carries from chunk to chunk.
 type scratch struct {
-	fast fastParser
+	fast fastyaml.Parser
 	// fields is where Sources' positions are copied; it is only ever
 	// appended to, as decoded objects keep their parts of it.
 	fields []fieldPos
@@ -218,7 +219,7 @@ func decodeChunk(path string, c chunk, lim Limits, sc *scratch) chunkResult {
 	var res chunkResult
 	w := walker{path: path, lineOff: c.lineOff, objs: &res.objs, slab: &sc.fields}
 	if !strings.HasSuffix(path, ".json") {
-		if docs, ok := sc.fast.parse(c.data); ok {
+		if docs, ok := sc.fast.Parse(c.data); ok {
 			for _, root := range docs {
 				w.checkedDocument(root, lim)
 			}

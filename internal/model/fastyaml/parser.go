@@ -1,4 +1,7 @@
-package model
+// Package fastyaml parses the YAML that generators and kubectl write into
+// the same yaml.Node trees yaml.v3 builds, several times faster, and
+// declines everything else so the caller falls back to yaml.v3.
+package fastyaml
 
 import (
 	"regexp"
@@ -9,7 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// A fast path for the YAML that generators and kubectl write. yaml.v3 was
+// The fast path for the YAML that generators and kubectl write. yaml.v3 was
 // more than half of a cold load (tokens, events, one heap object per
 // node, a string per scalar); most input is plain block YAML that needs
 // none of its generality. The fast parser builds the same yaml.Node trees
@@ -55,12 +58,12 @@ const (
 	lineDocStart          // exactly "---"
 )
 
-// fastParser parses chunks. One decoding goroutine reuses it from chunk to
+// Parser parses chunks. One decoding goroutine reuses it from chunk to
 // chunk: nodes and Content slices are carved out of slabs that are reused
 // once the previous chunk's trees have been walked (nothing decoded keeps
 // a node), so a chunk of documents costs a few allocations, not one per
 // node.
-type fastParser struct {
+type Parser struct {
 	text  string
 	lines []fastLine
 	i     int // current line
@@ -72,9 +75,9 @@ type fastParser struct {
 	// levels: each collection's items are on top while it is parsed.
 	stack []*yaml.Node
 
-	// strict makes a panic other than a decline propagate (tests);
+	// Strict makes a panic other than a decline propagate (tests);
 	// otherwise such a bug in the fast path costs only the fast path.
-	strict bool
+	Strict bool
 }
 
 // slab hands out slices of large, reusable arrays.
@@ -116,9 +119,9 @@ func (s *slab[T]) reset() { s.next, s.cur = 0, nil }
 // errDecline is the parser's only failure: not in the subset.
 type errDecline struct{}
 
-// parse returns the documents of data, or ok = false when data is not
+// Parse returns the documents of data, or ok = false when data is not
 // entirely in the subset. The documents are valid until the next call.
-func (p *fastParser) parse(data []byte) (docs []*yaml.Node, ok bool) {
+func (p *Parser) Parse(data []byte) (docs []*yaml.Node, ok bool) {
 	for _, b := range data {
 		if b >= 0x80 || b == '\t' || b == '\r' || (b < 0x20 && b != '\n') || b == 0x7f {
 			return nil, false
@@ -126,7 +129,7 @@ func (p *fastParser) parse(data []byte) (docs []*yaml.Node, ok bool) {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			if _, decline := v.(errDecline); !decline && p.strict {
+			if _, decline := v.(errDecline); !decline && p.Strict {
 				panic(v)
 			}
 			docs, ok = nil, false
@@ -142,7 +145,7 @@ func (p *fastParser) parse(data []byte) (docs []*yaml.Node, ok bool) {
 
 func decline() { panic(errDecline{}) }
 
-func (p *fastParser) splitLines() {
+func (p *Parser) splitLines() {
 	t := p.text
 	for start := 0; start < len(t); {
 		end := strings.IndexByte(t[start:], '\n')
@@ -171,14 +174,14 @@ func (p *fastParser) splitLines() {
 }
 
 // skip moves past blank and comment lines.
-func (p *fastParser) skip() {
+func (p *Parser) skip() {
 	for p.i < len(p.lines) && (p.lines[p.i].kind == lineBlank || p.lines[p.i].kind == lineComment) {
 		p.i++
 	}
 }
 
 // peek returns the next content line, or nil at the end of the document.
-func (p *fastParser) peek() *fastLine {
+func (p *Parser) peek() *fastLine {
 	p.skip()
 	if p.i == len(p.lines) || p.lines[p.i].kind == lineDocStart {
 		return nil
@@ -186,14 +189,14 @@ func (p *fastParser) peek() *fastLine {
 	return &p.lines[p.i]
 }
 
-func (p *fastParser) node(kind yaml.Kind, tag, value string, line, col int) *yaml.Node {
+func (p *Parser) node(kind yaml.Kind, tag, value string, line, col int) *yaml.Node {
 	n := &p.nodes.take(1)[0]
 	*n = yaml.Node{Kind: kind, Tag: tag, Value: value, Line: line, Column: col}
 	return n
 }
 
 // content moves the items pushed since mark into n's Content.
-func (p *fastParser) content(n *yaml.Node, mark int) {
+func (p *Parser) content(n *yaml.Node, mark int) {
 	items := p.stack[mark:]
 	if len(items) > 0 {
 		n.Content = p.ptrs.take(len(items))
@@ -203,7 +206,7 @@ func (p *fastParser) content(n *yaml.Node, mark int) {
 	p.stack = p.stack[:mark]
 }
 
-func (p *fastParser) stream() []*yaml.Node {
+func (p *Parser) stream() []*yaml.Node {
 	var docs []*yaml.Node
 	for {
 		p.skip()
@@ -240,14 +243,14 @@ func (p *fastParser) stream() []*yaml.Node {
 	}
 }
 
-func (p *fastParser) enter() {
+func (p *Parser) enter() {
 	if p.depth++; p.depth > fastMaxDepth {
 		decline()
 	}
 }
 
 // mapping parses the block mapping whose keys are at column indent.
-func (p *fastParser) mapping(indent int) *yaml.Node {
+func (p *Parser) mapping(indent int) *yaml.Node {
 	p.enter()
 	defer func() { p.depth-- }()
 	l := p.peek()
@@ -291,13 +294,13 @@ func (p *fastParser) mapping(indent int) *yaml.Node {
 }
 
 // isEntry reports whether l starts a sequence entry at its indent.
-func (p *fastParser) isEntry(l *fastLine) bool {
+func (p *Parser) isEntry(l *fastLine) bool {
 	s := p.text[l.start+l.indent : l.end]
 	return s[0] == '-' && (len(s) == 1 || s[1] == ' ')
 }
 
 // sequence parses the block sequence whose "-" are at column indent.
-func (p *fastParser) sequence(indent int) *yaml.Node {
+func (p *Parser) sequence(indent int) *yaml.Node {
 	p.enter()
 	defer func() { p.depth-- }()
 	seq := p.node(yaml.SequenceNode, "!!seq", "", p.i+1, indent+1)
@@ -358,7 +361,7 @@ func afterSpaces(s string, i, base int) (string, int) {
 // inline parses a value written on the line of its key or "-": rest is the
 // text from column col to the end of the line; the enclosing collection is
 // at column indent. It consumes the line, and a block scalar's lines.
-func (p *fastParser) inline(rest string, line, col, indent int) *yaml.Node {
+func (p *Parser) inline(rest string, line, col, indent int) *yaml.Node {
 	p.i++
 	value := strings.TrimRight(rest, " ")
 	switch c := value[0]; {
@@ -403,7 +406,7 @@ func plainScalar(s string) bool {
 
 // literal parses the lines of a literal block scalar ("|" keeps one final
 // newline, "|-" none) whose collection is at column indent.
-func (p *fastParser) literal(clip bool, line, col, indent int) *yaml.Node {
+func (p *Parser) literal(clip bool, line, col, indent int) *yaml.Node {
 	first := p.i
 	if first == len(p.lines) || p.lines[first].kind == lineBlank || p.lines[first].indent <= indent {
 		decline() // empty, or starting with blank lines
