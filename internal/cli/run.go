@@ -124,9 +124,10 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 }
 
 // stopGrace bounds how long run waits for the daemon after the first
-// SIGTERM or SIGINT. The daemon needs at most about 20 s to stop HAProxy
-// (a 15 s soft stop, then SIGKILL and a 5 s wait); the unit's
-// TimeoutStopSec is 60 s. A daemon stuck past this bound (a blocked system
+// SIGTERM or SIGINT. The daemon hands HAProxy over (--handover-grace, 10 s
+// by default) or, when it cannot, stops it in at most about 20 s (a 15 s
+// soft stop, then SIGKILL and a 5 s wait); the unit's TimeoutStopSec is
+// 60 s. A daemon stuck past this bound (a blocked system
 // call, a bug) must not make the stop wait for systemd's SIGKILL, and an
 // operator's second Ctrl-C must not be ignored. A variable so tests can
 // shorten it.

@@ -34,7 +34,7 @@ func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State)
 		d.fallback(metrics.FallbackReadBack, err)
 		return
 	}
-	d.applied, d.appliedFrom = next, d.desiredFrom
+	d.applied, d.appliedFrom, d.appliedWant = next, d.desiredFrom, d.desiredWant
 	counts := map[string]int{}
 	for _, op := range p.Ops {
 		counts[opName(op)]++

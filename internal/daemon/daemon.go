@@ -124,6 +124,10 @@ type Daemon struct {
 	// desiredFrom and appliedFrom are the snapshots behind desired and
 	// applied: status names what HAProxy runs, never a refused candidate.
 	desiredFrom, appliedFrom *snapshot.Snapshot
+	// desiredWant and appliedWant are the maxConnections the RouterConfig
+	// asked for behind desired and applied, before fitting (limits.go):
+	// they tell a budget that moved from a setting that changed.
+	desiredWant, appliedWant int
 	// material is the TLS material last accepted, kept when a file the
 	// RouterConfig names breaks.
 	material *certgen.Material

@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/plan"
 )
 
 // rlimInfinity is RLIM_INFINITY as the kernel reports it in a uint64.
@@ -123,4 +124,35 @@ func FDBudgetProblem(desired *model.Desired, hardLimit uint64) error {
 			"(%d checked servers): raise LimitNOFILE to %d to serve %d",
 			desired.Router.MaxConnections, fit, hardLimit, b.CheckedServers, r.NeededLimit(desired.Router.MaxConnections), desired.Router.MaxConnections)
 	}
+}
+
+// keepingMaxConn returns gen with the running maxconn instead of the one
+// fitted to its descriptor budget, and its plan, when that plan needs no
+// reload. Endpoints that scale between one and two change how many
+// servers are checked, hence the fitted maxconn (checks are reserved in
+// steps of 256), and a maxconn line that differs is a reload: under a
+// tight LimitNOFILE, endpoint churn would reload every few hundred
+// changes. HAProxy reserved its descriptors when it started and does not
+// count servers added at runtime, so the running maxconn stays valid
+// until the next reload, which fits it afresh. A maxConnections the
+// RouterConfig changed is not kept.
+func (d *Daemon) keepingMaxConn(gen generation, base plan.State) (generation, plan.Plan, bool) {
+	if base.Desired == nil || gen.result.Desired == nil || gen.result.Desired.Router.MaxConnections != d.appliedWant {
+		return gen, plan.Plan{}, false
+	}
+	running := base.Desired.Router.MaxConnections
+	if gen.state.Desired.Router.MaxConnections == running {
+		return gen, plan.Plan{}, false
+	}
+	desired := *gen.state.Desired
+	desired.Router.MaxConnections = running
+	g, err := d.withPool(gen, &desired, false)
+	if err != nil {
+		return gen, plan.Plan{}, false
+	}
+	q := plan.Compute(base, g.state)
+	if q.Reload {
+		return gen, plan.Plan{}, false
+	}
+	return g, q, true
 }

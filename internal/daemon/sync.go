@@ -162,11 +162,16 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 			p = plan.Compute(base, next)
 		}
 	}
+	if p.Reload {
+		if g, q, ok := d.keepingMaxConn(gen, base); ok {
+			gen, next, p = g, g.state, q
+		}
+	}
 	if len(p.Changes) == 0 && !d.throttle.pending {
 		// Nothing for HAProxy to do, but the generation may still differ
 		// in what status shows: a route rejected or gone stale.
 		d.accept(gen)
-		d.applied, d.appliedFrom = next, d.desiredFrom
+		d.applied, d.appliedFrom, d.appliedWant = next, d.desiredFrom, d.desiredWant
 		d.published(nil, false, 0)
 		return nil, nil
 	}
@@ -293,6 +298,7 @@ func (d *Daemon) refusedBy(ctx context.Context, next plan.State, err error) []cu
 func (d *Daemon) accept(gen generation) {
 	d.desired = gen.state
 	d.desiredFrom = gen.snap
+	d.desiredWant = gen.result.Desired.Router.MaxConnections
 	d.pool = gen.pool
 	d.lastSync = time.Now()
 	d.loader.Commit(gen.result)
@@ -544,7 +550,7 @@ func (d *Daemon) reload(ctx context.Context) {
 // reload). Nothing runtime-only is left to set: servers carry `check` only
 // where checks run (render.ServerArgs).
 func (d *Daemon) loaded(reasons []string, reload bool, elapsed time.Duration) {
-	d.applied, d.appliedFrom = d.desired, d.desiredFrom
+	d.applied, d.appliedFrom, d.appliedWant = d.desired, d.desiredFrom, d.desiredWant
 	d.pending = map[model.BackendName]map[model.ServerName]bool{}
 	d.housekeepAfter, d.housekeepBackoff = time.Time{}, 0 // a new worker: ask again
 	d.published(reasons, reload, elapsed)

@@ -148,16 +148,27 @@ func addServerCommands(t *testing.T, d *model.Desired, key model.RouteKey, ep en
 		if route.Key != key {
 			continue
 		}
-		// The weight of the server already there: the service's weight
-		// spread over its endpoints, as haroute renders it.
-		weight := 1
-		if servers := route.Servers(); len(servers) > 0 {
-			weight = servers[0].Weight
+		// What haroute's plan sends: the route with the endpoint added
+		// has two, so its servers become checked twins (ck_), each added
+		// with its rendered arguments and health, the unchecked one set
+		// to maint.
+		next := route
+		next.Services = slices.Clone(route.Services)
+		next.Services[0].Servers = append(slices.Clone(route.Services[0].Servers), model.Server{Address: ep.ip, Port: ep.port})
+		for i := range next.Services[0].Servers {
+			next.Services[0].Servers[i].Weight = route.Services[0].Servers[0].Weight / 2
 		}
-		s := model.Server{Name: model.ServerNameFor(ep.ip, ep.port), Address: ep.ip, Port: ep.port, Weight: weight}
-		op := plan.AddServer{Backend: route.BackendName(), Server: s.Name, Addr: ep.ip, Port: ep.port,
-			Args: render.ServerArgs(route, s, render.Input{Desired: d}), Checked: true}
-		return op.Commands()
+		next.NameServers()
+		var cmds []string
+		for _, s := range next.Servers() {
+			op := plan.AddServer{Backend: next.BackendName(), Server: s.Name, Addr: s.Address, Port: s.Port,
+				Args: render.ServerArgs(next, s, render.Input{Desired: d}), Checked: next.HealthChecked()}
+			cmds = append(cmds, op.Commands()...)
+		}
+		for _, s := range route.Servers() {
+			cmds = append(cmds, fmt.Sprintf("set server %s/%s state maint", route.BackendName(), s.Name))
+		}
+		return cmds
 	}
 	t.Fatalf("route %s not admitted", key)
 	return nil
