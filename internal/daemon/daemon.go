@@ -128,6 +128,10 @@ type Daemon struct {
 	// asked for behind desired and applied, before fitting (limits.go):
 	// they tell a budget that moved from a setting that changed.
 	desiredWant, appliedWant int
+	// maxConnKept is set while the running maxconn was kept past its
+	// fitted budget (keepingMaxConn): HAProxy would refuse the files on a
+	// fresh start, so a restart after a crash renders them again first.
+	maxConnKept bool
 	// material is the TLS material last accepted, kept when a file the
 	// RouterConfig names breaks.
 	material *certgen.Material
@@ -341,6 +345,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.restarts++
 		case <-restartAt:
 			restartAt = nil
+			if d.maxConnKept {
+				// The files hold a maxconn only the running HAProxy
+				// could keep: with HAProxy down, a sync writes them
+				// fitted afresh (and checked) before it starts again.
+				d.log.Info("refitting maxconn to the descriptor budget before restarting haproxy")
+				if err := d.sync(ctx, true); err != nil {
+					return err
+				}
+			}
 			if err := d.start(ctx); err != nil {
 				d.recordError(err)
 				restartAt = time.After(backoff(d.restarts))

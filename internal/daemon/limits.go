@@ -134,10 +134,13 @@ func FDBudgetProblem(desired *model.Desired, hardLimit uint64) error {
 // tight LimitNOFILE, endpoint churn would reload every few hundred
 // changes. HAProxy reserved its descriptors when it started and does not
 // count servers added at runtime, so the running maxconn stays valid
-// until the next reload, which fits it afresh. A maxConnections the
+// until the next reload, which fits it afresh; a restart after a crash
+// renders the files again first (maxConnKept). A maxConnections the
 // RouterConfig changed is not kept.
 func (d *Daemon) keepingMaxConn(gen generation, base plan.State) (generation, plan.Plan, bool) {
-	if base.Desired == nil || gen.result.Desired == nil || gen.result.Desired.Router.MaxConnections != d.appliedWant {
+	// With a reload pending, the next reload loads these files: they must
+	// hold a fresh fit.
+	if base.Desired == nil || gen.result.Desired == nil || gen.result.Desired.Router.MaxConnections != d.appliedWant || d.throttle.pending {
 		return gen, plan.Plan{}, false
 	}
 	running := base.Desired.Router.MaxConnections

@@ -165,6 +165,7 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 	if p.Reload {
 		if g, q, ok := d.keepingMaxConn(gen, base); ok {
 			gen, next, p = g, g.state, q
+			d.maxConnKept = true
 		}
 	}
 	if len(p.Changes) == 0 && !d.throttle.pending {
@@ -497,6 +498,7 @@ func (d *Daemon) start(ctx context.Context) error {
 	}
 	d.proc = proc
 	d.startedAt = time.Now()
+	d.maxConnKept = false // HAProxy loaded files it accepted whole
 	d.throttle.clear() // a fresh HAProxy loaded the newest files
 	d.metrics.ObserveStart(time.Now())
 	d.unchecked = false
@@ -543,6 +545,7 @@ func (d *Daemon) reload(ctx context.Context) {
 		d.throttle.request(reasons...)
 		return
 	}
+	d.maxConnKept = false // the reload rendered a fresh fit
 	d.loaded(texts, true, elapsed)
 }
 
