@@ -499,7 +499,7 @@ func (d *Daemon) start(ctx context.Context) error {
 	d.proc = proc
 	d.startedAt = time.Now()
 	d.maxConnKept = false // HAProxy loaded files it accepted whole
-	d.throttle.clear() // a fresh HAProxy loaded the newest files
+	d.throttle.clear()    // a fresh HAProxy loaded the newest files
 	d.metrics.ObserveStart(time.Now())
 	d.unchecked = false
 	d.loaded([]string{"haproxy started"}, false, 0)
