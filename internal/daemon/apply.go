@@ -290,6 +290,14 @@ func opName(op plan.Op) string {
 		return "map-edit"
 	case plan.SetCert:
 		return "set-cert"
+	case plan.AddCert:
+		return "add-cert"
+	case plan.DeleteCert:
+		return "delete-cert"
+	case plan.AddCrtListLine:
+		return "add-crt-list-line"
+	case plan.DeleteCrtListLine:
+		return "delete-crt-list-line"
 	case plan.SetDynamicCookieKey:
 		return "set-cookie-key"
 	default:

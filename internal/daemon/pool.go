@@ -80,16 +80,11 @@ func poolClass(c spareClass) string {
 var poolClasses = []spareClass{{t: model.TerminationNone}, {t: model.TerminationEdge}, {t: model.TerminationEdge, allow: true},
 	{t: model.TerminationReencrypt}, {t: model.TerminationReencrypt, allow: true}, {t: model.TerminationPassthrough}}
 
-// poolable reports whether r can be served by a spare: its TLS files
-// would need a reload (a crt-list entry, a CA file its servers load).
+// poolable reports whether r can be served by a spare. A route's own
+// certificate can (its crt-list line is added at runtime, plan/crtlist.go);
+// a destination CA cannot: its servers load it as a file at startup.
 func poolable(r *model.AdmittedRoute) bool {
-	switch r.Termination {
-	case model.TerminationEdge:
-		return r.TLS.Certificate == ""
-	case model.TerminationReencrypt:
-		return r.TLS.Certificate == "" && r.TLS.DestinationCACertificate == ""
-	}
-	return true
+	return r.Termination != model.TerminationReencrypt || r.TLS.DestinationCACertificate == ""
 }
 
 // poolTarget is how many free spares a class with n routes keeps: a few

@@ -263,10 +263,11 @@ func (d *Daemon) flushLive() error {
 }
 
 // touchesCertificates reports whether a runtime plan installs certificate
-// files.
+// files or crt-list lines.
 func touchesCertificates(p plan.Plan) bool {
 	for _, op := range p.Ops {
-		if _, ok := op.(plan.SetCert); ok {
+		switch op.(type) {
+		case plan.SetCert, plan.AddCert, plan.AddCrtListLine:
 			return true
 		}
 	}

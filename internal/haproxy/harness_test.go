@@ -50,7 +50,7 @@ defaults
     timeout server 10s
 frontend fe
     bind 127.0.0.1:{{.HTTP}}
-    bind 127.0.0.1:{{.HTTPS}} ssl crt {{.Run}}/site.pem
+    bind 127.0.0.1:{{.HTTPS}} ssl crt {{.Run}}/site.pem crt-list {{.Run}}/crt-list
     use_backend %[req.hdr(host),lower,map({{.Run}}/hosts.map)]
     default_backend be
 backend be
@@ -86,6 +86,7 @@ func newRig(t testing.TB) *rig {
 	writeFile(t, r.Cfg, cfg.String())
 	writeFile(t, filepath.Join(r.Run, "site.pem"), selfSigned(t, 1))
 	writeFile(t, filepath.Join(r.Run, "hosts.map"), "a.example.com be\n")
+	writeFile(t, filepath.Join(r.Run, "crt-list"), "")
 	sup, err := NewSupervisor(Options{
 		Binary: bin, ConfigPath: r.Cfg, RunDir: r.Run,
 		Logger:          slog.New(slog.NewTextHandler(r.log, nil)),

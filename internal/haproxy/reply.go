@@ -63,6 +63,13 @@ func contains(subs ...string) func(string) bool {
 //	commit ssl cert ok "Committing <path>.\nSuccess!" (untagged)
 //	                 "[3]: No ongoing transaction! !\nCan't commit <path>!"
 //	abort ssl cert  ok "[5]: Transaction aborted for certificate '<path>'!"
+//	new ssl cert    ok "New empty certificate store '<path>'!" (untagged, as are the rest)
+//	                 "Certificate '<path>' already exists!"
+//	del ssl cert    ok "Certificate '<path>' deleted!"
+//	                 "Can't remove the certificate: certificate '<path>' doesn't exist!"
+//	add ssl crt-list ok "Inserting certificate '<path>' in crt-list '<list>'.\nSuccess!"
+//	del ssl crt-list ok "Entry '<path>' deleted in crtlist '<list>'!"
+//	                 "Can't delete the entry: found the certificate '<path>' in several entries, …"
 var replyRules = []replyRule{
 	{"add server ", contains("New server registered.")},
 	{"del server ", contains("Server deleted.")},
@@ -85,6 +92,10 @@ var replyRules = []replyRule{
 	{"set ssl cert ", contains("Transaction created for certificate", "Transaction updated for certificate")},
 	{"commit ssl cert ", contains("Success!")},
 	{"abort ssl cert ", contains("Transaction aborted for certificate")},
+	{"new ssl cert ", contains("New empty certificate store")},
+	{"del ssl cert ", contains("' deleted!")},
+	{"add ssl crt-list ", contains("Success!")},
+	{"del ssl crt-list ", contains("' deleted in crtlist '")},
 }
 
 // setServerOK: `set server … addr` is the one setter that talks when it

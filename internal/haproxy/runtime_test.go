@@ -31,6 +31,7 @@ func TestRuntimeReplies(t *testing.T) {
 	setCert := setCertCommand(sitePEM, cert)
 	setUnknownCert := setCertCommand(filepath.Join(r.Run, "nope.pem"), cert)
 	hostsMap := filepath.Join(r.Run, "hosts.map")
+	newPEM, crtList := filepath.Join(r.Run, "new.pem"), filepath.Join(r.Run, "crt-list")
 	addr := fmt.Sprintf("127.0.0.1:%d", r.B1)
 	// `set server … addr` is worded differently from 3.0 on; the reader
 	// (setServerOK) accepts both, and the binary must give the one of its
@@ -81,6 +82,17 @@ func TestRuntimeReplies(t *testing.T) {
 		{"abort ssl cert " + sitePEM, "abort ssl cert " + sitePEM + ": No ongoing transaction!", "-"},
 		{"commit ssl cert " + sitePEM, "commit ssl cert " + sitePEM + ": No ongoing transaction! !\nCan't commit " + sitePEM + "!", "-"},
 		{setUnknownCert, "set ssl cert " + filepath.Join(r.Run, "nope.pem") + " <<: Can't replace a certificate which is not referenced by the configuration!\nCan't update " + filepath.Join(r.Run, "nope.pem") + "!", "-"},
+		{"new ssl cert " + newPEM, "", "New empty certificate store '" + newPEM + "'!"},
+		{"new ssl cert " + newPEM, "new ssl cert " + newPEM + ": Certificate '" + newPEM + "' already exists!", "-"},
+		{setCertCommand(newPEM, cert), "", "Transaction created for certificate " + newPEM + "!"},
+		{"commit ssl cert " + newPEM, "", "-"},
+		{"add ssl crt-list " + crtList + " <<\n" + newPEM + " [alpn h2,http/1.1] new.example.com\n", "", "Inserting certificate '" + newPEM + "' in crt-list '" + crtList + "'.\nSuccess!"},
+		{"add ssl crt-list " + crtList + " " + newPEM, "", "-"},
+		{"del ssl crt-list " + crtList + " " + newPEM, "del ssl crt-list " + crtList + " " + newPEM + ": Can't delete the entry: found the certificate '" + newPEM + "' in several entries, please specify a line number preceded by colons (1, 2)!", "-"},
+		{"del ssl crt-list " + crtList + " " + newPEM + ":2", "", "Entry '" + newPEM + "' deleted in crtlist '" + crtList + "'!"},
+		{"del ssl crt-list " + crtList + " " + newPEM, "", "-"},
+		{"del ssl cert " + newPEM, "", "Certificate '" + newPEM + "' deleted!"},
+		{"del ssl cert " + newPEM, "del ssl cert " + newPEM + ": Can't remove the certificate: certificate '" + newPEM + "' doesn't exist!", "-"},
 		{"show servers state nobe", "show servers state nobe: Can't find backend.", "-"},
 		{"show map " + hostsMap, "", "-"},
 		{"no such command", "", "-"},

@@ -316,7 +316,8 @@ var ReloadReasonKinds = []string{
 // RuntimeOps are the operations runtime_updates_total counts, each with a
 // series from the start.
 var RuntimeOps = []string{"add-server", "drain-server", "reenable-server", "set-weight", "enable-health",
-	"disable-health", "map-replace", "map-edit", "set-cert", "set-cookie-key", "del-server"}
+	"disable-health", "map-replace", "map-edit", "set-cert", "add-cert", "delete-cert", "add-crt-list-line",
+	"delete-crt-list-line", "set-cookie-key", "del-server"}
 
 // SetProcesses publishes the number of current and old (draining) HAProxy
 // workers.

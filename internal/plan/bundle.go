@@ -18,11 +18,19 @@ func (d *differ) bundles() {
 	a, b := d.applied.Bundle, d.desired.Bundle
 	d.skeletonChanged = !bytes.Equal(a.Skeleton, b.Skeleton)
 
+	var crt crtListOps
+	runtimeCrt := true
 	if !bytes.Equal(fileData(a, render.CrtListFile), fileData(b, render.CrtListFile)) {
-		d.add(Change{Mode: ModeReload, Kind: KindCrtList, Subject: render.CrtListFile})
+		if crt, runtimeCrt = d.crtList(a, b); runtimeCrt {
+			d.add(Change{Mode: ModeRuntime, Kind: KindCrtList, Subject: render.CrtListFile,
+				Detail: fmt.Sprintf("+%d -%d lines", len(crt.added), len(crt.replaced)+len(crt.deleted))})
+		}
 	}
 	d.mapFiles(a.Maps, b.Maps)
-	d.certFiles(a.Certs, b.Certs)
+	loads, unloads := d.certFiles(a.Certs, b.Certs, crt, runtimeCrt)
+	if runtimeCrt {
+		d.tlsOps(crt, loads, unloads)
+	}
 	d.otherFiles(a, b)
 }
 
@@ -110,7 +118,20 @@ func (d *differ) entryDiff(olds, news []render.MapEntry) (added, removed int, ex
 	return added, removed, explained && added+removed > 0
 }
 
-func (d *differ) certFiles(olds, news []render.Cert) {
+// certFiles compares the certificate files. A changed one is replaced at
+// runtime; one that comes or goes with its crt-list line, when the
+// crt-list changes at runtime (crt), is loaded or unloaded with it: those
+// ops are returned for tlsOps to order. Any other file appearing or going
+// away needs a reload.
+func (d *differ) certFiles(olds, news []render.Cert, crt crtListOps, runtimeCrt bool) (loads, unloads []Op) {
+	withLine := func(lines []crtLine, path string) bool {
+		for _, l := range lines {
+			if l.cert == path {
+				return true
+			}
+		}
+		return false
+	}
 	oldByName := make(map[string]*render.Cert, len(olds))
 	for i := range olds {
 		oldByName[olds[i].Name] = &olds[i]
@@ -120,25 +141,35 @@ func (d *differ) certFiles(olds, news []render.Cert) {
 		c := &news[i]
 		newNames[c.Name] = true
 		old, ok := oldByName[c.Name]
+		path := absPath(d.desired.Input.Dir, c.Name)
 		switch {
-		case !ok:
-			// A new file means a new crt-list line or a new config
-			// reference: only a reload loads it.
-			d.add(Change{Mode: ModeReload, Kind: KindCertificateFile, Subject: c.Name, Detail: "added"})
-		case bytes.Equal(old.PEM, c.PEM):
+		case ok && bytes.Equal(old.PEM, c.PEM):
 		case len(certPayload(c.PEM)) > MaxPayload:
 			d.add(Change{Mode: ModeReload, Kind: KindCertificate, Subject: c.Name,
 				Detail: fmt.Sprintf("PEM of %d bytes exceeds the %d one runtime payload can carry", len(c.PEM), MaxPayload)})
-		default:
-			d.certs = append(d.certs, SetCert{Path: absPath(d.desired.Input.Dir, c.Name), PEM: c.PEM})
+		case ok:
+			d.certs = append(d.certs, SetCert{Path: path, PEM: c.PEM})
 			d.add(Change{Mode: ModeRuntime, Kind: KindCertificate, Subject: c.Name})
+		case runtimeCrt && withLine(crt.added, path):
+			loads = append(loads, AddCert{Path: path, PEM: c.PEM})
+			d.add(Change{Mode: ModeRuntime, Kind: KindCertificateFile, Subject: c.Name, Detail: "added"})
+		default:
+			// A new file the config itself names: only a reload loads it.
+			d.add(Change{Mode: ModeReload, Kind: KindCertificateFile, Subject: c.Name, Detail: "added"})
 		}
 	}
 	for i := range olds {
-		if !newNames[olds[i].Name] {
-			d.add(Change{Mode: ModeReload, Kind: KindCertificateFile, Subject: olds[i].Name, Detail: "removed"})
+		if newNames[olds[i].Name] {
+			continue
 		}
+		if path := absPath(d.applied.Input.Dir, olds[i].Name); runtimeCrt && withLine(crt.deleted, path) {
+			unloads = append(unloads, DeleteCert{Path: path})
+			d.add(Change{Mode: ModeRuntime, Kind: KindCertificateFile, Subject: olds[i].Name, Detail: "removed"})
+			continue
+		}
+		d.add(Change{Mode: ModeReload, Kind: KindCertificateFile, Subject: olds[i].Name, Detail: "removed"})
 	}
+	return loads, unloads
 }
 
 // otherFiles compares the files that are neither haproxy.cfg, the crt-list,

@@ -269,7 +269,60 @@ func certPayload(pem []byte) string {
 
 func (o SetCert) String() string { return "set ssl cert " + o.Path }
 
+// AddCert loads a certificate file the running HAProxy does not hold yet
+// (a new route's own certificate): an empty store entry, its PEM, commit.
+// A crt-list line (AddCrtListLine) then serves it.
+type AddCert struct {
+	Path string
+	PEM  []byte
+}
+
+func (o AddCert) Commands() []string {
+	return append([]string{"new ssl cert " + o.Path}, SetCert(o).Commands()...)
+}
+
+func (o AddCert) String() string { return "new ssl cert " + o.Path }
+
+// DeleteCert unloads a certificate file no crt-list line uses any more.
+type DeleteCert struct{ Path string }
+
+func (o DeleteCert) Commands() []string { return []string{"del ssl cert " + o.Path} }
+func (o DeleteCert) String() string     { return "del ssl cert " + o.Path }
+
+// AddCrtListLine appends a line to a crt-list every TLS bind shares: the
+// certificate, its options ("[alpn h2,http/1.1]") and SNI filter, exactly
+// as the file says it. Compute plans it only for a line whose SNI no other
+// line has, so the order of lines (runtime appends; the file is in route
+// order) never decides which certificate a name gets.
+type AddCrtListLine struct {
+	List string
+	Line string
+}
+
+func (o AddCrtListLine) Commands() []string {
+	return []string{"add ssl crt-list " + o.List + " <<\n" + o.Line + "\n"}
+}
+
+func (o AddCrtListLine) String() string { return "add ssl crt-list " + o.Line }
+
+// DeleteCrtListLine removes the line of a certificate from a crt-list;
+// every certificate of a route is its own file, on one line.
+type DeleteCrtListLine struct {
+	List string
+	Cert string
+}
+
+func (o DeleteCrtListLine) Commands() []string {
+	return []string{"del ssl crt-list " + o.List + " " + o.Cert}
+}
+
+func (o DeleteCrtListLine) String() string { return "del ssl crt-list " + o.Cert }
+
 func (AddServer) isOp()           {}
+func (AddCert) isOp()             {}
+func (DeleteCert) isOp()          {}
+func (AddCrtListLine) isOp()      {}
+func (DeleteCrtListLine) isOp()   {}
 func (SetDynamicCookieKey) isOp() {}
 func (RemoveServer) isOp()        {}
 func (ReenableServer) isOp()      {}

@@ -226,7 +226,7 @@ type differ struct {
 
 	changes []Change
 	// Op buckets, concatenated in this order by finish.
-	adds, weights, maps, certs, removes []Op
+	tlsAdds, adds, weights, maps, certs, removes, tlsRemoves []Op
 
 	// newBackends are the backends only the desired state has (added
 	// routes, changed terminations): map entries pointing at them are
@@ -311,7 +311,7 @@ func (d *differ) finish() Plan {
 		}
 		return p
 	}
-	for _, bucket := range [][]Op{d.adds, d.weights, d.maps, d.certs, d.removes} {
+	for _, bucket := range [][]Op{d.tlsAdds, d.adds, d.weights, d.maps, d.certs, d.removes, d.tlsRemoves} {
 		p.Ops = append(p.Ops, bucket...)
 	}
 	return p

@@ -350,10 +350,11 @@ func TestCompute(t *testing.T) {
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				d.Router.HTTP2 = true
 			},
-			// The fixture's routes with their own certificates now offer h2.
-			wantReasons: []string{"router settings changed: http2", "crt-list changed: crt-list"},
-			wantChanges: []string{"reload | router settings changed | http2 | false -> true", "reload | crt-list changed | crt-list"},
-			wantSummary: "plan: reload (2 reasons: router settings changed: http2; crt-list changed: crt-list)",
+			// The fixture's routes with their own certificates now offer
+			// h2: their crt-list lines change with the reload.
+			wantReasons: []string{"router settings changed: http2"},
+			wantChanges: []string{"reload | router settings changed | http2 | false -> true", "runtime | crt-list changed | crt-list | +1 -1 lines"},
+			wantSummary: "plan: reload (1 reason: router settings changed: http2)",
 		},
 		{
 			name: "reload interval only concerns the daemon",
@@ -537,9 +538,73 @@ func TestCompute(t *testing.T) {
 				r := routeByName(t, d, "reen")
 				r.TLS.Certificate, r.TLS.Key = testRouteCert, testRouteKey
 			},
+			// Loaded, then served by a line of the crt-list, at runtime.
+			wantChanges: []string{
+				"runtime | crt-list changed | crt-list | +1 -0 lines",
+				"runtime | certificate file changed | certs/default_reen.pem | added",
+			},
+			wantCommands: []string{
+				"new ssl cert /var/lib/haroute/bundle/certs/default_reen.pem",
+				"set ssl cert /var/lib/haroute/bundle/certs/default_reen.pem <<\n" + certPayload([]byte(testRouteCert+"\n"+testRouteKey+"\n")),
+				"commit ssl cert /var/lib/haroute/bundle/certs/default_reen.pem",
+				"add ssl crt-list /var/lib/haroute/bundle/crt-list <<\n/var/lib/haroute/bundle/certs/default_reen.pem reen.example.com\n",
+			},
+			wantSummary: "plan: runtime (2 operations, no reload)",
+		},
+		{
+			name: "route loses its own certificate",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				routeByName(t, d, "secure").TLS = model.RouteTLS{}
+			},
+			// Its line goes, then the file: nothing uses it any more.
+			wantChanges: []string{
+				"runtime | crt-list changed | crt-list | +0 -1 lines",
+				"runtime | certificate file changed | certs/default_secure.pem | removed",
+			},
+			wantCommands: []string{
+				"del ssl crt-list /var/lib/haroute/bundle/crt-list /var/lib/haroute/bundle/certs/default_secure.pem",
+				"del ssl cert /var/lib/haroute/bundle/certs/default_secure.pem",
+			},
+			wantSummary: "plan: runtime (2 operations, no reload)",
+		},
+		{
+			name: "a route with its own certificate moves host",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				routeByName(t, d, "secure").Host = "moved.example.com"
+			},
+			// The line is replaced before the maps send the new host to the
+			// route; the certificate stays loaded.
+			wantChanges: []string{
+				"runtime | host/path changed | default/secure | secure.example.com -> moved.example.com",
+				"runtime | crt-list changed | crt-list | +1 -1 lines",
+				"runtime | map changed | maps/http.map | +1 -1 entries",
+				"runtime | map changed | maps/https.map | +1 -1 entries",
+			},
+			wantCommands: []string{
+				"del ssl crt-list /var/lib/haroute/bundle/crt-list /var/lib/haroute/bundle/certs/default_secure.pem",
+				"add ssl crt-list /var/lib/haroute/bundle/crt-list <<\n/var/lib/haroute/bundle/certs/default_secure.pem moved.example.com\n",
+				"add map /var/lib/haroute/bundle/maps/http.map moved.example.com/ be_edge_http:default:secure",
+				"del map /var/lib/haroute/bundle/maps/http.map secure.example.com/",
+				"add map /var/lib/haroute/bundle/maps/https.map moved.example.com/ be_edge_http:default:secure",
+				"del map /var/lib/haroute/bundle/maps/https.map secure.example.com/",
+			},
+			wantSummary: "plan: runtime (4 operations, no reload)",
+		},
+		{
+			name: "a second certificate for a name already in the crt-list",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				r := routeByName(t, d, "reen")
+				r.Host = "secure.example.com"
+				r.Path = "/api"
+				r.TLS.Certificate, r.TLS.Key = testRouteCert, testRouteKey
+			},
+			// Which line HAProxy finds first would depend on the order of
+			// lines, which runtime and the file do not share: a reload.
 			wantReasons: []string{"crt-list changed: crt-list", "certificate file changed: certs/default_reen.pem"},
 			wantChanges: []string{
-				"reload | crt-list changed | crt-list",
+				"runtime | host/path changed | default/reen | reen.example.com -> secure.example.com/api",
+				`reload | crt-list changed | crt-list | /var/lib/haroute/bundle/certs/default_reen.pem: SNI "secure.example.com" is not unique in the list`,
+				"runtime | map changed | maps/https.map | +2 -1 entries",
 				"reload | certificate file changed | certs/default_reen.pem | added",
 			},
 			wantSummary: "plan: reload (2 reasons: crt-list changed: crt-list; certificate file changed: certs/default_reen.pem)",

@@ -115,3 +115,84 @@ func scrapeMetrics(addr string) (string, error) {
 	}
 	return readAll(resp), nil
 }
+
+// A new route with its own certificate binds to a spare as well: the
+// certificate is loaded and its crt-list line added at runtime, so it is
+// served at once, and deleting the route unloads both, all without a
+// reload. The files on disk say the same: a restart serves it alike.
+func TestOwnCertificateRoutesWithoutReload(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig(""),
+		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	before := r.reloads()
+
+	ownRoute := func(name, host string, serial int64) string {
+		c, k := makeCert(t, host, serial)
+		return routeYAML(name, host, "", "one") + "  tls:\n    termination: edge\n    certificate: |\n" + indent(c, 6) + "\n    key: |\n" + indent(k, 6) + "\n"
+	}
+	servesOwn := func(host string, serial int64) {
+		t.Helper()
+		r.eventually(20*time.Second, host+" served with its own certificate", func() error {
+			if err := servedSerial(r, host, serial); err != nil {
+				return err
+			}
+			code, body, err := r.getHTTPS(host)
+			if err != nil || code != 200 || body != "one" {
+				return fmt.Errorf("https://%s answered %d %q (%v)", host, code, body, err)
+			}
+			return nil
+		})
+	}
+	gen["own.yaml"] = []byte(ownRoute("own", "own.e2e.test", 3003))
+	gen["own2.yaml"] = []byte(ownRoute("own2", "own2.e2e.test", 3004))
+	must(t, w.Publish(gen))
+	servesOwn("own.e2e.test", 3003)
+	servesOwn("own2.e2e.test", 3004)
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("adding routes with their own certificates took %d reloads, want 0", got)
+	}
+	live := filepath.Join(r.stateDir, "live")
+	list, err := os.ReadFile(filepath.Join(live, "crt-list"))
+	must(t, err)
+	if !strings.Contains(string(list), "own.e2e.test\n") || !strings.Contains(string(list), "own2.e2e.test\n") {
+		t.Fatalf("the crt-list on disk lacks the new lines:\n%s", list)
+	}
+	fi, err := os.Stat(filepath.Join(live, "certs", "e2e_own.pem"))
+	must(t, err)
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the route's key is written with mode %v, want 0600", fi.Mode().Perm())
+	}
+
+	// Deleted: the name falls back to the default certificate, and the
+	// file goes, without a reload; added back, its certificate loads again.
+	delete(gen, "own.yaml")
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "own.e2e.test off its certificate", func() error {
+		if err := servedSerial(r, "own.e2e.test", 3003); err == nil {
+			return fmt.Errorf("still served with its own certificate")
+		}
+		if _, err := os.Stat(filepath.Join(live, "certs", "e2e_own.pem")); !os.IsNotExist(err) {
+			return fmt.Errorf("certificate file still on disk (%v)", err)
+		}
+		return nil
+	})
+	servesOwn("own2.e2e.test", 3004)
+	gen["own.yaml"] = []byte(ownRoute("own", "own.e2e.test", 3005))
+	must(t, w.Publish(gen))
+	servesOwn("own.e2e.test", 3005)
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("deleting and re-adding a route with its own certificate took %d reloads, want 0", got)
+	}
+
+	r.stop()
+	r.store = &status.Store{}
+	r.start("atomic")
+	servesOwn("own.e2e.test", 3005)
+	servesOwn("own2.e2e.test", 3004)
+}

@@ -1,0 +1,126 @@
+package plan
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/haroute/haroute/internal/render"
+)
+
+// The crt-list at runtime. Every TLS bind shares one crt-list; a route
+// with its own certificate has one line in it, naming its certificate
+// file. Lines that come and go with such routes are runtime work: the
+// certificate is loaded (`new ssl cert`) before its line is added, and
+// unloaded after its line is deleted. Runtime appends lines while the file
+// lists them in route order, so a line is only added at runtime when its
+// SNI filter is unique in the list: then the order decides nothing, and a
+// restart from the file serves every name with the same certificate.
+
+// crtLine is one line of the crt-list: "<cert> [options] <sni>".
+type crtLine struct {
+	text string
+	cert string // the certificate's path, the line's first word
+	sni  string // the filter, the line's last word ("" when none)
+}
+
+func parseCrtList(data []byte) []crtLine {
+	var out []crtLine
+	for line := range bytes.Lines(data) {
+		text := strings.TrimSpace(string(line))
+		if text == "" || text[0] == '#' {
+			continue
+		}
+		f := strings.Fields(text)
+		l := crtLine{text: text, cert: f[0]}
+		if last := f[len(f)-1]; len(f) > 1 && !strings.HasSuffix(last, "]") {
+			l.sni = last
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// crtListOps is the runtime work of a crt-list change.
+type crtListOps struct {
+	// replaced are the lines deleted before the added ones are added (a
+	// certificate that moves to another host or changes its options
+	// keeps its file); added are the lines added; deleted are the lines
+	// of certificates that go away.
+	replaced, added, deleted []crtLine
+}
+
+// crtList diffs the crt-lists. It returns the runtime work and whether
+// the change can be made at runtime at all; when not, it has added a
+// reload change saying why.
+func (d *differ) crtList(a, b *render.Bundle) (crtListOps, bool) {
+	olds, news := parseCrtList(fileData(a, render.CrtListFile)), parseCrtList(fileData(b, render.CrtListFile))
+	oldLines := make(map[string]int, len(olds))
+	for _, l := range olds {
+		oldLines[l.text]++
+	}
+	newLines := make(map[string]int, len(news))
+	newCerts := make(map[string]bool, len(news))
+	sniCount := make(map[string]int, len(news))
+	for _, l := range news {
+		newLines[l.text]++
+		newCerts[l.cert] = true
+		sniCount[l.sni]++
+	}
+	reload := func(detail string) (crtListOps, bool) {
+		d.add(Change{Mode: ModeReload, Kind: KindCrtList, Subject: render.CrtListFile, Detail: detail})
+		return crtListOps{}, false
+	}
+
+	var ops crtListOps
+	oldCerts := make(map[string]int, len(olds))
+	for _, l := range olds {
+		oldCerts[l.cert]++
+	}
+	for _, l := range olds {
+		if newLines[l.text] > 0 {
+			continue
+		}
+		if oldCerts[l.cert] > 1 {
+			// `del ssl crt-list` would need the line's number.
+			return reload(l.cert + " is on more than one line")
+		}
+		if newCerts[l.cert] {
+			ops.replaced = append(ops.replaced, l)
+		} else {
+			ops.deleted = append(ops.deleted, l)
+		}
+	}
+	for _, l := range news {
+		if oldLines[l.text] > 0 {
+			continue
+		}
+		if l.sni == "" || sniCount[l.sni] > 1 {
+			return reload(fmt.Sprintf("%s: SNI %q is not unique in the list", l.cert, l.sni))
+		}
+		ops.added = append(ops.added, l)
+	}
+	if len(ops.replaced)+len(ops.added)+len(ops.deleted) == 0 && !bytes.Equal(fileData(a, render.CrtListFile), fileData(b, render.CrtListFile)) {
+		return reload("lines reordered")
+	}
+	return ops, true
+}
+
+// tlsOps turns the crt-list work into ops: lines replaced, certificates
+// loaded and lines added before anything routes to them (tlsAdds, first
+// of the plan); lines deleted and certificates unloaded after the map
+// entries that routed to them are gone (tlsRemoves, last).
+func (d *differ) tlsOps(ops crtListOps, loads, unloads []Op) {
+	list := absPath(d.desired.Input.Dir, render.CrtListFile)
+	for _, l := range ops.replaced {
+		d.tlsAdds = append(d.tlsAdds, DeleteCrtListLine{List: list, Cert: l.cert})
+	}
+	d.tlsAdds = append(d.tlsAdds, loads...)
+	for _, l := range ops.added {
+		d.tlsAdds = append(d.tlsAdds, AddCrtListLine{List: list, Line: l.text})
+	}
+	for _, l := range ops.deleted {
+		d.tlsRemoves = append(d.tlsRemoves, DeleteCrtListLine{List: list, Cert: l.cert})
+	}
+	d.tlsRemoves = append(d.tlsRemoves, unloads...)
+}
