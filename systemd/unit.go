@@ -17,9 +17,6 @@ var unit string
 // UnitName is the name the unit is installed under.
 const UnitName = "haroute.service"
 
-// Unit returns the unit file as shipped.
-func Unit() string { return unit }
-
 // UnitWithCommand returns the unit with its ExecStart= line running exe
 // with args. exe must be absolute: systemd does not search PATH for it
 // (before v239) and a relative path would be resolved against nothing.

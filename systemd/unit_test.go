@@ -93,7 +93,7 @@ func TestUnitWithCommand(t *testing.T) {
 		t.Errorf("unit has %d ExecStart= lines, want 1", n)
 	}
 	// Everything else is the shipped unit, byte for byte.
-	orig := strings.Split(Unit(), "\n")
+	orig := strings.Split(unit, "\n")
 	got := strings.Split(text, "\n")
 	if len(orig) != len(got) {
 		t.Fatalf("line count %d, want %d", len(got), len(orig))
@@ -155,12 +155,12 @@ func TestUnitSettings(t *testing.T) {
 		"SystemCallFilter=@system-service",
 		"UMask=0077",
 	} {
-		if !strings.Contains(Unit(), "\n"+line+"\n") {
+		if !strings.Contains(unit, "\n"+line+"\n") {
 			t.Errorf("unit lacks %q", line)
 		}
 	}
 	for _, forbidden := range []string{"\nMemoryDenyWriteExecute=yes", "\nPrivateUsers=yes", "\nPrivateNetwork=yes", "\nIPAddressDeny="} {
-		if strings.Contains(Unit(), forbidden) {
+		if strings.Contains(unit, forbidden) {
 			t.Errorf("unit sets %q, which breaks HAProxy as a router", strings.TrimSpace(forbidden))
 		}
 	}

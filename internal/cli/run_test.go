@@ -102,8 +102,12 @@ func TestServeSecondSignalExits(t *testing.T) {
 // TestStopGraceBelowUnitTimeout: run gives up on a stuck daemon before
 // systemd would SIGKILL it, so the exit (and its log line) is haroute's own.
 func TestStopGraceBelowUnitTimeout(t *testing.T) {
+	unit, err := systemd.UnitWithCommand("/usr/bin/haroute", []string{"run"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var timeout time.Duration
-	for _, line := range strings.Split(systemd.Unit(), "\n") {
+	for _, line := range strings.Split(unit, "\n") {
 		if v, ok := strings.CutPrefix(line, "TimeoutStopSec="); ok {
 			d, err := time.ParseDuration(v)
 			if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -29,14 +28,6 @@ func backend(t testing.TB, name string) (port int) {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.Listener.Addr().(*net.TCPAddr).Port
-}
-
-// selfSigned returns cert+key PEM for localhost with the given serial.
-func selfSigned(t testing.TB, serial int64) string {
-	c, k, _ := testutil.SelfSignedCert(t, "localhost", big.NewInt(serial), time.Now().Add(time.Hour))
-	// An empty line between the blocks, as some tools write it: the
-	// payload builder must cope.
-	return string(c) + "\n" + string(k)
 }
 
 const testConfig = `global
@@ -84,7 +75,7 @@ func newRig(t testing.TB) *rig {
 	var cfg bytes.Buffer
 	template.Must(template.New("cfg").Parse(testConfig)).Execute(&cfg, r)
 	writeFile(t, r.Cfg, cfg.String())
-	writeFile(t, filepath.Join(r.Run, "site.pem"), selfSigned(t, 1))
+	writeFile(t, filepath.Join(r.Run, "site.pem"), string(testutil.SelfSignedPEM(t, "localhost", 1)))
 	writeFile(t, filepath.Join(r.Run, "hosts.map"), "a.example.com be\n")
 	writeFile(t, filepath.Join(r.Run, "crt-list"), "")
 	sup, err := NewSupervisor(Options{

@@ -177,7 +177,7 @@ func TestSecondHAProxyOnSamePortsFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, other.Cfg, strings.ReplaceAll(string(cfg), r.Run, other.Run))
-	writeFile(t, filepath.Join(other.Run, "site.pem"), selfSigned(t, 2))
+	writeFile(t, filepath.Join(other.Run, "site.pem"), string(testutil.SelfSignedPEM(t, "localhost", 2)))
 	_, err = other.sup.Start(ctxT(t, 20*time.Second))
 	want := fmt.Sprintf("cannot bind socket (Address already in use) for [127.0.0.1:%d]", r.HTTP)
 	if err == nil || !strings.HasPrefix(err.Error(), "haproxy exited during startup: "+want+"; another process holds the port: ") {

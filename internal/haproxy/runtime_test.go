@@ -17,6 +17,7 @@ import (
 
 	"github.com/haroute/haroute/internal/plan"
 	"github.com/haroute/haroute/internal/render"
+	"github.com/haroute/haroute/internal/testutil"
 )
 
 // TestRuntimeReplies runs every command family haroute sends, succeeding
@@ -26,7 +27,7 @@ import (
 func TestRuntimeReplies(t *testing.T) {
 	r := newRig(t)
 	r.start(t)
-	cert := selfSigned(t, 7)
+	cert := string(testutil.SelfSignedPEM(t, "localhost", 7))
 	sitePEM := filepath.Join(r.Run, "site.pem")
 	setCert := setCertCommand(sitePEM, cert)
 	setUnknownCert := setCertCommand(filepath.Join(r.Run, "nope.pem"), cert)
@@ -335,7 +336,7 @@ func TestSSLCertUpdate(t *testing.T) {
 		t.Fatalf("initial serial = %d, want 1", got)
 	}
 	site := filepath.Join(r.Run, "site.pem")
-	resps := execOK(t, r.rt, plan.SetCert{Path: site, PEM: []byte(selfSigned(t, 42))}.Commands()...)
+	resps := execOK(t, r.rt, plan.SetCert{Path: site, PEM: testutil.SelfSignedPEM(t, "localhost", 42)}.Commands()...)
 	if !strings.HasSuffix(resps[1].Output, "Success!") {
 		t.Errorf("commit reply = %q", resps[1].Output)
 	}

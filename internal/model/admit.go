@@ -26,14 +26,6 @@ import (
 // Rejections are errors in the diagnostics, so `haroute check` fails on
 // them, and they are listed as reasons in the route's status.
 
-// Admit validates objects, applies defaults, resolves services to endpoints
-// and decides admission. Invalid routes are rejected alone; an invalid
-// RouterConfig leaves prev (the last good settings; nil = defaults) in force.
-func Admit(objs Objects, prev *Settings) (*Desired, Diagnostics) {
-	d, ds, _ := admit(objs, prev, nil, nil, nil)
-	return d, ds
-}
-
 // admitScratch is admission's working memory, kept by the Loader so that a
 // load at 10k routes does not allocate (and collect) megabytes of
 // candidates and claim maps again. Nothing in it outlives one admit call:
@@ -89,9 +81,12 @@ type conflictLoss struct {
 	msg   string
 }
 
-// admit is Admit reusing, and filling in, the memos of the objects when m
-// is not nil (the Loader's); m is parallel to objs. sc, when not nil, is
-// reused working memory.
+// admit validates objs, applies defaults, resolves services to endpoints
+// and decides admission. Invalid routes are rejected alone; an invalid
+// RouterConfig leaves prev (the last good settings; nil = defaults) in
+// force. It reuses, and fills in, the memos of the objects when m is not
+// nil (the Loader's); m is parallel to objs. sc, when not nil, is reused
+// working memory.
 //
 // lg, when not nil, is the last good version of each object (the Loader's,
 // see lastgood.go): a route or endpoints object whose current version is

@@ -18,6 +18,13 @@ import (
 	"time"
 )
 
+// Admit is admission from scratch: no memos, no last good versions. The
+// tests call it on objects they build; the daemon goes through the Loader.
+func Admit(objs Objects, prev *Settings) (*Desired, Diagnostics) {
+	d, ds, _ := admit(objs, prev, nil, nil, nil)
+	return d, ds
+}
+
 // --- helpers shared by the tests of this package's validation files ---
 
 // testSource returns a Source at path whose listed fields each sit on

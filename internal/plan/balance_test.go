@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -43,25 +44,31 @@ func TestRandomBalanceEndpointAddReloads(t *testing.T) {
 // balance, which HAProxy cannot change at runtime: the plan reloads and
 // says why.
 func TestWeightChangeFlippingBalanceReloads(t *testing.T) {
-	admit := func(altWeight int32) *model.Desired {
-		route := model.Route{
-			Meta: model.ObjectMeta{Name: "tcp", Namespace: "default"},
-			Spec: model.RouteSpec{
-				Host:              "tcp.example.com",
-				To:                model.RouteTargetReference{Kind: "Service", Name: "a"},
-				AlternateBackends: []model.RouteTargetReference{{Kind: "Service", Name: "b", Weight: &altWeight}},
-				TLS:               &model.TLSConfig{Termination: model.TerminationPassthrough},
-			},
+	admit := func(altWeight int) *model.Desired {
+		tree := fmt.Sprintf(`apiVersion: route.openshift.io/v1
+kind: Route
+metadata: {name: tcp, namespace: default}
+spec:
+  host: tcp.example.com
+  to: {kind: Service, name: a}
+  alternateBackends: [{kind: Service, name: b, weight: %d}]
+  tls: {termination: passthrough}
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: a, namespace: default}
+subsets: [{addresses: [{ip: 127.0.0.1}], ports: [{port: 18093}]}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: b, namespace: default}
+subsets: [{addresses: [{ip: 127.0.0.1}], ports: [{port: 18094}]}]
+`, altWeight)
+		res := model.NewLoader().Load([]model.SourceFile{{Path: "tcp.yaml", Data: []byte(tree)}})
+		if res.Diagnostics.HasErrors(false) {
+			t.Fatalf("load: %v", res.Diagnostics)
 		}
-		eps := func(name string, port int32) model.Endpoints {
-			return model.Endpoints{Meta: model.ObjectMeta{Name: name, Namespace: "default"}, Subsets: []model.EndpointSubset{{
-				Addresses: []model.EndpointAddress{{IP: "127.0.0.1"}}, Ports: []model.EndpointPort{{Port: port}}}}}
-		}
-		d, ds := model.Admit(model.Objects{Routes: []model.Route{route}, Endpoints: []model.Endpoints{eps("a", 18093), eps("b", 18094)}}, nil)
-		if ds.HasErrors(false) {
-			t.Fatalf("admit: %v", ds)
-		}
-		return d
+		return res.Desired
 	}
 	p := Compute(stateOf(t, testInput(admit(0))), stateOf(t, testInput(admit(50))))
 	if !p.Reload {

@@ -1,15 +1,11 @@
 package plan
 
 import (
-	"math/big"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/haroute/haroute/internal/haproxy"
 	"github.com/haroute/haroute/internal/model"
@@ -24,7 +20,7 @@ import (
 // has them: the runtime path and the reload path must agree.
 func TestRuntimePlanOnHAProxy(t *testing.T) {
 	bin := testutil.HAProxy(t)
-	certA, certB := selfSigned(t, "a.example"), selfSigned(t, "b.example")
+	certA, certB := testutil.SelfSignedPEM(t, "a.example", 1), testutil.SelfSignedPEM(t, "b.example", 1)
 
 	small := func() *model.Desired {
 		d := baseDesired()
@@ -96,11 +92,7 @@ type liveHAProxy struct {
 // startHAProxy writes d's bundle and starts HAProxy on free ports.
 func startHAProxy(t *testing.T, bin string, d *model.Desired, cert []byte) *liveHAProxy {
 	t.Helper()
-	root, err := os.MkdirTemp("", "hr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
+	root := testutil.ShortTempDir(t)
 	d.Router.HTTPPort, d.Router.HTTPSPort, d.Router.StatsPort = testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	h := &liveHAProxy{dir: root + "/b", runDir: root + "/r"}
 	h.state = stateFor(t, d, cert, h.dir, h.runDir)
@@ -114,23 +106,9 @@ func startHAProxy(t *testing.T, bin string, d *model.Desired, cert []byte) *live
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(bin, "-db", "-f", filepath.Join(h.dir, render.ConfigFile))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("unix", h.runDir+"/"+render.AdminSocket); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy did not open its admin socket:\n%s", stderr.String())
-		}
-	}
-	h.rt = haproxy.NewRuntime(h.runDir + "/" + render.AdminSocket)
+	admin := filepath.Join(h.runDir, render.AdminSocket)
+	testutil.StartHAProxy(t, bin, []string{"-db", "-f", filepath.Join(h.dir, render.ConfigFile)}, testutil.Ready{AdminSocket: admin})
+	h.rt = haproxy.NewRuntime(admin)
 	return h
 }
 
@@ -196,10 +174,4 @@ func (h *liveHAProxy) readBack(t *testing.T, backends []model.BackendName, maps 
 		out[m] = list
 	}
 	return servers, out
-}
-
-// selfSigned returns a PEM certificate and key for name.
-func selfSigned(t *testing.T, name string) []byte {
-	c, k, _ := testutil.SelfSignedCert(t, name, big.NewInt(1), time.Now().Add(time.Hour))
-	return append(c, k...)
 }

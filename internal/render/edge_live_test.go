@@ -57,11 +57,7 @@ func startEdge(t *testing.T, s model.Settings, mod func(*Input), routes ...model
 	t.Helper()
 	bin := testutil.HAProxy(t)
 	tc := loadTestCerts(t)
-	tmp, err := os.MkdirTemp("", "hr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
+	tmp := testutil.ShortTempDir(t)
 	in := Input{Desired: desired(s, routes...), Dir: tmp + "/b", RunDir: tmp + "/r", DefaultCertificate: []byte(tc.Default)}
 	if mod != nil {
 		mod(&in)
@@ -176,11 +172,7 @@ func (l *logReader) next() string {
 // socket or over UDP; TLS requests terminated by the router are logged
 // once, by the frontend that terminated them.
 func TestLiveAccessLog(t *testing.T) {
-	tmp, err := os.MkdirTemp("", "hrlog")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
+	tmp := testutil.ShortTempDir(t)
 	unixConn, err := net.ListenPacket("unixgram", tmp+"/log.sock")
 	if err != nil {
 		t.Fatal(err)

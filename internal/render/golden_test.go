@@ -209,11 +209,7 @@ func haproxyCheck(t *testing.T, in Input) {
 	bin := testutil.HAProxy(t)
 	// Not t.TempDir: fuzz seeds are named "seed#N", and '#' is no
 	// character for a bundle dir.
-	tmp, err := os.MkdirTemp("", "hr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
+	tmp := testutil.ShortTempDir(t)
 	in.Dir, in.RunDir = tmp+"/b", tmp+"/r"
 	b, err := Render(in)
 	if err != nil {

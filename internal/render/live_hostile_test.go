@@ -90,11 +90,7 @@ func TestLiveQuotedValues(t *testing.T) {
 		t.Fatalf("%d of %d routes admitted; diagnostics: %v", len(res.Desired.Routes), len(routes), res.Diagnostics)
 	}
 
-	tmp, err := os.MkdirTemp("", "hr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
+	tmp := testutil.ShortTempDir(t)
 	in := Input{Desired: res.Desired, Dir: tmp + "/b", RunDir: tmp + "/r", DefaultCertificate: []byte(tc.Default)}
 	writeBundle(t, in.Dir, mustRender(t, in))
 	if err := os.MkdirAll(in.RunDir, 0o700); err != nil {
@@ -184,11 +180,7 @@ func TestLiveStatsPasswordQuoted(t *testing.T) {
 	s.BindAddress = "127.0.0.1"
 	s.MaxConnections = 2000
 	s.HTTPPort, s.HTTPSPort, s.StatsPort = testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
-	tmp, err := os.MkdirTemp("", "hr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
+	tmp := testutil.ShortTempDir(t)
 	const password = `p'a#s$%\"w`
 	in := Input{Desired: desired(s), Dir: tmp + "/b", RunDir: tmp + "/r", DefaultCertificate: []byte(tc.Default),
 		StatsCredentials: model.StatsCredentials{User: "admin", Password: password}}

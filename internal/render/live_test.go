@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,10 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -87,11 +84,7 @@ func TestLiveRouting(t *testing.T) {
 		route("t", "wild", "www.wild.example.com", "", wildcard, svc("s", 100, backend("wild", nil))),
 	)
 
-	tmp, err := os.MkdirTemp("", "hr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
+	tmp := testutil.ShortTempDir(t)
 	in := Input{Desired: d, Dir: tmp + "/b", RunDir: tmp + "/r", DefaultCertificate: []byte(tc.Default)}
 	b := mustRender(t, in)
 	writeBundle(t, in.Dir, b)
@@ -224,13 +217,13 @@ func TestLiveRouting(t *testing.T) {
 			host, port := splitHostPort(addr)
 			srv := model.Server{Name: model.ServerName("added_" + r.Key.Name), Address: host, Port: port, Weight: 1}
 			cmd := fmt.Sprintf("add server %s/%s %s %s", r.BackendName(), srv.Name, HostPort(srv.Address, srv.Port), ServerArgs(r, srv, in))
-			out := adminCommand(t, in.RunDir, cmd)
+			out := testutil.MustAdminCommand(t, in.RunDir, cmd)
 			if !strings.Contains(out, "New server registered") {
 				t.Errorf("%s\n→ %s", cmd, out)
 				continue
 			}
-			adminCommand(t, in.RunDir, fmt.Sprintf("enable health %s/%s", r.BackendName(), srv.Name))
-			adminCommand(t, in.RunDir, fmt.Sprintf("enable server %s/%s", r.BackendName(), srv.Name))
+			testutil.MustAdminCommand(t, in.RunDir, fmt.Sprintf("enable health %s/%s", r.BackendName(), srv.Name))
+			testutil.MustAdminCommand(t, in.RunDir, fmt.Sprintf("enable server %s/%s", r.BackendName(), srv.Name))
 			if r.Key.Name == "re" {
 				// Both servers listen without TLS: only a plain TCP check
 				// (DESIGN §3), not a TLS handshake, sees them UP — whether
@@ -276,72 +269,19 @@ func get(t *testing.T, cl *http.Client, url, host string) (int, string, http.Hea
 	return resp.StatusCode, string(body), resp.Header
 }
 
+// startHAProxy runs HAProxy on in's bundle as haroute does (master-worker,
+// master CLI) and returns once the stats port answers and the first health
+// checks have passed, so that every server is up.
 func startHAProxy(t *testing.T, bin string, in Input) {
 	t.Helper()
-	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "-W", "-S", filepath.Join(in.RunDir, "master.sock"), "-f", filepath.Join(in.Dir, ConfigFile))
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// done is closed when haproxy has exited; waitErr is then its status.
-	done := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("haproxy output:\n%s", stderr.String())
-		}
-	})
-	stats := fmt.Sprintf("http://127.0.0.1:%d/healthz", in.Desired.Router.StatsPort)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		select {
-		case <-done:
-			t.Fatalf("haproxy exited: %v\n%s", waitErr, stderr.String())
-		default:
-		}
-		resp, err := http.Get(stats)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy not ready after 10s: %v\n%s", err, stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	// Let the first health checks pass so every server is up.
-	time.Sleep(300 * time.Millisecond)
-}
-
-func adminCommand(t *testing.T, runDir, cmd string) string {
-	t.Helper()
-	c, err := net.Dial("unix", filepath.Join(runDir, AdminSocket))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := io.WriteString(c, cmd+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	out, _ := io.ReadAll(c)
-	return string(out)
+	testutil.StartHAProxy(t, bin, []string{"-W", "-S", filepath.Join(in.RunDir, "master.sock"), "-f", filepath.Join(in.Dir, ConfigFile)},
+		testutil.Ready{URL: fmt.Sprintf("http://127.0.0.1:%d/healthz", in.Desired.Router.StatsPort), Settle: 300 * time.Millisecond})
 }
 
 // serverStat returns "<status> <check status>" of one server from show stat.
 func serverStat(t *testing.T, runDir, be, srv string) string {
 	t.Helper()
-	for _, line := range strings.Split(adminCommand(t, runDir, "show stat"), "\n") {
+	for _, line := range strings.Split(testutil.MustAdminCommand(t, runDir, "show stat"), "\n") {
 		f := strings.Split(line, ",")
 		if len(f) > 37 && f[0] == be && f[1] == srv {
 			return f[17] + " " + f[36]

@@ -135,11 +135,7 @@ subsets:
 		t.Fatalf("%d routes admitted, want 7", got)
 	}
 
-	tmp, err := os.MkdirTemp("", "hp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
+	tmp := testutil.ShortTempDir(t)
 	in := Input{Desired: res.Desired, Dir: tmp + "/b", RunDir: tmp + "/r", DefaultCertificate: []byte(tc.Default)}
 	writeBundle(t, in.Dir, mustRender(t, in))
 	if err := os.MkdirAll(in.RunDir, 0o700); err != nil {

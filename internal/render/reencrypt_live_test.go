@@ -62,11 +62,7 @@ func TestLiveReencryptVerifiesAsOpenShift(t *testing.T) {
 		route("shop", "default-ca-wrong-name", "default-ca-wrong-name.example.com", "", reencrypt(model.InsecurePolicyNone, front),
 			svc("web", 100, tlsBackend("default-ca-wrong-name", forOther))),
 	)
-	tmp, err := os.MkdirTemp("", "hr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
+	tmp := testutil.ShortTempDir(t)
 	in := Input{Desired: d, Dir: tmp + "/b", RunDir: tmp + "/r", DefaultCertificate: []byte(tc.Default),
 		DefaultDestinationCA: []byte(serviceCA.PEM)}
 	b := mustRender(t, in)
@@ -111,7 +107,7 @@ func TestLiveReencryptVerifiesAsOpenShift(t *testing.T) {
 			}
 		}
 		be := r.BackendName()
-		adminCommand(t, in.RunDir, fmt.Sprintf("set server %s/%s state maint", be, r.Services[0].Servers[0].Name))
+		testutil.MustAdminCommand(t, in.RunDir, fmt.Sprintf("set server %s/%s state maint", be, r.Services[0].Servers[0].Name))
 		for _, a := range []struct {
 			name       string
 			cert       tls.Certificate
@@ -123,15 +119,15 @@ func TestLiveReencryptVerifiesAsOpenShift(t *testing.T) {
 			if !strings.Contains(cmd, " verifyhost web.shop.svc ") {
 				t.Fatalf("runtime server does not verify the service name: %s", cmd)
 			}
-			if out := adminCommand(t, in.RunDir, cmd); !strings.Contains(out, "New server registered") {
+			if out := testutil.MustAdminCommand(t, in.RunDir, cmd); !strings.Contains(out, "New server registered") {
 				t.Fatalf("%s\n→ %s", cmd, out)
 			}
-			adminCommand(t, in.RunDir, fmt.Sprintf("enable server %s/%s", be, srv.Name))
+			testutil.MustAdminCommand(t, in.RunDir, fmt.Sprintf("enable server %s/%s", be, srv.Name))
 			status, body, _ := get(t, cl, "https://default-ca.example.com/y", "")
 			if status != a.wantStatus {
 				t.Fatalf("%s: status %d, want %d (body %q)", a.name, status, a.wantStatus, body)
 			}
-			adminCommand(t, in.RunDir, fmt.Sprintf("set server %s/%s state maint", be, srv.Name))
+			testutil.MustAdminCommand(t, in.RunDir, fmt.Sprintf("set server %s/%s state maint", be, srv.Name))
 		}
 	})
 }

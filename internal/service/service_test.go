@@ -174,7 +174,7 @@ func TestInstallSystemd(t *testing.T) {
 		t.Errorf("reinstall commands: %q", f.commands)
 	}
 	got, _ = os.ReadFile(path)
-	if string(got) != systemd.Unit() {
+	if string(got) != shippedUnit(t) {
 		t.Errorf("install without flags should write the shipped unit unchanged")
 	}
 }
@@ -229,7 +229,7 @@ func TestUninstallSystemd(t *testing.T) {
 	}
 
 	vendor := filepath.Join(f.vendor, "haroute.service")
-	if err := os.WriteFile(vendor, []byte(systemd.Unit()), 0o644); err != nil {
+	if err := os.WriteFile(vendor, []byte(shippedUnit(t)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	err = f.m.Uninstall()
@@ -352,4 +352,14 @@ func TestNewResolvesExecutable(t *testing.T) {
 	if want, _ := filepath.EvalSymlinks(real); m.exe != want {
 		t.Errorf("exe = %q, want %q", m.exe, want)
 	}
+}
+
+// shippedUnit is the unit file as packaging installs it.
+func shippedUnit(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "systemd", systemd.UnitName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

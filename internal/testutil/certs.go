@@ -47,6 +47,16 @@ func SelfSignedCert(t testing.TB, cn string, serial *big.Int, notAfter time.Time
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), leaf
 }
 
+// SelfSignedPEM returns a certificate for cn with the given serial, valid
+// for an hour, followed by its key: the single PEM file HAProxy loads with
+// crt. An empty line separates the two, as some tools write them: what
+// reads the file (HAProxy, the runtime API payload builder) must cope.
+func SelfSignedPEM(t testing.TB, cn string, serial int64) []byte {
+	t.Helper()
+	c, k, _ := SelfSignedCert(t, cn, big.NewInt(serial), time.Now().Add(time.Hour))
+	return append(append(c, '\n'), k...)
+}
+
 // CA issues server certificates, as a cluster's service CA does.
 type CA struct {
 	cert *x509.Certificate

@@ -1,13 +1,8 @@
 package testutil
 
 import (
-	"fmt"
-	"io"
-	"net"
 	"os"
-	"path/filepath"
 	"testing"
-	"time"
 )
 
 // ShortTempDir returns a new directory under the system temp dir with a
@@ -21,23 +16,4 @@ func ShortTempDir(t testing.TB) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
-}
-
-// AdminCommand sends one command to the HAProxy admin socket
-// <runDir>/admin.sock, behind haroute's back as an operator would, and
-// returns the answer.
-func AdminCommand(runDir, cmd string) (string, error) {
-	conn, err := net.DialTimeout("unix", filepath.Join(runDir, "admin.sock"), 2*time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
-		return "", err
-	}
-	if _, err := fmt.Fprintf(conn, "%s\n", cmd); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(conn)
-	return string(b), err
 }

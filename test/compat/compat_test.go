@@ -244,11 +244,7 @@ func renderAndCheck(t *testing.T, d *model.Desired) {
 	t.Helper()
 	bin := testutil.HAProxy(t)
 	// Short paths: the run dir holds unix sockets (107-byte limit).
-	tmp, err := os.MkdirTemp("", "hrc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
+	tmp := testutil.ShortTempDir(t)
 	dir, runDir := filepath.Join(tmp, "b"), filepath.Join(tmp, "r")
 	if err := os.MkdirAll(runDir, 0o700); err != nil {
 		t.Fatal(err)
