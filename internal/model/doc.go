@@ -5,5 +5,6 @@
 // Entry points:
 //   - Loader.Load (load.go): files → Objects → Desired, incremental by
 //     content hash, keeping a failed file's last good objects in force.
-//   - Admit (admit.go): Objects → Desired + diagnostics.
+//   - admit (admit.go): Objects → Desired + diagnostics, the step of Load
+//     that validates and decides admission.
 package model

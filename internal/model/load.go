@@ -60,7 +60,7 @@ func (l *Loader) routerUnsettled(objs Objects, admitDiags Diagnostics) bool {
 type Loader struct {
 	limits Limits
 	files  map[string]*fileState
-	// prev is the last good router settings, handed to Admit so that an
+	// prev is the last good router settings, handed to admission so that an
 	// invalid RouterConfig keeps the last good one in force.
 	prev *Settings
 	// parsed counts files decoded, so tests can see what was skipped.
@@ -107,7 +107,7 @@ func NewLoader() *Loader {
 // Load decodes files (unchanged hashes are not parsed again), keeps the last
 // good objects of files that now fail, and admits the result. Objects are in
 // path order, then document order; diagnostics are sorted. The objects
-// handed to Admit, and the Desired returned, share memory with later loads
+// handed to admission, and the Desired returned, share memory with later loads
 // and must not be modified: admission results of unchanged files are
 // reused rather than computed again (see memo.go).
 func (l *Loader) Load(files []SourceFile) Result {

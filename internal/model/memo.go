@@ -15,7 +15,7 @@ import (
 // and is ignored when they differ.
 //
 // Memos live in the Loader's per-file state, never in a package variable:
-// Admit on its own computes everything, as before.
+// admit without memos (as model's tests call it) computes everything.
 
 // fileMemo holds admission results for one file's objects, parallel to
 // its Objects. It is replaced whenever the file's objects are.
