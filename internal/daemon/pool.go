@@ -290,7 +290,7 @@ func (st poolState) topUp(desired *model.Desired) poolState {
 		want := max(poolTarget(routes[c]), min(2*st.demand[c], routes[c]))
 		for n := free[c]; n < want; n++ {
 			st.seq++
-			slot := model.BackendName(fmt.Sprintf("be_pool:%s:%d", poolClass(c), st.seq))
+			slot := model.BackendName(fmt.Sprintf("%s%s:%d", model.PoolSlotPrefix, poolClass(c), st.seq))
 			add = append(add, model.SpareRoute(c.t, c.allow, slot, &desired.Router))
 		}
 	}

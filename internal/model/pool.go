@@ -1,5 +1,10 @@
 package model
 
+// PoolSlotPrefix starts the name of every spare backend the pool makes. A
+// route's own backend, kept as a spare when the route is deleted, keeps
+// its own name (and the text it was rendered with).
+const PoolSlotPrefix = "be_pool:"
+
 // SpareRoute is the empty route a spare backend of the pool renders from:
 // what a route of termination t without annotations, certificates or
 // endpoints admits to under settings s, named slot. Its key has no

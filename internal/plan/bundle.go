@@ -62,13 +62,13 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 			continue
 		}
 		added, removed, explained := d.entryDiff(old.Entries, m.Entries)
-		if explained {
+		if explained && !byBackend(m.Name) {
 			// Every difference belongs to a backend that appears or goes
 			// away: the route change's reload rewrites this map anyway.
 			continue
 		}
 		path := absPath(d.desired.Input.Dir, m.Name)
-		if edit, ok := safeEdit(path, old.Entries, m.Entries); ok {
+		if edit, ok := safeEdit(path, old.Entries, m.Entries, byBackend(m.Name)); ok {
 			d.maps = append(d.maps, edit)
 		} else {
 			d.maps = append(d.maps, MapReplace{Path: path, Entries: m.Entries})
@@ -84,6 +84,13 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 			d.add(Change{Mode: ModeReload, Kind: KindMapFile, Subject: olds[i].Name, Detail: "removed"})
 		}
 	}
+}
+
+// byBackend reports whether a map is keyed by backend names and matched
+// exactly (the timeout maps), rather than routing requests to backends by
+// prefix.
+func byBackend(name string) bool {
+	return name == render.TimeoutServerMap || name == render.TimeoutTunnelMap
 }
 
 // entryDiff counts the entries only one side has, and reports whether all
@@ -220,7 +227,7 @@ const maxMapEdit = 64
 // lookup finds: the maps are matched by prefix (map_beg) with the longest
 // key first, so an added key must not have another key of the map as a
 // proper prefix (that one, earlier in the live map, would win).
-func safeEdit(path string, olds, news []render.MapEntry) (MapEdit, bool) {
+func safeEdit(path string, olds, news []render.MapEntry, exact bool) (MapEdit, bool) {
 	if len(olds) == 0 {
 		return MapEdit{}, false // nothing to keep: replace
 	}
@@ -273,7 +280,7 @@ func safeEdit(path string, olds, news []render.MapEntry) (MapEdit, bool) {
 		if !cliSafe(e.Key) || !cliSafe(e.Value) {
 			return MapEdit{}, false
 		}
-		for i := 1; i < len(e.Key); i++ {
+		for i := 1; i < len(e.Key) && !exact; i++ {
 			if keys[e.Key[:i]] {
 				return MapEdit{}, false
 			}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/render"
@@ -85,10 +86,22 @@ func TestSameBackend(t *testing.T) {
 	if !render.SameBackend(plain, spare, in) {
 		t.Fatal("a plain route does not fit the spare")
 	}
+	// Timeouts come from maps on spares: a route with its own fits.
 	timed := plain
-	timed.Backend.Timeout = 7e9
-	if render.SameBackend(timed, spare, in) {
-		t.Fatal("a route with its own timeout fits the spare")
+	timed.Backend.Timeout, timed.Backend.TunnelTimeout = 7e9, 3600e9
+	if !render.SameBackend(timed, spare, in) {
+		t.Fatal("a route with its own timeouts does not fit the spare")
+	}
+	rewritten := plain
+	rewritten.Backend.RewriteTarget = "/v2"
+	if render.SameBackend(rewritten, spare, in) {
+		t.Fatal("a route with a rewrite-target fits the spare")
+	}
+	tcp := model.SpareRoute(model.TerminationPassthrough, false, "be_pool:passthrough:2", &d.Router)
+	tcpTimed := *routeByName(t, d, "tcp")
+	tcpTimed.Backend.Timeout = 7e9
+	if render.SameBackend(tcpTimed, tcp, in) {
+		t.Fatal("a passthrough route with its own timeout fits the spare: TCP backends cannot set it per connection")
 	}
 }
 
@@ -112,9 +125,12 @@ func TestSafeEdit(t *testing.T) {
 		// entry were appended after it.
 		{"longer path under an existing one", append([]render.MapEntry{e("a.example/api/v2", "be_v2")}, olds...), false, ""},
 		{"a word the CLI would split", append(slices.Clone(olds), e("c.example/a;b", "be_c")), false, ""},
+		// An exact-match map (the timeout maps, keyed by backend) has no
+		// prefix to fear: be_pool:http:10 after be_pool:http:1.
+		{"exact", append(slices.Clone(olds), e("a.example/api/v2", "be_v2")), true, "add map /m a.example/api/v2 be_v2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			edit, ok := safeEdit("/m", olds, tc.news)
+			edit, ok := safeEdit("/m", olds, tc.news, tc.name == "exact")
 			if ok != tc.ok {
 				t.Fatalf("ok = %v, want %v (%+v)", ok, tc.ok, edit)
 			}
@@ -122,5 +138,57 @@ func TestSafeEdit(t *testing.T) {
 				t.Fatalf("commands %q, want %q", edit.Commands(), tc.want)
 			}
 		})
+	}
+}
+
+// A bound route's timeouts are entries of the timeout maps, keyed by its
+// spare: binding one, changing it and unbinding are map edits, at runtime.
+func TestPoolTimeoutsAreMapEntries(t *testing.T) {
+	const slot = model.BackendName("be_pool:http:1")
+	withRoute := func(timeout, tunnel time.Duration) State {
+		d := baseDesired()
+		r := httpRoute("new", "new.example.com", svc("new", 100, srv("127.0.0.1", 18099, 256)))
+		r.Slot = slot
+		r.Backend = model.SpareRoute(model.TerminationNone, false, slot, &d.Router).Backend
+		r.Backend.Timeout, r.Backend.TunnelTimeout = timeout, tunnel
+		d.Routes = append(d.Routes, r)
+		slices.SortFunc(d.Routes, func(a, b model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
+		return withSpares(t, d, slot)
+	}
+	empty := withSpares(t, baseDesired(), slot)
+	bound := withRoute(90*time.Second, 0)
+	changed := withRoute(5*time.Second, time.Hour)
+	for _, step := range []struct {
+		name          string
+		from, to      State
+		want, wantNot []string
+	}{
+		{"bind", empty, bound, []string{"/var/lib/haroute/bundle/maps/timeout_server.map <<\nbe_pool:http:1 90000\n",
+			"commit map @1 /var/lib/haroute/bundle/maps/timeout_server.map"}, nil},
+		{"change", bound, changed, []string{
+			"set map /var/lib/haroute/bundle/maps/timeout_server.map be_pool:http:1 5000",
+			"add map @",
+			"be_pool:http:1 3600000",
+		}, []string{"add server"}},
+		{"unbind", changed, empty, []string{
+			"del map /var/lib/haroute/bundle/maps/timeout_server.map be_pool:http:1",
+			"del map /var/lib/haroute/bundle/maps/timeout_tunnel.map be_pool:http:1",
+		}, nil},
+	} {
+		p := Compute(step.from, step.to)
+		if p.Reload {
+			t.Fatalf("%s: reloads: %v", step.name, reasonStrings(p))
+		}
+		cmds := strings.Join(commands(p), "\n")
+		for _, want := range step.want {
+			if !strings.Contains(cmds, want) {
+				t.Errorf("%s: commands lack %q:\n%s", step.name, want, cmds)
+			}
+		}
+		for _, not := range step.wantNot {
+			if strings.Contains(cmds, not) {
+				t.Errorf("%s: commands hold %q:\n%s", step.name, not, cmds)
+			}
+		}
 	}
 }

@@ -75,7 +75,13 @@ func (d *differ) route(old, cur *model.AdmittedRoute) {
 		d.newBackends[newBe] = true
 		return
 	}
-	fields, detail := d.backendDiff(old.Backend, cur.Backend)
+	oldBackend := old.Backend
+	if render.TimeoutsByMap(cur) {
+		// The timeouts live in maps (the map diff makes the ops): they
+		// change the backend no more than a host does.
+		oldBackend.Timeout, oldBackend.TunnelTimeout = cur.Backend.Timeout, cur.Backend.TunnelTimeout
+	}
+	fields, detail := d.backendDiff(oldBackend, cur.Backend)
 	if !cur.Backend.DisableCookies && !old.Backend.DisableCookies && render.SecureCookie(old) != render.SecureCookie(cur) {
 		// The cookie line follows the redirect policy (Allow: not
 		// Secure), and a cookie line changes only with a reload.

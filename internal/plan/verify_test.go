@@ -125,8 +125,8 @@ func TestExpectHealth(t *testing.T) {
 			}
 		}
 	}
-	if got := len(exp.Maps); got != 6 {
-		t.Errorf("Expect has %d maps, want the 6 rendered ones", got)
+	if got := len(exp.Maps); got != 8 {
+		t.Errorf("Expect has %d maps, want the 8 rendered ones", got)
 	}
 }
 

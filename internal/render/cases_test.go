@@ -23,6 +23,9 @@ type goldenCase struct {
 	statsCredentials model.StatsCredentials
 	// errorPages is passed as Input.ErrorPages.
 	errorPages map[int][]byte
+	// spares are passed as Input.Spares (the pool; routes of desired bind
+	// to them by Slot).
+	spares func(s *model.Settings) []model.AdmittedRoute
 }
 
 // testErrorPages are custom error pages as an operator writes them.
@@ -212,6 +215,31 @@ func goldenCases() []goldenCase {
 				route("ab", "drained", "drained.example.com", "",
 					svc("blue", 100, "10.6.0.1:8080"),
 					svc("old", 0, "10.6.3.1:8080")),
+			)
+		}},
+		{name: "pool", spares: func(s *model.Settings) []model.AdmittedRoute {
+			return []model.AdmittedRoute{
+				model.SpareRoute(model.TerminationNone, false, "be_pool:http:1", s),
+				model.SpareRoute(model.TerminationNone, false, "be_pool:http:2", s),
+				model.SpareRoute(model.TerminationEdge, false, "be_pool:edge:3", s),
+				model.SpareRoute(model.TerminationEdge, true, "be_pool:edge-allow:4", s),
+				model.SpareRoute(model.TerminationReencrypt, false, "be_pool:reencrypt:5", s),
+				model.SpareRoute(model.TerminationPassthrough, false, "be_pool:passthrough:6", s),
+			}
+		}, desired: func(tc testCerts) *model.Desired {
+			bind := func(slot model.BackendName) func(*model.AdmittedRoute) {
+				return func(r *model.AdmittedRoute) { r.Slot = slot }
+			}
+			// Bound routes: timeouts in the maps, the certificate in the
+			// crt-list, the backends the spares'.
+			return desired(def,
+				route("pool", "slow", "slow.example.com", "", svc("web", 100, "10.8.0.1:8080"), bind("be_pool:http:1"),
+					backendSettings(func(b *model.BackendSettings) {
+						b.Timeout = 90 * time.Second
+						b.TunnelTimeout = 2 * time.Hour
+					})),
+				route("pool", "own", "own.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{Certificate: tc.Cert, Key: tc.Key}),
+					svc("web", 100, "10.8.0.2:8080"), bind("be_pool:edge:3")),
 			)
 		}},
 		{name: "annotations", desired: func(tc testCerts) *model.Desired {

@@ -529,10 +529,11 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 			w.line("  hash-type consistent")
 		}
 	}
-	if bs.Timeout > 0 {
+	byMap := TimeoutsByMap(r)
+	if bs.Timeout > 0 && !byMap {
 		w.line("  timeout server ", duration(bs.Timeout))
 	}
-	if bs.TunnelTimeout > 0 {
+	if bs.TunnelTimeout > 0 && !byMap {
 		w.line("  timeout tunnel ", duration(bs.TunnelTimeout))
 	}
 
@@ -562,6 +563,9 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 		forwardedHeaders(w, bs.ForwardedHeaders, ipv6Clients(&in.Desired.Router))
 	}
 	if !tcp {
+		if byMap {
+			timeoutRules(w, in)
+		}
 		rewriteTarget(w, r)
 		if bs.HSTSHeader != "" && r.Termination != model.TerminationNone {
 			v, _ := singleQuoted("hsts header", bs.HSTSHeader, true) // checked in checkRoute
@@ -586,6 +590,17 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 			b = appendServerArgs(b, r, s, in, inter)
 			w.full = append(b, '\n')
 		}
+	}
+}
+
+// timeoutRules set the timeouts of a spare's stream from the timeout maps
+// when they hold its name: a lookup per request, on spares only. Without
+// an entry, the defaults' timeouts stand, as for a route without the
+// annotations.
+func timeoutRules(w *cfgWriter, in Input) {
+	for _, t := range []struct{ kind, file string }{{"server", TimeoutServerMap}, {"tunnel", TimeoutTunnelMap}} {
+		m := in.Dir + "/" + t.file
+		w.line("  http-request set-timeout ", t.kind, " be_name,map_str_int(", m, ") if { be_name,map_str(", m, ") -m found }")
 	}
 }
 

@@ -38,6 +38,9 @@ func TestGolden(t *testing.T) {
 			}
 			in.StatsCredentials = c.statsCredentials
 			in.ErrorPages = c.errorPages
+			if c.spares != nil {
+				in.Spares = c.spares(&in.Desired.Router)
+			}
 			checkGolden(t, filepath.Join(goldenRoot, c.name), in)
 		})
 	}

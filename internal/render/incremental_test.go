@@ -481,10 +481,11 @@ func (p *plainTree) served(files []model.SourceFile, g *genTree) {
 }
 
 // keptRouterConfig reports whether res kept the settings of a RouterConfig
-// that is gone from the tree, which a fresh load cannot know.
+// that is gone from the tree or invalid now, which a fresh load cannot
+// know.
 func keptRouterConfig(res model.Result) bool {
 	for _, d := range res.Diagnostics {
-		if strings.Contains(d.Message, "no RouterConfig in this generation") {
+		if strings.Contains(d.Message, "no RouterConfig in this generation") || strings.Contains(d.Message, "the previous settings stay in force") {
 			return true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/haroute/haroute/internal/model"
 )
@@ -33,6 +34,13 @@ const (
 	// backends; SNIPassthroughWildcardMap is keyed on the parent domain.
 	SNIPassthroughMap         = "maps/sni_passthrough.map"
 	SNIPassthroughWildcardMap = "maps/sni_passthrough_wildcard.map"
+	// TimeoutServerMap and TimeoutTunnelMap hold, in milliseconds, the
+	// timeout and timeout-tunnel annotations of the HTTP routes bound to
+	// spare backends, keyed by the spare's name (exact match): a spare
+	// reads them at every request, so binding such a route needs no
+	// reload (see pool.go).
+	TimeoutServerMap = "maps/timeout_server.map"
+	TimeoutTunnelMap = "maps/timeout_tunnel.map"
 
 	// RedirectValue in an HTTP map sends the client to HTTPS instead of a
 	// backend (insecureEdgeTerminationPolicy Redirect), so switching a
@@ -396,8 +404,27 @@ func routeMapEntries(r *model.AdmittedRoute) []mapAdd {
 	default:
 		add(httpMap, be)
 	}
+	if TimeoutsByMap(r) {
+		if t := r.Backend.Timeout; t > 0 {
+			out = append(out, mapAdd{name: TimeoutServerMap, MapEntry: MapEntry{Key: be, Value: millis(t)}})
+		}
+		if t := r.Backend.TunnelTimeout; t > 0 {
+			out = append(out, mapAdd{name: TimeoutTunnelMap, MapEntry: MapEntry{Key: be, Value: millis(t)}})
+		}
+	}
 	return out
 }
+
+// TimeoutsByMap reports whether r's backend takes its timeouts from
+// TimeoutServerMap and TimeoutTunnelMap rather than from its own lines:
+// an HTTP spare the pool made, or a route bound to one. (A route's own
+// backend kept as a spare keeps the text it runs with; a TCP backend has
+// no action that sets a timeout per connection on 2.6.)
+func TimeoutsByMap(r *model.AdmittedRoute) bool {
+	return strings.HasPrefix(string(r.Slot), model.PoolSlotPrefix) && r.Termination != model.TerminationPassthrough
+}
+
+func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 // buildMaps computes every map, including empty ones: HAProxy needs each
 // map file the config names to exist.
@@ -414,7 +441,8 @@ func buildMaps(outs []*routeOut) []Map {
 			}
 		}
 	}
-	names := []string{HTTPMap, HTTPWildcardMap, HTTPSMap, HTTPSWildcardMap, SNIPassthroughMap, SNIPassthroughWildcardMap}
+	names := []string{HTTPMap, HTTPWildcardMap, HTTPSMap, HTTPSWildcardMap, SNIPassthroughMap, SNIPassthroughWildcardMap,
+		TimeoutServerMap, TimeoutTunnelMap}
 	sort.Strings(names)
 	maps := make([]Map, 0, len(names))
 	for _, name := range names {

@@ -66,7 +66,7 @@ func TestFilesSortedWithModes(t *testing.T) {
 		"maps/https.map -rw-r--r--",
 		"maps/https_wildcard.map -rw-r--r--",
 		"maps/sni_passthrough.map -rw-r--r--",
-		"maps/sni_passthrough_wildcard.map -rw-r--r--",
+		"maps/sni_passthrough_wildcard.map -rw-r--r--", "maps/timeout_server.map -rw-r--r--", "maps/timeout_tunnel.map -rw-r--r--",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("files:\n got %q\nwant %q", got, want)

@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -195,4 +197,99 @@ func TestOwnCertificateRoutesWithoutReload(t *testing.T) {
 	r.start("atomic")
 	servesOwn("own.e2e.test", 3005)
 	servesOwn("own2.e2e.test", 3004)
+}
+
+// hangingBackend accepts connections and never answers: only the
+// router's server timeout ends a request to it.
+func hangingBackend(t *testing.T) *backend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return &backend{Name: "hang", Port: ln.Addr().(*net.TCPAddr).Port}
+}
+
+// A route with its own timeout binds to a spare too: the spare reads the
+// timeout from a map keyed by its name, so the route is added, and its
+// timeout changed, without a reload, and the timeout holds: a backend
+// that never answers gets a 504 after it, well before the default 30 s.
+func TestTimeoutRoutesWithoutReload(t *testing.T) {
+	r := newRouter(t)
+	one, hang := startBackend(t, "one"), hangingBackend(t)
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig(""),
+		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("hang", hang)))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	before := r.reloads()
+
+	slowRoute := func(timeout string) []byte {
+		return []byte(strings.Replace(routeYAML("slow", "slow.e2e.test", "", "hang"), "  namespace: e2e\n",
+			"  namespace: e2e\n  annotations:\n    haproxy.router.openshift.io/timeout: "+timeout+"\n", 1))
+	}
+	// timesOut waits for the route to answer 504 and returns how long
+	// that answer took.
+	timesOut := func() time.Duration {
+		t.Helper()
+		var took time.Duration
+		client := &http.Client{Timeout: 10 * time.Second}
+		r.eventually(30*time.Second, "slow.e2e.test times out", func() error {
+			req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.http), nil)
+			req.Host = "slow.e2e.test"
+			start := time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusGatewayTimeout {
+				return fmt.Errorf("status %d", resp.StatusCode)
+			}
+			took = time.Since(start)
+			return nil
+		})
+		return took
+	}
+	gen["slow.yaml"] = slowRoute("500ms")
+	must(t, w.Publish(gen))
+	if took := timesOut(); took >= 5*time.Second {
+		t.Fatalf("the 504 came after %v: the route's 500ms timeout is not in force", took)
+	}
+	gen["slow.yaml"] = slowRoute("1500ms")
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "the new timeout in the map on disk", func() error {
+		m, err := os.ReadFile(filepath.Join(r.stateDir, "live", "maps", "timeout_server.map"))
+		if err != nil || !strings.Contains(string(m), " 1500\n") {
+			return fmt.Errorf("timeout_server.map: %q (%v)", m, err)
+		}
+		return nil
+	})
+	if took := timesOut(); took < time.Second || took >= 5*time.Second {
+		t.Fatalf("the 504 came after %v, want about 1.5s", took)
+	}
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("adding a route with a timeout and changing it took %d reloads, want 0", got)
+	}
 }
