@@ -247,7 +247,7 @@ func decodeChunk(path string, c chunk, lim Limits, sc *scratch) chunkResult {
 // checkedDocument decodes one parsed document if it is within the limits.
 func (w *walker) checkedDocument(root *yaml.Node, lim Limits) {
 	if d, ok := checkTree(root, lim); !ok {
-		w.diags = append(w.diags, w.diag(SeverityError, d.node, "", d.msg))
+		w.diags = append(w.diags, w.diag(SeverityError, d.node, d.msg))
 		return
 	}
 	w.document(root)

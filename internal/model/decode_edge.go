@@ -6,393 +6,372 @@ import "gopkg.in/yaml.v3"
 // IngressController's.
 
 func (w *walker) logging(n *yaml.Node, l *LoggingOptions) {
-	const f = "spec.logging"
-	m, ok := w.mapping(n, f)
+	m, ok := w.mapping(n)
 	if !ok {
 		return
 	}
-	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "access":
-			w.record(f+".access", k)
+			w.record(k)
 			l.Access = w.accessLogging(v)
 		default:
-			w.unknownField(k, f+"."+key)
+			w.unknownField(k)
 		}
 	})
 }
 
 func (w *walker) accessLogging(n *yaml.Node) *AccessLogging {
-	const f = "spec.logging.access"
-	m, ok := w.mapping(n, f)
+	m, ok := w.mapping(n)
 	if !ok {
 		return nil
 	}
 	var a AccessLogging
-	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "destination":
-			w.record(f+".destination", k)
+			w.record(k)
 			w.loggingDestination(v, &a.Destination)
 		case "httpLogFormat":
-			a.HTTPLogFormat, _ = w.str(v, f+".httpLogFormat")
+			a.HTTPLogFormat, _ = w.str(v)
 		case "httpCaptureHeaders":
-			w.record(f+".httpCaptureHeaders", k)
-			hm, ok := w.mapping(v, f+".httpCaptureHeaders")
+			w.record(k)
+			hm, ok := w.mapping(v)
 			if !ok {
 				return
 			}
-			w.eachPair(hm, f+".httpCaptureHeaders", func(key string, k, v *yaml.Node) {
-				hf := f + ".httpCaptureHeaders." + key
+			w.eachPair(hm, func(key string, k, v *yaml.Node) {
 				switch key {
 				case "request":
-					w.record(hf, k)
-					a.HTTPCaptureHeaders.Request = w.captureHeaders(v, hf)
+					w.record(k)
+					a.HTTPCaptureHeaders.Request = w.captureHeaders(v)
 				case "response":
-					w.record(hf, k)
-					a.HTTPCaptureHeaders.Response = w.captureHeaders(v, hf)
+					w.record(k)
+					a.HTTPCaptureHeaders.Response = w.captureHeaders(v)
 				default:
-					w.unknownField(k, hf)
+					w.unknownField(k)
 				}
 			})
 		case "httpCaptureCookies":
-			cf := f + ".httpCaptureCookies"
-			w.record(cf, k)
-			for i, item := range w.list(v, cf) {
-				fi := index(cf, i)
-				w.record(fi, item)
-				im, ok := w.mapping(item, fi)
+			w.record(k)
+			w.eachItem(w.list(v), func(item *yaml.Node) {
+				w.record(item)
+				im, ok := w.mapping(item)
 				if !ok {
-					continue
+					return
 				}
 				var c CaptureHTTPCookie
-				w.eachPair(im, fi, func(key string, k, v *yaml.Node) {
+				w.eachPair(im, func(key string, k, v *yaml.Node) {
 					switch key {
 					case "matchType":
-						c.MatchType, _ = w.str(v, fi+".matchType")
+						c.MatchType, _ = w.str(v)
 					case "name":
-						c.Name, _ = w.str(v, fi+".name")
+						c.Name, _ = w.str(v)
 					case "namePrefix":
-						c.NamePrefix, _ = w.str(v, fi+".namePrefix")
+						c.NamePrefix, _ = w.str(v)
 					case "maxLength":
-						c.MaxLength = w.intPtr(v, fi+".maxLength")
+						c.MaxLength = w.intPtr(v)
 					default:
-						w.unknownField(k, fi+"."+key)
+						w.unknownField(k)
 					}
 				})
 				a.HTTPCaptureCookies = append(a.HTTPCaptureCookies, c)
-			}
+			})
 		case "logEmptyRequests":
-			a.LogEmptyRequests, _ = w.str(v, f+".logEmptyRequests")
+			a.LogEmptyRequests, _ = w.str(v)
 		default:
-			w.unknownField(k, f+"."+key)
+			w.unknownField(k)
 		}
 	})
 	return &a
 }
 
 func (w *walker) loggingDestination(n *yaml.Node, d *LoggingDestination) {
-	const f = "spec.logging.access.destination"
-	m, ok := w.mapping(n, f)
+	m, ok := w.mapping(n)
 	if !ok {
 		return
 	}
-	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "type":
-			d.Type, _ = w.str(v, f+".type")
+			d.Type, _ = w.str(v)
 		case "syslog":
-			const sf = f + ".syslog"
-			w.record(sf, k)
-			sm, ok := w.mapping(v, sf)
+			w.record(k)
+			sm, ok := w.mapping(v)
 			if !ok {
 				return
 			}
 			d.Syslog = &SyslogDestination{}
-			w.eachPair(sm, sf, func(key string, k, v *yaml.Node) {
+			w.eachPair(sm, func(key string, k, v *yaml.Node) {
 				switch key {
 				case "address":
-					d.Syslog.Address, _ = w.str(v, sf+".address")
+					d.Syslog.Address, _ = w.str(v)
 				case "port":
-					d.Syslog.Port = w.intPtr(v, sf+".port")
+					d.Syslog.Port = w.intPtr(v)
 				case "facility":
-					d.Syslog.Facility, _ = w.str(v, sf+".facility")
+					d.Syslog.Facility, _ = w.str(v)
 				case "maxLength":
-					d.Syslog.MaxLength = w.intPtr(v, sf+".maxLength")
+					d.Syslog.MaxLength = w.intPtr(v)
 				default:
-					w.unknownField(k, sf+"."+key)
+					w.unknownField(k)
 				}
 			})
 		case "container":
-			const cf = f + ".container"
-			w.record(cf, k)
-			cm, ok := w.mapping(v, cf)
+			w.record(k)
+			cm, ok := w.mapping(v)
 			if !ok {
 				return
 			}
 			d.Container = &ContainerDestination{}
-			w.eachPair(cm, cf, func(key string, k, v *yaml.Node) {
+			w.eachPair(cm, func(key string, k, v *yaml.Node) {
 				switch key {
 				case "maxLength":
-					d.Container.MaxLength = w.intPtr(v, cf+".maxLength")
+					d.Container.MaxLength = w.intPtr(v)
 				default:
-					w.unknownField(k, cf+"."+key)
+					w.unknownField(k)
 				}
 			})
 		default:
-			w.unknownField(k, f+"."+key)
+			w.unknownField(k)
 		}
 	})
 }
 
-func (w *walker) captureHeaders(n *yaml.Node, field string) []CaptureHTTPHeader {
+func (w *walker) captureHeaders(n *yaml.Node) []CaptureHTTPHeader {
 	var out []CaptureHTTPHeader
-	for i, item := range w.list(n, field) {
-		fi := index(field, i)
-		w.record(fi, item)
-		im, ok := w.mapping(item, fi)
+	w.eachItem(w.list(n), func(item *yaml.Node) {
+		w.record(item)
+		im, ok := w.mapping(item)
 		if !ok {
-			continue
+			return
 		}
 		var h CaptureHTTPHeader
-		w.eachPair(im, fi, func(key string, k, v *yaml.Node) {
+		w.eachPair(im, func(key string, k, v *yaml.Node) {
 			switch key {
 			case "name":
-				h.Name, _ = w.str(v, fi+".name")
+				h.Name, _ = w.str(v)
 			case "maxLength":
-				h.MaxLength = w.intPtr(v, fi+".maxLength")
+				h.MaxLength = w.intPtr(v)
 			default:
-				w.unknownField(k, fi+"."+key)
+				w.unknownField(k)
 			}
 		})
 		out = append(out, h)
-	}
+	})
 	return out
 }
 
 func (w *walker) tlsSecurityProfile(n *yaml.Node) *TLSSecurityProfile {
-	const f = "spec.tlsSecurityProfile"
-	m, ok := w.mapping(n, f)
+	m, ok := w.mapping(n)
 	if !ok {
 		return nil
 	}
 	var p TLSSecurityProfile
-	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "type":
-			p.Type, _ = w.str(v, f+".type")
+			p.Type, _ = w.str(v)
 		case "old", "intermediate", "modern":
 			// Empty objects in the API: the type says it all.
-			w.record(f+"."+key, k)
-			w.mapping(v, f+"."+key)
+			w.record(k)
+			w.mapping(v)
 		case "custom":
-			const cf = f + ".custom"
-			w.record(cf, k)
-			cm, ok := w.mapping(v, cf)
+			w.record(k)
+			cm, ok := w.mapping(v)
 			if !ok {
 				return
 			}
 			p.Custom = &CustomTLSProfile{}
-			w.eachPair(cm, cf, func(key string, k, v *yaml.Node) {
+			w.eachPair(cm, func(key string, k, v *yaml.Node) {
 				switch key {
 				case "ciphers":
-					w.record(cf+".ciphers", k)
-					p.Custom.Ciphers = w.stringList(v, cf+".ciphers")
+					w.record(k)
+					p.Custom.Ciphers = w.stringList(v)
 				case "minTLSVersion":
-					p.Custom.MinTLSVersion, _ = w.str(v, cf+".minTLSVersion")
+					p.Custom.MinTLSVersion, _ = w.str(v)
 				default:
-					w.unknownField(k, cf+"."+key)
+					w.unknownField(k)
 				}
 			})
 		default:
-			w.unknownField(k, f+"."+key)
+			w.unknownField(k)
 		}
 	})
 	return &p
 }
 
 func (w *walker) publishingStrategy(n *yaml.Node, e *EndpointPublishingStrategy) {
-	const f = "spec.endpointPublishingStrategy"
-	m, ok := w.mapping(n, f)
+	m, ok := w.mapping(n)
 	if !ok {
 		return
 	}
-	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "type":
-			e.Type, _ = w.str(v, f+".type")
+			e.Type, _ = w.str(v)
 		case "hostNetwork":
-			const hf = f + ".hostNetwork"
-			w.record(hf, k)
-			hm, ok := w.mapping(v, hf)
+			w.record(k)
+			hm, ok := w.mapping(v)
 			if !ok {
 				return
 			}
-			w.eachPair(hm, hf, func(key string, k, v *yaml.Node) {
+			w.eachPair(hm, func(key string, k, v *yaml.Node) {
 				switch key {
 				case "protocol":
-					e.HostNetwork.Protocol, _ = w.str(v, hf+".protocol")
+					e.HostNetwork.Protocol, _ = w.str(v)
 				default:
 					// Ports are spec.bindOptions.ports here.
-					w.unknownField(k, hf+"."+key)
+					w.unknownField(k)
 				}
 			})
 		default:
-			w.unknownField(k, f+"."+key)
+			w.unknownField(k)
 		}
 	})
 }
 
 func (w *walker) clientTLS(n *yaml.Node) *ClientTLS {
-	const f = "spec.clientTLS"
-	m, ok := w.mapping(n, f)
+	m, ok := w.mapping(n)
 	if !ok {
 		return nil
 	}
 	var c ClientTLS
-	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "clientCertificatePolicy":
-			c.ClientCertificatePolicy, _ = w.str(v, f+".clientCertificatePolicy")
+			c.ClientCertificatePolicy, _ = w.str(v)
 		case "clientCA":
-			const cf = f + ".clientCA"
 			if r := resolve(v); r.Kind == yaml.MappingNode {
 				// The IngressController's form names a ConfigMap, which
 				// haroute has no cluster to read.
-				w.report(SeverityError, k, cf, "clientCA names a ConfigMap; haroute reads the CA bundle itself: give its file's absolute path or inline PEM")
+				w.report(SeverityError, k, "clientCA names a ConfigMap; haroute reads the CA bundle itself: give its file's absolute path or inline PEM")
 				return
 			}
-			c.ClientCA, _ = w.str(v, cf)
+			c.ClientCA, _ = w.str(v)
 		case "allowedSubjectPatterns":
-			w.record(f+".allowedSubjectPatterns", k)
-			c.AllowedSubjectPatterns = w.stringList(v, f+".allowedSubjectPatterns")
+			w.record(k)
+			c.AllowedSubjectPatterns = w.stringList(v)
 		default:
-			w.unknownField(k, f+"."+key)
+			w.unknownField(k)
 		}
 	})
 	return &c
 }
 
 func (w *walker) httpHeaders(n *yaml.Node, h *HTTPHeaders) {
-	const f = "spec.httpHeaders"
-	m, ok := w.mapping(n, f)
+	m, ok := w.mapping(n)
 	if !ok {
 		return
 	}
-	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "uniqueId":
-			const uf = f + ".uniqueId"
-			w.record(uf, k)
-			um, ok := w.mapping(v, uf)
+			w.record(k)
+			um, ok := w.mapping(v)
 			if !ok {
 				return
 			}
-			w.eachPair(um, uf, func(key string, k, v *yaml.Node) {
+			w.eachPair(um, func(key string, k, v *yaml.Node) {
 				switch key {
 				case "name":
-					h.UniqueID.Name, _ = w.str(v, uf+".name")
+					h.UniqueID.Name, _ = w.str(v)
 				case "format":
-					h.UniqueID.Format, _ = w.str(v, uf+".format")
+					h.UniqueID.Format, _ = w.str(v)
 				default:
-					w.unknownField(k, uf+"."+key)
+					w.unknownField(k)
 				}
 			})
 		case "forwardedHeaderPolicy":
-			h.ForwardedHeaderPolicy, _ = w.str(v, f+".forwardedHeaderPolicy")
+			h.ForwardedHeaderPolicy, _ = w.str(v)
 		case "actions":
-			const af = f + ".actions"
-			w.record(af, k)
-			am, ok := w.mapping(v, af)
+			w.record(k)
+			am, ok := w.mapping(v)
 			if !ok {
 				return
 			}
-			w.eachPair(am, af, func(key string, k, v *yaml.Node) {
+			w.eachPair(am, func(key string, k, v *yaml.Node) {
 				switch key {
 				case "request":
-					w.record(af+".request", k)
-					h.Actions.Request = w.headerActions(v, af+".request")
+					w.record(k)
+					h.Actions.Request = w.headerActions(v)
 				case "response":
-					w.record(af+".response", k)
-					h.Actions.Response = w.headerActions(v, af+".response")
+					w.record(k)
+					h.Actions.Response = w.headerActions(v)
 				default:
-					w.unknownField(k, af+"."+key)
+					w.unknownField(k)
 				}
 			})
 		case "headerNameCaseAdjustments":
-			w.unsupported(k, f+"."+key)
+			w.unsupported(k)
 		default:
-			w.unknownField(k, f+"."+key)
+			w.unknownField(k)
 		}
 	})
 }
 
-func (w *walker) headerActions(n *yaml.Node, field string) []HTTPHeaderAction {
+func (w *walker) headerActions(n *yaml.Node) []HTTPHeaderAction {
 	var out []HTTPHeaderAction
-	for i, item := range w.list(n, field) {
-		fi := index(field, i)
-		w.record(fi, item)
-		im, ok := w.mapping(item, fi)
+	w.eachItem(w.list(n), func(item *yaml.Node) {
+		w.record(item)
+		im, ok := w.mapping(item)
 		if !ok {
-			continue
+			return
 		}
 		var a HTTPHeaderAction
-		w.eachPair(im, fi, func(key string, k, v *yaml.Node) {
+		w.eachPair(im, func(key string, k, v *yaml.Node) {
 			switch key {
 			case "name":
-				a.Name, _ = w.str(v, fi+".name")
+				a.Name, _ = w.str(v)
 			case "action":
-				af := fi + ".action"
-				w.record(af, k)
-				am, ok := w.mapping(v, af)
+				w.record(k)
+				am, ok := w.mapping(v)
 				if !ok {
 					return
 				}
-				w.eachPair(am, af, func(key string, k, v *yaml.Node) {
+				w.eachPair(am, func(key string, k, v *yaml.Node) {
 					switch key {
 					case "type":
-						a.Type, _ = w.str(v, af+".type")
+						a.Type, _ = w.str(v)
 					case "set":
-						w.record(af+".set", k)
-						sm, ok := w.mapping(v, af+".set")
+						w.record(k)
+						sm, ok := w.mapping(v)
 						if !ok {
 							return
 						}
 						a.HasSet = true
-						w.eachPair(sm, af+".set", func(key string, k, v *yaml.Node) {
+						w.eachPair(sm, func(key string, k, v *yaml.Node) {
 							switch key {
 							case "value":
-								a.Value, _ = w.str(v, af+".set.value")
+								a.Value, _ = w.str(v)
 							default:
-								w.unknownField(k, af+".set."+key)
+								w.unknownField(k)
 							}
 						})
 					default:
-						w.unknownField(k, af+"."+key)
+						w.unknownField(k)
 					}
 				})
 			default:
-				w.unknownField(k, fi+"."+key)
+				w.unknownField(k)
 			}
 		})
 		out = append(out, a)
-	}
+	})
 	return out
 }
 
 func (w *walker) httpCompression(n *yaml.Node, c *HTTPCompression) {
-	const f = "spec.httpCompression"
-	m, ok := w.mapping(n, f)
+	m, ok := w.mapping(n)
 	if !ok {
 		return
 	}
-	w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "mimeTypes":
-			w.record(f+".mimeTypes", k)
-			c.MimeTypes = w.stringList(v, f+".mimeTypes")
+			w.record(k)
+			c.MimeTypes = w.stringList(v)
 		default:
-			w.unknownField(k, f+"."+key)
+			w.unknownField(k)
 		}
 	})
 }

@@ -34,11 +34,15 @@ func (w *walker) document(root *yaml.Node) {
 	w.object(root)
 }
 
-// object decodes one Kubernetes object (or a List of them) at n.
+// object decodes one Kubernetes object (or a List of them) at n. Its field
+// paths are its own: those of a List's items do not start with "items".
 func (w *walker) object(n *yaml.Node) {
+	outer := w.field
+	w.field = w.field[len(w.field):]
+	defer func() { w.field = outer }()
 	m := resolve(n)
 	if m.Kind != yaml.MappingNode {
-		w.report(SeverityError, n, "", "expected a Kubernetes object (a map), got %s", describe(m))
+		w.report(SeverityError, n, "expected a Kubernetes object (a map), got %s", describe(m))
 		return
 	}
 	var kindNode, apiNode *yaml.Node
@@ -87,18 +91,18 @@ func (w *walker) object(n *yaml.Node) {
 		if kind == "Template" {
 			// An OpenShift Template holds Routes as parameterized
 			// objects; skipping it quietly would drop them.
-			w.report(SeverityWarning, resolve(kindNode), "kind", "Template %q is skipped: haroute does not process OpenShift templates; run `oc process` and write its output here instead",
+			w.reportKey("kind", SeverityWarning, resolve(kindNode), "Template %q is skipped: haroute does not process OpenShift templates; run `oc process` and write its output here instead",
 				objectName(m))
 			return
 		}
 		if like, ok := nearMissKind(kind, apiVersion); ok {
 			// A typo must not drop a route as quietly as a Service is
 			// skipped: warn, so `check --strict` fails.
-			w.report(SeverityWarning, resolve(kindNode), "kind", "%s %q (%s) is not a kind haroute reads but looks like %s (%s): the object is skipped",
+			w.reportKey("kind", SeverityWarning, resolve(kindNode), "%s %q (%s) is not a kind haroute reads but looks like %s (%s): the object is skipped",
 				kind, objectName(m), apiVersion, like.kind, like.apiVersions[0])
 			return
 		}
-		w.report(SeverityNote, m, "", "skipped %s %q: haroute reads only Route, Endpoints, EndpointSlice and RouterConfig", kind, objectName(m))
+		w.report(SeverityNote, m, "skipped %s %q: haroute reads only Route, Endpoints, EndpointSlice and RouterConfig", kind, objectName(m))
 	}
 }
 
@@ -177,26 +181,26 @@ func withinTwoEdits(a, b string) bool {
 
 // typeMeta checks that kind and apiVersion are present strings.
 func (w *walker) typeMeta(m, kindNode, apiNode *yaml.Node) (kind, apiVersion string, ok bool) {
-	ok = true
-	if kindNode == nil {
-		w.report(SeverityError, m, "kind", "required")
-		ok = false
-	} else if kind, _ = w.str(kindNode, "kind"); kind == "" {
-		if isNull(resolve(kindNode)) || resolve(kindNode).Tag == "!!str" {
-			w.report(SeverityError, kindNode, "kind", "required")
-		}
-		ok = false
+	kind, kindOK := w.typeField(m, kindNode, "kind")
+	apiVersion, apiOK := w.typeField(m, apiNode, "apiVersion")
+	return kind, apiVersion, kindOK && apiOK
+}
+
+// typeField decodes kind or apiVersion, at n, of the object m.
+func (w *walker) typeField(m, n *yaml.Node, key string) (string, bool) {
+	defer w.leave(w.enter(key))
+	if n == nil {
+		w.report(SeverityError, m, "required")
+		return "", false
 	}
-	if apiNode == nil {
-		w.report(SeverityError, m, "apiVersion", "required")
-		ok = false
-	} else if apiVersion, _ = w.str(apiNode, "apiVersion"); apiVersion == "" {
-		if isNull(resolve(apiNode)) || resolve(apiNode).Tag == "!!str" {
-			w.report(SeverityError, apiNode, "apiVersion", "required")
+	s, _ := w.str(n)
+	if s == "" {
+		if isNull(resolve(n)) || resolve(n).Tag == "!!str" {
+			w.report(SeverityError, n, "required")
 		}
-		ok = false
+		return "", false
 	}
-	return kind, apiVersion, ok
+	return s, true
 }
 
 func (w *walker) checkAPIVersion(n *yaml.Node, kind, got string, want ...string) bool {
@@ -205,7 +209,7 @@ func (w *walker) checkAPIVersion(n *yaml.Node, kind, got string, want ...string)
 			return true
 		}
 	}
-	w.report(SeverityError, resolve(n), "apiVersion", "unsupported apiVersion %q for kind %s, want %s", got, kind, want[0])
+	w.reportKey("apiVersion", SeverityError, resolve(n), "unsupported apiVersion %q for kind %s, want %s", got, kind, want[0])
 	return false
 }
 
@@ -230,48 +234,51 @@ func objectName(m *yaml.Node) string {
 // omits kind and apiVersion on its items; they take the list's.
 func (w *walker) listKind(m *yaml.Node, kind, apiVersion string) {
 	itemKind := strings.TrimSuffix(kind, "List")
-	w.eachPair(m, "", func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "apiVersion", "kind", "metadata":
 		case "items":
-			for _, item := range w.list(v, "items") {
+			for _, item := range w.list(v) {
 				if itemKind != "" {
 					defaultTypeMeta(item, itemKind, apiVersion)
 				}
 				w.object(item)
 			}
 		default:
-			w.report(SeverityWarning, k, key, "unknown field")
+			// Not w.unknownField: an item may have left w.unknown at error.
+			w.report(SeverityWarning, k, "unknown field")
 		}
 	})
 }
 
 // meta decodes metadata; server-side fields are ignored silently.
 func (w *walker) meta(k, v *yaml.Node, meta *ObjectMeta) {
-	w.record("metadata", k)
-	if m, ok := w.mapping(v, "metadata"); ok {
-		w.eachPair(m, "metadata", func(key string, k, v *yaml.Node) {
-			switch key {
-			case "name":
-				meta.Name, _ = w.str(v, "metadata.name")
-			case "namespace":
-				meta.Namespace, _ = w.str(v, "metadata.namespace")
-			case "labels":
-				w.record("metadata.labels", k)
-				meta.Labels = w.stringMap(v, "metadata.labels")
-			case "annotations":
-				w.record("metadata.annotations", k)
-				meta.Annotations = w.stringMap(v, "metadata.annotations")
-			case "creationTimestamp":
-				meta.CreationTimestamp = w.timestamp(v, "metadata.creationTimestamp")
-			case "managedFields", "resourceVersion", "uid", "generation", "selfLink",
-				"ownerReferences", "finalizers", "generateName", "deletionTimestamp",
-				"deletionGracePeriodSeconds", "clusterName":
-			default:
-				w.unknownField(k, "metadata."+key)
-			}
-		})
+	w.record(k)
+	m, ok := w.mapping(v)
+	if !ok {
+		return
 	}
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "name":
+			meta.Name, _ = w.str(v)
+		case "namespace":
+			meta.Namespace, _ = w.str(v)
+		case "labels":
+			w.record(k)
+			meta.Labels = w.stringMap(v)
+		case "annotations":
+			w.record(k)
+			meta.Annotations = w.stringMap(v)
+		case "creationTimestamp":
+			meta.CreationTimestamp = w.timestamp(v)
+		case "managedFields", "resourceVersion", "uid", "generation", "selfLink",
+			"ownerReferences", "finalizers", "generateName", "deletionTimestamp",
+			"deletionGracePeriodSeconds", "clusterName":
+		default:
+			w.unknownField(k)
+		}
+	})
 }
 
 // finish completes an object: defaults the namespace, requires a name
@@ -282,12 +289,13 @@ func (w *walker) finish(m *yaml.Node, meta *ObjectMeta, start int) Source {
 		meta.Namespace = defaultNamespace
 	}
 	src := w.source(m)
-	if meta.Name == "" && !w.reported(start, "metadata.name") {
-		pos, ok := src.Lookup("metadata.name")
+	const name = "metadata.name"
+	if meta.Name == "" && !w.reported(start, name) {
+		pos, ok := src.Lookup(name)
 		if !ok {
 			pos = src.At("metadata")
 		}
-		w.diags = append(w.diags, Diagnostic{Pos: pos, Severity: SeverityError, Field: "metadata.name", Message: "required"})
+		w.diags = append(w.diags, Diagnostic{Pos: pos, Severity: SeverityError, Field: name, Message: "required"})
 	}
 	return src
 }
@@ -305,16 +313,16 @@ func (w *walker) reported(start int, field string) bool {
 func (w *walker) route(m *yaml.Node) {
 	var r Route
 	start := len(w.diags)
-	w.eachPair(m, "", func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "apiVersion", "kind", "status":
 		case "metadata":
 			w.meta(k, v, &r.Meta)
 		case "spec":
-			w.record("spec", k)
+			w.record(k)
 			w.routeSpec(v, &r.Spec)
 		default:
-			w.unknownField(k, key)
+			w.unknownField(k)
 		}
 	})
 	if r.Spec.WildcardPolicy == "" {
@@ -325,54 +333,52 @@ func (w *walker) route(m *yaml.Node) {
 }
 
 func (w *walker) routeSpec(n *yaml.Node, spec *RouteSpec) {
-	m, ok := w.mapping(n, "spec")
+	m, ok := w.mapping(n)
 	if !ok {
 		return
 	}
-	w.eachPair(m, "spec", func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "host":
-			spec.Host, _ = w.str(v, "spec.host")
+			spec.Host, _ = w.str(v)
 		case "path":
-			spec.Path, _ = w.str(v, "spec.path")
+			spec.Path, _ = w.str(v)
 		case "to":
-			w.record("spec.to", k)
-			w.target(v, "spec.to", &spec.To)
+			w.record(k)
+			w.target(v, &spec.To)
 		case "alternateBackends":
-			w.record("spec.alternateBackends", k)
-			items := w.list(v, "spec.alternateBackends")
-			for i, item := range items {
-				f := index("spec.alternateBackends", i)
-				w.record(f, item)
+			w.record(k)
+			w.eachItem(w.list(v), func(item *yaml.Node) {
+				w.record(item)
 				var t RouteTargetReference
-				w.target(item, f, &t)
+				w.target(item, &t)
 				spec.AlternateBackends = append(spec.AlternateBackends, t)
-			}
+			})
 		case "port":
-			w.record("spec.port", k)
-			if pm, ok := w.mapping(v, "spec.port"); ok {
+			w.record(k)
+			if pm, ok := w.mapping(v); ok {
 				spec.Port = &RoutePort{}
-				w.eachPair(pm, "spec.port", func(key string, k, v *yaml.Node) {
+				w.eachPair(pm, func(key string, k, v *yaml.Node) {
 					if key == "targetPort" {
-						spec.Port.TargetPort = w.intOrString(v, "spec.port.targetPort")
+						spec.Port.TargetPort = w.intOrString(v)
 					} else {
-						w.unknownField(k, "spec.port."+key)
+						w.unknownField(k)
 					}
 				})
 			}
 		case "tls":
-			w.record("spec.tls", k)
+			w.record(k)
 			spec.TLS = w.tls(v)
 		case "wildcardPolicy":
-			s, _ := w.str(v, "spec.wildcardPolicy")
+			s, _ := w.str(v)
 			spec.WildcardPolicy = WildcardPolicy(s)
 		case "subdomain":
-			spec.Subdomain, _ = w.str(v, "spec.subdomain")
+			spec.Subdomain, _ = w.str(v)
 		case "httpHeaders":
-			w.record("spec.httpHeaders", k)
+			w.record(k)
 			spec.HTTPHeaders = w.routeHTTPHeaders(v)
 		default:
-			w.unknownField(k, "spec."+key)
+			w.unknownField(k)
 		}
 	})
 }
@@ -380,33 +386,31 @@ func (w *walker) routeSpec(n *yaml.Node, spec *RouteSpec) {
 // routeHTTPHeaders decodes a Route's spec.httpHeaders (its actions; the
 // RouterConfig's spec.httpHeaders has more, see decode_edge.go).
 func (w *walker) routeHTTPHeaders(n *yaml.Node) *RouteHTTPHeaders {
-	const field = "spec.httpHeaders"
-	m, ok := w.mapping(n, field)
+	m, ok := w.mapping(n)
 	if !ok {
 		return nil
 	}
 	h := &RouteHTTPHeaders{}
-	w.eachPair(m, field, func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		if key != "actions" {
-			w.unknownField(k, field+"."+key)
+			w.unknownField(k)
 			return
 		}
-		w.record(field+".actions", k)
-		am, ok := w.mapping(v, field+".actions")
+		w.record(k)
+		am, ok := w.mapping(v)
 		if !ok {
 			return
 		}
-		w.eachPair(am, field+".actions", func(key string, k, v *yaml.Node) {
-			list := field + ".actions." + key
+		w.eachPair(am, func(key string, k, v *yaml.Node) {
 			switch key {
 			case "request":
-				w.record(list, k)
-				h.Request = w.headerActions(v, list)
+				w.record(k)
+				h.Request = w.headerActions(v)
 			case "response":
-				w.record(list, k)
-				h.Response = w.headerActions(v, list)
+				w.record(k)
+				h.Response = w.headerActions(v)
 			default:
-				w.unknownField(k, list)
+				w.unknownField(k)
 			}
 		})
 	})
@@ -414,61 +418,60 @@ func (w *walker) routeHTTPHeaders(n *yaml.Node) *RouteHTTPHeaders {
 }
 
 // target decodes spec.to or one of spec.alternateBackends.
-func (w *walker) target(n *yaml.Node, field string, t *RouteTargetReference) {
-	m, ok := w.mapping(n, field)
+func (w *walker) target(n *yaml.Node, t *RouteTargetReference) {
+	m, ok := w.mapping(n)
 	if !ok {
 		return
 	}
-	w.eachPair(m, field, func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "kind":
-			t.Kind, _ = w.str(v, field+".kind")
+			t.Kind, _ = w.str(v)
 		case "name":
-			t.Name, _ = w.str(v, field+".name")
+			t.Name, _ = w.str(v)
 		case "weight":
-			t.Weight = w.int32Ptr(v, field+".weight")
+			t.Weight = w.int32Ptr(v)
 		default:
-			w.unknownField(k, field+"."+key)
+			w.unknownField(k)
 		}
 	})
 }
 
 func (w *walker) tls(n *yaml.Node) *TLSConfig {
-	m, ok := w.mapping(n, "spec.tls")
+	m, ok := w.mapping(n)
 	if !ok {
 		return nil
 	}
 	var t TLSConfig
-	w.eachPair(m, "spec.tls", func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "termination":
-			s, _ := w.str(v, "spec.tls.termination")
+			s, _ := w.str(v)
 			t.Termination = Termination(s)
 		case "certificate":
-			t.Certificate, _ = w.str(v, "spec.tls.certificate")
+			t.Certificate, _ = w.str(v)
 		case "key":
-			t.Key, _ = w.str(v, "spec.tls.key")
+			t.Key, _ = w.str(v)
 		case "caCertificate":
-			t.CACertificate, _ = w.str(v, "spec.tls.caCertificate")
+			t.CACertificate, _ = w.str(v)
 		case "destinationCACertificate":
-			t.DestinationCACertificate, _ = w.str(v, "spec.tls.destinationCACertificate")
+			t.DestinationCACertificate, _ = w.str(v)
 		case "insecureEdgeTerminationPolicy":
-			s, _ := w.str(v, "spec.tls.insecureEdgeTerminationPolicy")
+			s, _ := w.str(v)
 			t.InsecureEdgeTerminationPolicy = InsecureEdgeTerminationPolicy(s)
 		case "externalCertificate":
-			const f = "spec.tls.externalCertificate"
-			w.record(f, k)
-			if em, ok := w.mapping(v, f); ok {
-				w.eachPair(em, f, func(key string, k, v *yaml.Node) {
+			w.record(k)
+			if em, ok := w.mapping(v); ok {
+				w.eachPair(em, func(key string, k, v *yaml.Node) {
 					if key == "name" {
-						t.ExternalCertificate, _ = w.str(v, f+".name")
+						t.ExternalCertificate, _ = w.str(v)
 						return
 					}
-					w.unknownField(k, f+"."+key)
+					w.unknownField(k)
 				})
 			}
 		default:
-			w.unknownField(k, "spec.tls."+key)
+			w.unknownField(k)
 		}
 	})
 	return &t
@@ -478,21 +481,22 @@ func (w *walker) tls(n *yaml.Node) *TLSConfig {
 func (w *walker) secret(m *yaml.Node) {
 	var sec Secret
 	start := len(w.diags)
-	w.eachPair(m, "", func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "apiVersion", "kind", "immutable":
 		case "metadata":
 			w.meta(k, v, &sec.Meta)
 		case "type":
-			sec.Type, _ = w.str(v, "type")
+			sec.Type, _ = w.str(v)
 		case "data", "stringData":
-			w.record(key, k)
-			for dk, dv := range w.stringMap(v, key) {
+			w.record(k)
+			dataKey := k
+			w.eachString(v, func(dk string, _ *yaml.Node, dv string) {
 				if key == "data" {
 					b, err := base64.StdEncoding.DecodeString(dv)
 					if err != nil {
-						w.report(SeverityError, k, key+"."+dk, "value of %s is not base64", dk)
-						continue
+						w.report(SeverityError, dataKey, "value of %s is not base64", dk)
+						return
 					}
 					dv = string(b)
 				}
@@ -500,9 +504,9 @@ func (w *walker) secret(m *yaml.Node) {
 					sec.Data = map[string]string{}
 				}
 				sec.Data[dk] = dv
-			}
+			})
 		default:
-			w.unknownField(k, key)
+			w.unknownField(k)
 		}
 	})
 	sec.Source = w.finish(m, &sec.Meta, start)
@@ -512,178 +516,175 @@ func (w *walker) secret(m *yaml.Node) {
 func (w *walker) endpoints(m *yaml.Node) {
 	var e Endpoints
 	start := len(w.diags)
-	w.eachPair(m, "", func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "apiVersion", "kind":
 		case "metadata":
 			w.meta(k, v, &e.Meta)
 		case "subsets":
-			w.record("subsets", k)
-			items := w.list(v, "subsets")
+			w.record(k)
+			items := w.list(v)
 			e.Subsets = make([]EndpointSubset, 0, len(items))
-			for i, item := range items {
-				f := index("subsets", i)
-				w.record(f, item)
-				e.Subsets = append(e.Subsets, w.subset(item, f))
-			}
+			w.eachItem(items, func(item *yaml.Node) {
+				w.record(item)
+				e.Subsets = append(e.Subsets, w.subset(item))
+			})
 		default:
-			w.unknownField(k, key)
+			w.unknownField(k)
 		}
 	})
 	e.Source = w.finish(m, &e.Meta, start)
 	w.objs.Endpoints = append(w.objs.Endpoints, e)
 }
 
-func (w *walker) subset(n *yaml.Node, field string) EndpointSubset {
+func (w *walker) subset(n *yaml.Node) EndpointSubset {
 	var s EndpointSubset
-	m, ok := w.mapping(n, field)
+	m, ok := w.mapping(n)
 	if !ok {
 		return s
 	}
-	w.eachPair(m, field, func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "addresses":
-			s.Addresses = w.addresses(k, v, field+".addresses")
+			s.Addresses = w.addresses(k, v)
 		case "notReadyAddresses":
-			s.NotReadyAddresses = w.addresses(k, v, field+".notReadyAddresses")
+			s.NotReadyAddresses = w.addresses(k, v)
 		case "ports":
-			s.Ports = w.ports(k, v, field+".ports")
+			s.Ports = w.ports(k, v)
 		default:
-			w.unknownField(k, field+"."+key)
+			w.unknownField(k)
 		}
 	})
 	return s
 }
 
-func (w *walker) addresses(k, v *yaml.Node, field string) []EndpointAddress {
-	w.record(field, k)
-	items := w.list(v, field)
+func (w *walker) addresses(k, v *yaml.Node) []EndpointAddress {
+	w.record(k)
+	items := w.list(v)
 	if len(items) == 0 {
 		return nil
 	}
 	out := make([]EndpointAddress, 0, len(items))
-	for i, item := range items {
-		f := index(field, i)
-		w.record(f, item)
-		m, ok := w.mapping(item, f)
+	w.eachItem(items, func(item *yaml.Node) {
+		w.record(item)
+		m, ok := w.mapping(item)
 		if !ok {
-			continue
+			return
 		}
 		var a EndpointAddress
-		w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+		w.eachPair(m, func(key string, k, v *yaml.Node) {
 			switch key {
 			case "ip":
-				a.IP, _ = w.str(v, f+".ip")
+				a.IP, _ = w.str(v)
 			case "hostname":
-				a.Hostname, _ = w.str(v, f+".hostname")
+				a.Hostname, _ = w.str(v)
 			case "nodeName", "targetRef":
 			default:
-				w.unknownField(k, f+"."+key)
+				w.unknownField(k)
 			}
 		})
 		out = append(out, a)
-	}
+	})
 	return out
 }
 
 // ports decodes the ports of an Endpoints subset or an EndpointSlice.
-func (w *walker) ports(k, v *yaml.Node, field string) []EndpointPort {
-	w.record(field, k)
-	items := w.list(v, field)
+func (w *walker) ports(k, v *yaml.Node) []EndpointPort {
+	w.record(k)
+	items := w.list(v)
 	if len(items) == 0 {
 		return nil
 	}
 	out := make([]EndpointPort, 0, len(items))
-	for i, item := range items {
-		f := index(field, i)
-		w.record(f, item)
-		m, ok := w.mapping(item, f)
+	w.eachItem(items, func(item *yaml.Node) {
+		w.record(item)
+		m, ok := w.mapping(item)
 		if !ok {
-			continue
+			return
 		}
 		var p EndpointPort
-		w.eachPair(m, f, func(key string, k, v *yaml.Node) {
+		w.eachPair(m, func(key string, k, v *yaml.Node) {
 			switch key {
 			case "name":
-				p.Name, _ = w.str(v, f+".name")
+				p.Name, _ = w.str(v)
 			case "port":
-				if n, ok := w.integer(v, f+".port", minInt32, maxInt32); ok {
+				if n, ok := w.integer(v, minInt32, maxInt32); ok {
 					p.Port = int32(n)
 				}
 			case "protocol":
-				p.Protocol, _ = w.str(v, f+".protocol")
+				p.Protocol, _ = w.str(v)
 			case "appProtocol":
-				p.AppProtocol, _ = w.str(v, f+".appProtocol")
+				p.AppProtocol, _ = w.str(v)
 			default:
-				w.unknownField(k, f+"."+key)
+				w.unknownField(k)
 			}
 		})
 		if p.Protocol == "" {
 			p.Protocol = "TCP"
 		}
 		out = append(out, p)
-	}
+	})
 	return out
 }
 
 func (w *walker) endpointSlice(m *yaml.Node) {
 	var s EndpointSlice
 	start := len(w.diags)
-	w.eachPair(m, "", func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "apiVersion", "kind":
 		case "metadata":
 			w.meta(k, v, &s.Meta)
 		case "addressType":
-			s.AddressType, _ = w.str(v, "addressType")
+			s.AddressType, _ = w.str(v)
 		case "endpoints":
-			w.record("endpoints", k)
-			items := w.list(v, "endpoints")
+			w.record(k)
+			items := w.list(v)
 			s.Endpoints = make([]SliceEndpoint, 0, len(items))
-			for i, item := range items {
-				f := index("endpoints", i)
-				w.record(f, item)
-				s.Endpoints = append(s.Endpoints, w.sliceEndpoint(item, f))
-			}
+			w.eachItem(items, func(item *yaml.Node) {
+				w.record(item)
+				s.Endpoints = append(s.Endpoints, w.sliceEndpoint(item))
+			})
 		case "ports":
-			s.Ports = w.ports(k, v, "ports")
+			s.Ports = w.ports(k, v)
 		default:
-			w.unknownField(k, key)
+			w.unknownField(k)
 		}
 	})
 	s.Source = w.finish(m, &s.Meta, start)
 	w.objs.EndpointSlices = append(w.objs.EndpointSlices, s)
 }
 
-func (w *walker) sliceEndpoint(n *yaml.Node, field string) SliceEndpoint {
+func (w *walker) sliceEndpoint(n *yaml.Node) SliceEndpoint {
 	var e SliceEndpoint
-	m, ok := w.mapping(n, field)
+	m, ok := w.mapping(n)
 	if !ok {
 		return e
 	}
-	w.eachPair(m, field, func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "addresses":
-			w.record(field+".addresses", k)
-			e.Addresses = w.stringList(v, field+".addresses")
+			w.record(k)
+			e.Addresses = w.stringList(v)
 		case "conditions":
-			f := field + ".conditions"
-			w.record(f, k)
-			if cm, ok := w.mapping(v, f); ok {
-				w.eachPair(cm, f, func(key string, k, v *yaml.Node) {
-					switch key {
-					case "ready":
-						e.Ready = w.boolPtr(v, f+".ready")
-					case "serving", "terminating":
-						w.boolean(v, f+"."+key)
-					default:
-						w.unknownField(k, f+"."+key)
-					}
-				})
+			w.record(k)
+			cm, ok := w.mapping(v)
+			if !ok {
+				return
 			}
+			w.eachPair(cm, func(key string, k, v *yaml.Node) {
+				switch key {
+				case "ready":
+					e.Ready = w.boolPtr(v)
+				case "serving", "terminating":
+					w.boolean(v)
+				default:
+					w.unknownField(k)
+				}
+			})
 		case "hostname", "nodeName", "zone", "targetRef", "hints", "deprecatedTopology":
 		default:
-			w.unknownField(k, field+"."+key)
+			w.unknownField(k)
 		}
 	})
 	return e
@@ -692,16 +693,16 @@ func (w *walker) sliceEndpoint(n *yaml.Node, field string) SliceEndpoint {
 func (w *walker) routerConfig(m *yaml.Node) {
 	var rc RouterConfig
 	start := len(w.diags)
-	w.eachPair(m, "", func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "apiVersion", "kind", "status":
 		case "metadata":
 			w.meta(k, v, &rc.Meta)
 		case "spec":
-			w.record("spec", k)
+			w.record(k)
 			w.routerConfigSpec(v, &rc.Spec)
 		default:
-			w.unknownField(k, key)
+			w.unknownField(k)
 		}
 	})
 	rc.Source = w.finish(m, &rc.Meta, start)
@@ -709,163 +710,162 @@ func (w *walker) routerConfig(m *yaml.Node) {
 }
 
 func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
-	m, ok := w.mapping(n, "spec")
+	m, ok := w.mapping(n)
 	if !ok {
 		return
 	}
-	w.eachPair(m, "spec", func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "bindOptions":
-			w.record("spec.bindOptions", k)
+			w.record(k)
 			w.bindOptions(v, &spec.BindOptions)
 		case "tuningOptions":
-			w.record("spec.tuningOptions", k)
+			w.record(k)
 			w.tuningOptions(v, &spec.TuningOptions)
 		case "dynamicConfigManager":
-			spec.DynamicConfigManager = w.boolPtr(v, "spec.dynamicConfigManager")
+			spec.DynamicConfigManager = w.boolPtr(v)
 		case "defaultCertificate":
-			spec.DefaultCertificate, _ = w.str(v, "spec.defaultCertificate")
+			spec.DefaultCertificate, _ = w.str(v)
 		case "defaultDestinationCA":
-			spec.DefaultDestinationCA, _ = w.str(v, "spec.defaultDestinationCA")
+			spec.DefaultDestinationCA, _ = w.str(v)
 		case "routeSelector":
-			w.record("spec.routeSelector", k)
-			spec.RouteSelector = w.labelSelector(v, "spec.routeSelector")
+			w.record(k)
+			spec.RouteSelector = w.labelSelector(v)
 		case "namespaces":
-			w.record("spec.namespaces", k)
-			spec.Namespaces = w.stringList(v, "spec.namespaces")
+			w.record(k)
+			spec.Namespaces = w.stringList(v)
 		case "allowWildcardRoutes":
-			spec.AllowWildcardRoutes, _ = w.boolean(v, "spec.allowWildcardRoutes")
+			spec.AllowWildcardRoutes, _ = w.boolean(v)
 		case "domain":
-			spec.Domain, _ = w.str(v, "spec.domain")
+			spec.Domain, _ = w.str(v)
 		case "routeAdmission":
-			w.record("spec.routeAdmission", k)
+			w.record(k)
 			w.routeAdmission(v, &spec.RouteAdmission)
 		case "stats":
-			w.record("spec.stats", k)
+			w.record(k)
 			w.statsOptions(v, &spec.Stats)
 		case "httpEmptyRequestsPolicy":
-			spec.HTTPEmptyRequestsPolicy, _ = w.str(v, "spec.httpEmptyRequestsPolicy")
+			spec.HTTPEmptyRequestsPolicy, _ = w.str(v)
 		case "logging":
-			w.record("spec.logging", k)
+			w.record(k)
 			w.logging(v, &spec.Logging)
 		case "endpointPublishingStrategy":
-			w.record("spec.endpointPublishingStrategy", k)
+			w.record(k)
 			w.publishingStrategy(v, &spec.EndpointPublishingStrategy)
 		case "tlsSecurityProfile":
-			w.record("spec.tlsSecurityProfile", k)
+			w.record(k)
 			spec.TLSSecurityProfile = w.tlsSecurityProfile(v)
 		case "clientTLS":
-			w.record("spec.clientTLS", k)
+			w.record(k)
 			spec.ClientTLS = w.clientTLS(v)
 		case "httpHeaders":
-			w.record("spec.httpHeaders", k)
+			w.record(k)
 			w.httpHeaders(v, &spec.HTTPHeaders)
 		case "httpCompression":
-			w.record("spec.httpCompression", k)
+			w.record(k)
 			w.httpCompression(v, &spec.HTTPCompression)
 		case "http2":
-			spec.HTTP2 = w.boolPtr(v, "spec.http2")
+			spec.HTTP2 = w.boolPtr(v)
 		case "httpErrorCodePages":
 			if r := resolve(v); r.Kind == yaml.MappingNode {
 				// The IngressController's form names a ConfigMap.
-				w.report(SeverityError, k, "spec.httpErrorCodePages", "httpErrorCodePages names a ConfigMap; haroute reads the pages itself: give the absolute path of a directory holding error-page-503.http and error-page-404.http")
+				w.report(SeverityError, k, "httpErrorCodePages names a ConfigMap; haroute reads the pages itself: give the absolute path of a directory holding error-page-503.http and error-page-404.http")
 				return
 			}
-			spec.HTTPErrorCodePages, _ = w.str(v, "spec.httpErrorCodePages")
+			spec.HTTPErrorCodePages, _ = w.str(v)
 		default:
-			w.unknownField(k, "spec."+key)
+			w.unknownField(k)
 		}
 	})
 }
 
 func (w *walker) routeAdmission(n *yaml.Node, ra *RouteAdmissionPolicy) {
-	m, ok := w.mapping(n, "spec.routeAdmission")
+	m, ok := w.mapping(n)
 	if !ok {
 		return
 	}
-	w.eachPair(m, "spec.routeAdmission", func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "namespaceOwnership":
-			ra.NamespaceOwnership, _ = w.str(v, "spec.routeAdmission.namespaceOwnership")
+			ra.NamespaceOwnership, _ = w.str(v)
 		case "wildcardPolicy":
-			ra.WildcardPolicy, _ = w.str(v, "spec.routeAdmission.wildcardPolicy")
+			ra.WildcardPolicy, _ = w.str(v)
 		default:
-			w.unknownField(k, "spec.routeAdmission."+key)
+			w.unknownField(k)
 		}
 	})
 }
 
 func (w *walker) statsOptions(n *yaml.Node, s *StatsOptions) {
-	m, ok := w.mapping(n, "spec.stats")
+	m, ok := w.mapping(n)
 	if !ok {
 		return
 	}
-	w.eachPair(m, "spec.stats", func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "credentialsFile":
-			s.CredentialsFile, _ = w.str(v, "spec.stats.credentialsFile")
+			s.CredentialsFile, _ = w.str(v)
 		default:
-			w.unknownField(k, "spec.stats."+key)
+			w.unknownField(k)
 		}
 	})
 }
 
 func (w *walker) bindOptions(n *yaml.Node, b *BindOptions) {
-	m, ok := w.mapping(n, "spec.bindOptions")
+	m, ok := w.mapping(n)
 	if !ok {
 		return
 	}
-	w.eachPair(m, "spec.bindOptions", func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "address":
-			b.Address, _ = w.str(v, "spec.bindOptions.address")
+			b.Address, _ = w.str(v)
 		case "addresses":
-			w.record("spec.bindOptions.addresses", k)
-			b.Addresses = w.stringList(v, "spec.bindOptions.addresses")
+			w.record(k)
+			b.Addresses = w.stringList(v)
 		case "ports":
-			w.record("spec.bindOptions.ports", k)
-			pm, ok := w.mapping(v, "spec.bindOptions.ports")
+			w.record(k)
+			pm, ok := w.mapping(v)
 			if !ok {
 				return
 			}
-			w.eachPair(pm, "spec.bindOptions.ports", func(key string, k, v *yaml.Node) {
+			w.eachPair(pm, func(key string, k, v *yaml.Node) {
 				switch key {
 				case "http":
-					b.Ports.HTTP = w.intPtr(v, "spec.bindOptions.ports.http")
+					b.Ports.HTTP = w.intPtr(v)
 				case "https":
-					b.Ports.HTTPS = w.intPtr(v, "spec.bindOptions.ports.https")
+					b.Ports.HTTPS = w.intPtr(v)
 				case "stats":
-					b.Ports.Stats = w.intPtr(v, "spec.bindOptions.ports.stats")
+					b.Ports.Stats = w.intPtr(v)
 				default:
-					w.unknownField(k, "spec.bindOptions.ports."+key)
+					w.unknownField(k)
 				}
 			})
 		default:
-			w.unknownField(k, "spec.bindOptions."+key)
+			w.unknownField(k)
 		}
 	})
 }
 
 func (w *walker) tuningOptions(n *yaml.Node, t *TuningOptions) {
-	const f = "spec.tuningOptions."
-	m, ok := w.mapping(n, "spec.tuningOptions")
+	m, ok := w.mapping(n)
 	if !ok {
 		return
 	}
-	w.eachPair(m, "spec.tuningOptions", func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		var dst *string
 		switch key {
 		case "maxConnections":
-			t.MaxConnections = w.intPtr(v, f+"maxConnections")
+			t.MaxConnections = w.intPtr(v)
 			return
 		case "threadCount":
-			t.ThreadCount = w.intPtr(v, f+"threadCount")
+			t.ThreadCount = w.intPtr(v)
 			return
 		case "headerBufferBytes":
-			t.HeaderBufferBytes = w.intPtr(v, f+"headerBufferBytes")
+			t.HeaderBufferBytes = w.intPtr(v)
 			return
 		case "headerBufferMaxRewriteBytes":
-			t.HeaderBufferMaxRewriteBytes = w.intPtr(v, f+"headerBufferMaxRewriteBytes")
+			t.HeaderBufferMaxRewriteBytes = w.intPtr(v)
 			return
 		case "httpKeepAliveTimeout":
 			dst = &t.HTTPKeepAliveTimeout
@@ -892,52 +892,50 @@ func (w *walker) tuningOptions(n *yaml.Node, t *TuningOptions) {
 		case "hardStopAfter":
 			dst = &t.HardStopAfter
 		default:
-			w.unknownField(k, f+key)
+			w.unknownField(k)
 			return
 		}
-		*dst = w.durationText(v, f+key)
+		*dst = w.durationText(v)
 	})
 }
 
-func (w *walker) labelSelector(n *yaml.Node, field string) *LabelSelector {
-	m, ok := w.mapping(n, field)
+func (w *walker) labelSelector(n *yaml.Node) *LabelSelector {
+	m, ok := w.mapping(n)
 	if !ok {
 		return nil
 	}
 	var sel LabelSelector
-	w.eachPair(m, field, func(key string, k, v *yaml.Node) {
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "matchLabels":
-			w.record(field+".matchLabels", k)
-			sel.MatchLabels = w.stringMap(v, field+".matchLabels")
+			w.record(k)
+			sel.MatchLabels = w.stringMap(v)
 		case "matchExpressions":
-			f := field + ".matchExpressions"
-			w.record(f, k)
-			for i, item := range w.list(v, f) {
-				fi := index(f, i)
-				w.record(fi, item)
-				em, ok := w.mapping(item, fi)
+			w.record(k)
+			w.eachItem(w.list(v), func(item *yaml.Node) {
+				w.record(item)
+				em, ok := w.mapping(item)
 				if !ok {
-					continue
+					return
 				}
 				var req LabelSelectorRequirement
-				w.eachPair(em, fi, func(key string, k, v *yaml.Node) {
+				w.eachPair(em, func(key string, k, v *yaml.Node) {
 					switch key {
 					case "key":
-						req.Key, _ = w.str(v, fi+".key")
+						req.Key, _ = w.str(v)
 					case "operator":
-						req.Operator, _ = w.str(v, fi+".operator")
+						req.Operator, _ = w.str(v)
 					case "values":
-						w.record(fi+".values", k)
-						req.Values = w.stringList(v, fi+".values")
+						w.record(k)
+						req.Values = w.stringList(v)
 					default:
-						w.unknownField(k, fi+"."+key)
+						w.unknownField(k)
 					}
 				})
 				sel.MatchExpressions = append(sel.MatchExpressions, req)
-			}
+			})
 		default:
-			w.unknownField(k, field+"."+key)
+			w.unknownField(k)
 		}
 	})
 	return &sel

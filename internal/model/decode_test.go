@@ -436,6 +436,49 @@ func TestDecodeMergeKeys(t *testing.T) {
 	}
 }
 
+// Objects of one file that differ in shape record each its own fields,
+// however the walk reuses names between them; a List's items record theirs
+// relative to the item, and the List's own fields after the items keep
+// their names.
+func TestDecodeFieldNamesPerObject(t *testing.T) {
+	in := routeHead + "spec:\n  tls:\n    termination: edge\n  to: {kind: Service, name: a}\n" +
+		"---\n" + routeHead + "spec:\n  port:\n    targetPort: 8080\n  to: {kind: Service, name: b}\n" +
+		"---\napiVersion: v1\nkind: List\nitems:\n" +
+		"- {apiVersion: v1, kind: Endpoints, metadata: {name: e}, subsets: [{addresses: [{ip: 10.0.0.1}, {ip: 10.0.0.2}]}]}\n" +
+		"bogus: 1\n"
+	r := decodeFile("f.yaml", []byte(in), DefaultLimits())
+	if got, want := diagStrings(r.diags), []string{"f.yaml:23:1: warning: bogus: unknown field"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("diagnostics = %q, want %q", got, want)
+	}
+	if len(r.objs.Routes) != 2 || len(r.objs.Endpoints) != 1 {
+		t.Fatalf("%d routes, %d endpoints; want 2, 1", len(r.objs.Routes), len(r.objs.Endpoints))
+	}
+	tests := []struct {
+		src   Source
+		field string
+		want  string // "" for not recorded
+	}{
+		{r.objs.Routes[0].Source, "spec.tls.termination", "f.yaml:7:18"},
+		{r.objs.Routes[0].Source, "spec.to.name", "f.yaml:8:29"},
+		{r.objs.Routes[0].Source, "spec.port.targetPort", ""},
+		{r.objs.Routes[1].Source, "spec.port.targetPort", "f.yaml:16:17"},
+		{r.objs.Routes[1].Source, "spec.to.name", "f.yaml:17:29"},
+		{r.objs.Routes[1].Source, "spec.tls.termination", ""},
+		{r.objs.Routes[1].Source, "spec.tls", ""},
+		{r.objs.Endpoints[0].Source, "subsets[0].addresses[1].ip", "f.yaml:22:102"},
+		{r.objs.Endpoints[0].Source, "items[0].subsets[0].addresses[1].ip", ""},
+	}
+	for _, tt := range tests {
+		got := ""
+		if p, ok := tt.src.Lookup(tt.field); ok {
+			got = p.String()
+		}
+		if got != tt.want {
+			t.Errorf("Lookup(%q) = %q, want %q", tt.field, got, tt.want)
+		}
+	}
+}
+
 func TestDecodeJSONWithTabs(t *testing.T) {
 	in := "{\n\t\"apiVersion\": \"v1\",\n\t\"kind\": \"List\",\n\t\"items\": [\n\t\t{\"apiVersion\": \"v1\", \"kind\": \"Endpoints\",\n" +
 		"\t\t \"metadata\": {\"name\": \"e\", \"namespace\": \"ns\"},\n\t\t \"subsets\": [{\"addresses\": [{\"ip\": \"10.0.0.1\"}], \"ports\": [{\"port\": 80}]}]}\n\t]\n}\n"

@@ -21,6 +21,16 @@ type walker struct {
 	objs    *Objects
 	diags   Diagnostics
 
+	// field is the path of the field being decoded. eachPair and eachItem
+	// extend it around the calls they make, so each decoding function
+	// names only its own keys. It is bytes, not a string, so walking costs
+	// no allocation: a string is made only for a diagnostic or, once per
+	// distinct path, for a recorded position (names).
+	field []byte
+	// names interns recorded field paths: a cold load records the same
+	// few dozen paths for thousands of objects.
+	names map[string]string
+
 	// Per object being decoded.
 	unknown Severity   // of unknown fields: error for RouterConfig, else warning
 	fields  []fieldPos // positions recorded so far, reused across objects
@@ -39,21 +49,76 @@ type fieldPos struct {
 	line, col int32
 }
 
+// enter appends key to the current field path and returns the length to
+// leave back to.
+func (w *walker) enter(key string) int {
+	n := len(w.field)
+	if n > 0 {
+		w.field = append(w.field, '.')
+	}
+	w.field = append(w.field, key...)
+	return n
+}
+
+// enterIndex appends the list index i to the current field path.
+func (w *walker) enterIndex(i int) int {
+	n := len(w.field)
+	w.field = append(w.field, '[')
+	w.field = strconv.AppendInt(w.field, int64(i), 10)
+	w.field = append(w.field, ']')
+	return n
+}
+
+// leave returns to the field path enter or enterIndex was called at.
+func (w *walker) leave(n int) {
+	w.field = w.field[:n]
+}
+
 func (w *walker) pos(n *yaml.Node) Position {
 	return Position{Path: w.path, Line: n.Line + w.lineOff, Col: n.Column}
 }
 
-func (w *walker) diag(sev Severity, n *yaml.Node, field, msg string) Diagnostic {
-	return Diagnostic{Pos: w.pos(n), Severity: sev, Field: field, Message: msg}
+// diag makes a diagnostic about the current field.
+func (w *walker) diag(sev Severity, n *yaml.Node, msg string) Diagnostic {
+	return Diagnostic{Pos: w.pos(n), Severity: sev, Field: string(w.field), Message: msg}
 }
 
-func (w *walker) report(sev Severity, n *yaml.Node, field, format string, args ...any) {
-	w.diags = append(w.diags, w.diag(sev, n, field, fmt.Sprintf(format, args...)))
+func (w *walker) report(sev Severity, n *yaml.Node, format string, args ...any) {
+	w.diags = append(w.diags, w.diag(sev, n, fmt.Sprintf(format, args...)))
 }
 
-// record notes where field was written, for Source.At.
-func (w *walker) record(field string, n *yaml.Node) {
-	w.fields = append(w.fields, fieldPos{name: field, line: int32(n.Line + w.lineOff), col: int32(n.Column)})
+// reportKey reports about key, a field under the current one.
+func (w *walker) reportKey(key string, sev Severity, n *yaml.Node, format string, args ...any) {
+	at := w.enter(key)
+	w.report(sev, n, format, args...)
+	w.leave(at)
+}
+
+// record notes where the current field was written, for Source.At.
+func (w *walker) record(n *yaml.Node) {
+	w.fields = append(w.fields, fieldPos{name: w.name(), line: int32(n.Line + w.lineOff), col: int32(n.Column)})
+}
+
+// name returns the current field path as an interned string.
+func (w *walker) name() string {
+	// Objects of a file mostly share a shape, so the name recorded at this
+	// place by an earlier object, still in w.fields' array, is likely
+	// the one: comparing is cheaper than hashing the path.
+	if i := len(w.fields); i < cap(w.fields) {
+		if prev := w.fields[:i+1][i].name; prev == string(w.field) {
+			return prev
+		}
+	}
+	// Neither the lookup nor the comparison above allocates.
+	name, ok := w.names[string(w.field)]
+	if !ok {
+		name = string(w.field)
+		if w.names == nil {
+			w.names = make(map[string]string)
+		}
+		w.names[name] = name
+	}
+	return name
 }
 
 // indexedFields is the number of recorded fields above which an object's
@@ -87,18 +152,19 @@ func (w *walker) source(n *yaml.Node) Source {
 	return src
 }
 
-func (w *walker) typeError(n *yaml.Node, field, want string) {
-	w.report(SeverityError, n, field, "expected %s, got %s", want, describe(n))
+func (w *walker) typeError(n *yaml.Node, want string) {
+	w.report(SeverityError, n, "expected %s, got %s", want, describe(n))
 }
 
-func (w *walker) unknownField(k *yaml.Node, field string) {
-	w.report(w.unknown, k, field, "unknown field")
+// unknownField reports the key k of the current field.
+func (w *walker) unknownField(k *yaml.Node) {
+	w.report(w.unknown, k, "unknown field")
 }
 
 // unsupported reports a field that exists in the Kubernetes/OpenShift API
 // but that haroute does not implement: ignoring it quietly would surprise.
-func (w *walker) unsupported(k *yaml.Node, field string) {
-	w.report(w.unknown, k, field, "not supported by haroute, ignored")
+func (w *walker) unsupported(k *yaml.Node) {
+	w.report(w.unknown, k, "not supported by haroute, ignored")
 }
 
 // resolve follows aliases. checkTree has ruled out cycles.
@@ -146,49 +212,53 @@ func describe(n *yaml.Node) string {
 	}
 }
 
-func join(parent, key string) string {
-	if parent == "" {
-		return key
-	}
-	return parent + "." + key
-}
-
 func index(parent string, i int) string {
 	return parent + "[" + strconv.Itoa(i) + "]"
 }
 
 // mapping returns n as a mapping; null (an unset field) is not an error.
-func (w *walker) mapping(n *yaml.Node, field string) (*yaml.Node, bool) {
+func (w *walker) mapping(n *yaml.Node) (*yaml.Node, bool) {
 	n = resolve(n)
 	if n.Kind == yaml.MappingNode {
 		return n, true
 	}
 	if !isNull(n) {
-		w.typeError(n, field, "a map")
+		w.typeError(n, "a map")
 	}
 	return nil, false
 }
 
 // list returns the items of n; null is an empty list.
-func (w *walker) list(n *yaml.Node, field string) []*yaml.Node {
+func (w *walker) list(n *yaml.Node) []*yaml.Node {
 	n = resolve(n)
 	if n.Kind == yaml.SequenceNode {
 		return n.Content
 	}
 	if !isNull(n) {
-		w.typeError(n, field, "a list")
+		w.typeError(n, "a list")
 	}
 	return nil
+}
+
+// eachItem calls fn for every item, with the item's index in the field
+// path.
+func (w *walker) eachItem(items []*yaml.Node, fn func(item *yaml.Node)) {
+	for i, item := range items {
+		at := w.enterIndex(i)
+		fn(item)
+		w.leave(at)
+	}
 }
 
 // bigMapping is the key count above which duplicate keys are found with a
 // map rather than by scanning: quadratic scans of hostile input are slow.
 const bigMapping = 32
 
-// eachPair calls fn for every key of mapping m, reporting duplicate and
-// non-scalar keys. Merge keys ("<<: *base") are expanded, keys written in
-// m itself taking precedence, then earlier merged maps over later ones.
-func (w *walker) eachPair(m *yaml.Node, field string, fn func(key string, k, v *yaml.Node)) {
+// eachPair calls fn for every key of mapping m, with the key in the field
+// path, reporting duplicate and non-scalar keys. Merge keys ("<<: *base")
+// are expanded, keys written in m itself taking precedence, then earlier
+// merged maps over later ones.
+func (w *walker) eachPair(m *yaml.Node, fn func(key string, k, v *yaml.Node)) {
 	var seen map[string]*yaml.Node
 	if len(m.Content) > 2*bigMapping {
 		seen = make(map[string]*yaml.Node, len(m.Content)/2)
@@ -198,18 +268,20 @@ func (w *walker) eachPair(m *yaml.Node, field string, fn func(key string, k, v *
 		k, v := m.Content[i], m.Content[i+1]
 		kr := resolve(k)
 		if kr.Kind != yaml.ScalarNode {
-			w.report(SeverityError, k, field, "expected a string key, got %s", describe(kr))
+			w.report(SeverityError, k, "expected a string key, got %s", describe(kr))
 			continue
 		}
 		if kr.Tag == "!!merge" {
 			merges = append(merges, v)
 			continue
 		}
+		at := w.enter(kr.Value)
 		if first := w.firstKey(m, i, kr.Value, seen); first != nil {
-			w.report(SeverityError, k, join(field, kr.Value), "duplicate key, first written at line %d", first.Line+w.lineOff)
-			continue
+			w.report(SeverityError, k, "duplicate key, first written at line %d", first.Line+w.lineOff)
+		} else {
+			fn(kr.Value, k, v)
 		}
-		fn(kr.Value, k, v)
+		w.leave(at)
 	}
 	if len(merges) == 0 {
 		return
@@ -219,7 +291,8 @@ func (w *walker) eachPair(m *yaml.Node, field string, fn func(key string, k, v *
 		delivered[resolve(m.Content[i]).Value] = true
 	}
 	for _, src := range merges {
-		w.eachMerged(src, field, func(key string, k, v *yaml.Node) {
+		// The merged map's own eachPair puts each key in the path.
+		w.eachMerged(src, func(key string, k, v *yaml.Node) {
 			if !delivered[key] {
 				delivered[key] = true
 				fn(key, k, v)
@@ -247,74 +320,74 @@ func (w *walker) firstKey(m *yaml.Node, i int, key string, seen map[string]*yaml
 }
 
 // eachMerged walks the value of a merge key: a map or a list of maps.
-func (w *walker) eachMerged(src *yaml.Node, field string, fn func(key string, k, v *yaml.Node)) {
+func (w *walker) eachMerged(src *yaml.Node, fn func(key string, k, v *yaml.Node)) {
 	r := resolve(src)
 	switch r.Kind {
 	case yaml.MappingNode:
-		w.eachPair(r, field, fn)
+		w.eachPair(r, fn)
 		return
 	case yaml.SequenceNode:
 		for _, item := range r.Content {
 			if ir := resolve(item); ir.Kind == yaml.MappingNode {
-				w.eachPair(ir, field, fn)
+				w.eachPair(ir, fn)
 			} else {
-				w.report(SeverityError, item, join(field, "<<"), "expected a map to merge, got %s", describe(ir))
+				w.reportKey("<<", SeverityError, item, "expected a map to merge, got %s", describe(ir))
 			}
 		}
 		return
 	}
-	w.report(SeverityError, src, join(field, "<<"), "expected a map or a list of maps to merge, got %s", describe(r))
+	w.reportKey("<<", SeverityError, src, "expected a map or a list of maps to merge, got %s", describe(r))
 }
 
 // str decodes a string field. Unset (null) yields "", false.
-func (w *walker) str(n *yaml.Node, field string) (string, bool) {
+func (w *walker) str(n *yaml.Node) (string, bool) {
 	n = resolve(n)
 	if n.Kind == yaml.ScalarNode {
 		switch n.Tag {
 		case "!!str", "!!timestamp":
 			// A timestamp-looking plain scalar is still text to Kubernetes.
-			w.record(field, n)
+			w.record(n)
 			return n.Value, true
 		case "!!null":
-			w.record(field, n)
+			w.record(n)
 			return "", false
 		}
 	}
-	w.typeError(n, field, "a string")
+	w.typeError(n, "a string")
 	return "", false
 }
 
 // durationText decodes a duration written as text. Numbers are taken as
 // written ("reloadInterval: 0" is common); validation parses the text.
-func (w *walker) durationText(n *yaml.Node, field string) string {
+func (w *walker) durationText(n *yaml.Node) string {
 	n = resolve(n)
 	if n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") {
-		w.record(field, n)
+		w.record(n)
 		return n.Value
 	}
-	s, _ := w.str(n, field)
+	s, _ := w.str(n)
 	return s
 }
 
 // integer decodes an integer field within [lo, hi].
-func (w *walker) integer(n *yaml.Node, field string, lo, hi int64) (int64, bool) {
+func (w *walker) integer(n *yaml.Node, lo, hi int64) (int64, bool) {
 	n = resolve(n)
 	if n.Kind == yaml.ScalarNode {
 		switch n.Tag {
 		case "!!int":
-			w.record(field, n)
+			w.record(n)
 			v, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64)
 			if err != nil || v < lo || v > hi {
-				w.report(SeverityError, n, field, "integer %s is out of range", describe(n)[len("integer "):])
+				w.report(SeverityError, n, "integer %s is out of range", describe(n)[len("integer "):])
 				return 0, false
 			}
 			return v, true
 		case "!!null":
-			w.record(field, n)
+			w.record(n)
 			return 0, false
 		}
 	}
-	w.typeError(n, field, "an integer")
+	w.typeError(n, "an integer")
 	return 0, false
 }
 
@@ -323,110 +396,121 @@ const (
 	maxInt32 = 1<<31 - 1
 )
 
-func (w *walker) int32Ptr(n *yaml.Node, field string) *int32 {
-	if v, ok := w.integer(n, field, minInt32, maxInt32); ok {
+func (w *walker) int32Ptr(n *yaml.Node) *int32 {
+	if v, ok := w.integer(n, minInt32, maxInt32); ok {
 		i := int32(v)
 		return &i
 	}
 	return nil
 }
 
-func (w *walker) intPtr(n *yaml.Node, field string) *int {
-	if v, ok := w.integer(n, field, minInt32, maxInt32); ok {
+func (w *walker) intPtr(n *yaml.Node) *int {
+	if v, ok := w.integer(n, minInt32, maxInt32); ok {
 		i := int(v)
 		return &i
 	}
 	return nil
 }
 
-func (w *walker) boolean(n *yaml.Node, field string) (bool, bool) {
+func (w *walker) boolean(n *yaml.Node) (bool, bool) {
 	n = resolve(n)
 	if n.Kind == yaml.ScalarNode {
 		switch n.Tag {
 		case "!!bool":
-			w.record(field, n)
+			w.record(n)
 			v, err := strconv.ParseBool(strings.ToLower(n.Value))
 			if err != nil {
-				w.typeError(n, field, "a boolean")
+				w.typeError(n, "a boolean")
 				return false, false
 			}
 			return v, true
 		case "!!null":
-			w.record(field, n)
+			w.record(n)
 			return false, false
 		}
 	}
-	w.typeError(n, field, "a boolean")
+	w.typeError(n, "a boolean")
 	return false, false
 }
 
-func (w *walker) boolPtr(n *yaml.Node, field string) *bool {
-	if v, ok := w.boolean(n, field); ok {
+func (w *walker) boolPtr(n *yaml.Node) *bool {
+	if v, ok := w.boolean(n); ok {
 		return &v
 	}
 	return nil
 }
 
 // intOrString decodes a port given by number or by name.
-func (w *walker) intOrString(n *yaml.Node, field string) IntOrString {
+func (w *walker) intOrString(n *yaml.Node) IntOrString {
 	r := resolve(n)
 	if r.Kind == yaml.ScalarNode && r.Tag == "!!int" {
-		v, _ := w.integer(r, field, minInt32, maxInt32)
+		v, _ := w.integer(r, minInt32, maxInt32)
 		return IntOrString{Int: int32(v)}
 	}
 	if r.Kind == yaml.ScalarNode && (r.Tag == "!!str" || r.Tag == "!!null") {
-		s, ok := w.str(r, field)
+		s, ok := w.str(r)
 		return IntOrString{IsString: ok, Str: s}
 	}
-	w.typeError(r, field, "an integer or a string")
+	w.typeError(r, "an integer or a string")
 	return IntOrString{}
 }
 
-func (w *walker) timestamp(n *yaml.Node, field string) time.Time {
+func (w *walker) timestamp(n *yaml.Node) time.Time {
 	r := resolve(n)
 	if r.Kind == yaml.ScalarNode && r.Tag == "!!null" {
-		w.record(field, r)
+		w.record(r)
 		return time.Time{}
 	}
 	if r.Kind == yaml.ScalarNode && (r.Tag == "!!str" || r.Tag == "!!timestamp") {
-		w.record(field, r)
+		w.record(r)
 		t, err := time.Parse(time.RFC3339, r.Value)
 		if err != nil {
-			w.typeError(r, field, "an RFC 3339 timestamp")
+			w.typeError(r, "an RFC 3339 timestamp")
 		}
 		return t
 	}
-	w.typeError(r, field, "an RFC 3339 timestamp")
+	w.typeError(r, "an RFC 3339 timestamp")
 	return time.Time{}
 }
 
-// stringMap decodes labels and annotations, recording each value's position
-// as field.key.
-func (w *walker) stringMap(n *yaml.Node, field string) map[string]string {
-	m, ok := w.mapping(n, field)
+// eachString calls fn for every key of the map n whose value is a string,
+// recording each value's position as field.key.
+func (w *walker) eachString(n *yaml.Node, fn func(key string, k *yaml.Node, s string)) {
+	m, ok := w.mapping(n)
+	if !ok {
+		return
+	}
+	w.eachPair(m, func(key string, k, v *yaml.Node) {
+		if s, ok := w.str(v); ok {
+			fn(key, k, s)
+		}
+	})
+}
+
+// stringMap decodes labels and annotations.
+func (w *walker) stringMap(n *yaml.Node) map[string]string {
+	m, ok := w.mapping(n)
 	if !ok {
 		return nil
 	}
 	out := make(map[string]string, len(m.Content)/2)
-	w.eachPair(m, field, func(key string, _, v *yaml.Node) {
-		if s, ok := w.str(v, field+"."+key); ok {
-			out[key] = s
-		}
+	w.eachString(m, func(key string, _ *yaml.Node, s string) {
+		out[key] = s
 	})
 	return out
 }
 
 // stringList decodes a list of strings, recording field[i].
-func (w *walker) stringList(n *yaml.Node, field string) []string {
-	items := w.list(n, field)
+func (w *walker) stringList(n *yaml.Node) []string {
+	items := w.list(n)
 	if len(items) == 0 {
 		return nil
 	}
 	out := make([]string, 0, len(items))
-	for i, item := range items {
-		if s, ok := w.str(item, index(field, i)); ok {
+	w.eachItem(items, func(item *yaml.Node) {
+		if s, ok := w.str(item); ok {
 			out = append(out, s)
 		}
-	}
+	})
 	return out
 }
