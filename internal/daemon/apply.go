@@ -296,6 +296,10 @@ func opName(op plan.Op) string {
 		return "delete-cert"
 	case plan.AddCrtListLine:
 		return "add-crt-list-line"
+	case plan.AddCAFile:
+		return "add-ca-file"
+	case plan.DeleteCAFile:
+		return "delete-ca-file"
 	case plan.DeleteCrtListLine:
 		return "delete-crt-list-line"
 	case plan.SetDynamicCookieKey:

@@ -80,13 +80,6 @@ func poolClass(c spareClass) string {
 var poolClasses = []spareClass{{t: model.TerminationNone}, {t: model.TerminationEdge}, {t: model.TerminationEdge, allow: true},
 	{t: model.TerminationReencrypt}, {t: model.TerminationReencrypt, allow: true}, {t: model.TerminationPassthrough}}
 
-// poolable reports whether r can be served by a spare. A route's own
-// certificate can (its crt-list line is added at runtime, plan/crtlist.go);
-// a destination CA cannot: its servers load it as a file at startup.
-func poolable(r *model.AdmittedRoute) bool {
-	return r.Termination != model.TerminationReencrypt || r.TLS.DestinationCACertificate == ""
-}
-
 // poolTarget is how many free spares a class with n routes keeps: a few
 // for a class not in use yet, so that its first route needs no reload.
 func poolTarget(n int) int {
@@ -169,9 +162,6 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 			st = st.bind(r.Key, k)
 			continue
 		}
-		if !poolable(r) {
-			continue
-		}
 		if k := st.free(classOf(r), func(s model.AdmittedRoute) bool { return render.SameBackend(*r, s, in) }); k >= 0 {
 			r.Slot = st.spares[k].Slot
 			st = st.bind(r.Key, k)
@@ -198,7 +188,7 @@ func (st poolState) retire(prev []model.AdmittedRoute, desired *model.Desired, i
 		for j < len(cur) && cur[j].Key.Compare(p.Key) < 0 {
 			j++
 		}
-		if (j < len(cur) && cur[j].Key == p.Key) || p.Slot != "" || !poolable(p) {
+		if (j < len(cur) && cur[j].Key == p.Key) || p.Slot != "" {
 			continue
 		}
 		c := classOf(p)

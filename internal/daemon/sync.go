@@ -263,11 +263,11 @@ func (d *Daemon) flushLive() error {
 }
 
 // touchesCertificates reports whether a runtime plan installs certificate
-// files or crt-list lines.
+// or CA files, or crt-list lines.
 func touchesCertificates(p plan.Plan) bool {
 	for _, op := range p.Ops {
 		switch op.(type) {
-		case plan.SetCert, plan.AddCert, plan.AddCrtListLine:
+		case plan.SetCert, plan.AddCert, plan.AddCrtListLine, plan.AddCAFile:
 			return true
 		}
 	}

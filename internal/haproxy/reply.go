@@ -68,6 +68,11 @@ func contains(subs ...string) func(string) bool {
 //	del ssl cert    ok "Certificate '<path>' deleted!"
 //	                 "Can't remove the certificate: certificate '<path>' doesn't exist!"
 //	add ssl crt-list ok "Inserting certificate '<path>' in crt-list '<list>'.\nSuccess!"
+//	new ssl ca-file ok "New CA file created '<path>'!"; "CA file '<path>' already exists!"
+//	set ssl ca-file ok "transaction created for CA <path>!"
+//	commit ssl ca-file ok "Committing <path>\nSuccess!"
+//	del ssl ca-file ok "CA file '<path>' deleted!" (also while servers name it)
+//	                 "Can't remove the CA file: CA file '<path>' doesn't exist!"
 //	del ssl crt-list ok "Entry '<path>' deleted in crtlist '<list>'!"
 //	                 "Can't delete the entry: found the certificate '<path>' in several entries, …"
 var replyRules = []replyRule{
@@ -95,6 +100,10 @@ var replyRules = []replyRule{
 	{"new ssl cert ", contains("New empty certificate store")},
 	{"del ssl cert ", contains("' deleted!")},
 	{"add ssl crt-list ", contains("Success!")},
+	{"new ssl ca-file ", contains("New CA file created")},
+	{"set ssl ca-file ", contains("transaction created for CA")},
+	{"commit ssl ca-file ", contains("Success!")},
+	{"del ssl ca-file ", contains("' deleted!")},
 	{"del ssl crt-list ", contains("' deleted in crtlist '")},
 }
 

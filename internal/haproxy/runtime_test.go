@@ -33,6 +33,7 @@ func TestRuntimeReplies(t *testing.T) {
 	setUnknownCert := setCertCommand(filepath.Join(r.Run, "nope.pem"), cert)
 	hostsMap := filepath.Join(r.Run, "hosts.map")
 	newPEM, crtList := filepath.Join(r.Run, "new.pem"), filepath.Join(r.Run, "crt-list")
+	caPEM := filepath.Join(r.Run, "dest-ca.pem")
 	addr := fmt.Sprintf("127.0.0.1:%d", r.B1)
 	// `set server … addr` is worded differently from 3.0 on; the reader
 	// (setServerOK) accepts both, and the binary must give the one of its
@@ -94,6 +95,12 @@ func TestRuntimeReplies(t *testing.T) {
 		{"del ssl crt-list " + crtList + " " + newPEM, "", "-"},
 		{"del ssl cert " + newPEM, "", "Certificate '" + newPEM + "' deleted!"},
 		{"del ssl cert " + newPEM, "del ssl cert " + newPEM + ": Can't remove the certificate: certificate '" + newPEM + "' doesn't exist!", "-"},
+		{"new ssl ca-file " + caPEM, "", "New CA file created '" + caPEM + "'!"},
+		{"new ssl ca-file " + caPEM, "new ssl ca-file " + caPEM + ": CA file '" + caPEM + "' already exists!", "-"},
+		{"set ssl ca-file " + caPEM + " <<\n" + strings.TrimSpace(testutil.NewCA(t, "dest CA").PEM) + "\n", "", "transaction created for CA " + caPEM + "!"},
+		{"commit ssl ca-file " + caPEM, "", "-"},
+		{"del ssl ca-file " + caPEM, "", "CA file '" + caPEM + "' deleted!"},
+		{"del ssl ca-file " + caPEM, "del ssl ca-file " + caPEM + ": Can't remove the CA file: CA file '" + caPEM + "' doesn't exist!", "-"},
 		{"show servers state nobe", "show servers state nobe: Can't find backend.", "-"},
 		{"show map " + hostsMap, "", "-"},
 		{"no such command", "", "-"},

@@ -317,7 +317,7 @@ var ReloadReasonKinds = []string{
 // series from the start.
 var RuntimeOps = []string{"add-server", "drain-server", "reenable-server", "set-weight", "enable-health",
 	"disable-health", "map-replace", "map-edit", "set-cert", "add-cert", "delete-cert", "add-crt-list-line",
-	"delete-crt-list-line", "set-cookie-key", "del-server"}
+	"delete-crt-list-line", "add-ca-file", "delete-ca-file", "set-cookie-key", "del-server"}
 
 // SetProcesses publishes the number of current and old (draining) HAProxy
 // workers.

@@ -180,7 +180,10 @@ func (d *differ) certFiles(olds, news []render.Cert, crt crtListOps, runtimeCrt 
 }
 
 // otherFiles compares the files that are neither haproxy.cfg, the crt-list,
-// a map nor a certificate: the CA files. HAProxy reads them at startup only.
+// a map nor a certificate: the CA files and error pages. A route's own
+// destination CA that comes or goes with the route is loaded or unloaded
+// at runtime (its servers name it); any other such file is read at
+// startup only.
 func (d *differ) otherFiles(a, b *render.Bundle) {
 	// Maps live under maps/ and certificates under certs/ (render's
 	// layout); telling them by name keeps this free of per-change sets of
@@ -203,10 +206,26 @@ func (d *differ) otherFiles(a, b *render.Bundle) {
 		case j < len(b.Files) && skip(b.Files[j].Name):
 			j++
 		case j == len(b.Files) || (i < len(a.Files) && a.Files[i].Name < b.Files[j].Name):
-			d.add(Change{Mode: ModeReload, Kind: kind(a.Files[i].Name), Subject: a.Files[i].Name, Detail: "removed"})
+			f := &a.Files[i]
+			if render.IsRouteCAFile(f.Name) {
+				d.tlsRemoves = append(d.tlsRemoves, DeleteCAFile{Path: absPath(d.applied.Input.Dir, f.Name)})
+				d.add(Change{Mode: ModeRuntime, Kind: KindCAFile, Subject: f.Name, Detail: "removed"})
+			} else {
+				d.add(Change{Mode: ModeReload, Kind: kind(f.Name), Subject: f.Name, Detail: "removed"})
+			}
 			i++
 		case i == len(a.Files) || a.Files[i].Name > b.Files[j].Name:
-			d.add(Change{Mode: ModeReload, Kind: kind(b.Files[j].Name), Subject: b.Files[j].Name, Detail: "added"})
+			f := &b.Files[j]
+			switch data := f.Bytes(); {
+			case !render.IsRouteCAFile(f.Name):
+				d.add(Change{Mode: ModeReload, Kind: kind(f.Name), Subject: f.Name, Detail: "added"})
+			case len(certPayload(data)) > MaxPayload:
+				d.add(Change{Mode: ModeReload, Kind: KindCAFile, Subject: f.Name,
+					Detail: fmt.Sprintf("%d bytes exceed the %d one runtime payload can carry", len(data), MaxPayload)})
+			default:
+				d.tlsAdds = append(d.tlsAdds, AddCAFile{Path: absPath(d.desired.Input.Dir, f.Name), PEM: data})
+				d.add(Change{Mode: ModeRuntime, Kind: KindCAFile, Subject: f.Name, Detail: "added"})
+			}
 			j++
 		default:
 			if !a.Files[i].Equal(&b.Files[j]) {

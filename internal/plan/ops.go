@@ -318,7 +318,31 @@ func (o DeleteCrtListLine) Commands() []string {
 
 func (o DeleteCrtListLine) String() string { return "del ssl crt-list " + o.Cert }
 
+// AddCAFile loads a CA file the running HAProxy does not hold yet (a new
+// reencrypt route's destinationCACertificate), before the servers that
+// name it in `ca-file` are added.
+type AddCAFile struct {
+	Path string
+	PEM  []byte
+}
+
+func (o AddCAFile) Commands() []string {
+	return []string{"new ssl ca-file " + o.Path, "set ssl ca-file " + o.Path + " <<\n" + certPayload(o.PEM), "commit ssl ca-file " + o.Path}
+}
+
+func (o AddCAFile) String() string { return "new ssl ca-file " + o.Path }
+
+// DeleteCAFile unloads the CA file of a route that went away. HAProxy
+// (2.6 to 3.0) lets it go while servers still name it: they keep the
+// store they were made with, and only drain.
+type DeleteCAFile struct{ Path string }
+
+func (o DeleteCAFile) Commands() []string { return []string{"del ssl ca-file " + o.Path} }
+func (o DeleteCAFile) String() string     { return "del ssl ca-file " + o.Path }
+
 func (AddServer) isOp()           {}
+func (AddCAFile) isOp()           {}
+func (DeleteCAFile) isOp()        {}
 func (AddCert) isOp()             {}
 func (DeleteCert) isOp()          {}
 func (AddCrtListLine) isOp()      {}

@@ -777,6 +777,12 @@ func DynamicCookieKey(be model.BackendName) string {
 // HAProxy 2.6 `add server … ca-file X` fails unless X was loaded at
 // startup, which a reencrypt route that starts without endpoints would
 // not do. No map ever names this backend and its servers never run checks.
+//
+// Its servers are not part of the skeleton, as a route's servers are not:
+// a route that comes or goes with its own CA file has the file loaded or
+// unloaded at runtime (`new ssl ca-file`), which makes the placeholder
+// needless in the running HAProxy; the file on disk lists it, for the
+// next start.
 const CAPreloadBackend = "be_preload_ca"
 
 func preloadCAs(w *cfgWriter, in Input) {
@@ -792,14 +798,13 @@ func preloadCAs(w *cfgWriter, in Input) {
 			paths = append(paths, p)
 		}
 	}
-	if len(paths) == 0 {
-		return
-	}
 	sort.Strings(paths)
+	// Written even when empty, so that the first CA file changes no
+	// section of the skeleton.
 	w.line("")
 	w.line("backend ", CAPreloadBackend, " from ", baseDefaults)
 	w.line("  mode http")
 	for i, p := range paths {
-		w.line("  server ca", strconv.Itoa(i), " 127.0.0.1:1 disabled ssl verify required ca-file ", p)
+		w.full = append(w.full, "  server ca"+strconv.Itoa(i)+" 127.0.0.1:1 disabled ssl verify required ca-file "+p+"\n"...)
 	}
 }

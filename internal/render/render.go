@@ -70,6 +70,12 @@ func routeCAName(r *model.AdmittedRoute) string {
 	return "cas/" + fileStem(r.Key.Namespace, r.Key.Name) + ".pem"
 }
 
+// IsRouteCAFile reports whether a bundle file is a route's destination CA
+// (routeCAName): only its servers name it.
+func IsRouteCAFile(name string) bool {
+	return strings.HasPrefix(name, "cas/") && name != DefaultDestinationCAFile && name != ClientCAFile
+}
+
 // hasOwnCert reports whether the route's TLS is terminated with its own
 // certificate (else the default certificate answers for it).
 func hasOwnCert(r *model.AdmittedRoute) bool {

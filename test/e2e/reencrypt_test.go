@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +110,65 @@ spec:
 	}
 	if state := readShowServers(t, r, "be_secure:e2e:shop"); !strings.Contains(state, fmt.Sprintf("_%d ", web2.Port)) {
 		t.Fatalf("web2 is not a server of the backend:\n%s", state)
+	}
+}
+
+// A new reencrypt route with its own destinationCACertificate binds to a
+// spare: its CA file is loaded (new/set/commit ssl ca-file) before its
+// servers, which name it, are added; deleting the route unloads it. Both
+// without a reload, and the CA is in force: a backend certificate it did
+// not sign is refused.
+func TestReencryptOwnCAWithoutReload(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	ca, other := testutil.NewCA(t, "route CA"), testutil.NewCA(t, "another CA")
+	web := tlsBackend(t, "web", ca.Issue(t, "web.e2e.svc"))
+	stranger := tlsBackend(t, "stranger", other.Issue(t, "web.e2e.svc"))
+	route := func(name, service string) []byte {
+		return []byte(routeYAML(name, name+".e2e.test", "", service) +
+			"  tls:\n    termination: reencrypt\n    destinationCACertificate: |\n" + indent(ca.PEM, 6) + "\n")
+	}
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig(""),
+		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("web", web), endpointsYAML("stranger", stranger)))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	before := r.reloads()
+
+	gen["shop.yaml"] = route("shop", "web")
+	gen["fake.yaml"] = route("fake", "stranger")
+	must(t, w.Publish(gen))
+	served := func() {
+		t.Helper()
+		r.eventually(20*time.Second, "shop served over reencrypt with its own CA", func() error {
+			status, body, err := r.getHTTPS("shop.e2e.test")
+			if err != nil || status != 200 || body != "web" {
+				return fmt.Errorf("%d %q %v", status, body, err)
+			}
+			return nil
+		})
+	}
+	served()
+	if status, body, err := r.getHTTPS("fake.e2e.test"); err != nil || status != 503 {
+		t.Fatalf("a backend certificate the route's CA did not sign: %d %q %v, want 503", status, body, err)
+	}
+	if _, err := os.Stat(filepath.Join(r.stateDir, "live", "cas", "e2e_shop.pem")); err != nil {
+		t.Fatalf("the route's CA file is not on disk: %v", err)
+	}
+	delete(gen, "shop.yaml")
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "shop gone", func() error {
+		if status, _, err := r.getHTTPS("shop.e2e.test"); err == nil && status == 200 {
+			return fmt.Errorf("still served")
+		}
+		return nil
+	})
+	gen["shop.yaml"] = route("shop", "web")
+	must(t, w.Publish(gen))
+	served()
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("adding, deleting and re-adding reencrypt routes with their own CA took %d reloads, want 0", got)
 	}
 }
