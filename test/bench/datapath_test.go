@@ -190,6 +190,12 @@ type handWritten struct {
 // routes: a host map to one backend each, one server each, option
 // forwardfor, and otherwise HAProxy's defaults.
 func startHandWritten(t *testing.T, routes, backendPort int) *handWritten {
+	return startHandWrittenServing(t, routes, backendPort, hostName(0))
+}
+
+// startHandWrittenServing is startHandWritten, returning once host
+// answers.
+func startHandWrittenServing(t *testing.T, routes, backendPort int, host string) *handWritten {
 	dir := t.TempDir()
 	port := testutil.FreePort(t)
 	var cfg, hosts strings.Builder
@@ -225,7 +231,7 @@ frontend public
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	waitAnswer(t, port, hostName(0))
+	waitAnswer(t, port, host)
 	return &handWritten{Cmd: cmd, port: port}
 }
 

@@ -157,8 +157,17 @@ func TestBenchRuntimePath10k(t *testing.T) {
 	if _, err := r.untilServed(hostName(routes-1), "base", 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	record(t, figure{"1-daemon", fmt.Sprintf("Daemon start to serving, %d routes (load, render, haproxy -c, start)", routes),
-		"—", ms(time.Since(startAt)), "—"})
+	daemonStart := time.Since(startAt)
+	// The same routes as an operator would write them by hand (a host map,
+	// a backend with one server per route), started with no check first:
+	// exec to the last route answering.
+	handAt := time.Now()
+	hand := startHandWrittenServing(t, routes, base.Port, hostName(routes-1))
+	handStart := time.Since(handAt)
+	_ = hand.Process.Kill()
+	ratio := float64(daemonStart) / float64(handStart)
+	record(t, figure{"1-daemon", fmt.Sprintf("Daemon start to serving, %d routes (load, render, haproxy -c, start), against a hand-written config's start to serving (%s)", routes, ms(handStart)),
+		"≤ 1.5× hand-written", fmt.Sprintf("%s (%.1f×)", ms(daemonStart), ratio), verdict(ratio <= 1.5)})
 
 	before := r.reloads()
 	var res changeResults
