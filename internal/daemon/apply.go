@@ -61,13 +61,13 @@ func (d *Daemon) execute(ctx context.Context, ops []plan.Op) error {
 	}
 	for _, op := range ops {
 		switch o := op.(type) {
-		case plan.MapReplace:
+		case plan.VersionedOp:
 			if err := flush(); err != nil {
 				return err
 			}
 			resps, err := d.runtime.Apply(ctx, []string{o.PrepareCommand()})
 			if err != nil {
-				return fmt.Errorf("prepare map %s: %w", o.Path, err)
+				return fmt.Errorf("%s: %w", o.PrepareCommand(), err)
 			}
 			ver, err := plan.ParsePrepareReply(resps[0].Output)
 			if err != nil {
@@ -75,7 +75,7 @@ func (d *Daemon) execute(ctx context.Context, ops []plan.Op) error {
 			}
 			batch = append(batch, o.Commands(ver)...)
 			if err := flush(); err != nil {
-				return fmt.Errorf("map %s: %w", o.Path, err)
+				return fmt.Errorf("%s: %w", o, err)
 			}
 		case plan.CommandOp:
 			batch = append(batch, o.Commands()...)
@@ -286,6 +286,8 @@ func opName(op plan.Op) string {
 		return "set-weight"
 	case plan.MapReplace:
 		return "map-replace"
+	case plan.ACLReplace:
+		return "acl-replace"
 	case plan.MapEdit:
 		return "map-edit"
 	case plan.SetCert:

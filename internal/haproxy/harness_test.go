@@ -46,6 +46,7 @@ frontend fe
     default_backend be
 backend be
     balance roundrobin
+    tcp-request content reject if !{ src -f {{.Run}}/allow.acl }
     cookie SRV insert indirect nocache httponly dynamic
     dynamic-cookie-key initialkey
     server s0 127.0.0.1:{{.B0}} check inter 1s
@@ -78,6 +79,7 @@ func newRig(t testing.TB) *rig {
 	writeFile(t, filepath.Join(r.Run, "site.pem"), string(testutil.SelfSignedPEM(t, "localhost", 1)))
 	writeFile(t, filepath.Join(r.Run, "hosts.map"), "a.example.com be\n")
 	writeFile(t, filepath.Join(r.Run, "crt-list"), "")
+	writeFile(t, filepath.Join(r.Run, "allow.acl"), "0.0.0.0/0\n::/0\n")
 	sup, err := NewSupervisor(Options{
 		Binary: bin, ConfigPath: r.Cfg, RunDir: r.Run,
 		Logger:          slog.New(slog.NewTextHandler(r.log, nil)),

@@ -55,7 +55,9 @@ func contains(subs ...string) func(string) bool {
 //	                 "[3]: Health check was not configured on this server, cannot enable.",
 //	                 "[3]: Absolute weight can only be between 0 and 256 inclusive."
 //	prepare map     ok "[6]: New version created: 1"
-//	add/commit/clear map: silent on success;
+//	prepare acl     ok "New version created: 1"
+//	add/commit/clear map, add/commit acl: silent on success;
+//	                 "'<pattern>' is not a valid IPv4 or IPv6 address." (add acl)
 //	                 "[3]: Unknown map identifier. Please use #<id> or <file>."
 //	                 "[3]: Version number in the future, please use 'prepare map' before."
 //	set ssl cert    ok "[5]: Transaction created for certificate <path>!" (or "updated")
@@ -94,6 +96,9 @@ var replyRules = []replyRule{
 	{"del map ", silent},
 	{"commit map ", silent},
 	{"clear map ", silent},
+	{"prepare acl ", contains("New version created: ")},
+	{"add acl ", silent},
+	{"commit acl ", silent},
 	{"set ssl cert ", contains("Transaction created for certificate", "Transaction updated for certificate")},
 	{"commit ssl cert ", contains("Success!")},
 	{"abort ssl cert ", contains("Transaction aborted for certificate")},

@@ -33,7 +33,7 @@ func TestRuntimeReplies(t *testing.T) {
 	setUnknownCert := setCertCommand(filepath.Join(r.Run, "nope.pem"), cert)
 	hostsMap := filepath.Join(r.Run, "hosts.map")
 	newPEM, crtList := filepath.Join(r.Run, "new.pem"), filepath.Join(r.Run, "crt-list")
-	caPEM := filepath.Join(r.Run, "dest-ca.pem")
+	caPEM, allowACL := filepath.Join(r.Run, "dest-ca.pem"), filepath.Join(r.Run, "allow.acl")
 	addr := fmt.Sprintf("127.0.0.1:%d", r.B1)
 	// `set server … addr` is worded differently from 3.0 on; the reader
 	// (setServerOK) accepts both, and the binary must give the one of its
@@ -95,6 +95,12 @@ func TestRuntimeReplies(t *testing.T) {
 		{"del ssl crt-list " + crtList + " " + newPEM, "", "-"},
 		{"del ssl cert " + newPEM, "", "Certificate '" + newPEM + "' deleted!"},
 		{"del ssl cert " + newPEM, "del ssl cert " + newPEM + ": Can't remove the certificate: certificate '" + newPEM + "' doesn't exist!", "-"},
+		{"prepare acl " + allowACL, "", "New version created: 1"},
+		{"add acl @1 " + allowACL + " 10.0.0.0/8", "", ""},
+		{"add acl @1 " + allowACL + " not-an-ip", "add acl @1 " + allowACL + " not-an-ip: 'not-an-ip' is not a valid IPv4 or IPv6 address.", "-"},
+		{"add acl @1 /nope.acl 10.0.0.0/8", "add acl @1 /nope.acl 10.0.0.0/8: Unknown ACL identifier. Please use #<id> or <file>.", "-"},
+		{"add acl @1 " + allowACL + " 127.0.0.0/8", "", ""},
+		{"commit acl @1 " + allowACL, "", ""},
 		{"new ssl ca-file " + caPEM, "", "New CA file created '" + caPEM + "'!"},
 		{"new ssl ca-file " + caPEM, "new ssl ca-file " + caPEM + ": CA file '" + caPEM + "' already exists!", "-"},
 		{"set ssl ca-file " + caPEM + " <<\n" + strings.TrimSpace(testutil.NewCA(t, "dest CA").PEM) + "\n", "", "transaction created for CA " + caPEM + "!"},

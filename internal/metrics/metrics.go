@@ -309,7 +309,7 @@ var ReloadReasonKinds = []string{
 	"endpoint-added", "endpoint-removed", "endpoint-re-enabled", "endpoint-address-changed",
 	"server-options-changed", "weight-changed", "health-checks-changed",
 	"map-changed", "map-file-changed", "certificate-changed", "certificate-file-changed",
-	"crt-list-changed", "ca-file-changed", "file-changed", "haproxy-cfg-changed",
+	"crt-list-changed", "ca-file-changed", "allowlist-changed", "file-changed", "haproxy-cfg-changed",
 	"runtime-fallback", "heal", "coalesced-with-a-pending-reload", "haproxy-started", "other",
 }
 
@@ -317,7 +317,7 @@ var ReloadReasonKinds = []string{
 // series from the start.
 var RuntimeOps = []string{"add-server", "drain-server", "reenable-server", "set-weight", "enable-health",
 	"disable-health", "map-replace", "map-edit", "set-cert", "add-cert", "delete-cert", "add-crt-list-line",
-	"delete-crt-list-line", "add-ca-file", "delete-ca-file", "set-cookie-key", "del-server"}
+	"delete-crt-list-line", "add-ca-file", "delete-ca-file", "acl-replace", "set-cookie-key", "del-server"}
 
 // SetProcesses publishes the number of current and old (draining) HAProxy
 // workers.

@@ -32,6 +32,46 @@ func (d *differ) bundles() {
 		d.tlsOps(crt, loads, unloads)
 	}
 	d.otherFiles(a, b)
+	d.aclFiles(a, b)
+}
+
+// aclFiles compares the spares' allowlists (render.SlotACLFile). A spare
+// coming or going is the pool's own reload; a changed allowlist is
+// replaced at runtime: before the map entries that route to a route being
+// bound, after those of a route being unbound (when it goes back to
+// render.AllowAll), so a route is never reachable beyond its allowlist.
+func (d *differ) aclFiles(a, b *render.Bundle) {
+	olds := aclFilesOf(a)
+	for _, f := range aclFilesOf(b) {
+		old, ok := olds[f.Name]
+		delete(olds, f.Name)
+		switch {
+		case !ok:
+			d.add(Change{Mode: ModeReload, Kind: KindAllowlist, Subject: f.Name, Detail: "added"})
+		case !f.Equal(old):
+			data := f.Bytes()
+			op := ACLReplace{Path: absPath(d.desired.Input.Dir, f.Name), Patterns: strings.Fields(string(data))}
+			if string(data) == render.AllowAll {
+				d.removes = append(d.removes, op)
+			} else {
+				d.adds = append(d.adds, op)
+			}
+			d.add(Change{Mode: ModeRuntime, Kind: KindAllowlist, Subject: f.Name, Detail: fmt.Sprintf("%d addresses", len(op.Patterns))})
+		}
+	}
+	for name := range olds {
+		d.add(Change{Mode: ModeReload, Kind: KindAllowlist, Subject: name, Detail: "removed"})
+	}
+}
+
+func aclFilesOf(b *render.Bundle) map[string]*render.File {
+	out := map[string]*render.File{}
+	for i := range b.Files {
+		if strings.HasPrefix(b.Files[i].Name, "acls/") {
+			out[b.Files[i].Name] = &b.Files[i]
+		}
+	}
+	return out
 }
 
 func fileData(b *render.Bundle, name string) []byte {
@@ -190,7 +230,7 @@ func (d *differ) otherFiles(a, b *render.Bundle) {
 	// thousands of certificate names.
 	skip := func(name string) bool {
 		return name == render.ConfigFile || name == render.CrtListFile ||
-			strings.HasPrefix(name, "maps/") || strings.HasPrefix(name, "certs/")
+			strings.HasPrefix(name, "maps/") || strings.HasPrefix(name, "certs/") || strings.HasPrefix(name, "acls/")
 	}
 	kind := func(name string) Kind {
 		if strings.HasPrefix(name, "cas/") {

@@ -113,7 +113,7 @@ func commands(p Plan) []string {
 	var out []string
 	for _, op := range p.Ops {
 		switch o := op.(type) {
-		case MapReplace:
+		case VersionedOp:
 			out = append(out, o.PrepareCommand())
 			out = append(out, o.Commands("1")...)
 		case CommandOp:

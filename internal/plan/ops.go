@@ -10,9 +10,10 @@ import (
 	"github.com/haroute/haroute/internal/render"
 )
 
-// Op is one runtime operation. Every op but MapReplace is a CommandOp: a
-// fixed list of runtime API commands. MapReplace needs the version that
-// HAProxy returns from `prepare map`, so the daemon drives it in two steps.
+// Op is one runtime operation. Every op but MapReplace and ACLReplace is
+// a CommandOp: a fixed list of runtime API commands. Those two are
+// VersionedOps: they need the version HAProxy returns from `prepare map`
+// or `prepare acl`, so the daemon drives them in two steps.
 //
 // Commands use HAProxy 2.6 syntax that stays valid on 2.8 and 3.x. Each
 // command string is sent as one request followed by a newline.
@@ -137,6 +138,15 @@ func (o SetWeight) String() string {
 	return fmt.Sprintf("set weight %s %d", serverRef(o.Backend, o.Server), o.Weight)
 }
 
+// VersionedOp replaces the content of a loaded map or ACL file
+// atomically: PrepareCommand opens a new version, Commands(ver) fills and
+// commits it.
+type VersionedOp interface {
+	Op
+	PrepareCommand() string
+	Commands(ver string) []string
+}
+
 // MaxPayload bounds the bytes of one payload command (`add map … <<`,
 // `set ssl cert … <<`). HAProxy reads a payload into one buffer
 // (tune.bufsize, 16 KiB by default) and 2.6.12 drops the connection when
@@ -196,11 +206,11 @@ func ParsePrepareReply(reply string) (string, error) {
 	reply = strings.TrimSpace(reply)
 	rest, ok := strings.CutPrefix(reply, prefix)
 	if !ok {
-		return "", fmt.Errorf("parse prepare map reply %q: missing %q", reply, prefix)
+		return "", fmt.Errorf("parse prepare reply %q: missing %q", reply, prefix)
 	}
 	ver := strings.TrimSpace(rest)
 	if _, err := strconv.ParseUint(ver, 10, 64); err != nil {
-		return "", fmt.Errorf("parse prepare map reply %q: bad version: %w", reply, err)
+		return "", fmt.Errorf("parse prepare reply %q: bad version: %w", reply, err)
 	}
 	return ver, nil
 }
@@ -231,6 +241,30 @@ func (o MapReplace) Commands(ver string) []string {
 	}
 	flush()
 	return append(out, "commit map @"+ver+" "+o.Path)
+}
+
+// ACLReplace replaces the patterns of a loaded ACL file: a spare's
+// allowlist (render.SlotACLFile). One command a pattern: `add acl` takes
+// no payload on 2.6, and allowlists are short.
+type ACLReplace struct {
+	Path     string
+	Patterns []string
+}
+
+// PrepareCommand opens a new, empty version of the ACL.
+func (o ACLReplace) PrepareCommand() string { return "prepare acl " + o.Path }
+
+// Commands fills version ver with the patterns and commits it.
+func (o ACLReplace) Commands(ver string) []string {
+	out := make([]string, 0, len(o.Patterns)+1)
+	for _, p := range o.Patterns {
+		out = append(out, "add acl @"+ver+" "+o.Path+" "+p)
+	}
+	return append(out, "commit acl @"+ver+" "+o.Path)
+}
+
+func (o ACLReplace) String() string {
+	return fmt.Sprintf("replace acl %s (%d patterns)", o.Path, len(o.Patterns))
 }
 
 func (o MapReplace) String() string {
@@ -352,6 +386,7 @@ func (RemoveServer) isOp()        {}
 func (ReenableServer) isOp()      {}
 func (SetWeight) isOp()           {}
 func (MapReplace) isOp()          {}
+func (ACLReplace) isOp()          {}
 func (MapEdit) isOp()             {}
 func (SetCert) isOp()             {}
 

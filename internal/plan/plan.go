@@ -90,6 +90,7 @@ const (
 	KindCertificate      Kind = "certificate changed"
 	KindCertificateFile  Kind = "certificate file changed"
 	KindCrtList          Kind = "crt-list changed"
+	KindAllowlist        Kind = "allowlist changed"
 	KindCAFile           Kind = "CA file changed"
 	KindFile             Kind = "file changed"
 	KindConfig           Kind = "haproxy.cfg changed"

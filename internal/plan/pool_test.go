@@ -192,3 +192,58 @@ func TestPoolTimeoutsAreMapEntries(t *testing.T) {
 		}
 	}
 }
+
+// A bound route's allowlist is its spare's ACL file: binding fills it
+// before the map entry routes to the route, unbinding opens it again only
+// after the entry is gone, and a change replaces it; all at runtime.
+func TestPoolAllowlistIsAnACLFile(t *testing.T) {
+	const slot = model.BackendName("be_pool:http:1")
+	const acl = "/var/lib/haroute/bundle/acls/be_pool_http_1.acl"
+	withRoute := func(allow model.AddressList) State {
+		d := baseDesired()
+		r := httpRoute("new", "new.example.com", svc("new", 100, srv("127.0.0.1", 18099, 256)))
+		r.Slot = slot
+		r.Backend = model.SpareRoute(model.TerminationNone, false, slot, &d.Router).Backend
+		r.Backend.IPAllowlist = allow
+		d.Routes = append(d.Routes, r)
+		slices.SortFunc(d.Routes, func(a, b model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
+		return withSpares(t, d, slot)
+	}
+	empty := withSpares(t, baseDesired(), slot)
+	bound := withRoute("10.0.0.0/8 2001:db8::/32")
+	changed := withRoute("127.0.0.1")
+	index := func(cmds []string, prefix string) int {
+		return slices.IndexFunc(cmds, func(c string) bool { return strings.HasPrefix(c, prefix) })
+	}
+	for _, step := range []struct {
+		name     string
+		from, to State
+		patterns []string
+		aclFirst bool // the ACL is replaced before the map entry changes
+	}{
+		{"bind", empty, bound, []string{"10.0.0.0/8", "2001:db8::/32"}, true},
+		{"change", bound, changed, []string{"127.0.0.1"}, true},
+		{"unbind", changed, empty, []string{"0.0.0.0/0", "::/0"}, false},
+	} {
+		p := Compute(step.from, step.to)
+		if p.Reload {
+			t.Fatalf("%s: reloads: %v", step.name, reasonStrings(p))
+		}
+		cmds := commands(p)
+		var want []string
+		for _, pat := range step.patterns {
+			want = append(want, "add acl @1 "+acl+" "+pat)
+		}
+		want = append(want, "commit acl @1 "+acl)
+		at := index(cmds, "prepare acl "+acl)
+		if at < 0 || !slices.Equal(cmds[at+1:at+1+len(want)], want) {
+			t.Fatalf("%s: commands do not replace the ACL with %v:\n%s", step.name, step.patterns, strings.Join(cmds, "\n"))
+		}
+		if m := index(cmds, "add map "+testDir+"/maps/http.map"); step.aclFirst && m >= 0 && m < at {
+			t.Errorf("%s: the map entry routes to the route before its allowlist is in force:\n%s", step.name, strings.Join(cmds, "\n"))
+		}
+		if m := index(cmds, "del map "+testDir+"/maps/http.map"); !step.aclFirst && (m < 0 || m > at) {
+			t.Errorf("%s: the allowlist opens before the map entry is gone:\n%s", step.name, strings.Join(cmds, "\n"))
+		}
+	}
+}

@@ -81,6 +81,9 @@ func (d *differ) route(old, cur *model.AdmittedRoute) {
 		// change the backend no more than a host does.
 		oldBackend.Timeout, oldBackend.TunnelTimeout = cur.Backend.Timeout, cur.Backend.TunnelTimeout
 	}
+	if render.OnPoolSpare(cur) {
+		oldBackend.IPAllowlist = cur.Backend.IPAllowlist // an ACL file (aclFiles)
+	}
 	fields, detail := d.backendDiff(oldBackend, cur.Backend)
 	if !cur.Backend.DisableCookies && !old.Backend.DisableCookies && render.SecureCookie(old) != render.SecureCookie(cur) {
 		// The cookie line follows the redirect policy (Allow: not

@@ -135,8 +135,8 @@ func TestParsePrepareReply(t *testing.T) {
 		reply, want, wantErr string
 	}{
 		{reply: "New version created: 3\n\n", want: "3"},
-		{reply: "Unknown map identifier. Please use #<id> or <file>.\n", wantErr: `parse prepare map reply "Unknown map identifier. Please use #<id> or <file>.": missing "New version created:"`},
-		{reply: "New version created: x", wantErr: `parse prepare map reply "New version created: x": bad version: strconv.ParseUint: parsing "x": invalid syntax`},
+		{reply: "Unknown map identifier. Please use #<id> or <file>.\n", wantErr: `parse prepare reply "Unknown map identifier. Please use #<id> or <file>.": missing "New version created:"`},
+		{reply: "New version created: x", wantErr: `parse prepare reply "New version created: x": bad version: strconv.ParseUint: parsing "x": invalid syntax`},
 	}
 	for _, tt := range tests {
 		got, err := ParsePrepareReply(tt.reply)

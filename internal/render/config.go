@@ -539,11 +539,15 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 
 	// tcp-request rules first: HAProxy evaluates them before http-request
 	// rules whatever their order, and warns when they are written after.
-	for chunk := range bs.IPAllowlist.Chunks(allowlistChunk) {
-		w.line("  acl allowlist src ", chunk)
-	}
-	if len(bs.IPAllowlist) > 0 {
-		w.line("  tcp-request content reject if !allowlist")
+	if OnPoolSpare(r) {
+		w.line("  tcp-request content reject if !{ src -f ", in.Dir, "/", SlotACLFile(r.Slot), " }")
+	} else {
+		for chunk := range bs.IPAllowlist.Chunks(allowlistChunk) {
+			w.line("  acl allowlist src ", chunk)
+		}
+		if len(bs.IPAllowlist) > 0 {
+			w.line("  tcp-request content reject if !allowlist")
+		}
 	}
 	if rl := bs.RateLimit; rl.On() {
 		w.line("  stick-table type ip size 100k expire 30s store conn_cnt,conn_cur,conn_rate(3s),http_req_rate(10s)")

@@ -132,6 +132,7 @@ func Render(in Input) (*Bundle, error) {
 	}
 	b.Certs, b.Files = buildTLS(in, outs, b.Files)
 	b.Files = append(b.Files, errorPageFiles(in)...)
+	b.Files = append(b.Files, slotACLFiles(in)...)
 
 	full, skeleton, parts := buildConfig(in, outs, t)
 	b.Skeleton = skeleton
@@ -421,13 +422,61 @@ func routeMapEntries(r *model.AdmittedRoute) []mapAdd {
 	return out
 }
 
+// OnPoolSpare reports whether r is a spare the pool made, or a route bound
+// to one: its backend reads settings from files the runtime API can change
+// (its allowlist, and for HTTP its timeouts). A route's own backend kept
+// as a spare keeps the text it runs with.
+func OnPoolSpare(r *model.AdmittedRoute) bool {
+	return strings.HasPrefix(string(r.Slot), model.PoolSlotPrefix)
+}
+
 // TimeoutsByMap reports whether r's backend takes its timeouts from
 // TimeoutServerMap and TimeoutTunnelMap rather than from its own lines:
-// an HTTP spare the pool made, or a route bound to one. (A route's own
-// backend kept as a spare keeps the text it runs with; a TCP backend has
-// no action that sets a timeout per connection on 2.6.)
+// an HTTP pool spare or a route bound to one. (A TCP backend has no action
+// that sets a timeout per connection on 2.6.)
 func TimeoutsByMap(r *model.AdmittedRoute) bool {
-	return strings.HasPrefix(string(r.Slot), model.PoolSlotPrefix) && r.Termination != model.TerminationPassthrough
+	return OnPoolSpare(r) && r.Termination != model.TerminationPassthrough
+}
+
+// SlotACLFile is the allowlist of a pool spare: the addresses of the
+// route's haproxy.router.openshift.io/ip_allowlist when a route with one
+// is bound to it, else AllowAll. The spare rejects a client that matches
+// none of them, so binding, changing and unbinding an allowlist is
+// `prepare acl` / `add acl` / `commit acl`.
+func SlotACLFile(slot model.BackendName) string {
+	return "acls/" + strings.ReplaceAll(string(slot), ":", "_") + ".acl"
+}
+
+// AllowAll is the content of a spare's allowlist when its route has none.
+const AllowAll = "0.0.0.0/0\n::/0\n"
+
+// slotACLFiles returns the allowlist file of every pool spare.
+func slotACLFiles(in Input) []File {
+	var allow map[model.BackendName]model.AddressList
+	for i := range in.Desired.Routes {
+		if r := &in.Desired.Routes[i]; OnPoolSpare(r) && r.Backend.IPAllowlist != "" {
+			if allow == nil {
+				allow = make(map[model.BackendName]model.AddressList)
+			}
+			allow[r.Slot] = r.Backend.IPAllowlist
+		}
+	}
+	var files []File
+	for i := range in.Spares {
+		slot := in.Spares[i].Slot
+		if !strings.HasPrefix(string(slot), model.PoolSlotPrefix) {
+			continue
+		}
+		data := []byte(AllowAll)
+		if list, ok := allow[slot]; ok {
+			data = data[:0]
+			for a := range list.Entries() {
+				data = append(append(data, a...), '\n')
+			}
+		}
+		files = append(files, File{Name: SlotACLFile(slot), Data: data, Mode: 0o644})
+	}
+	return files
 }
 
 func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

@@ -293,3 +293,71 @@ func TestTimeoutRoutesWithoutReload(t *testing.T) {
 		t.Fatalf("adding a route with a timeout and changing it took %d reloads, want 0", got)
 	}
 }
+
+// A route with an IP allowlist binds to a spare: the spare rejects
+// clients its ACL file does not list, and the file is replaced at runtime
+// (prepare/add/commit acl), so adding the route, changing its allowlist
+// and deleting it take no reload, and the allowlist is in force from the
+// first request.
+func TestAllowlistRoutesWithoutReload(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig(""),
+		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	before := r.reloads()
+
+	guarded := func(allow string) []byte {
+		return []byte(strings.Replace(routeYAML("guarded", "guarded.e2e.test", "", "one"), "  namespace: e2e\n",
+			"  namespace: e2e\n  annotations:\n    haproxy.router.openshift.io/ip_allowlist: "+allow+"\n", 1))
+	}
+	// refused reports nil when HAProxy closes the connection without an
+	// answer, as tcp-request content reject does (a 404 or 503 would say
+	// the route is not there yet).
+	refused := func() error {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.http), nil)
+		req.Host = "guarded.e2e.test"
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+		if err != nil {
+			return nil
+		}
+		resp.Body.Close()
+		return fmt.Errorf("answered with status %d", resp.StatusCode)
+	}
+	// Not this client (127.0.0.1): the route exists, yet refuses it.
+	gen["guarded.yaml"] = guarded("10.0.0.0/8 192.168.0.0/16")
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "guarded route bound, its allowlist in force", func() error {
+		for _, a := range r.appliedSnapshot() {
+			for _, ar := range a.Desired.Routes {
+				if ar.Key.Name == "guarded" {
+					return refused()
+				}
+			}
+		}
+		return fmt.Errorf("not applied yet")
+	})
+	// Now it is listed.
+	gen["guarded.yaml"] = guarded("10.0.0.0/8 127.0.0.1")
+	must(t, w.Publish(gen))
+	r.serves("guarded.e2e.test", "/", "one")
+	acl, err := os.ReadFile(filepath.Join(r.stateDir, "live", "haproxy.cfg"))
+	must(t, err)
+	if !strings.Contains(string(acl), "# route e2e/guarded\nbackend be_pool:") {
+		t.Fatalf("the guarded route is not on a spare backend")
+	}
+	// Off it again: refused at once.
+	gen["guarded.yaml"] = guarded("10.0.0.0/8")
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "the narrowed allowlist in force", refused)
+	delete(gen, "guarded.yaml")
+	must(t, w.Publish(gen))
+	r.serves("a.e2e.test", "/", "one")
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("adding a route with an allowlist, changing and deleting it took %d reloads, want 0", got)
+	}
+}
