@@ -234,7 +234,8 @@ func TestReload(t *testing.T) {
 	if !errors.Is(err, ErrReloadFailed) {
 		t.Fatalf("reload of a bad config = %v, want ErrReloadFailed", err)
 	}
-	wantAlert := fmt.Sprintf("[ALERT] config : parsing [%s:23] : unknown keyword 'bogus_keyword' in 'backend' section", r.Cfg)
+	badLine := strings.Count(string(good), "\n") + 1
+	wantAlert := fmt.Sprintf("[ALERT] config : parsing [%s:%d] : unknown keyword 'bogus_keyword' in 'backend' section", r.Cfg, badLine)
 	if !strings.Contains(err.Error(), wantAlert) {
 		t.Errorf("reload error = %v\nwant it to contain %q", err, wantAlert)
 	}

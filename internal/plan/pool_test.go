@@ -92,6 +92,13 @@ func TestSameBackend(t *testing.T) {
 	if !render.SameBackend(timed, spare, in) {
 		t.Fatal("a route with its own timeouts does not fit the spare")
 	}
+	// So does an edge route's HSTS header, from a map.
+	edgeSpare := model.SpareRoute(model.TerminationEdge, false, "be_pool:edge:3", &d.Router)
+	secured := edgeSpare
+	secured.Key, secured.Slot, secured.Backend.HSTSHeader = model.RouteKey{Namespace: "ns", Name: "hsts"}, "", "max-age=60"
+	if !render.SameBackend(secured, edgeSpare, in) {
+		t.Fatal("an edge route with HSTS does not fit an edge spare")
+	}
 	rewritten := plain
 	rewritten.Backend.RewriteTarget = "/v2"
 	if render.SameBackend(rewritten, spare, in) {

@@ -84,6 +84,9 @@ func (d *differ) route(old, cur *model.AdmittedRoute) {
 	if render.OnPoolSpare(cur) {
 		oldBackend.IPAllowlist = cur.Backend.IPAllowlist // an ACL file (aclFiles)
 	}
+	if render.HSTSByMap(cur) {
+		oldBackend.HSTSHeader = cur.Backend.HSTSHeader // a map entry
+	}
 	fields, detail := d.backendDiff(oldBackend, cur.Backend)
 	if !cur.Backend.DisableCookies && !old.Backend.DisableCookies && render.SecureCookie(old) != render.SecureCookie(cur) {
 		// The cookie line follows the redirect policy (Allow: not

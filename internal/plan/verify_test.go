@@ -33,7 +33,8 @@ func TestVerify(t *testing.T) {
 		}}
 	}
 	goodMaps := func() map[string][]render.MapEntry {
-		return map[string][]render.MapEntry{httpMap: append([]render.MapEntry(nil), desired.Bundle.Maps[0].Entries...)}
+		i := slices.IndexFunc(desired.Bundle.Maps, func(m render.Map) bool { return m.Name == render.HTTPMap })
+		return map[string][]render.MapEntry{httpMap: append([]render.MapEntry(nil), desired.Bundle.Maps[i].Entries...)}
 	}
 
 	tests := []struct {
@@ -125,8 +126,8 @@ func TestExpectHealth(t *testing.T) {
 			}
 		}
 	}
-	if got := len(exp.Maps); got != 8 {
-		t.Errorf("Expect has %d maps, want the 8 rendered ones", got)
+	if got := len(exp.Maps); got != 9 {
+		t.Errorf("Expect has %d maps, want the 9 rendered ones", got)
 	}
 }
 
@@ -201,7 +202,7 @@ func TestExpectTouchedFilters(t *testing.T) {
 			backends = append(backends, r.BackendName())
 		}
 	}
-	mapPath := absPath(st.Input.Dir, st.Bundle.Maps[0].Name)
+	mapPath := absPath(st.Input.Dir, render.HTTPMap)
 	got := ExpectTouched(st, append(backends, "be_http:nope:nope"), []string{mapPath, "/no/such.map"})
 	if len(got.Servers) != len(backends) || len(got.Maps) != 1 {
 		t.Fatalf("ExpectTouched kept %d backends and %d maps, want %d and 1", len(got.Servers), len(got.Maps), len(backends))

@@ -241,7 +241,8 @@ func goldenCases() []goldenCase {
 						b.IPAllowlist = "10.0.0.0/8 192.168.1.7 2001:db8::/32"
 					})),
 				route("pool", "own", "own.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{Certificate: tc.Cert, Key: tc.Key}),
-					svc("web", 100, "10.8.0.2:8080"), bind("be_pool:edge:3")),
+					svc("web", 100, "10.8.0.2:8080"), bind("be_pool:edge:3"),
+					backendSettings(func(b *model.BackendSettings) { b.HSTSHeader = "max-age=31536000;includeSubDomains;preload" })),
 			)
 		}},
 		{name: "annotations", desired: func(tc testCerts) *model.Desired {

@@ -571,7 +571,12 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 			timeoutRules(w, in)
 		}
 		rewriteTarget(w, r)
-		if bs.HSTSHeader != "" && r.Termination != model.TerminationNone {
+		switch {
+		case HSTSByMap(r):
+			// parseHSTS leaves no white space in the value: a map value.
+			m := in.Dir + "/" + HSTSMap
+			w.line("  http-response set-header Strict-Transport-Security %[be_name,map_str(", m, ")] if { ssl_fc } { be_name,map_str(", m, ") -m found }")
+		case bs.HSTSHeader != "" && r.Termination != model.TerminationNone:
 			v, _ := singleQuoted("hsts header", bs.HSTSHeader, true) // checked in checkRoute
 			w.line("  http-response set-header Strict-Transport-Security ", v, " if { ssl_fc }")
 		}

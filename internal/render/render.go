@@ -41,6 +41,10 @@ const (
 	// reload (see pool.go).
 	TimeoutServerMap = "maps/timeout_server.map"
 	TimeoutTunnelMap = "maps/timeout_tunnel.map"
+	// HSTSMap holds the Strict-Transport-Security value of the edge and
+	// reencrypt routes bound to spares that set hsts_header, keyed the
+	// same way.
+	HSTSMap = "maps/hsts.map"
 
 	// RedirectValue in an HTTP map sends the client to HTTPS instead of a
 	// backend (insecureEdgeTerminationPolicy Redirect), so switching a
@@ -419,7 +423,17 @@ func routeMapEntries(r *model.AdmittedRoute) []mapAdd {
 			out = append(out, mapAdd{name: TimeoutTunnelMap, MapEntry: MapEntry{Key: be, Value: millis(t)}})
 		}
 	}
+	if HSTSByMap(r) && r.Backend.HSTSHeader != "" {
+		out = append(out, mapAdd{name: HSTSMap, MapEntry: MapEntry{Key: be, Value: r.Backend.HSTSHeader}})
+	}
 	return out
+}
+
+// HSTSByMap reports whether r's backend takes its Strict-Transport-Security
+// header from HSTSMap: an edge or reencrypt pool spare, or a route bound to
+// one.
+func HSTSByMap(r *model.AdmittedRoute) bool {
+	return OnPoolSpare(r) && (r.Termination == model.TerminationEdge || r.Termination == model.TerminationReencrypt)
 }
 
 // OnPoolSpare reports whether r is a spare the pool made, or a route bound
@@ -497,7 +511,7 @@ func buildMaps(outs []*routeOut) []Map {
 		}
 	}
 	names := []string{HTTPMap, HTTPWildcardMap, HTTPSMap, HTTPSWildcardMap, SNIPassthroughMap, SNIPassthroughWildcardMap,
-		TimeoutServerMap, TimeoutTunnelMap}
+		TimeoutServerMap, TimeoutTunnelMap, HSTSMap}
 	sort.Strings(names)
 	maps := make([]Map, 0, len(names))
 	for _, name := range names {

@@ -61,6 +61,7 @@ func TestFilesSortedWithModes(t *testing.T) {
 		"certs/ns_r.pem -rw-------",
 		"crt-list -rw-r--r--",
 		"haproxy.cfg -rw-------",
+		"maps/hsts.map -rw-r--r--",
 		"maps/http.map -rw-r--r--",
 		"maps/http_wildcard.map -rw-r--r--",
 		"maps/https.map -rw-r--r--",

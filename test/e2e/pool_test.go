@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -152,10 +153,29 @@ func TestOwnCertificateRoutesWithoutReload(t *testing.T) {
 		})
 	}
 	gen["own.yaml"] = []byte(ownRoute("own", "own.e2e.test", 3003))
-	gen["own2.yaml"] = []byte(ownRoute("own2", "own2.e2e.test", 3004))
+	// own2 also sets HSTS, which a spare reads from a map.
+	gen["own2.yaml"] = []byte(strings.Replace(ownRoute("own2", "own2.e2e.test", 3004), "  namespace: e2e\n",
+		"  namespace: e2e\n  annotations:\n    haproxy.router.openshift.io/hsts_header: max-age=31536000;includeSubDomains\n", 1))
 	must(t, w.Publish(gen))
 	servesOwn("own.e2e.test", 3003)
 	servesOwn("own2.e2e.test", 3004)
+	hsts := func(host string) string {
+		t.Helper()
+		cl := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true, ServerName: host}, DisableKeepAlives: true}}
+		req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d/", r.https), nil)
+		req.Host = host
+		resp, err := cl.Do(req)
+		must(t, err)
+		resp.Body.Close()
+		return resp.Header.Get("Strict-Transport-Security")
+	}
+	if got := hsts("own2.e2e.test"); got != "max-age=31536000;includeSubDomains" {
+		t.Fatalf("own2 sends Strict-Transport-Security %q, want its annotation's", got)
+	}
+	if got := hsts("own.e2e.test"); got != "" {
+		t.Fatalf("own sends Strict-Transport-Security %q, want none", got)
+	}
 	if got := r.reloads() - before; got != 0 {
 		t.Fatalf("adding routes with their own certificates took %d reloads, want 0", got)
 	}
