@@ -20,16 +20,7 @@ import (
 // them back, all without a reload; the files on disk say the same, so a
 // restart serves the same routes.
 func TestRoutesAddedAndDeletedWithoutReload(t *testing.T) {
-	r := newRouter(t)
-	one, two := startBackend(t, "one"), startBackend(t, "two")
-	w := publish.NewAtomicWriter(r.dir)
-	gen := files("router.yaml", r.routerConfig(""),
-		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
-		"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("two", two)))
-	must(t, w.Publish(gen))
-	r.start("atomic")
-	r.serves("a.e2e.test", "/", "one")
-	before := r.reloads()
+	r, w, gen, before := poolRouter(t, startBackend(t, "one"), startBackend(t, "two"))
 
 	// Added: plain HTTP, edge on the default certificate, passthrough-free.
 	gen["b.yaml"] = []byte(routeYAML("b", "b.e2e.test", "", "two"))
@@ -119,21 +110,32 @@ func scrapeMetrics(addr string) (string, error) {
 	return readAll(resp), nil
 }
 
+// poolRouter starts a router serving a.e2e.test from the first backend,
+// with endpoints for every backend (each its own service, named as the
+// backend), and returns how to publish more and the reload count so far.
+func poolRouter(t *testing.T, bs ...*backend) (r *router, w *publish.AtomicWriter, gen map[string][]byte, before int) {
+	t.Helper()
+	r = newRouter(t)
+	w = publish.NewAtomicWriter(r.dir)
+	var eps []string
+	for _, b := range bs {
+		eps = append(eps, endpointsYAML(b.Name, b))
+	}
+	gen = files("router.yaml", r.routerConfig(""),
+		"a.yaml", routeYAML("a", "a.e2e.test", "", bs[0].Name),
+		"endpoints.yaml", join(eps...))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", bs[0].Name)
+	return r, w, gen, r.reloads()
+}
+
 // A new route with its own certificate binds to a spare as well: the
 // certificate is loaded and its crt-list line added at runtime, so it is
 // served at once, and deleting the route unloads both, all without a
 // reload. The files on disk say the same: a restart serves it alike.
 func TestOwnCertificateRoutesWithoutReload(t *testing.T) {
-	r := newRouter(t)
-	one := startBackend(t, "one")
-	w := publish.NewAtomicWriter(r.dir)
-	gen := files("router.yaml", r.routerConfig(""),
-		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
-		"endpoints.yaml", endpointsYAML("one", one))
-	must(t, w.Publish(gen))
-	r.start("atomic")
-	r.serves("a.e2e.test", "/", "one")
-	before := r.reloads()
+	r, w, gen, before := poolRouter(t, startBackend(t, "one"))
 
 	ownRoute := func(name, host string, serial int64) string {
 		c, k := makeCert(t, host, serial)
@@ -254,16 +256,7 @@ func hangingBackend(t *testing.T) *backend {
 // timeout changed, without a reload, and the timeout holds: a backend
 // that never answers gets a 504 after it, well before the default 30 s.
 func TestTimeoutRoutesWithoutReload(t *testing.T) {
-	r := newRouter(t)
-	one, hang := startBackend(t, "one"), hangingBackend(t)
-	w := publish.NewAtomicWriter(r.dir)
-	gen := files("router.yaml", r.routerConfig(""),
-		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
-		"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("hang", hang)))
-	must(t, w.Publish(gen))
-	r.start("atomic")
-	r.serves("a.e2e.test", "/", "one")
-	before := r.reloads()
+	r, w, gen, before := poolRouter(t, startBackend(t, "one"), hangingBackend(t))
 
 	slowRoute := func(timeout string) []byte {
 		return []byte(strings.Replace(routeYAML("slow", "slow.e2e.test", "", "hang"), "  namespace: e2e\n",
@@ -320,16 +313,7 @@ func TestTimeoutRoutesWithoutReload(t *testing.T) {
 // and deleting it take no reload, and the allowlist is in force from the
 // first request.
 func TestAllowlistRoutesWithoutReload(t *testing.T) {
-	r := newRouter(t)
-	one := startBackend(t, "one")
-	w := publish.NewAtomicWriter(r.dir)
-	gen := files("router.yaml", r.routerConfig(""),
-		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
-		"endpoints.yaml", endpointsYAML("one", one))
-	must(t, w.Publish(gen))
-	r.start("atomic")
-	r.serves("a.e2e.test", "/", "one")
-	before := r.reloads()
+	r, w, gen, before := poolRouter(t, startBackend(t, "one"))
 
 	guarded := func(allow string) []byte {
 		return []byte(strings.Replace(routeYAML("guarded", "guarded.e2e.test", "", "one"), "  namespace: e2e\n",
