@@ -32,46 +32,33 @@ func (d *differ) bundles() {
 		d.tlsOps(crt, loads, unloads)
 	}
 	d.otherFiles(a, b)
-	d.aclFiles(a, b)
+	d.acls(a, b)
 }
 
-// aclFiles compares the spares' allowlists (render.SlotACLFile). A spare
-// coming or going is the pool's own reload; a changed allowlist is
-// replaced at runtime: before the map entries that route to a route being
-// bound, after those of a route being unbound (when it goes back to
-// render.AllowAll), so a route is never reachable beyond its allowlist.
-func (d *differ) aclFiles(a, b *render.Bundle) {
-	olds := aclFilesOf(a)
-	for _, f := range aclFilesOf(b) {
-		old, ok := olds[f.Name]
-		delete(olds, f.Name)
-		switch {
-		case !ok:
-			d.add(Change{Mode: ModeReload, Kind: KindAllowlist, Subject: f.Name, Detail: "added"})
-		case !f.Equal(old):
-			data := f.Bytes()
-			op := ACLReplace{Path: absPath(d.desired.Input.Dir, f.Name), Patterns: strings.Fields(string(data))}
-			if string(data) == render.AllowAll {
-				d.removes = append(d.removes, op)
-			} else {
-				d.adds = append(d.adds, op)
-			}
-			d.add(Change{Mode: ModeRuntime, Kind: KindAllowlist, Subject: f.Name, Detail: fmt.Sprintf("%d addresses", len(op.Patterns))})
+// acls compares the pool spares' allowlists (render.Bundle.ACLs). A
+// spare coming or going is the pool's own reload, which the skeleton
+// shows; changed patterns are replaced at runtime: before the map entry
+// routes to a route being bound, after it is gone for one being unbound
+// (back to render.AllowAll), so a route is never reachable beyond its
+// allowlist.
+func (d *differ) acls(a, b *render.Bundle) {
+	olds := make(map[string][]string, len(a.ACLs))
+	for _, acl := range a.ACLs {
+		olds[acl.ID] = acl.Patterns
+	}
+	for _, acl := range b.ACLs {
+		old, ok := olds[acl.ID]
+		if !ok || slices.Equal(old, acl.Patterns) {
+			continue
 		}
-	}
-	for name := range olds {
-		d.add(Change{Mode: ModeReload, Kind: KindAllowlist, Subject: name, Detail: "removed"})
-	}
-}
-
-func aclFilesOf(b *render.Bundle) map[string]*render.File {
-	out := map[string]*render.File{}
-	for i := range b.Files {
-		if strings.HasPrefix(b.Files[i].Name, "acls/") {
-			out[b.Files[i].Name] = &b.Files[i]
+		op := ACLReplace{Path: acl.ID, Patterns: acl.Patterns}
+		if slices.Equal(acl.Patterns, render.AllowAll) {
+			d.removes = append(d.removes, op)
+		} else {
+			d.adds = append(d.adds, op)
 		}
+		d.add(Change{Mode: ModeRuntime, Kind: KindAllowlist, Subject: acl.ID, Detail: fmt.Sprintf("%d addresses", len(acl.Patterns))})
 	}
-	return out
 }
 
 func fileData(b *render.Bundle, name string) []byte {
@@ -230,7 +217,7 @@ func (d *differ) otherFiles(a, b *render.Bundle) {
 	// thousands of certificate names.
 	skip := func(name string) bool {
 		return name == render.ConfigFile || name == render.CrtListFile ||
-			strings.HasPrefix(name, "maps/") || strings.HasPrefix(name, "certs/") || strings.HasPrefix(name, "acls/")
+			strings.HasPrefix(name, "maps/") || strings.HasPrefix(name, "certs/")
 	}
 	kind := func(name string) Kind {
 		if strings.HasPrefix(name, "cas/") {

@@ -243,11 +243,11 @@ func (o MapReplace) Commands(ver string) []string {
 	return append(out, "commit map @"+ver+" "+o.Path)
 }
 
-// ACLReplace replaces the patterns of a loaded ACL file: a spare's
-// allowlist (render.SlotACLFile). One command a pattern: `add acl` takes
-// no payload on 2.6, and allowlists are short.
+// ACLReplace replaces the patterns of a loaded ACL: a spare's allowlist,
+// named "#<id>" (render.SlotACLID). One command a pattern: `add acl` takes
+// no payload on 2.6, and such allowlists are short.
 type ACLReplace struct {
-	Path     string
+	Path     string // "#<id>" or a file
 	Patterns []string
 }
 

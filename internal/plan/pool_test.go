@@ -200,12 +200,12 @@ func TestPoolTimeoutsAreMapEntries(t *testing.T) {
 	}
 }
 
-// A bound route's allowlist is its spare's ACL file: binding fills it
-// before the map entry routes to the route, unbinding opens it again only
-// after the entry is gone, and a change replaces it; all at runtime.
-func TestPoolAllowlistIsAnACLFile(t *testing.T) {
+// A bound route's allowlist is its spare's ACL: binding fills it before
+// the map entry routes to the route, unbinding opens it again only after
+// the entry is gone, and a change replaces it; all at runtime.
+func TestPoolAllowlistIsTheSparesACL(t *testing.T) {
 	const slot = model.BackendName("be_pool:http:1")
-	const acl = "/var/lib/haroute/bundle/acls/be_pool_http_1.acl"
+	const acl = "#16777217"
 	withRoute := func(allow model.AddressList) State {
 		d := baseDesired()
 		r := httpRoute("new", "new.example.com", svc("new", 100, srv("127.0.0.1", 18099, 256)))
@@ -219,6 +219,9 @@ func TestPoolAllowlistIsAnACLFile(t *testing.T) {
 	empty := withSpares(t, baseDesired(), slot)
 	bound := withRoute("10.0.0.0/8 2001:db8::/32")
 	changed := withRoute("127.0.0.1")
+	if !bytes.Equal(empty.Bundle.Skeleton, bound.Bundle.Skeleton) {
+		t.Fatal("the allowlist's patterns are in the skeleton")
+	}
 	index := func(cmds []string, prefix string) int {
 		return slices.IndexFunc(cmds, func(c string) bool { return strings.HasPrefix(c, prefix) })
 	}

@@ -81,8 +81,8 @@ func (d *differ) route(old, cur *model.AdmittedRoute) {
 		// change the backend no more than a host does.
 		oldBackend.Timeout, oldBackend.TunnelTimeout = cur.Backend.Timeout, cur.Backend.TunnelTimeout
 	}
-	if render.OnPoolSpare(cur) {
-		oldBackend.IPAllowlist = cur.Backend.IPAllowlist // an ACL file (aclFiles)
+	if render.AllowlistByID(cur) {
+		oldBackend.IPAllowlist = cur.Backend.IPAllowlist // the spare's ACL (acls)
 	}
 	if render.HSTSByMap(cur) {
 		oldBackend.HSTSHeader = cur.Backend.HSTSHeader // a map entry

@@ -146,6 +146,15 @@ type Bundle struct {
 	Skeleton []byte
 	Maps     []Map
 	Certs    []Cert
+	// ACLs are the pool spares' allowlists, whose patterns the runtime
+	// API replaces (haproxy.cfg holds them; the skeleton does not).
+	ACLs []ACL
+}
+
+// ACL is an inline ACL the runtime API names by its id ("#16777217").
+type ACL struct {
+	ID       string
+	Patterns []string
 }
 
 // File returns the named file, or nil.

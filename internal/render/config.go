@@ -539,8 +539,14 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 
 	// tcp-request rules first: HAProxy evaluates them before http-request
 	// rules whatever their order, and warns when they are written after.
-	if OnPoolSpare(r) {
-		w.line("  tcp-request content reject if !{ src -f ", in.Dir, "/", SlotACLFile(r.Slot), " }")
+	if AllowlistByID(r) {
+		id := SlotACLID(r.Slot)[1:]
+		w.skel = append(w.skel, "  tcp-request content reject if !{ src -u "+id+" }\n"...)
+		w.full = append(w.full, "  tcp-request content reject if !{ src -u "+id...)
+		for _, p := range allowPatterns(bs.IPAllowlist) {
+			w.full = append(append(w.full, ' '), p...)
+		}
+		w.full = append(w.full, " }\n"...)
 	} else {
 		for chunk := range bs.IPAllowlist.Chunks(allowlistChunk) {
 			w.line("  acl allowlist src ", chunk)

@@ -136,7 +136,7 @@ func Render(in Input) (*Bundle, error) {
 	}
 	b.Certs, b.Files = buildTLS(in, outs, b.Files)
 	b.Files = append(b.Files, errorPageFiles(in)...)
-	b.Files = append(b.Files, slotACLFiles(in)...)
+	b.ACLs = slotACLs(in)
 
 	full, skeleton, parts := buildConfig(in, outs, t)
 	b.Skeleton = skeleton
@@ -452,45 +452,82 @@ func TimeoutsByMap(r *model.AdmittedRoute) bool {
 	return OnPoolSpare(r) && r.Termination != model.TerminationPassthrough
 }
 
-// SlotACLFile is the allowlist of a pool spare: the addresses of the
-// route's haproxy.router.openshift.io/ip_allowlist when a route with one
-// is bound to it, else AllowAll. The spare rejects a client that matches
-// none of them, so binding, changing and unbinding an allowlist is
-// `prepare acl` / `add acl` / `commit acl`.
-func SlotACLFile(slot model.BackendName) string {
-	return "acls/" + strings.ReplaceAll(string(slot), ":", "_") + ".acl"
+// The allowlist of a pool spare is an inline ACL with an id of its own
+// (SlotACLID), so the runtime API can replace its patterns (`prepare acl
+// #<id>`, `add acl`, `commit acl`): the addresses of the bound route's
+// haproxy.router.openshift.io/ip_allowlist, else AllowAll. Its patterns
+// are not part of the skeleton, as a route's servers are not. A route
+// with more addresses than fit one config line keeps its own backend.
+
+// AllowAll are the patterns of a spare's allowlist when its route has none.
+var AllowAll = []string{"0.0.0.0/0", "::/0"}
+
+// slotACLBase puts the spares' ACL ids far above the ones HAProxy numbers
+// itself from 0 (one per ACL or map in the config).
+const slotACLBase = 1 << 24
+
+// SlotACLID is the runtime API's name of a pool spare's allowlist,
+// "#<id>", from the spare's sequence number; "" when slot is not a pool
+// spare.
+func SlotACLID(slot model.BackendName) string {
+	s := string(slot)
+	if !strings.HasPrefix(s, model.PoolSlotPrefix) {
+		return ""
+	}
+	n, err := strconv.Atoi(s[strings.LastIndexByte(s, ':')+1:])
+	if err != nil || n < 0 || n >= 1<<30 {
+		return ""
+	}
+	return "#" + strconv.Itoa(slotACLBase+n)
 }
 
-// AllowAll is the content of a spare's allowlist when its route has none.
-const AllowAll = "0.0.0.0/0\n::/0\n"
+// AllowlistByID reports whether r's allowlist is its spare's ACL: a pool
+// spare, or a route bound to one whose addresses fit one line.
+func AllowlistByID(r *model.AdmittedRoute) bool {
+	if SlotACLID(r.Slot) == "" {
+		return false
+	}
+	n := 0
+	for range r.Backend.IPAllowlist.Entries() {
+		n++
+	}
+	return n <= allowlistChunk
+}
 
-// slotACLFiles returns the allowlist file of every pool spare.
-func slotACLFiles(in Input) []File {
-	var allow map[model.BackendName]model.AddressList
+// slotACLs returns the allowlist of every pool spare, in spare order.
+func slotACLs(in Input) []ACL {
+	var bound map[model.BackendName]*model.AdmittedRoute
 	for i := range in.Desired.Routes {
-		if r := &in.Desired.Routes[i]; OnPoolSpare(r) && r.Backend.IPAllowlist != "" {
-			if allow == nil {
-				allow = make(map[model.BackendName]model.AddressList)
+		if r := &in.Desired.Routes[i]; SlotACLID(r.Slot) != "" {
+			if bound == nil {
+				bound = make(map[model.BackendName]*model.AdmittedRoute)
 			}
-			allow[r.Slot] = r.Backend.IPAllowlist
+			bound[r.Slot] = r
 		}
 	}
-	var files []File
+	var acls []ACL
 	for i := range in.Spares {
-		slot := in.Spares[i].Slot
-		if !strings.HasPrefix(string(slot), model.PoolSlotPrefix) {
-			continue
+		sp := &in.Spares[i]
+		if r := bound[sp.Slot]; r != nil {
+			sp = r
 		}
-		data := []byte(AllowAll)
-		if list, ok := allow[slot]; ok {
-			data = data[:0]
-			for a := range list.Entries() {
-				data = append(append(data, a...), '\n')
-			}
+		if AllowlistByID(sp) {
+			acls = append(acls, ACL{ID: SlotACLID(sp.Slot), Patterns: allowPatterns(sp.Backend.IPAllowlist)})
 		}
-		files = append(files, File{Name: SlotACLFile(slot), Data: data, Mode: 0o644})
 	}
-	return files
+	return acls
+}
+
+// allowPatterns are the patterns of an allowlist: AllowAll when empty.
+func allowPatterns(l model.AddressList) []string {
+	if l == "" {
+		return AllowAll
+	}
+	var out []string
+	for a := range l.Entries() {
+		out = append(out, a)
+	}
+	return out
 }
 
 func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

@@ -308,8 +308,8 @@ func TestTimeoutRoutesWithoutReload(t *testing.T) {
 }
 
 // A route with an IP allowlist binds to a spare: the spare rejects
-// clients its ACL file does not list, and the file is replaced at runtime
-// (prepare/add/commit acl), so adding the route, changing its allowlist
+// clients its ACL does not list, and the ACL is replaced at runtime
+// (prepare/add/commit acl #<id>), so adding the route, changing its allowlist
 // and deleting it take no reload, and the allowlist is in force from the
 // first request.
 func TestAllowlistRoutesWithoutReload(t *testing.T) {
