@@ -437,9 +437,10 @@ func HSTSByMap(r *model.AdmittedRoute) bool {
 }
 
 // OnPoolSpare reports whether r is a spare the pool made, or a route bound
-// to one: its backend reads settings from files the runtime API can change
-// (its allowlist, and for HTTP its timeouts). A route's own backend kept
-// as a spare keeps the text it runs with.
+// to one: its backend reads settings from maps and an ACL the runtime API
+// can change (its allowlist; for HTTP its timeouts; for edge and
+// reencrypt its HSTS header). A route's own backend kept as a spare keeps
+// the text it runs with.
 func OnPoolSpare(r *model.AdmittedRoute) bool {
 	return strings.HasPrefix(string(r.Slot), model.PoolSlotPrefix)
 }
