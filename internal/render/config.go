@@ -215,7 +215,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	}
 
 	preloadCAs(w, in)
-	routeDefaults(w, forwardedPolicy(&s), ipv6Clients(&s))
+	routeDefaults(w, in, forwardedPolicy(&s), ipv6Clients(&s))
 	writeSlots(w, in, outs, t)
 	full = make([][]byte, 0, len(outs)+1)
 	full = append(full, w.full)
@@ -471,17 +471,32 @@ const (
 	baseDefaults = "base"
 	routesHTTP   = "routes_http"
 	routesTCP    = "routes_tcp"
+	// poolHTTP and poolTLS are routesHTTP plus what an HTTP pool spare
+	// reads from maps (timeouts; for edge and reencrypt, HSTS too), once
+	// rather than in each of a thousand spares.
+	poolHTTP = "pool_http"
+	poolTLS  = "pool_tls"
 )
 
-// routeDefaults writes routesHTTP and routesTCP. HTTP rules in a defaults
-// section (HAProxy 2.5+) run before the backend's own, as they did when
-// they were written at the top of each backend.
-func routeDefaults(w *cfgWriter, forwarded string, ipv6 bool) {
-	w.line("")
-	w.line("defaults ", routesHTTP, " from ", baseDefaults)
-	w.line("  mode http")
-	w.line("  balance ", string(model.DefaultBalance))
-	forwardedHeaders(w, forwarded, ipv6)
+// routeDefaults writes routesHTTP and routesTCP, and poolHTTP and poolTLS
+// for the pool's spares. HTTP rules in a defaults section (HAProxy 2.5+)
+// run before the backend's own, as they did when they were written at the
+// top of each backend. A defaults section cannot inherit one that has
+// rules, so each HTTP one spells out the forwarded headers.
+func routeDefaults(w *cfgWriter, in Input, forwarded string, ipv6 bool) {
+	httpDefaults := func(name string, rules ...func(*cfgWriter, Input)) {
+		w.line("")
+		w.line("defaults ", name, " from ", baseDefaults)
+		w.line("  mode http")
+		w.line("  balance ", string(model.DefaultBalance))
+		forwardedHeaders(w, forwarded, ipv6)
+		for _, rule := range rules {
+			rule(w, in)
+		}
+	}
+	httpDefaults(routesHTTP)
+	httpDefaults(poolHTTP, timeoutRules)
+	httpDefaults(poolTLS, timeoutRules, hstsRule)
 	w.line("")
 	w.line("defaults ", routesTCP, " from ", baseDefaults)
 	w.line("  mode tcp")
@@ -508,6 +523,10 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 		defaults, inherited = routesTCP, model.DefaultPassthroughBalance
 	case ownHeaders:
 		defaults, inherited = baseDefaults, ""
+	case HSTSByMap(r):
+		defaults = poolTLS
+	case TimeoutsByMap(r):
+		defaults = poolHTTP
 	}
 	if r.Slot == "" {
 		w.line("# route ", r.Key.String())
@@ -573,15 +592,15 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 		forwardedHeaders(w, bs.ForwardedHeaders, ipv6Clients(&in.Desired.Router))
 	}
 	if !tcp {
-		if byMap {
-			timeoutRules(w, in)
+		if byMap && ownHeaders {
+			timeoutRules(w, in) // not inherited from poolHTTP
 		}
 		rewriteTarget(w, r)
 		switch {
 		case HSTSByMap(r):
-			// parseHSTS leaves no white space in the value: a map value.
-			m := in.Dir + "/" + HSTSMap
-			w.line("  http-response set-header Strict-Transport-Security %[be_name,map_str(", m, ")] if { ssl_fc } { be_name,map_str(", m, ") -m found }")
+			if ownHeaders {
+				hstsRule(w, in) // not inherited from poolTLS
+			}
 		case bs.HSTSHeader != "" && r.Termination != model.TerminationNone:
 			v, _ := singleQuoted("hsts header", bs.HSTSHeader, true) // checked in checkRoute
 			w.line("  http-response set-header Strict-Transport-Security ", v, " if { ssl_fc }")
@@ -609,14 +628,22 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 }
 
 // timeoutRules set the timeouts of a spare's stream from the timeout maps
-// when they hold its name: a lookup per request, on spares only. Without
-// an entry, the defaults' timeouts stand, as for a route without the
-// annotations.
+// when they hold its name: a lookup per request, on spares only (the
+// backends that use poolHTTP). Without an entry, the defaults' timeouts
+// stand, as for a route without the annotations.
 func timeoutRules(w *cfgWriter, in Input) {
 	for _, t := range []struct{ kind, file string }{{"server", TimeoutServerMap}, {"tunnel", TimeoutTunnelMap}} {
 		m := in.Dir + "/" + t.file
 		w.line("  http-request set-timeout ", t.kind, " be_name,map_str_int(", m, ") if { be_name,map_str(", m, ") -m found }")
 	}
+}
+
+// hstsRule sets Strict-Transport-Security from HSTSMap when it holds the
+// backend's name. parseHSTS leaves no white space in the value: a map
+// value.
+func hstsRule(w *cfgWriter, in Input) {
+	m := in.Dir + "/" + HSTSMap
+	w.line("  http-response set-header Strict-Transport-Security %[be_name,map_str(", m, ")] if { ssl_fc } { be_name,map_str(", m, ") -m found }")
 }
 
 // forwardedHeaders renders haproxy.router.openshift.io/set-forwarded-headers
