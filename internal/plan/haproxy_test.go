@@ -45,18 +45,7 @@ func TestRuntimePlanOnHAProxy(t *testing.T) {
 	if plan.Reload {
 		t.Fatalf("plan reloads: %v", reasonStrings(plan))
 	}
-	for _, op := range plan.Ops {
-		switch o := op.(type) {
-		case MapReplace:
-			ver, err := ParsePrepareReply(live.cmd(t, o.PrepareCommand()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			live.mustCmd(t, o.Commands(ver)...)
-		case CommandOp:
-			live.mustCmd(t, o.Commands()...)
-		}
-	}
+	live.apply(t, plan)
 
 	desired := stateFor(t, cur, certB, live.dir, live.runDir)
 	backends, maps := plan.Touched()
@@ -89,20 +78,23 @@ type liveHAProxy struct {
 	rt          *haproxy.Runtime
 }
 
-// startHAProxy writes d's bundle and starts HAProxy on free ports.
-func startHAProxy(t *testing.T, bin string, d *model.Desired, cert []byte) *liveHAProxy {
+// startHAProxy writes d's bundle, with the pool's spares if any, and
+// starts HAProxy on free ports.
+func startHAProxy(t *testing.T, bin string, d *model.Desired, cert []byte, spares ...model.AdmittedRoute) *liveHAProxy {
 	t.Helper()
 	root := testutil.ShortTempDir(t)
 	d.Router.HTTPPort, d.Router.HTTPSPort, d.Router.StatsPort = testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	h := &liveHAProxy{dir: root + "/b", runDir: root + "/r"}
-	h.state = stateFor(t, d, cert, h.dir, h.runDir)
-	for _, dir := range []string{h.runDir, h.dir + "/maps", h.dir + "/certs"} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
+	h.state = stateFor(t, d, cert, h.dir, h.runDir, spares...)
+	if err := os.MkdirAll(h.runDir, 0o700); err != nil {
+		t.Fatal(err)
 	}
 	for _, f := range h.state.Bundle.Files {
-		if err := os.WriteFile(filepath.Join(h.dir, f.Name), f.Bytes(), f.Mode); err != nil {
+		path := filepath.Join(h.dir, f.Name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, f.Bytes(), f.Mode); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,8 +104,28 @@ func startHAProxy(t *testing.T, bin string, d *model.Desired, cert []byte) *live
 	return h
 }
 
-func stateFor(t *testing.T, d *model.Desired, cert []byte, dir, runDir string) State {
-	return stateOf(t, render.Input{Desired: d, Dir: dir, RunDir: runDir, DefaultCertificate: cert})
+func stateFor(t *testing.T, d *model.Desired, cert []byte, dir, runDir string, spares ...model.AdmittedRoute) State {
+	return stateOf(t, render.Input{Desired: d, Dir: dir, RunDir: runDir, DefaultCertificate: cert, Spares: spares})
+}
+
+// apply sends a plan's ops as the daemon does (daemon.execute), failing
+// on the first command HAProxy refuses and on an op it cannot send.
+func (h *liveHAProxy) apply(t *testing.T, p Plan) {
+	t.Helper()
+	for _, op := range p.Ops {
+		switch o := op.(type) {
+		case VersionedOp:
+			ver, err := ParsePrepareReply(h.cmd(t, o.PrepareCommand()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.mustCmd(t, o.Commands(ver)...)
+		case CommandOp:
+			h.mustCmd(t, o.Commands()...)
+		default:
+			t.Fatalf("unknown op %T", op)
+		}
+	}
 }
 
 // cmd sends one command and returns the reply.
