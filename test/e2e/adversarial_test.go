@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/status"
+	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 )
 
@@ -150,4 +152,63 @@ func weakCert(t *testing.T, host string) (certPEM, keyPEM string) {
 	certPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 	keyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
 	return certPEM, keyPEM
+}
+
+// A new route whose certificate `check` admits and HAProxy refuses would
+// bind to a spare at runtime. HAProxy checks a runtime certificate install
+// first (here a wrapper's `haproxy -c` refuses any candidate whose
+// crt-list names refused.e2e.test): the route is rejected with HAProxy's
+// message before anything reaches the running HAProxy, the routes served
+// keep serving, the next route with a certificate still binds without a
+// reload, the refused line never reaches the disk, and a restart loads.
+func TestRefusedCertificateOnNewRouteIsRejected(t *testing.T) {
+	r := newRouter(t)
+	r.haproxy = filepath.Join(t.TempDir(), "haproxy")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = -c ] && grep -q refused.e2e.test \"$(dirname \"$3\")/crt-list\"; then echo \"[ALERT] unable to load certificate for refused.e2e.test\" >&2; exit 1; fi\nexec %s \"$@\"\n",
+		testutil.HAProxy(t))
+	must(t, os.WriteFile(r.haproxy, []byte(script), 0o755))
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig(""),
+		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	before := r.reloads()
+
+	edge := func(name string, serial int64) []byte {
+		host := name + ".e2e.test"
+		cert, key := makeCert(t, host, serial)
+		return []byte(routeYAML(name, host, "", "one") + "  tls:\n    termination: edge\n    certificate: |\n" +
+			indent(cert, 6) + "\n    key: |\n" + indent(key, 6) + "\n")
+	}
+	gen["refused.yaml"] = edge("refused", 3003)
+	must(t, w.Publish(gen))
+	st := r.routeStatus("refused", model.RouteRejected)
+	if !strings.Contains(strings.Join(st.Reasons, " "), "unable to load certificate") {
+		t.Fatalf("reasons %q do not give HAProxy's message", st.Reasons)
+	}
+	r.serves("a.e2e.test", "/", "one")
+
+	gen["good.yaml"] = edge("good", 4004)
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "good.e2e.test served with its certificate", func() error {
+		return servedSerial(r, "good.e2e.test", 4004)
+	})
+	list, err := os.ReadFile(filepath.Join(r.stateDir, "live", "crt-list"))
+	must(t, err)
+	if strings.Contains(string(list), "refused.e2e.test") {
+		t.Fatalf("the refused route's line is on disk:\n%s", list)
+	}
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("a refused route and a good one took %d reloads, want 0", got)
+	}
+	r.stop()
+	r.store = &status.Store{}
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	r.eventually(20*time.Second, "good.e2e.test served after a restart", func() error {
+		return servedSerial(r, "good.e2e.test", 4004)
+	})
 }
