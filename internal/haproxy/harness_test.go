@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"text/template"
 	"time"
@@ -63,7 +62,7 @@ type rig struct {
 	sup         *Supervisor
 	proc        *Process
 	rt          *Runtime
-	log         *lockedWriter
+	log         *testutil.SyncBuffer
 }
 
 // newRig writes the test config into a short run dir and validates it.
@@ -71,7 +70,7 @@ func newRig(t testing.TB) *rig {
 	t.Helper()
 	bin := testutil.HAProxy(t)
 	r := &rig{Run: testutil.ShortTempDir(t), HTTP: testutil.FreePort(t), HTTPS: testutil.FreePort(t),
-		B0: backend(t, "b0"), B1: backend(t, "b1"), log: &lockedWriter{}}
+		B0: backend(t, "b0"), B1: backend(t, "b1"), log: &testutil.SyncBuffer{}}
 	r.Cfg = filepath.Join(r.Run, "haproxy.cfg")
 	var cfg bytes.Buffer
 	template.Must(template.New("cfg").Parse(testConfig)).Execute(&cfg, r)
@@ -224,23 +223,4 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// lockedWriter collects log output written from HAProxy's reader
-// goroutine while the test reads it.
-type lockedWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

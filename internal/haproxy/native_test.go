@@ -68,7 +68,7 @@ func startNativeRig(t *testing.T) *nativeRig {
 	sitePEM, r.before = nativeCert(t, "before.example", big.NewInt(1), time.Now().Add(24*time.Hour))
 	writeFile(t, filepath.Join(r.Run, "site.pem"), sitePEM)
 
-	logs := &lockedWriter{}
+	logs := &testutil.SyncBuffer{}
 	sup, err := NewSupervisor(Options{
 		Binary: bin, ConfigPath: cfgPath, RunDir: r.Run,
 		Logger:          slog.New(slog.NewTextHandler(logs, nil)),

@@ -32,7 +32,7 @@ type Ready struct {
 // failed, when the test ends.
 func StartHAProxy(t testing.TB, bin string, args []string, ready Ready) *exec.Cmd {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &SyncBuffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -99,20 +99,20 @@ func StartHAProxy(t testing.TB, bin string, args []string, ready Ready) *exec.Cm
 	return cmd
 }
 
-// syncBuffer is HAProxy's output, written by exec's copying goroutines
-// while a failing test may read it.
-type syncBuffer struct {
+// SyncBuffer is output written from other goroutines (HAProxy's, copied
+// by exec or by a log reader) while the test reads it.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

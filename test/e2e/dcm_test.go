@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -476,27 +475,7 @@ func TestHungAdminSocketFallsBackToReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var held []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := hung.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c) // read nothing, answer nothing
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		hung.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
+	holdConnections(t, hung)
 
 	before := r.reloads()
 	must(t, w.Publish(scaleFiles(r, "", []*backend{two})))

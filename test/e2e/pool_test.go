@@ -227,8 +227,15 @@ func hangingBackend(t *testing.T) *backend {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
+	holdConnections(t, ln)
+	return &backend{Name: "hang", Port: ln.Addr().(*net.TCPAddr).Port}
+}
+
+// holdConnections accepts every connection on ln and holds it, reading
+// and answering nothing, until the test ends.
+func holdConnections(t *testing.T, ln net.Listener) {
 	var mu sync.Mutex
-	var conns []net.Conn
+	var held []net.Conn
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -236,7 +243,7 @@ func hangingBackend(t *testing.T) *backend {
 				return
 			}
 			mu.Lock()
-			conns = append(conns, c)
+			held = append(held, c)
 			mu.Unlock()
 		}
 	}()
@@ -244,11 +251,10 @@ func hangingBackend(t *testing.T) *backend {
 		ln.Close()
 		mu.Lock()
 		defer mu.Unlock()
-		for _, c := range conns {
+		for _, c := range held {
 			c.Close()
 		}
 	})
-	return &backend{Name: "hang", Port: ln.Addr().(*net.TCPAddr).Port}
 }
 
 // A route with its own timeout binds to a spare too: the spare reads the
