@@ -39,7 +39,7 @@ func (d *differ) bundles() {
 // spare coming or going is the pool's own reload, which the skeleton
 // shows; changed patterns are replaced at runtime: before the map entry
 // routes to a route being bound, after it is gone for one being unbound
-// (back to render.AllowAll), so a route is never reachable beyond its
+// (the ACL open again), so a route is never reachable beyond its
 // allowlist.
 func (d *differ) acls(a, b *render.Bundle) {
 	olds := make(map[string][]string, len(a.ACLs))
@@ -52,7 +52,7 @@ func (d *differ) acls(a, b *render.Bundle) {
 			continue
 		}
 		op := ACLReplace{Path: acl.ID, Patterns: acl.Patterns}
-		if slices.Equal(acl.Patterns, render.AllowAll) {
+		if acl.Open() {
 			d.removes = append(d.removes, op)
 		} else {
 			d.adds = append(d.adds, op)

@@ -75,19 +75,9 @@ func (d *differ) route(old, cur *model.AdmittedRoute) {
 		d.newBackends[newBe] = true
 		return
 	}
-	oldBackend := old.Backend
-	if render.TimeoutsByMap(cur) {
-		// The timeouts live in maps (the map diff makes the ops): they
-		// change the backend no more than a host does.
-		oldBackend.Timeout, oldBackend.TunnelTimeout = cur.Backend.Timeout, cur.Backend.TunnelTimeout
-	}
-	if render.AllowlistByID(cur) {
-		oldBackend.IPAllowlist = cur.Backend.IPAllowlist // the spare's ACL (acls)
-	}
-	if render.HSTSByMap(cur) {
-		oldBackend.HSTSHeader = cur.Backend.HSTSHeader // a map entry
-	}
-	fields, detail := d.backendDiff(oldBackend, cur.Backend)
+	// What a spare reads from maps and its ACL changes the backend no more
+	// than a host does: the map and ACL diffs make the ops.
+	fields, detail := d.backendDiff(render.RuntimeSettingsOf(cur, old.Backend), cur.Backend)
 	if !cur.Backend.DisableCookies && !old.Backend.DisableCookies && render.SecureCookie(old) != render.SecureCookie(cur) {
 		// The cookie line follows the redirect policy (Allow: not
 		// Secure), and a cookie line changes only with a reload.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"io/fs"
+	"slices"
 
 	"github.com/haroute/haroute/internal/model"
 )
@@ -156,6 +157,9 @@ type ACL struct {
 	ID       string
 	Patterns []string
 }
+
+// Open reports whether the ACL lets every client in: a free spare's.
+func (a ACL) Open() bool { return slices.Equal(a.Patterns, allowAll) }
 
 // File returns the named file, or nil.
 func (b *Bundle) File(name string) *File {

@@ -523,9 +523,9 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 		defaults, inherited = routesTCP, model.DefaultPassthroughBalance
 	case ownHeaders:
 		defaults, inherited = baseDefaults, ""
-	case HSTSByMap(r):
+	case hstsByMap(r):
 		defaults = poolTLS
-	case TimeoutsByMap(r):
+	case timeoutsByMap(r):
 		defaults = poolHTTP
 	}
 	if r.Slot == "" {
@@ -548,7 +548,7 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 			w.line("  hash-type consistent")
 		}
 	}
-	byMap := TimeoutsByMap(r)
+	byMap := timeoutsByMap(r)
 	if bs.Timeout > 0 && !byMap {
 		w.line("  timeout server ", duration(bs.Timeout))
 	}
@@ -558,7 +558,7 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 
 	// tcp-request rules first: HAProxy evaluates them before http-request
 	// rules whatever their order, and warns when they are written after.
-	if AllowlistByID(r) {
+	if allowlistByID(r) {
 		id := SlotACLID(r.Slot)[1:]
 		w.skel = append(w.skel, "  tcp-request content reject if !{ src -u "+id+" }\n"...)
 		w.full = append(w.full, "  tcp-request content reject if !{ src -u "+id...)
@@ -597,7 +597,7 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 		}
 		rewriteTarget(w, r)
 		switch {
-		case HSTSByMap(r):
+		case hstsByMap(r):
 			if ownHeaders {
 				hstsRule(w, in) // not inherited from poolTLS
 			}

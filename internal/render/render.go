@@ -415,7 +415,7 @@ func routeMapEntries(r *model.AdmittedRoute) []mapAdd {
 	default:
 		add(httpMap, be)
 	}
-	if TimeoutsByMap(r) {
+	if timeoutsByMap(r) {
 		if t := r.Backend.Timeout; t > 0 {
 			out = append(out, mapAdd{name: TimeoutServerMap, MapEntry: MapEntry{Key: be, Value: millis(t)}})
 		}
@@ -423,45 +423,62 @@ func routeMapEntries(r *model.AdmittedRoute) []mapAdd {
 			out = append(out, mapAdd{name: TimeoutTunnelMap, MapEntry: MapEntry{Key: be, Value: millis(t)}})
 		}
 	}
-	if HSTSByMap(r) && r.Backend.HSTSHeader != "" {
+	if hstsByMap(r) && r.Backend.HSTSHeader != "" {
 		out = append(out, mapAdd{name: HSTSMap, MapEntry: MapEntry{Key: be, Value: r.Backend.HSTSHeader}})
 	}
 	return out
 }
 
-// HSTSByMap reports whether r's backend takes its Strict-Transport-Security
+// hstsByMap reports whether r's backend takes its Strict-Transport-Security
 // header from HSTSMap: an edge or reencrypt pool spare, or a route bound to
 // one.
-func HSTSByMap(r *model.AdmittedRoute) bool {
-	return OnPoolSpare(r) && (r.Termination == model.TerminationEdge || r.Termination == model.TerminationReencrypt)
+func hstsByMap(r *model.AdmittedRoute) bool {
+	return onPoolSpare(r) && (r.Termination == model.TerminationEdge || r.Termination == model.TerminationReencrypt)
 }
 
-// OnPoolSpare reports whether r is a spare the pool made, or a route bound
+// onPoolSpare reports whether r is a spare the pool made, or a route bound
 // to one: its backend reads settings from maps and an ACL the runtime API
 // can change (its allowlist; for HTTP its timeouts; for edge and
 // reencrypt its HSTS header). A route's own backend kept as a spare keeps
 // the text it runs with.
-func OnPoolSpare(r *model.AdmittedRoute) bool {
+func onPoolSpare(r *model.AdmittedRoute) bool {
 	return strings.HasPrefix(string(r.Slot), model.PoolSlotPrefix)
 }
 
-// TimeoutsByMap reports whether r's backend takes its timeouts from
+// RuntimeSettingsOf returns b with the settings r's backend reads at
+// runtime (timeoutsByMap, hstsByMap, allowlistByID) taken from r: what is
+// left to differ between b and r's settings changes the backend's text.
+func RuntimeSettingsOf(r *model.AdmittedRoute, b model.BackendSettings) model.BackendSettings {
+	if timeoutsByMap(r) {
+		b.Timeout, b.TunnelTimeout = r.Backend.Timeout, r.Backend.TunnelTimeout
+	}
+	if hstsByMap(r) {
+		b.HSTSHeader = r.Backend.HSTSHeader
+	}
+	if allowlistByID(r) {
+		b.IPAllowlist = r.Backend.IPAllowlist
+	}
+	return b
+}
+
+// timeoutsByMap reports whether r's backend takes its timeouts from
 // TimeoutServerMap and TimeoutTunnelMap rather than from its own lines:
 // an HTTP pool spare or a route bound to one. (A TCP backend has no action
 // that sets a timeout per connection on 2.6.)
-func TimeoutsByMap(r *model.AdmittedRoute) bool {
-	return OnPoolSpare(r) && r.Termination != model.TerminationPassthrough
+func timeoutsByMap(r *model.AdmittedRoute) bool {
+	return onPoolSpare(r) && r.Termination != model.TerminationPassthrough
 }
 
 // The allowlist of a pool spare is an inline ACL with an id of its own
 // (SlotACLID), so the runtime API can replace its patterns (`prepare acl
 // #<id>`, `add acl`, `commit acl`): the addresses of the bound route's
-// haproxy.router.openshift.io/ip_allowlist, else AllowAll. Its patterns
+// haproxy.router.openshift.io/ip_allowlist, else allowAll. Its patterns
 // are not part of the skeleton, as a route's servers are not. A route
 // with more addresses than fit one config line keeps its own backend.
 
-// AllowAll are the patterns of a spare's allowlist when its route has none.
-var AllowAll = []string{"0.0.0.0/0", "::/0"}
+// allowAll are the patterns of a spare's allowlist when its route has
+// none.
+var allowAll = []string{"0.0.0.0/0", "::/0"}
 
 // slotACLBase puts the spares' ACL ids far above the ones HAProxy numbers
 // itself from 0 (one per ACL or map in the config).
@@ -482,9 +499,9 @@ func SlotACLID(slot model.BackendName) string {
 	return "#" + strconv.Itoa(slotACLBase+n)
 }
 
-// AllowlistByID reports whether r's allowlist is its spare's ACL: a pool
+// allowlistByID reports whether r's allowlist is its spare's ACL: a pool
 // spare, or a route bound to one whose addresses fit one line.
-func AllowlistByID(r *model.AdmittedRoute) bool {
+func allowlistByID(r *model.AdmittedRoute) bool {
 	if SlotACLID(r.Slot) == "" {
 		return false
 	}
@@ -512,17 +529,17 @@ func slotACLs(in Input) []ACL {
 		if r := bound[sp.Slot]; r != nil {
 			sp = r
 		}
-		if AllowlistByID(sp) {
+		if allowlistByID(sp) {
 			acls = append(acls, ACL{ID: SlotACLID(sp.Slot), Patterns: allowPatterns(sp.Backend.IPAllowlist)})
 		}
 	}
 	return acls
 }
 
-// allowPatterns are the patterns of an allowlist: AllowAll when empty.
+// allowPatterns are the patterns of an allowlist: allowAll when empty.
 func allowPatterns(l model.AddressList) []string {
 	if l == "" {
-		return AllowAll
+		return allowAll
 	}
 	var out []string
 	for a := range l.Entries() {
