@@ -488,21 +488,28 @@ const slotACLBase = 1 << 24
 // "#<id>", from the spare's sequence number; "" when slot is not a pool
 // spare.
 func SlotACLID(slot model.BackendName) string {
+	n, ok := slotSeq(slot)
+	if !ok {
+		return ""
+	}
+	var buf [16]byte // one allocation a spare at every render: the string
+	return string(strconv.AppendInt(append(buf[:0], '#'), int64(slotACLBase+n), 10))
+}
+
+// slotSeq is the sequence number that ends a pool spare's name.
+func slotSeq(slot model.BackendName) (int, bool) {
 	s := string(slot)
 	if !strings.HasPrefix(s, model.PoolSlotPrefix) {
-		return ""
+		return 0, false
 	}
 	n, err := strconv.Atoi(s[strings.LastIndexByte(s, ':')+1:])
-	if err != nil || n < 0 || n >= 1<<30 {
-		return ""
-	}
-	return "#" + strconv.Itoa(slotACLBase+n)
+	return n, err == nil && n >= 0 && n < 1<<30
 }
 
 // allowlistByID reports whether r's allowlist is its spare's ACL: a pool
 // spare, or a route bound to one whose addresses fit one line.
 func allowlistByID(r *model.AdmittedRoute) bool {
-	if SlotACLID(r.Slot) == "" {
+	if _, ok := slotSeq(r.Slot); !ok {
 		return false
 	}
 	n := 0
@@ -516,14 +523,14 @@ func allowlistByID(r *model.AdmittedRoute) bool {
 func slotACLs(in Input) []ACL {
 	var bound map[model.BackendName]*model.AdmittedRoute
 	for i := range in.Desired.Routes {
-		if r := &in.Desired.Routes[i]; SlotACLID(r.Slot) != "" {
+		if r := &in.Desired.Routes[i]; onPoolSpare(r) {
 			if bound == nil {
 				bound = make(map[model.BackendName]*model.AdmittedRoute)
 			}
 			bound[r.Slot] = r
 		}
 	}
-	var acls []ACL
+	acls := make([]ACL, 0, len(in.Spares))
 	for i := range in.Spares {
 		sp := &in.Spares[i]
 		if r := bound[sp.Slot]; r != nil {
