@@ -20,8 +20,8 @@ func (d *differ) bundles() {
 
 	var crt crtListOps
 	runtimeCrt := true
-	if !bytes.Equal(fileData(a, render.CrtListFile), fileData(b, render.CrtListFile)) {
-		if crt, runtimeCrt = d.crtList(a, b); runtimeCrt {
+	if oldList, newList := fileData(a, render.CrtListFile), fileData(b, render.CrtListFile); !bytes.Equal(oldList, newList) {
+		if crt, runtimeCrt = d.crtList(oldList, newList); runtimeCrt {
 			d.add(Change{Mode: ModeRuntime, Kind: KindCrtList, Subject: render.CrtListFile,
 				Detail: fmt.Sprintf("+%d -%d lines", len(crt.added), len(crt.replaced)+len(crt.deleted))})
 		}

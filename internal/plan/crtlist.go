@@ -50,14 +50,16 @@ type crtListOps struct {
 	replaced, added, deleted []crtLine
 }
 
-// crtList diffs the crt-lists. It returns the runtime work and whether
-// the change can be made at runtime at all; when not, it has added a
-// reload change saying why.
-func (d *differ) crtList(a, b *render.Bundle) (crtListOps, bool) {
-	olds, news := parseCrtList(fileData(a, render.CrtListFile)), parseCrtList(fileData(b, render.CrtListFile))
+// crtList diffs two crt-lists that differ. It returns the runtime work
+// and whether the change can be made at runtime at all; when not, it has
+// added a reload change saying why.
+func (d *differ) crtList(oldData, newData []byte) (crtListOps, bool) {
+	olds, news := parseCrtList(oldData), parseCrtList(newData)
 	oldLines := make(map[string]int, len(olds))
+	oldCerts := make(map[string]int, len(olds))
 	for _, l := range olds {
 		oldLines[l.text]++
+		oldCerts[l.cert]++
 	}
 	newLines := make(map[string]int, len(news))
 	newCerts := make(map[string]bool, len(news))
@@ -73,10 +75,6 @@ func (d *differ) crtList(a, b *render.Bundle) (crtListOps, bool) {
 	}
 
 	var ops crtListOps
-	oldCerts := make(map[string]int, len(olds))
-	for _, l := range olds {
-		oldCerts[l.cert]++
-	}
 	for _, l := range olds {
 		if newLines[l.text] > 0 {
 			continue
@@ -100,7 +98,7 @@ func (d *differ) crtList(a, b *render.Bundle) (crtListOps, bool) {
 		}
 		ops.added = append(ops.added, l)
 	}
-	if len(ops.replaced)+len(ops.added)+len(ops.deleted) == 0 && !bytes.Equal(fileData(a, render.CrtListFile), fileData(b, render.CrtListFile)) {
+	if len(ops.replaced)+len(ops.added)+len(ops.deleted) == 0 {
 		return reload("lines reordered")
 	}
 	return ops, true
