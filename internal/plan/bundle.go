@@ -42,13 +42,23 @@ func (d *differ) bundles() {
 // (the ACL open again), so a route is never reachable beyond its
 // allowlist.
 func (d *differ) acls(a, b *render.Bundle) {
-	olds := make(map[string][]string, len(a.ACLs))
-	for _, acl := range a.ACLs {
-		olds[acl.ID] = acl.Patterns
-	}
-	for _, acl := range b.ACLs {
-		old, ok := olds[acl.ID]
-		if !ok || slices.Equal(old, acl.Patterns) {
+	// Both sides list the spares in the pool's order, which only a top-up
+	// (a reload) changes: look the other side up only where it differs.
+	var olds map[string][]string
+	for i, acl := range b.ACLs {
+		var old []string
+		if i < len(a.ACLs) && a.ACLs[i].ID == acl.ID {
+			old = a.ACLs[i].Patterns
+		} else {
+			if olds == nil {
+				olds = make(map[string][]string, len(a.ACLs))
+				for _, o := range a.ACLs {
+					olds[o.ID] = o.Patterns
+				}
+			}
+			old = olds[acl.ID]
+		}
+		if old == nil || slices.Equal(old, acl.Patterns) {
 			continue
 		}
 		op := ACLReplace{Path: acl.ID, Patterns: acl.Patterns}
