@@ -6,7 +6,6 @@ import (
 	"syscall"
 
 	"github.com/haroute/haroute/internal/model"
-	"github.com/haroute/haroute/internal/plan"
 )
 
 // rlimInfinity is RLIM_INFINITY as the kernel reports it in a uint64.
@@ -126,36 +125,33 @@ func FDBudgetProblem(desired *model.Desired, hardLimit uint64) error {
 	}
 }
 
-// keepingMaxConn returns gen with the running maxconn instead of the one
-// fitted to its descriptor budget, and its plan, when that plan needs no
-// reload. Endpoints that scale between one and two change how many
-// servers are checked, hence the fitted maxconn (checks are reserved in
-// steps of 256), and a maxconn line that differs is a reload: under a
-// tight LimitNOFILE, endpoint churn would reload every few hundred
-// changes. HAProxy reserved its descriptors when it started and does not
-// count servers added at runtime, so the running maxconn stays valid
-// until the next reload, which fits it afresh; a restart after a crash
-// renders the files again first (maxConnKept). A maxConnections the
-// RouterConfig changed is not kept.
-func (d *Daemon) keepingMaxConn(gen generation, base plan.State) (generation, plan.Plan, bool) {
+// keepingMaxConn returns fitted with the running maxconn instead of the
+// one fitted to its descriptor budget, when HAProxy runs and no reload is
+// due; else fitted itself. Endpoints that scale between one and two
+// change how many servers are checked, hence the fitted maxconn (checks
+// are reserved in steps of 256), and a maxconn line that differs is a
+// reload: under a tight LimitNOFILE, endpoint churn would reload every
+// few hundred changes. HAProxy reserved its descriptors when it started
+// and does not count servers added at runtime, so the running maxconn
+// stays valid until the next reload, which fits it afresh (advance
+// renders the fitted state when the plan reloads anyway); a restart after
+// a crash renders the files again first (maxConnKept). A maxConnections
+// the RouterConfig changed (want) is not kept.
+//
+// Deciding before the first render keeps the common change at one render
+// and one plan: deciding after a plan that reloads on maxconn alone cost
+// a second of each on every change once the fit had moved.
+func (d *Daemon) keepingMaxConn(fitted, want *model.Desired) *model.Desired {
 	// With a reload pending, the next reload loads these files: they must
 	// hold a fresh fit.
-	if base.Desired == nil || gen.result.Desired == nil || gen.result.Desired.Router.MaxConnections != d.appliedWant || d.throttle.pending {
-		return gen, plan.Plan{}, false
+	if d.proc == nil || d.applied.Desired == nil || want.Router.MaxConnections != d.appliedWant || d.throttle.pending {
+		return fitted
 	}
-	running := base.Desired.Router.MaxConnections
-	if gen.state.Desired.Router.MaxConnections == running {
-		return gen, plan.Plan{}, false
+	running := d.applied.Desired.Router.MaxConnections
+	if fitted.Router.MaxConnections == running {
+		return fitted
 	}
-	desired := *gen.state.Desired
-	desired.Router.MaxConnections = running
-	g, err := d.withPool(gen, &desired, false)
-	if err != nil {
-		return gen, plan.Plan{}, false
-	}
-	q := plan.Compute(base, g.state)
-	if q.Reload {
-		return gen, plan.Plan{}, false
-	}
-	return g, q, true
+	kept := *fitted
+	kept.Router.MaxConnections = running
+	return &kept
 }

@@ -103,8 +103,10 @@ func (d *Daemon) generationOf(res model.Result, snap *snapshot.Snapshot, files [
 	if err != nil {
 		return generation{}, err
 	}
-	gen := generation{result: res, snap: snap, files: files, material: material}
-	return d.withPool(gen, desired, d.refill)
+	gen := generation{result: res, snap: snap, files: files, material: material, fitted: desired}
+	kept := d.keepingMaxConn(desired, res.Desired)
+	gen.maxConnKept = kept != desired
+	return d.withPool(gen, kept, d.refill)
 }
 
 // withPool binds desired's new routes to the pool (topping it up with
@@ -134,6 +136,11 @@ type generation struct {
 	files    []model.SourceFile
 	material certgen.Material
 	pool     poolState
+	// fitted is the desired state with maxconn fitted to the descriptor
+	// budget; state renders it with the running maxconn instead when
+	// maxConnKept (keepingMaxConn).
+	fitted      *model.Desired
+	maxConnKept bool
 }
 
 // advance moves HAProxy towards gen. When `haproxy -c` refuses gen, it
@@ -155,23 +162,20 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 	base := d.applied
 	base.PendingDeletes = d.pending
 	p := plan.Compute(base, next)
-	if p.Reload && gen.pool.low(next.Desired) {
-		// A reload anyway: top the pool up with it.
-		if g, err := d.withPool(gen, next.Desired, true); err == nil {
+	if low := gen.pool.low(next.Desired); p.Reload && (low || gen.maxConnKept) {
+		// A reload anyway: it loads a fresh descriptor fit, and tops the
+		// pool up.
+		if g, err := d.withPool(gen, gen.fitted, low || d.refill); err == nil {
+			g.maxConnKept = false
 			gen, next = g, g.state
 			p = plan.Compute(base, next)
-		}
-	}
-	if p.Reload {
-		if g, q, ok := d.keepingMaxConn(gen, base); ok {
-			gen, next, p = g, g.state, q
-			d.maxConnKept = true
 		}
 	}
 	if len(p.Changes) == 0 && !d.throttle.pending {
 		// Nothing for HAProxy to do, but the generation may still differ
 		// in what status shows: a route rejected or gone stale.
 		d.accept(gen)
+		d.maxConnKept = d.maxConnKept || gen.maxConnKept
 		d.applied, d.appliedFrom, d.appliedWant = next, d.desiredFrom, d.desiredWant
 		d.published(nil, false, 0)
 		return nil, nil
@@ -189,6 +193,7 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 		}
 		d.accept(gen)
 		if !p.Reload && !d.throttle.pending {
+			d.maxConnKept = d.maxConnKept || gen.maxConnKept
 			d.applyRuntime(ctx, p, next)
 			return nil, nil
 		}
@@ -207,6 +212,7 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 		return nil, nil
 	}
 	d.accept(gen)
+	d.maxConnKept = d.maxConnKept || gen.maxConnKept
 	d.applyRuntime(ctx, p, next)
 	return nil, nil
 }
