@@ -1,8 +1,14 @@
 package snapshot
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -65,5 +71,66 @@ func TestReaderReuseMatchesFresh(t *testing.T) {
 		if c := contents(t, e.snap); c != e.want {
 			t.Errorf("snapshot %d changed after later reads:\n%s\nwant\n%s", i, c, e.want)
 		}
+	}
+}
+
+// TestManyFilesReadTogether covers the parallel read of a large directory
+// (readFiles): over a series of edits, a reused Reader gives what a fresh
+// one gives and what is on disk, a file over the limit is an error of its
+// own, unchanged files keep the previous snapshot's buffers, and the total
+// limit still fails the read when the files that exceed it are spread over
+// the workers.
+func TestManyFilesReadTogether(t *testing.T) {
+	const n = 3*minParallelFiles + 1
+	dir := t.TempDir()
+	files := map[string]string{}
+	for i := range n {
+		files[fmt.Sprintf("f%03d.yaml", i)] = strings.Repeat(string(rune('a'+i%26)), 10+i)
+	}
+	write(t, dir, files)
+	expect := func(skip string) string {
+		var b strings.Builder
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			if name != skip {
+				fmt.Fprintf(&b, "%s=%s\n", name, files[name])
+			}
+		}
+		return b.String()
+	}
+	r := &Reader{MaxFileSize: 100}
+	first := read(t, r, dir, ModePlain)
+	if got, want := contents(t, first), expect(""); got != want {
+		t.Fatalf("first read:\n%s\nwant\n%s", got, want)
+	}
+
+	files["f007.yaml"] = "edited"
+	files["f040.yaml"] = strings.Repeat("x", 101)
+	write(t, dir, map[string]string{"f007.yaml": files["f007.yaml"], "f040.yaml": files["f040.yaml"]})
+	second := read(t, r, dir, ModePlain)
+	want := expect("f040.yaml") + "!f040.yaml: file is 101 bytes, limit 100 bytes\n"
+	if got := contents(t, second); got != want {
+		t.Errorf("second read:\n%s\nwant\n%s", got, want)
+	}
+	if fresh := read(t, &Reader{MaxFileSize: 100}, dir, ModePlain); fresh.Hash != second.Hash {
+		t.Errorf("reused reader's hash %s, fresh reader's %s", second.Hash, fresh.Hash)
+	}
+	before := map[string][]byte{}
+	for _, f := range first.Files {
+		before[f.Path] = f.Data
+	}
+	for _, f := range second.Files {
+		if f.Path == "f007.yaml" {
+			continue
+		}
+		if &f.Data[0] != &before[f.Path][0] {
+			t.Errorf("%s: unchanged file not kept from the last snapshot", f.Path)
+		}
+	}
+
+	// Each file fits; together they pass the total: whichever worker
+	// crosses it, the read fails.
+	_, err := (&Reader{MaxFileSize: 100, MaxTotalSize: 1000}).Read(context.Background(), dir, ModePlain)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Errorf("total limit over %d files: %v, want ErrTooLarge", n, err)
 	}
 }

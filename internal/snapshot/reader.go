@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -174,6 +175,7 @@ func (r *Reader) readRoot(ctx context.Context, dir string, mode Mode, root strin
 		maxTotalSize: r.maxTotalSize(),
 		last:         r.last.get(),
 		snap:         &Snapshot{Root: root, Mode: mode},
+		total:        new(atomic.Int64),
 	}
 	if err := w.walk(""); err != nil {
 		return nil, err
@@ -252,7 +254,7 @@ type walker struct {
 	mode                      Mode
 	root                      string
 	maxFileSize, maxTotalSize int64
-	total                     int64
+	total                     *atomic.Int64 // shared by the walkers of one read
 	snap                      *Snapshot
 
 	// rootInfo identifies the root directory the walk opened; every file
@@ -313,6 +315,7 @@ func (w *walker) walk(rel string) error {
 		w.fileError(rel, fmt.Errorf("list directory: %w", err))
 		return nil
 	}
+	var files []string // regular files, read together after the loop
 	for _, e := range entries {
 		name := e.Name()
 		// Dot names are the writers' bookkeeping: ..data, ..2026_…,
@@ -330,12 +333,71 @@ func (w *walker) walk(rel string) error {
 		case t&fs.ModeSymlink != 0:
 			err = w.readLink(child)
 		case t.IsRegular():
-			err = w.readFile(child, child, w.path(child))
+			files = append(files, child)
 		default:
 			// FIFOs, sockets and devices are refused without being opened:
 			// opening some devices has effects of its own.
 			w.fileError(child, fsutil.NotRegular(t))
 		}
+		if err != nil {
+			return err
+		}
+	}
+	return w.readFiles(files)
+}
+
+// readWorkers is how many files of a directory are read at once. Reading
+// is system calls (open, fstat, read, close, lstat: about 40 µs a file
+// here), so more readers than cores still help: a git-sync or ConfigMap
+// tree of 200 files, all of them new inodes after every swap, took 7–8 ms
+// to read one at a time.
+const readWorkers = 4
+
+// minParallelFiles is the fewest files worth reading on several walkers.
+const minParallelFiles = 16
+
+// readFiles reads the regular files rels (root-relative, as listed) into
+// the snapshot. Each worker reads on a copy of the walker with a snapshot
+// and scratch buffer of its own, merged afterwards: sortAndHash orders the
+// result, so it does not depend on which worker read what.
+func (w *walker) readFiles(rels []string) error {
+	if len(rels) < minParallelFiles {
+		for _, rel := range rels {
+			if err := w.readFile(rel, rel, w.path(rel)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	subs := make([]walker, readWorkers)
+	errs := make([]error, readWorkers)
+	var wg sync.WaitGroup
+	for k := range subs {
+		sub := &subs[k]
+		*sub = *w
+		sub.snap, sub.scratch = &Snapshot{}, nil
+		wg.Go(func() {
+			for i := k; i < len(rels); i += readWorkers {
+				if errs[k] = sub.readFile(rels[i], rels[i], w.path(rels[i])); errs[k] != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for k := range subs {
+		w.snap.Files = append(w.snap.Files, subs[k].snap.Files...)
+		w.snap.Errors = append(w.snap.Errors, subs[k].snap.Errors...)
+	}
+	w.scratch = subs[0].scratch
+	// A moved generation is read again whole; that outranks any other
+	// error one worker met on the way.
+	for _, err := range errs {
+		if errors.Is(err, errMoved) {
+			return errMoved
+		}
+	}
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
@@ -568,10 +630,9 @@ func (w *walker) stillAt(inside string, read os.FileInfo) error {
 // add records the file read at rel, reusing the last snapshot's buffer and
 // hash when the bytes are unchanged.
 func (w *walker) add(rel string, data []byte) error {
-	if err := w.checkTotal(int64(len(data))); err != nil {
-		return err
+	if w.total.Add(int64(len(data))) > w.maxTotalSize {
+		return w.tooLarge()
 	}
-	w.total += int64(len(data))
 	prev, seen := w.last[rel]
 	if seen && bytes.Equal(prev.Data, data) {
 		w.snap.Files = append(w.snap.Files, model.SourceFile{Path: rel, Data: prev.Data, Hash: prev.Hash})
@@ -607,8 +668,12 @@ func readLimited(r io.Reader, buf []byte, limit int64) ([]byte, error) {
 }
 
 func (w *walker) checkTotal(more int64) error {
-	if w.total+more > w.maxTotalSize {
-		return fmt.Errorf("read config dir %s: %w: files total more than %s", w.dir, ErrTooLarge, formatSize(w.maxTotalSize))
+	if w.total.Load()+more > w.maxTotalSize {
+		return w.tooLarge()
 	}
 	return nil
+}
+
+func (w *walker) tooLarge() error {
+	return fmt.Errorf("read config dir %s: %w: files total more than %s", w.dir, ErrTooLarge, formatSize(w.maxTotalSize))
 }
