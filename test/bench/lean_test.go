@@ -177,21 +177,7 @@ func addServerCommands(t *testing.T, d *model.Desired, key model.RouteKey, ep en
 // residentBytes is this process's resident set (VmRSS).
 func residentBytes(t *testing.T) int64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS in /proc/self/status")
-	return 0
+	return processRSS(t, os.Getpid())
 }
 
 func mb(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/(1<<20)) }

@@ -1,0 +1,172 @@
+package bench
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/testutil"
+)
+
+// Figures 3g–3j (issue 11): the controller as an operator runs it, `haroute
+// run` in a process of its own, so its memory is its own and not shared
+// with the harness's generated tree, and every figure is what a client
+// sees: swap → the new endpoint or route answers through HAProxy.
+func TestBenchControllerProcess(t *testing.T) {
+	needBench(t)
+	const routes, changes, every, adds = 10000, 1000, 100, 50
+	r := newRouter(t)
+	base, added := startBackend(t, "base"), startBackend(t, "added")
+	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
+	r.publish(tr)
+	bin := buildHaroute(t)
+	startAt := time.Now()
+	pid := r.startProcess(t, bin)
+	if _, err := r.untilServed(hostName(routes-1), "base", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Since(startAt)
+	rss := []int64{processRSS(t, pid)}
+
+	before := r.reloads()
+	var served []time.Duration
+	for round := range changes / every {
+		for i := range every {
+			k := (round*every + i) * (routes / changes)
+			tr.setEndpoints(k, []endpoint{endpointOf(base), endpointOf(added)})
+			t0 := r.publish(tr)
+			at, err := r.untilServedEvery(hostName(k), added.Name, 30*time.Second, time.Millisecond)
+			if err != nil {
+				t.Fatalf("change %d: %v", round*every+i, err)
+			}
+			served = append(served, at.Sub(t0))
+		}
+		rss = append(rss, processRSS(t, pid))
+	}
+	var addedAt, deleted []time.Duration
+	for range adds {
+		i := tr.addRoute([]endpoint{endpointOf(base)})
+		t0 := r.publish(tr)
+		at, err := r.untilServedEvery(hostName(i), "base", 30*time.Second, time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addedAt = append(addedAt, at.Sub(t0))
+		tr.removeRoute(i)
+		t1 := r.publish(tr)
+		gone, err := r.untilGone(hostName(i), 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted = append(deleted, gone.Sub(t1))
+	}
+	reloads := r.reloads() - before
+
+	record(t, figure{"3g", fmt.Sprintf("`haroute run` in its own process: start → serving, %d routes", routes),
+		"—", ms(started), "—"})
+	record(t, figure{"3h", fmt.Sprintf("`haroute run` in its own process: swap adding one endpoint → new server answers (%d changes, %d routes, every change confirmed; %d reloads)",
+		changes, routes, reloads), "—", spread(served), "—"})
+	record(t, figure{"3i", fmt.Sprintf("`haroute run` in its own process: route added → served, route deleted → gone (%d routes, one at a time; deletes: %s)",
+		routes, spread(deleted)), "p99 ≤ 50 ms", spread(addedAt),
+		verdict(percentile(addedAt, 99) <= 50*time.Millisecond && percentile(deleted, 99) <= 50*time.Millisecond)})
+	first, last, peak := rss[1], rss[len(rss)-1], slices.Max(rss)
+	record(t, figure{"3j", fmt.Sprintf("Controller RSS, `haroute run` alone (HAProxy not counted), %d routes: after start %s, after each %d of %d changes: %s",
+		routes, mb(rss[0]), every, changes, mbs(rss[1:])), "≤ 100 MB, flat (≤ 10 MB growth after the first 100)",
+		fmt.Sprintf("peak %s, growth %s", mb(peak), mb(last-first)), verdict(peak <= 100<<20 && last-first <= 10<<20)})
+	if reloads != 0 {
+		t.Errorf("%d endpoint changes and %d route adds and deletes caused %d reloads, want 0", changes, 2*adds, reloads)
+	}
+}
+
+// buildHaroute builds the haroute command into a temporary directory.
+func buildHaroute(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "haroute")
+	goBin := os.Getenv("GO")
+	if goBin == "" {
+		goBin = "go"
+	}
+	out, err := exec.Command(goBin, "build", "-o", bin, "../../cmd/haroute").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startProcess runs `haroute run` on r's directory until the test ends and
+// returns its pid once its /readyz answers. Its log goes to the results
+// directory, if any.
+func (r *router) startProcess(t *testing.T, bin string) int {
+	t.Helper()
+	metrics := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	cmd := exec.Command(bin, "run", "--config-dir", r.dir, "--run-dir", r.runDir,
+		"--state-dir", filepath.Join(t.TempDir(), "state"), "--watch-mode", "atomic",
+		"--haproxy", testutil.HAProxy(t), "--metrics-address", metrics, "--handover-grace", "0")
+	if out := os.Getenv("HAROUTE_BENCH_OUT"); out != "" {
+		f, err := os.Create(filepath.Join(out, "daemon-process.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		cmd.Stdout, cmd.Stderr = f, f
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			t.Fatalf("haroute run exited before it was ready: %v", err)
+		default:
+		}
+		if resp, err := http.Get("http://" + metrics + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return cmd.Process.Pid
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("haroute run not ready within 2 minutes")
+	return 0
+}
+
+// processRSS is pid's resident memory, as the OS counts it.
+func processRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
