@@ -384,14 +384,23 @@ func envOf(s plan.State) renderEnv {
 }
 
 // renderInput is the render input for desired in the bundle directory dir.
+// Only the live directory's renders are cached. The candidate directory is
+// rendered for `haproxy -c` before reloads and certificate installs, rare
+// next to changes, and a cache table of its own would keep a second copy
+// of every route's output: about 30 MB of heap at 10k routes, for a cold
+// render of about 50 ms of CPU where `haproxy -c` takes several times that.
 func (d *Daemon) renderInput(desired *model.Desired, dir string, env renderEnv) render.Input {
 	m := env.material
+	var cache *render.Cache
+	if dir == d.live.path {
+		cache = &d.renderCache
+	}
 	return render.Input{
 		Desired: desired, Dir: dir, RunDir: d.opts.RunDir, Sockets: d.sockets,
 		DefaultCertificate: m.DefaultCertificate, DefaultDestinationCA: m.DefaultDestinationCA,
 		StatsCredentials: m.StatsCredentials, Spares: env.spares,
 		ClientCA: m.ClientCA, ErrorPages: m.ErrorPages,
-		Cache: &d.renderCache,
+		Cache: cache,
 	}
 }
 
