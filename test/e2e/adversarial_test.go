@@ -154,6 +154,69 @@ func weakCert(t *testing.T, host string) (certPEM, keyPEM string) {
 	return certPEM, keyPEM
 }
 
+// A cold start does not run `haproxy -c` before HAProxy, which checks what
+// it loads. A route HAProxy refuses (here a wrapper refuses, at start and
+// at -c alike, any configuration whose crt-list names refused.e2e.test)
+// makes that start fail; the daemon then checks, rejects the route with
+// HAProxy's message and starts with the rest. A clean start runs no check.
+func TestColdStartWithRefusedRouteStartsTheRest(t *testing.T) {
+	r := newRouter(t)
+	r.haproxy = filepath.Join(t.TempDir(), "haproxy")
+	calls := filepath.Join(t.TempDir(), "calls")
+	script := fmt.Sprintf(`#!/bin/sh
+echo "$1" >> %s
+cfg= prev=
+for a in "$@"; do [ "$prev" = -f ] && cfg=$a; prev=$a; done
+if [ -n "$cfg" ] && grep -qs refused.e2e.test "$(dirname "$cfg")/crt-list"; then
+	echo "[ALERT] unable to load certificate for refused.e2e.test" >&2
+	exit 1
+fi
+exec %s "$@"
+`, calls, testutil.HAProxy(t))
+	must(t, os.WriteFile(r.haproxy, []byte(script), 0o755))
+	checks := func() (checks, starts int) {
+		b, _ := os.ReadFile(calls)
+		for line := range strings.Lines(string(b)) {
+			switch strings.TrimSpace(line) {
+			case "-c":
+				checks++
+			case "-W":
+				starts++
+			}
+		}
+		return checks, starts
+	}
+	one := startBackend(t, "one")
+	cert, key := makeCert(t, "refused.e2e.test", 5005)
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig(""),
+		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"refused.yaml", routeYAML("refused", "refused.e2e.test", "", "one")+"  tls:\n    termination: edge\n    certificate: |\n"+
+			indent(cert, 6)+"\n    key: |\n"+indent(key, 6)+"\n",
+		"endpoints.yaml", endpointsYAML("one", one))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	st := r.routeStatus("refused", model.RouteRejected)
+	if !strings.Contains(strings.Join(st.Reasons, " "), "unable to load certificate") {
+		t.Fatalf("reasons %q do not give HAProxy's message", st.Reasons)
+	}
+	if c, s := checks(); c == 0 || s < 2 {
+		t.Fatalf("a refused cold start ran %d checks and %d starts, want a check after the refused start and a second start", c, s)
+	}
+
+	r.stop()
+	must(t, os.Remove(calls))
+	delete(gen, "refused.yaml")
+	must(t, w.Publish(gen))
+	r.store = &status.Store{}
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	if c, s := checks(); c != 0 || s != 1 {
+		t.Fatalf("a clean cold start ran %d checks and %d starts, want none and one", c, s)
+	}
+}
+
 // A new route whose certificate `check` admits and HAProxy refuses would
 // bind to a spare at runtime. HAProxy checks a runtime certificate install
 // first (here a wrapper's `haproxy -c` refuses any candidate whose
