@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -119,9 +120,21 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		log.Error("cannot start", "err", err)
 		return ExitInvalid
 	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	log.Info("haroute starting", "version", Version, "config_dir", f.configDir, "run_dir", f.runDir, "metrics", f.metricsAddr)
 	return serve(ctx, d, stopSigs, log)
 }
+
+// gcPercent is the collector's target unless GOGC says otherwise. The
+// daemon's heap is mostly the tree it serves, long-lived, and each change
+// allocates a few megabytes that die with it; Go's default of 100 lets
+// the heap grow to twice what is live. At 10k routes, 50 took the
+// controller from 165–185 MB resident over 1000 changes to 127–136 MB,
+// with change latency unchanged (the collections run between changes:
+// daemon/gc.go); 25 saved only a few megabytes more.
+const gcPercent = 50
 
 // stopGrace bounds how long run waits for the daemon after the first
 // SIGTERM or SIGINT. The daemon hands HAProxy over (--handover-grace, 10 s
