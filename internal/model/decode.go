@@ -214,14 +214,7 @@ type chunkResult struct {
 // ends the chunk: the parser cannot resynchronise after one.
 func decodeChunk(path string, c chunk, lim Limits, sc *scratch) chunkResult {
 	var res chunkResult
-	// The chunk's objects come and go together, with their file's
-	// version: their positions share one slab sized from the chunk (a
-	// mapping key per ':' at most), which dies with them. A slab carried
-	// from chunk to chunk tied each file's positions to others': over a
-	// thousand changes at 10k routes, 15 MB of slabs held 5 MB of live
-	// positions.
-	slab := make([]fieldPos, 0, bytes.Count(c.data, []byte{':'}))
-	w := walker{path: path, lineOff: c.lineOff, objs: &res.objs, slab: &slab}
+	w := walker{path: path, lineOff: c.lineOff, objs: &res.objs}
 	if !strings.HasSuffix(path, ".json") {
 		if docs, ok := sc.fast.Parse(c.data); ok {
 			for _, root := range docs {

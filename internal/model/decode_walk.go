@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,14 +35,7 @@ type walker struct {
 	// Per object being decoded.
 	unknown Severity   // of unknown fields: error for RouterConfig, else warning
 	fields  []fieldPos // positions recorded so far, reused across objects
-	// slab is where completed objects' positions are copied: objects
-	// share it (each Source keeps its own capacity-limited part), so
-	// many objects cost one allocation rather than a map each.
-	slab *[]fieldPos
 }
-
-// fieldSlabSize is the number of positions allocated at once for Sources.
-const fieldSlabSize = 4096
 
 // fieldPos is one recorded field position. The path is the object's.
 type fieldPos struct {
@@ -136,17 +130,11 @@ func (w *walker) source(n *yaml.Node) Source {
 			src.Fields[f.name] = Position{Path: w.path, Line: int(f.line), Col: int(f.col)}
 		}
 	case k > 0:
-		if w.slab == nil {
-			w.slab = new([]fieldPos)
-		}
-		slab := *w.slab
-		if cap(slab)-len(slab) < k {
-			slab = make([]fieldPos, 0, fieldSlabSize)
-		}
-		start := len(slab)
-		slab = append(slab, w.fields...)
-		src.fields = slab[start:len(slab):len(slab)]
-		*w.slab = slab
+		// Exactly sized, one allocation an object: the object's
+		// positions then live and die with it. Slabs shared by many
+		// objects lived as long as any of them, and after changes held
+		// mostly the positions of versions long gone.
+		src.fields = slices.Clone(w.fields)
 	}
 	w.fields = w.fields[:0]
 	return src
