@@ -176,6 +176,8 @@ type Daemon struct {
 
 	// gc collects garbage between changes rather than during them.
 	gc *idleGC
+	// routes is what status shows of the routes, kept while unchanged.
+	routes status.RouteCache
 	// housekeepAfter and housekeepBackoff pause housekeeping while
 	// HAProxy's sockets do not answer.
 	housekeepAfter   time.Time

@@ -616,7 +616,7 @@ func (d *Daemon) published(reasons []string, reload bool, elapsed time.Duration)
 		hash = d.appliedFrom.Hash
 	}
 	d.metrics.SetGeneration(d.generation)
-	routes := status.RoutesFrom(d.applied.Desired.Statuses)
+	routes := d.routes.From(d.applied.Desired.Statuses)
 	d.metrics.SetRoutes(status.RouteCounts(routes))
 	d.status.Set(func(s *status.Status) {
 		s.Ready, s.NotReadyReason = true, ""

@@ -129,6 +129,28 @@ func RoutesFrom(statuses []model.RouteStatus) []Route {
 	return out
 }
 
+// RouteCache converts statuses to Routes, reusing its last result while
+// the statuses are the same: most changes (endpoints, weights) change
+// none, and converting 10k routes cost about 3 ms and 10k allocations on
+// every change. The Routes returned are shared and must not be modified.
+type RouteCache struct {
+	statuses []model.RouteStatus
+	routes   []Route
+}
+
+// From returns RoutesFrom(statuses).
+func (c *RouteCache) From(statuses []model.RouteStatus) []Route {
+	if c.routes == nil || !slices.EqualFunc(statuses, c.statuses, sameStatus) {
+		c.statuses, c.routes = statuses, RoutesFrom(statuses)
+	}
+	return c.routes
+}
+
+func sameStatus(a, b model.RouteStatus) bool {
+	return a.Key == b.Key && a.Host == b.Host && a.Path == b.Path && a.State == b.State && a.Source == b.Source &&
+		slices.Equal(a.Reasons, b.Reasons) && slices.Equal(a.Warnings, b.Warnings)
+}
+
 // source is where a route with problems is written. Routes admitted as
 // they are get none: formatting 10k positions on every change was a tenth
 // of a change's cost at 10k routes, for a column nobody reads there.

@@ -481,3 +481,27 @@ func Serve(ctx context.Context, addr string, h http.Handler) error {
 	}
 	return ServeListener(ctx, ln, h)
 }
+
+// RouteCache reuses its Routes while the statuses read the same, and
+// converts afresh when any field of any status differs.
+func TestRouteCacheReusesUnchangedRoutes(t *testing.T) {
+	statuses := func(reason string) []model.RouteStatus {
+		return []model.RouteStatus{
+			{Key: model.RouteKey{Namespace: "a", Name: "one"}, Host: "one.test", State: model.RouteAdmitted},
+			{Key: model.RouteKey{Namespace: "a", Name: "two"}, Host: "two.test", State: model.RouteRejected, Reasons: []string{reason},
+				Source: model.Position{Path: "r.yaml", Line: 3, Col: 1}},
+		}
+	}
+	var c RouteCache
+	first := c.From(statuses("conflict"))
+	if again := c.From(statuses("conflict")); &again[0] != &first[0] {
+		t.Error("equal statuses converted again")
+	}
+	changed := c.From(statuses("another reason"))
+	if &changed[0] == &first[0] || changed[1].Reasons[0] != "another reason" {
+		t.Errorf("a changed reason reused the old routes: %+v", changed[1])
+	}
+	if got := c.From(statuses("another reason")[:1]); len(got) != 1 {
+		t.Errorf("a route fewer: %d routes", len(got))
+	}
+}
