@@ -177,12 +177,7 @@ func TestBenchRuntimePath10k(t *testing.T) {
 	})
 	reloads := r.reloads() - before
 	recordRuntime(t, "3b", routes, res)
-	// run.sh divides the profile by this to show CPU per change.
-	if out := os.Getenv("HAROUTE_BENCH_OUT"); out != "" {
-		if err := os.WriteFile(filepath.Join(out, "runtime10k.changes"), []byte(strconv.Itoa(changes)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	profiledChanges(t, "runtime10k", changes)
 	if reloads != 0 {
 		t.Errorf("%d endpoint changes caused %d reloads, want 0", changes, reloads)
 	}
@@ -210,6 +205,7 @@ func TestBenchRuntimePath10k(t *testing.T) {
 			deleted = append(deleted, gone.Sub(t1))
 		}
 	})
+	profiledChanges(t, "routes10k", 2*adds)
 	reloads = r.reloads() - before
 	record(t, figure{"7a", fmt.Sprintf("Route added → served through HAProxy, one at a time, bound to a spare backend (%d routes; %d reloads over %d adds and deletes)",
 		routes, reloads, 2*adds), "p99 ≤ 50 ms", spread(addedAt), verdict(percentile(addedAt, 99) <= 50*time.Millisecond)})
@@ -450,4 +446,15 @@ func childCount(t *testing.T, pid int) int {
 		return -1
 	}
 	return n
+}
+
+// profiledChanges tells run.sh how many changes the profile name covers,
+// which it divides by to show CPU per change.
+func profiledChanges(t *testing.T, name string, n int) {
+	t.Helper()
+	if out := os.Getenv("HAROUTE_BENCH_OUT"); out != "" {
+		if err := os.WriteFile(filepath.Join(out, name+".changes"), []byte(strconv.Itoa(n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -107,6 +107,35 @@ stage_ms() {
 		END { if (!found) printf "n/a" }'
 }
 
+# stage_table PROFILE N: the CPU per change of the daemon's stages, from a
+# profile of N changes.
+stage_table() {
+	(($2 > 0)) || return 0
+	echo "CPU per change (cumulative CPU in the profile / $2 changes; CPU time,"
+	echo "not wall time — decoding runs on both cores):"
+	echo
+	echo "| stage | CPU per change |"
+	echo "|---|---|"
+	for fn in \
+		'github.com/haroute/haroute/internal/daemon.(*Daemon).sync' \
+		'github.com/haroute/haroute/internal/snapshot.(*Reader).Read' \
+		'github.com/haroute/haroute/internal/model.(*Loader).Evaluate' \
+		'github.com/haroute/haroute/internal/model.(*Loader).decodeWithMemos' \
+		'github.com/haroute/haroute/internal/model.admit' \
+		'github.com/haroute/haroute/internal/daemon.(*Daemon).generationOf' \
+		'github.com/haroute/haroute/internal/render.Render' \
+		'github.com/haroute/haroute/internal/daemon.(*Daemon).advance' \
+		'github.com/haroute/haroute/internal/plan.Compute' \
+		'github.com/haroute/haroute/internal/daemon.(*Daemon).stageLive' \
+		'github.com/haroute/haroute/internal/daemon.(*Daemon).applyRuntime' \
+		'github.com/haroute/haroute/internal/daemon.(*Daemon).verify' \
+		'runtime.gcBgMarkWorker' \
+		'github.com/haroute/haroute/test/publish.(*AtomicWriter).Publish'; do
+		echo "| \`${fn#github.com/haroute/haroute/}\` | $(stage_ms "$1" "$fn" "$2") |"
+	done
+	echo
+}
+
 lr10k=$(bench_field BenchmarkLoadRender10k ns/op)
 lr10k_ok=$(awk -v ns="$lr10k" 'BEGIN { print (ns != "" && ns <= 300e6) ? "yes" : "**NO**" }')
 lr1k=$(bench_field BenchmarkLoadRender1k ns/op)
@@ -172,7 +201,10 @@ batch=$(bench_field BenchmarkExecuteBatch1000 ns/op)
 	echo "  LimitNOFILE (14b), and 14c serves them under the limit it names + 1800 when"
 	echo "  the host lets the harness raise its hard limit."
 	echo "- The daemon runs inside the harness process (for the OnApply timestamps),"
-	echo "  sharing its heap and cores with the publisher."
+	echo "  sharing its heap and cores with the publisher, except in figures 3g–3j,"
+	echo "  which run \`haroute run\` in a process of its own, as an operator does"
+	echo "  (its default collector target, GOGC 50, applies there only), and"
+	echo "  measure what a client sees and the controller's own memory."
 	echo "- Figure 13 (data path): haroute's HAProxy and a hand-written map-routed"
 	echo "  config (host map → one backend per route, one server, option forwardfor)"
 	echo "  both run one thread pinned to the first core; wrk (-c50, keep-alive) and"
@@ -212,34 +244,20 @@ batch=$(bench_field BenchmarkExecuteBatch1000 ns/op)
 		echo "The daemon runs in the test process, so this is the daemon plus the"
 		echo "harness (publishing 200 files per swap); HAProxy is not in it."
 		echo
-		n=$(cat "$out/runtime10k.changes" 2>/dev/null || echo 0)
-		if ((n > 0)); then
-			p="$out/runtime10k.cpu.pprof"
-			echo "CPU per change (cumulative CPU in the profile / $n changes; CPU time,"
-			echo "not wall time — decoding runs on both cores):"
-			echo
-			echo "| stage | CPU per change |"
-			echo "|---|---|"
-			for fn in \
-				'github.com/haroute/haroute/internal/daemon.(*Daemon).sync' \
-				'github.com/haroute/haroute/internal/snapshot.(*Reader).Read' \
-				'github.com/haroute/haroute/internal/model.(*Loader).Load' \
-				'github.com/haroute/haroute/internal/model.(*Loader).decode' \
-				'github.com/haroute/haroute/internal/model.Admit' \
-				'github.com/haroute/haroute/internal/render.Render' \
-				'github.com/haroute/haroute/internal/plan.Compute' \
-				'github.com/haroute/haroute/internal/daemon.(*Daemon).applyRuntime' \
-				'github.com/haroute/haroute/internal/daemon.(*Daemon).verify' \
-				'github.com/haroute/haroute/internal/daemon.(*Daemon).writeLive' \
-				'runtime.gcBgMarkWorker' \
-				'github.com/haroute/haroute/test/publish.(*AtomicWriter).Publish'; do
-				echo "| \`${fn#github.com/haroute/haroute/}\` | $(stage_ms "$p" "$fn" "$n") |"
-			done
-			echo
-		fi
+		stage_table "$out/runtime10k.cpu.pprof" "$(cat "$out/runtime10k.changes" 2>/dev/null || echo 0)"
 		echo "Profile:"
 		echo
 		top "$out/runtime10k.cpu.pprof"
+		echo
+	fi
+	if grep -q '^| 7a |.*NO' "$out/figures.md" 2>/dev/null && [[ -f "$out/routes10k.cpu.pprof" ]]; then
+		missed=1
+		echo "### Figure 7 at 10k routes: CPU profile of the harness process during the route adds and deletes"
+		echo
+		stage_table "$out/routes10k.cpu.pprof" "$(cat "$out/routes10k.changes" 2>/dev/null || echo 0)"
+		echo "Profile:"
+		echo
+		top "$out/routes10k.cpu.pprof"
 		echo
 	fi
 	if grep -qE '^\| 3[ef] \|.*NO' "$out/figures.md" 2>/dev/null && [[ -f "$out/lean10k.heap.pprof" ]]; then
