@@ -98,7 +98,10 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 		if slices.Equal(old.Entries, m.Entries) {
 			continue
 		}
-		added, removed, explained := d.entryDiff(old.Entries, m.Entries)
+		// The entries a route change touches sit together, in route
+		// order: the ends both sides share cannot differ in the count.
+		o, n := trimCommon(old.Entries, m.Entries)
+		added, removed, explained := d.entryDiff(o, n)
 		if explained && !byBackend(m.Name) {
 			// Every difference belongs to a backend that appears or goes
 			// away: the route change's reload rewrites this map anyway.
@@ -160,6 +163,21 @@ func (d *differ) entryDiff(olds, news []render.MapEntry) (added, removed int, ex
 		}
 	}
 	return added, removed, explained && added+removed > 0
+}
+
+// trimCommon drops the entries a and b share at their start and at their
+// end.
+func trimCommon(a, b []render.MapEntry) ([]render.MapEntry, []render.MapEntry) {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	a, b = a[i:], b[i:]
+	j := 0
+	for j < len(a) && j < len(b) && a[len(a)-1-j] == b[len(b)-1-j] {
+		j++
+	}
+	return a[:len(a)-j], b[:len(b)-j]
 }
 
 // certFiles compares the certificate files. A changed one is replaced at
