@@ -166,7 +166,7 @@ func TestBenchRuntimePath10k(t *testing.T) {
 	handStart := time.Since(handAt)
 	_ = hand.Process.Kill()
 	ratio := float64(daemonStart) / float64(handStart)
-	record(t, figure{"1-daemon", fmt.Sprintf("Daemon start to serving, %d routes (load, render, haproxy -c, start), against a hand-written config's start to serving (%s)", routes, ms(handStart)),
+	record(t, figure{"1-daemon", fmt.Sprintf("Daemon start to serving, %d routes (read, load, render, write, HAProxy start; no haproxy -c on a first start), against a hand-written config's start to serving (%s)", routes, ms(handStart)),
 		"≤ 1.5× hand-written", fmt.Sprintf("%s (%.1f×)", ms(daemonStart), ratio), verdict(ratio <= 1.5)})
 
 	before := r.reloads()
