@@ -114,11 +114,15 @@ stage_table() {
 	echo "CPU per change (cumulative CPU in the profile / $2 changes; CPU time,"
 	echo "not wall time — decoding runs on both cores):"
 	echo
+	echo "(Files are read on goroutines of their own: Read's own figure leaves"
+	echo "them out, readFile counts them.)"
+	echo
 	echo "| stage | CPU per change |"
 	echo "|---|---|"
 	for fn in \
 		'github.com/haroute/haroute/internal/daemon.(*Daemon).sync' \
 		'github.com/haroute/haroute/internal/snapshot.(*Reader).Read' \
+		'github.com/haroute/haroute/internal/snapshot.(*walker).readFile' \
 		'github.com/haroute/haroute/internal/model.(*Loader).Evaluate' \
 		'github.com/haroute/haroute/internal/model.(*Loader).decodeWithMemos' \
 		'github.com/haroute/haroute/internal/model.admit' \
