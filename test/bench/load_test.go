@@ -187,24 +187,7 @@ func TestBenchRuntimePath10k(t *testing.T) {
 	const adds = 50
 	var addedAt, deleted []time.Duration
 	before = r.reloads()
-	profile(t, "routes10k", func() {
-		for range adds {
-			i := tr.addRoute([]endpoint{endpointOf(base)})
-			t0 := r.publish(tr)
-			at, err := r.untilServedEvery(hostName(i), "base", 30*time.Second, time.Millisecond)
-			if err != nil {
-				t.Fatal(err)
-			}
-			addedAt = append(addedAt, at.Sub(t0))
-			tr.removeRoute(i)
-			t1 := r.publish(tr)
-			gone, err := r.untilGone(hostName(i), 30*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			deleted = append(deleted, gone.Sub(t1))
-		}
-	})
+	profile(t, "routes10k", func() { addedAt, deleted = r.addsAndDeletes(tr, base, adds) })
 	profiledChanges(t, "routes10k", 2*adds)
 	reloads = r.reloads() - before
 	record(t, figure{"7a", fmt.Sprintf("Route added → served through HAProxy, one at a time, bound to a spare backend (%d routes; %d reloads over %d adds and deletes)",
@@ -457,4 +440,29 @@ func profiledChanges(t *testing.T, name string, n int) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// addsAndDeletes adds n routes served by base one at a time, each deleted
+// again before the next: how long each took from the swap to being served
+// by base, and to being gone.
+func (r *router) addsAndDeletes(tr *tree, base *backend, n int) (added, deleted []time.Duration) {
+	t := r.t
+	t.Helper()
+	for range n {
+		i := tr.addRoute([]endpoint{endpointOf(base)})
+		t0 := r.publish(tr)
+		at, err := r.untilServedEvery(hostName(i), base.Name, 30*time.Second, time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		added = append(added, at.Sub(t0))
+		tr.removeRoute(i)
+		t1 := r.publish(tr)
+		gone, err := r.untilGone(hostName(i), 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted = append(deleted, gone.Sub(t1))
+	}
+	return added, deleted
 }

@@ -51,23 +51,7 @@ func TestBenchControllerProcess(t *testing.T) {
 		}
 		rss = append(rss, processRSS(t, pid))
 	}
-	var addedAt, deleted []time.Duration
-	for range adds {
-		i := tr.addRoute([]endpoint{endpointOf(base)})
-		t0 := r.publish(tr)
-		at, err := r.untilServedEvery(hostName(i), "base", 30*time.Second, time.Millisecond)
-		if err != nil {
-			t.Fatal(err)
-		}
-		addedAt = append(addedAt, at.Sub(t0))
-		tr.removeRoute(i)
-		t1 := r.publish(tr)
-		gone, err := r.untilGone(hostName(i), 30*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		deleted = append(deleted, gone.Sub(t1))
-	}
+	addedAt, deleted := r.addsAndDeletes(tr, base, adds)
 	reloads := r.reloads() - before
 
 	record(t, figure{"3g", fmt.Sprintf("`haroute run` in its own process: start → serving, %d routes", routes),
