@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haroute/haroute/internal/haproxy"
 	"github.com/haroute/haroute/internal/testutil"
 )
 
@@ -184,6 +186,9 @@ func nginxVersion(bin string) string {
 type handWritten struct {
 	*exec.Cmd
 	port int
+	// dir holds haproxy.cfg and hosts.map; master is the master CLI
+	// socket when it runs under a master (startHandWrittenMaster).
+	dir, master string
 }
 
 // startHandWritten runs the config an operator would write for routes
@@ -196,6 +201,16 @@ func startHandWritten(t *testing.T, routes, backendPort int) *handWritten {
 // startHandWrittenServing is startHandWritten, returning once host
 // answers.
 func startHandWrittenServing(t *testing.T, routes, backendPort int, host string) *handWritten {
+	return runHandWritten(t, routes, backendPort, host, false)
+}
+
+// startHandWrittenMaster is startHandWrittenServing under a master
+// process, which addRoute reloads as an operator would.
+func startHandWrittenMaster(t *testing.T, routes, backendPort int, host string) *handWritten {
+	return runHandWritten(t, routes, backendPort, host, true)
+}
+
+func runHandWritten(t *testing.T, routes, backendPort int, host string, master bool) *handWritten {
 	dir := t.TempDir()
 	port := testutil.FreePort(t)
 	var cfg, hosts strings.Builder
@@ -222,17 +237,72 @@ frontend public
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(testutil.HAProxy(t), "-db", "-f", filepath.Join(dir, "haproxy.cfg"))
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	h := &handWritten{port: port, dir: dir}
+	args := []string{"-db", "-f", filepath.Join(dir, "haproxy.cfg")}
+	if master {
+		h.master = filepath.Join(testutil.ShortTempDir(t), "master.sock")
+		args = append([]string{"-W", "-S", h.master}, args...)
+	}
+	h.Cmd = exec.Command(testutil.HAProxy(t), args...)
+	h.Stderr = os.Stderr
+	if err := h.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		_ = h.Process.Kill()
+		_ = h.Wait()
 	})
 	waitAnswer(t, port, host)
-	return &handWritten{Cmd: cmd, port: port}
+	return h
+}
+
+// addRoute adds route i as an operator would: a backend appended to
+// haproxy.cfg, its host to the map, then a reload through the master
+// CLI. It returns how long the route took to answer from the edit on.
+func (h *handWritten) addRoute(t *testing.T, i, backendPort int) time.Duration {
+	t.Helper()
+	t0 := time.Now()
+	appendFile(t, filepath.Join(h.dir, "haproxy.cfg"), fmt.Sprintf("\nbackend be%d\n  option forwardfor\n  server s 127.0.0.1:%d\n", i, backendPort))
+	appendFile(t, filepath.Join(h.dir, "hosts.map"), fmt.Sprintf("%s be%d\n", hostName(i), i))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reloaded := make(chan error, 1)
+	go func() {
+		_, err := haproxy.NewMaster(h.master).Reload(ctx)
+		reloaded <- err
+	}()
+	cl := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for ctx.Err() == nil {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", h.port), nil)
+		req.Host = hostName(i)
+		if resp, err := cl.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	served := time.Since(t0)
+	if err := <-reloaded; err != nil {
+		t.Fatalf("hand-written reload: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("hand-written route %d not served within a minute", i)
+	}
+	return served
+}
+
+func appendFile(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitAnswer waits until 127.0.0.1:port answers 200 for host.
