@@ -175,7 +175,6 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 		// Nothing for HAProxy to do, but the generation may still differ
 		// in what status shows: a route rejected or gone stale.
 		d.accept(gen)
-		d.maxConnKept = d.maxConnKept || gen.maxConnKept
 		d.applied, d.appliedFrom, d.appliedWant = next, d.desiredFrom, d.desiredWant
 		d.published(nil, false, 0)
 		return nil, nil
@@ -193,7 +192,6 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 		}
 		d.accept(gen)
 		if !p.Reload && !d.throttle.pending {
-			d.maxConnKept = d.maxConnKept || gen.maxConnKept
 			d.applyRuntime(ctx, p, next)
 			return nil, nil
 		}
@@ -212,7 +210,6 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 		return nil, nil
 	}
 	d.accept(gen)
-	d.maxConnKept = d.maxConnKept || gen.maxConnKept
 	d.applyRuntime(ctx, p, next)
 	return nil, nil
 }
@@ -302,8 +299,11 @@ func (d *Daemon) refusedBy(ctx context.Context, next plan.State, err error) []cu
 
 // accept records gen as what the directory asks for and what is on disk:
 // the loader remembers its objects as last good, the throttle takes its
-// reload interval, and the last good state is saved for restarts.
+// reload interval, and the last good state is saved for restarts. Files
+// written with the running maxconn (gen.maxConnKept) stay marked until a
+// start or reload loads a fresh fit.
 func (d *Daemon) accept(gen generation) {
+	d.maxConnKept = d.maxConnKept || gen.maxConnKept
 	d.desired = gen.state
 	d.desiredFrom = gen.snap
 	d.desiredWant = gen.result.Desired.Router.MaxConnections
