@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/haroute/haroute/internal/model"
-	"github.com/haroute/haroute/internal/status"
 	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 )
@@ -209,7 +208,6 @@ exec %s "$@"
 	must(t, os.Remove(calls))
 	delete(gen, "refused.yaml")
 	must(t, w.Publish(gen))
-	r.store = &status.Store{}
 	r.start("atomic")
 	r.serves("a.e2e.test", "/", "one")
 	if c, s := checks(); c != 0 || s != 1 {
@@ -268,7 +266,6 @@ func TestRefusedCertificateOnNewRouteIsRejected(t *testing.T) {
 		t.Fatalf("a refused route and a good one took %d reloads, want 0", got)
 	}
 	r.stop()
-	r.store = &status.Store{}
 	r.start("atomic")
 	r.serves("a.e2e.test", "/", "one")
 	r.eventually(20*time.Second, "good.e2e.test served after a restart", func() error {

@@ -80,6 +80,9 @@ func (r *router) startWith(mode, dir string) {
 	if r.stateDir == "" {
 		r.stateDir = filepath.Join(t.TempDir(), "state")
 	}
+	// Each run reports to a store of its own: one the last run left ready
+	// would let StartDaemon return before this run is.
+	r.store = &status.Store{}
 	r.stop = testenv.StartDaemon(t, daemon.Options{
 		ConfigDir: dir, WatchMode: snapshotMode(mode), RunDir: r.runDir,
 		StateDir: r.stateDir, MetricsAddress: r.metrics,

@@ -105,7 +105,6 @@ func TestRestartOverBrokenTreeServesLastGood(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // the save runs off the loop
 	r.stop()
 
-	r.store = &status.Store{}
 	r.start("atomic")
 	r.serves("a.e2e.test", "/", "one")
 	r.serves("b.e2e.test", "/", "two")
@@ -124,7 +123,6 @@ func TestStartWithoutConfigDirServesSaved(t *testing.T) {
 	r.stop()
 
 	must(t, os.RemoveAll(r.dir))
-	r.store = &status.Store{}
 	r.start("auto")
 	r.serves("a.e2e.test", "/", "one")
 	r.serves("b.e2e.test", "/", "two")
@@ -280,7 +278,6 @@ func TestStartOverEmptiedDirectoryServesSaved(t *testing.T) {
 	r.stop()
 
 	must(t, w.Publish(files("README", "nothing here")))
-	r.store = &status.Store{}
 	r.start("atomic")
 	r.keepsServing("a.e2e.test", "one", 5, "started over an emptied directory")
 	if r.store.Get().DeletionGuard == nil {

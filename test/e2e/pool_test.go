@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/haroute/haroute/internal/status"
 	"github.com/haroute/haroute/test/publish"
 )
 
@@ -92,7 +91,6 @@ func TestRoutesAddedAndDeletedWithoutReload(t *testing.T) {
 	// A restart renders every route under its own name again and serves
 	// the same routes.
 	r.stop()
-	r.store = &status.Store{}
 	r.start("atomic")
 	r.serves("a.e2e.test", "/", "one")
 	r.serves("c.e2e.test", "/api", "one")
@@ -215,7 +213,6 @@ func TestOwnCertificateRoutesWithoutReload(t *testing.T) {
 	}
 
 	r.stop()
-	r.store = &status.Store{}
 	r.start("atomic")
 	servesOwn("own.e2e.test", 3005)
 	servesOwn("own2.e2e.test", 3004)
