@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// Ready says when a HAProxy that StartHAProxy started serves: every field
-// set must hold, in this order.
+// Ready says when a process that Process.Start started (HAProxy, say)
+// serves: every field set must hold, in this order.
 type Ready struct {
 	// AdminSocket is dialled until it accepts.
 	AdminSocket string
@@ -32,13 +32,39 @@ type Ready struct {
 // failed, when the test ends.
 func StartHAProxy(t testing.TB, bin string, args []string, ready Ready) *exec.Cmd {
 	t.Helper()
+	return Process{Name: "haproxy", Ready: ready, Within: 10 * time.Second, Grace: 5 * time.Second}.Start(t, bin, args)
+}
+
+// Process says how Start runs a long-running command for a test.
+type Process struct {
+	Name   string // in messages
+	Ready  Ready
+	Within time.Duration // for Ready to hold
+	// Grace is how long the command has to exit after SIGTERM when the
+	// test ends, before SIGKILL.
+	Grace time.Duration
+	// Output, when set, receives the command's output as well.
+	Output io.Writer
+}
+
+// Start runs bin with args and returns once p.Ready holds, failing the
+// test if the command exits first or is not ready within p.Within. The
+// command is stopped, and its output logged if the test failed, when the
+// test ends.
+func (p Process) Start(t testing.TB, bin string, args []string) *exec.Cmd {
+	t.Helper()
 	out := &SyncBuffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
+	if p.Output != nil {
+		w := io.MultiWriter(out, p.Output)
+		cmd.Stdout, cmd.Stderr = w, w
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// done is closed when haproxy has exited; waitErr is then its status.
+	// done is closed when the command has exited; waitErr is then its
+	// status.
 	done := make(chan struct{})
 	var waitErr error
 	go func() { waitErr = cmd.Wait(); close(done) }()
@@ -46,21 +72,21 @@ func StartHAProxy(t testing.TB, bin string, args []string, ready Ready) *exec.Cm
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(p.Grace):
 			_ = cmd.Process.Kill()
 			<-done
 		}
 		if t.Failed() {
-			t.Logf("haproxy output:\n%s", out)
+			t.Logf("%s output:\n%s", p.Name, out)
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(p.Within)
 	wait := func(what string, ok func() error) {
 		t.Helper()
 		for {
 			select {
 			case <-done:
-				t.Fatalf("haproxy exited: %v\n%s", waitErr, out)
+				t.Fatalf("%s exited: %v\n%s", p.Name, waitErr, out)
 			default:
 			}
 			err := ok()
@@ -68,23 +94,23 @@ func StartHAProxy(t testing.TB, bin string, args []string, ready Ready) *exec.Cm
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("haproxy not ready after 10s: %s: %v\n%s", what, err, out)
+				t.Fatalf("%s not ready after %v: %s: %v\n%s", p.Name, p.Within, what, err, out)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if ready.AdminSocket != "" {
+	if p.Ready.AdminSocket != "" {
 		wait("admin socket", func() error {
-			c, err := net.Dial("unix", ready.AdminSocket)
+			c, err := net.Dial("unix", p.Ready.AdminSocket)
 			if err == nil {
 				c.Close()
 			}
 			return err
 		})
 	}
-	if ready.URL != "" {
-		wait(ready.URL, func() error {
-			resp, err := http.Get(ready.URL)
+	if p.Ready.URL != "" {
+		wait(p.Ready.URL, func() error {
+			resp, err := http.Get(p.Ready.URL)
 			if err != nil {
 				return err
 			}
@@ -95,7 +121,7 @@ func StartHAProxy(t testing.TB, bin string, args []string, ready Ready) *exec.Cm
 			return nil
 		})
 	}
-	time.Sleep(ready.Settle)
+	time.Sleep(p.Ready.Settle)
 	return cmd
 }
 

@@ -2,14 +2,12 @@ package bench
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -91,48 +89,20 @@ func buildHaroute(t *testing.T) string {
 func (r *router) startProcess(t *testing.T, bin string) int {
 	t.Helper()
 	metrics := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-	cmd := exec.Command(bin, "run", "--config-dir", r.dir, "--run-dir", r.runDir,
-		"--state-dir", filepath.Join(t.TempDir(), "state"), "--watch-mode", "atomic",
-		"--haproxy", testutil.HAProxy(t), "--metrics-address", metrics, "--handover-grace", "0")
+	p := testutil.Process{Name: "haroute run", Ready: testutil.Ready{URL: "http://" + metrics + "/readyz"},
+		Within: 2 * time.Minute, Grace: 30 * time.Second}
 	if out := os.Getenv("HAROUTE_BENCH_OUT"); out != "" {
 		f, err := os.Create(filepath.Join(out, "daemon-process.log"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { f.Close() })
-		cmd.Stdout, cmd.Stderr = f, f
+		p.Output = f
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			t.Fatalf("haroute run exited before it was ready: %v", err)
-		default:
-		}
-		if resp, err := http.Get("http://" + metrics + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return cmd.Process.Pid
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("haroute run not ready within 2 minutes")
-	return 0
+	cmd := p.Start(t, bin, []string{"run", "--config-dir", r.dir, "--run-dir", r.runDir,
+		"--state-dir", filepath.Join(t.TempDir(), "state"), "--watch-mode", "atomic",
+		"--haproxy", testutil.HAProxy(t), "--metrics-address", metrics, "--handover-grace", "0"})
+	return cmd.Process.Pid
 }
 
 // processRSS is pid's resident memory, as the OS counts it.
