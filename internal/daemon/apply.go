@@ -108,9 +108,7 @@ func (d *Daemon) markPending(be model.BackendName, s model.ServerName, on bool) 
 
 // verify reads back every backend and map the plan touched.
 func (d *Daemon) verify(ctx context.Context, p plan.Plan, next plan.State) error {
-	backends, maps := p.Touched()
-	exp := plan.ExpectTouched(withPending(next, d.pending), backends, maps)
-	exp.Edited = p.Edited()
+	exp := plan.Expect(withPending(next, d.pending), p)
 	names := make([]string, 0, len(exp.Servers))
 	for be := range exp.Servers {
 		names = append(names, string(be))
@@ -144,7 +142,28 @@ func (d *Daemon) verify(ctx context.Context, p plan.Plan, next plan.State) error
 			observedMaps[path] = append(observedMaps[path], render.MapEntry{Key: e.Key, Value: e.Value})
 		}
 	}
-	return plan.Verify(exp, observed, observedMaps)
+	var edited map[string]plan.ObservedMap
+	if len(exp.Edited) > 0 {
+		keys := make(map[string][]string, len(exp.Edited))
+		for path, e := range exp.Edited {
+			keys[path] = e.Keys()
+		}
+		probes, err := d.runtime.ProbeMaps(ctx, keys)
+		if err != nil {
+			return fmt.Errorf("read back: %w", err)
+		}
+		edited = make(map[string]plan.ObservedMap, len(probes))
+		for path, p := range probes {
+			o := plan.ObservedMap{Entries: p.Entries, Matches: make([]*render.MapEntry, len(p.Matches))}
+			for i, m := range p.Matches {
+				if m != nil {
+					o.Matches[i] = &render.MapEntry{Key: m.Key, Value: m.Value}
+				}
+			}
+			edited[path] = o
+		}
+	}
+	return plan.Verify(exp, observed, observedMaps, edited)
 }
 
 func withPending(s plan.State, pending map[model.BackendName]map[model.ServerName]bool) plan.State {

@@ -1,6 +1,7 @@
 package haproxy
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -215,5 +216,45 @@ func TestParseBackendStats(t *testing.T) {
 		Responses: [6]uint64{0, 6, 0, 1, 0, 0}, CurSessions: 1, Queued: 2, Up: 2, Down: 1, Maintenance: 1}
 	if len(stats) != 1 || stats[0] != want {
 		t.Fatalf("got %+v\nwant %+v", stats, want)
+	}
+}
+
+// The replies of `show map` and `get map` as HAProxy 2.6.12 and 3.0
+// print them (captured from both).
+func TestParseMapProbes(t *testing.T) {
+	list := "# id (file) description\n" +
+		"0 (/b/maps/http.map) pattern loaded from file '/b/maps/http.map' used by map at file '/b/haproxy.cfg' line 10. curr_ver=0 next_ver=0 entry_cnt=10003\n" +
+		"1 (/b/maps/http.map.old) pattern loaded from file '/b/maps/http.map.old' used by map at file '/b/haproxy.cfg' line 11. curr_ver=0 next_ver=0 entry_cnt=2\n"
+	if n, err := entryCount(list, "/b/maps/http.map"); n != 10003 || err != nil {
+		t.Errorf("entryCount = %d, %v; want 10003", n, err)
+	}
+	if _, err := entryCount(list, "/b/maps/other.map"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("entryCount(unknown) err = %v, want not found", err)
+	}
+	if _, err := entryCount("0 (/b/x.map) pattern loaded\n", "/b/x.map"); err == nil {
+		t.Error("entryCount without entry_cnt: no error")
+	}
+
+	tests := []struct {
+		reply   string
+		want    *MapEntry
+		exprs   int
+		wantErr bool
+	}{
+		{reply: `type=beg, case=sensitive, found=yes, idx=tree, key="a.test/x", value="be_http:ns:a b", type="str"` + "\n",
+			want: &MapEntry{Key: "a.test/x", Value: "be_http:ns:a b"}, exprs: 1},
+		{reply: `type=str, case=sensitive, found=yes, idx=tree, key="k1", value="", type="str"`, want: &MapEntry{Key: "k1"}, exprs: 1},
+		{reply: "type=beg, case=sensitive, found=no\n", exprs: 1},
+		{reply: "type=str, case=sensitive, found=yes, idx=tree, key=\"bx\", value=\"1500\", type=\"sint\"\ntype=str, case=sensitive, found=yes, idx=tree, key=\"bx\", value=\"1500\", type=\"str\"\n",
+			want: &MapEntry{Key: "bx", Value: "1500"}, exprs: 2},
+		{reply: "type=str, case=sensitive, found=yes, idx=tree, key=\"bx\", value=\"1500\", type=\"sint\"\ntype=str, case=sensitive, found=no\n", wantErr: true},
+		{reply: "Unknown map identifier.\n", wantErr: true},
+		{reply: `type=beg, found=yes, key="a"`, wantErr: true},
+	}
+	for _, tt := range tests {
+		got, exprs, err := parseMapMatch(tt.reply)
+		if (err != nil) != tt.wantErr || (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) || exprs != tt.exprs {
+			t.Errorf("parseMapMatch(%q) = %+v, %d, %v; want %+v, %d (error %v)", tt.reply, got, exprs, err, tt.want, tt.exprs, tt.wantErr)
+		}
 	}
 }

@@ -289,3 +289,136 @@ func parseBackendSessions(out, backend string) (map[string]int, error) {
 	}
 	return conns, nil
 }
+
+// MapProbe is what reading back a map edited in place saw: its entry
+// count, and for each key asked about (at least one per map) the entry a
+// lookup of that key matches (nil when none does).
+type MapProbe struct {
+	Entries int
+	Matches []*MapEntry
+}
+
+// ProbeMaps reads back maps edited in place without listing them: one
+// `show map` gives every map's entry count, and one `get map` per key
+// gives the entry HAProxy's own lookup matches, exactly what traffic to
+// that key gets. Listing a 10k-entry map to check a one-entry edit cost
+// about 8 ms per change; the lookups cost microseconds. All commands go
+// over one connection.
+func (r *Runtime) ProbeMaps(ctx context.Context, keys map[string][]string) (map[string]MapProbe, error) {
+	paths := make([]string, 0, len(keys))
+	cmds := []string{"show map"}
+	for path, ks := range keys {
+		paths = append(paths, path)
+		for _, k := range ks {
+			cmds = append(cmds, "get map "+path+" "+k)
+		}
+	}
+	resps, err := r.Execute(ctx, cmds)
+	if err != nil {
+		return nil, err
+	}
+	if err := readErr(resps[0]); err != nil {
+		return nil, err
+	}
+	out := make(map[string]MapProbe, len(keys))
+	next := 1
+	for _, path := range paths {
+		n, err := entryCount(resps[0].Output, path)
+		if err != nil {
+			return nil, err
+		}
+		p := MapProbe{Matches: make([]*MapEntry, len(keys[path]))}
+		exprs := 0
+		for i, k := range keys[path] {
+			resp := resps[next]
+			next++
+			if err := readErr(resp); err != nil {
+				return nil, fmt.Errorf("get map %s %s: %w", path, k, err)
+			}
+			if p.Matches[i], exprs, err = parseMapMatch(resp.Output); err != nil {
+				return nil, fmt.Errorf("get map %s %s: %w", path, k, err)
+			}
+		}
+		// entry_cnt counts each entry once per pattern expression, and
+		// `get map` printed one line per expression: the line above for
+		// t.map is one entry under two. A count that does not divide is
+		// an error, so a version counting otherwise reloads rather than
+		// passing a wrong count.
+		if exprs == 0 || n%exprs != 0 {
+			return nil, fmt.Errorf("show map: entry_cnt %d of %s is not a count of entries under %d pattern expressions", n, path, exprs)
+		}
+		p.Entries = n / exprs
+		out[path] = p
+	}
+	return out, nil
+}
+
+// entryCount finds path's line in the list `show map` prints,
+//
+//	0 (/b/maps/t.map) pattern loaded from file '/b/maps/t.map' used by map at file '/b/haproxy.cfg' line 12, by map at file '/b/haproxy.cfg' line 12. curr_ver=0 next_ver=0 entry_cnt=2
+//
+// and returns its entry_cnt (printed since 2.4, still in 3.x).
+func entryCount(list, path string) (int, error) {
+	for _, line := range strings.Split(list, "\n") {
+		if !strings.Contains(line, " ("+path+") ") {
+			continue
+		}
+		i := strings.LastIndex(line, " entry_cnt=")
+		if i < 0 {
+			return 0, fmt.Errorf("show map: no entry_cnt in %q", line)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(line[i+len(" entry_cnt="):]))
+		if err != nil {
+			return 0, fmt.Errorf("show map: entry_cnt in %q: %w", line, err)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("%w: map %s not in show map", ErrNotFound, path)
+}
+
+// parseMapMatch reads a `get map` reply, one line per pattern expression
+// of the map (converters of different types, map_str_int and map_str,
+// each index the file apart):
+//
+//	type=beg, case=sensitive, found=yes, idx=tree, key="a.test/x", value="b1", type="str"
+//	type=beg, case=sensitive, found=no
+//
+// Every line must name the same match; exprs is the number of lines.
+// Map keys and values never hold a double quote (validation refuses
+// them), so the quoted fields end at the next `", `.
+func parseMapMatch(out string) (match *MapEntry, exprs int, err error) {
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var m *MapEntry
+		switch {
+		case strings.Contains(line, "found=no"):
+		case !strings.Contains(line, "found=yes"):
+			return nil, 0, fmt.Errorf("malformed reply %q", line)
+		default:
+			key, ok1 := quotedField(line, "key")
+			value, ok2 := quotedField(line, "value")
+			if !ok1 || !ok2 {
+				return nil, 0, fmt.Errorf("malformed reply %q", line)
+			}
+			m = &MapEntry{Key: key, Value: value}
+		}
+		if exprs > 0 && (m == nil) != (match == nil) || m != nil && match != nil && *m != *match {
+			return nil, 0, fmt.Errorf("the map's pattern expressions disagree: %q", out)
+		}
+		match = m
+		exprs++
+	}
+	return match, exprs, nil
+}
+
+// quotedField returns the value of name="…" in a `get map` reply.
+func quotedField(line, name string) (string, bool) {
+	_, rest, ok := strings.Cut(line, ", "+name+"=\"")
+	if !ok {
+		return "", false
+	}
+	v, _, ok := strings.Cut(rest, "\", ")
+	if !ok {
+		v, ok = strings.CutSuffix(rest, "\"")
+	}
+	return v, ok
+}

@@ -48,13 +48,37 @@ func TestRuntimePlanOnHAProxy(t *testing.T) {
 	live.apply(t, plan)
 
 	desired := stateFor(t, cur, certB, live.dir, live.runDir)
-	backends, maps := plan.Touched()
-	observed, observedMaps := live.readBack(t, backends, maps)
-	exp := ExpectTouched(desired, backends, maps)
-	exp.Edited = plan.Edited()
-	if err := Verify(exp, observed, observedMaps); err != nil {
+	exp := Expect(desired, plan)
+	if len(exp.Edited) == 0 {
+		t.Fatal("the plan edits no map in place: the probes go untested")
+	}
+	observed, observedMaps, edited := live.readBack(t, exp)
+	if err := Verify(exp, observed, observedMaps, edited); err != nil {
 		t.Fatalf("Verify after runtime plan: %v", err)
 	}
+	// The probes see what the edit did wrong, through HAProxy itself: a
+	// probed key changed behind the plan's back, or an entry left over.
+	for path, e := range exp.Edited {
+		p := e.Probes[0]
+		live.mustCmd(t, "add map "+path+" zz-left-over.example.com/ x")
+		_, _, edited := live.readBack(t, exp)
+		if err := Verify(exp, observed, observedMaps, edited); err == nil || !strings.Contains(err.Error(), "entries, want") {
+			t.Errorf("%s: a left-over entry passes Verify: %v", path, err)
+		}
+		live.mustCmd(t, "del map "+path+" zz-left-over.example.com/")
+		if p.Want != nil {
+			live.mustCmd(t, "set map "+path+" "+p.Key+" be_wrong")
+			_, _, edited := live.readBack(t, exp)
+			if err := Verify(exp, observed, observedMaps, edited); err == nil || !strings.Contains(err.Error(), "be_wrong") {
+				t.Errorf("%s: key %s set to another value passes Verify: %v", path, p.Key, err)
+			}
+			live.mustCmd(t, "set map "+path+" "+p.Key+" "+p.Want.Value)
+		}
+	}
+	if _, _, edited := live.readBack(t, exp); Verify(exp, observed, observedMaps, edited) != nil {
+		t.Errorf("Verify after the map was restored: %v", Verify(exp, observed, observedMaps, edited))
+	}
+	t.Logf("probed maps: %+v", exp.Edited)
 	if got := live.cmd(t, "show ssl cert "+desired.Input.Dir+"/"+render.DefaultCertFile); !strings.Contains(got, "b.example") {
 		t.Errorf("default certificate not rotated:\n%s", got)
 	}
@@ -63,7 +87,8 @@ func TestRuntimePlanOnHAProxy(t *testing.T) {
 	t.Logf("read back: %+v", observed)
 
 	fresh := startHAProxy(t, bin, cur, certB)
-	want, _ := fresh.readBack(t, backends, nil)
+	backends, _ := plan.Touched()
+	want, _, _ := fresh.readBack(t, Expectation{Servers: exp.Servers})
 	for _, be := range backends {
 		got := slices.DeleteFunc(observed[be], func(s ObservedServer) bool { return s.Admin == AdminMaint })
 		if !slices.Equal(got, want[be]) {
@@ -147,10 +172,11 @@ func (h *liveHAProxy) mustCmd(t *testing.T, commands ...string) {
 	}
 }
 
-// readBack reads servers and maps with the daemon's reader (haproxy
-// package) and converts them as daemon.verify does.
-func (h *liveHAProxy) readBack(t *testing.T, backends []model.BackendName, maps []string) (map[model.BackendName][]ObservedServer, map[string][]render.MapEntry) {
+// readBack reads what exp names with the daemon's reader (haproxy
+// package) and converts it as daemon.verify does.
+func (h *liveHAProxy) readBack(t *testing.T, exp Expectation) (map[model.BackendName][]ObservedServer, map[string][]render.MapEntry, map[string]ObservedMap) {
 	t.Helper()
+	backends := sortedKeys(exp.Servers)
 	names := make([]string, len(backends))
 	for i, be := range backends {
 		names[i] = string(be)
@@ -174,7 +200,7 @@ func (h *liveHAProxy) readBack(t *testing.T, backends []model.BackendName, maps 
 		servers[be] = list
 	}
 	out := make(map[string][]render.MapEntry)
-	for _, m := range maps {
+	for m := range exp.Maps {
 		entries, err := h.rt.ShowMap(t.Context(), m)
 		if err != nil {
 			t.Fatal(err)
@@ -185,5 +211,25 @@ func (h *liveHAProxy) readBack(t *testing.T, backends []model.BackendName, maps 
 		}
 		out[m] = list
 	}
-	return servers, out
+	keys := make(map[string][]string, len(exp.Edited))
+	for path, e := range exp.Edited {
+		keys[path] = e.Keys()
+	}
+	probes, err := h.rt.ProbeMaps(t.Context(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := make(map[string]ObservedMap, len(probes))
+	for path, p := range probes {
+		o := ObservedMap{Entries: p.Entries}
+		for _, m := range p.Matches {
+			var e *render.MapEntry
+			if m != nil {
+				e = &render.MapEntry{Key: m.Key, Value: m.Value}
+			}
+			o.Matches = append(o.Matches, e)
+		}
+		edited[path] = o
+	}
+	return servers, out, edited
 }

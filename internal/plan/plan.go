@@ -172,7 +172,7 @@ func (c Change) Reason() Reason {
 // paths of the maps it replaces: the parts of HAProxy a read-back must
 // check.
 func (p Plan) Touched() (backends []model.BackendName, maps []string) {
-	// (MapEdit maps are read back too; see Plan.Edited for how.)
+	// (MapEdit maps are read back too; see Expect for how.)
 	seen := make(map[model.BackendName]bool)
 	for _, op := range p.Ops {
 		var be model.BackendName
@@ -446,24 +446,4 @@ func selectorEqual(a, b *model.LabelSelector) bool {
 		}
 	}
 	return true
-}
-
-// Edited returns, by map path, the keys a plan appends to maps edited in
-// place: the read-back finds them at the end of the live map.
-func (p Plan) Edited() map[string][]string {
-	var out map[string][]string
-	for _, op := range p.Ops {
-		if o, ok := op.(MapEdit); ok {
-			if out == nil {
-				out = map[string][]string{}
-			}
-			for _, e := range o.Add {
-				out[o.Path] = append(out[o.Path], e.Key)
-			}
-			if _, ok := out[o.Path]; !ok {
-				out[o.Path] = nil
-			}
-		}
-	}
-	return out
 }

@@ -92,7 +92,7 @@ func TestVerify(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, m := good(), goodMaps()
 			tt.edit(s, m)
-			err := Verify(exp, s, m)
+			err := Verify(exp, s, m, nil)
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -109,7 +109,7 @@ func TestVerifyCapsMismatches(t *testing.T) {
 	for i := range 7 {
 		exp.Servers[model.BackendName(fmt.Sprintf("be%d", i))] = nil
 	}
-	err := Verify(exp, nil, nil)
+	err := Verify(exp, nil, nil, nil)
 	want := "backend be0: not read back; backend be1: not read back; backend be2: not read back; " +
 		"backend be3: not read back; backend be4: not read back; and 2 more"
 	if err == nil || err.Error() != want {
@@ -239,5 +239,49 @@ func TestExpectTouchedCostsTheTouchedOnly(t *testing.T) {
 		if allocs > 20 {
 			t.Errorf("%s: ExpectTouched of one backend made %.0f allocations at 10k routes, want a handful", be, allocs)
 		}
+	}
+}
+
+// An edited map passes when every probe matches as the edit intends and
+// the count is right; each way an edit can go wrong is named.
+func TestVerifyEditedMap(t *testing.T) {
+	added := render.MapEntry{Key: "a.example.com/", Value: "be_pool:http:1"}
+	exp := Expectation{Edited: map[string]EditedMap{httpMap: {Entries: 3, Probes: []MapProbe{
+		{Key: added.Key, Want: &added},
+		{Key: "gone.example.com/"},
+	}}}}
+	shorter := &render.MapEntry{Key: "gone.example.com", Value: "be_x"}
+	tests := []struct {
+		name string
+		got  ObservedMap
+		want string
+	}{
+		{name: "matches", got: ObservedMap{Entries: 3, Matches: []*render.MapEntry{&added, nil}}},
+		{name: "a shorter prefix matches the deleted key", got: ObservedMap{Entries: 3, Matches: []*render.MapEntry{&added, shorter}}},
+		{name: "added key missing", got: ObservedMap{Entries: 3, Matches: []*render.MapEntry{nil, nil}},
+			want: `key "a.example.com/" matches nothing, want "be_pool:http:1"`},
+		{name: "added key shadowed", got: ObservedMap{Entries: 3, Matches: []*render.MapEntry{{Key: "a.example.com", Value: "be_y"}, nil}},
+			want: `key "a.example.com/" matches "a.example.com be_y", want "a.example.com/ be_pool:http:1"`},
+		{name: "deleted key still there", got: ObservedMap{Entries: 3, Matches: []*render.MapEntry{&added, {Key: "gone.example.com/", Value: "be_z"}}},
+			want: `deleted key "gone.example.com/" still matches (value "be_z")`},
+		{name: "an entry too many", got: ObservedMap{Entries: 4, Matches: []*render.MapEntry{&added, nil}},
+			want: "4 entries, want 3"},
+		{name: "lookups missing", got: ObservedMap{Entries: 3},
+			want: "0 lookups read back, want 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Verify(exp, nil, nil, map[string]ObservedMap{httpMap: tt.got})
+			got := ""
+			if err != nil {
+				got = strings.TrimPrefix(err.Error(), "map "+httpMap+": ")
+			}
+			if got != tt.want {
+				t.Errorf("Verify() error:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+	if err := Verify(exp, nil, nil, nil); err == nil || err.Error() != "map "+httpMap+": not read back" {
+		t.Errorf("Verify() without the probes = %v, want not read back", err)
 	}
 }
