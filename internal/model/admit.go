@@ -42,6 +42,9 @@ type admitScratch struct {
 	conflictIn, spare []conflictKey
 	conflictOut       []conflictLoss
 	conflictInterNS   bool
+	// claimants counts the conflictIn keys claiming each host; nil when
+	// a wildcard route was among them (see conflictsFromLast).
+	claimants map[string]int32
 
 	// sorted is validateRoutes' order of the last routes and memos it was
 	// given. The Loader hands over the very same slices while no route
@@ -354,7 +357,15 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
 		sc.spare = keys
 		return
 	}
+	if losses, ok := sc.conflictsFromLast(keys, interNS); ok {
+		for _, l := range losses {
+			byAge[l.valid].check.errorf("spec.host", "%s", l.msg)
+		}
+		sc.spare, sc.conflictIn, sc.conflictOut = sc.conflictIn, keys, losses
+		return
+	}
 	sc.spare, sc.conflictIn, sc.conflictInterNS = sc.conflictIn, keys, interNS
+	sc.claimants = countClaimants(keys)
 	var losses []conflictLoss
 	defer func() { sc.conflictOut = losses }()
 	lose := func(c *candidate, msg string) {
@@ -423,6 +434,104 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
 			ownership.record(c)
 		}
 	}
+}
+
+// maxConflictDelta bounds the keys conflictsFromLast compares one by one;
+// past it the full decision is as cheap.
+const maxConflictDelta = 64
+
+// conflictsFromLast decides conflicts from the last decision when only a
+// few keys changed (a route added, deleted or moved), without sorting and
+// indexing every route again: at 10k routes that was 5 ms of each route
+// added. Without wildcard routes, who loses a host depends only on the
+// routes claiming that host (same host and path, the namespace of its
+// oldest route, passthrough against termination), and a host claimed by
+// one route has no loser. So when every host the changed keys leave or
+// claim had one claimant at most and has one at most now, the last
+// losses stand, at their new positions, and nothing else loses. Otherwise
+// it reports false and the caller decides in full. keys, like conflictIn,
+// is in RouteKey order.
+func (sc *admitScratch) conflictsFromLast(keys []conflictKey, interNS bool) ([]conflictLoss, bool) {
+	if sc.claimants == nil || interNS != sc.conflictInterNS {
+		return nil, false
+	}
+	old := sc.conflictIn
+	var delta map[string]int32 // change in claimants, by host
+	count := func(k conflictKey, d int32) bool {
+		if delta == nil {
+			delta = make(map[string]int32)
+		}
+		delta[k.host] += d
+		return len(delta) <= maxConflictDelta && !strings.HasPrefix(k.host, "*.")
+	}
+	for i, j := 0, 0; i < len(old) || j < len(keys); {
+		var c int
+		switch {
+		case i == len(old):
+			c = 1
+		case j == len(keys):
+			c = -1
+		default:
+			c = old[i].key.Compare(keys[j].key)
+		}
+		ok := true
+		switch {
+		case c == 0 && old[i] == keys[j]:
+		case c == 0: // the same route, changed
+			ok = count(old[i], -1) && count(keys[j], +1)
+		case c < 0: // gone
+			ok = count(old[i], -1)
+		default: // new
+			ok = count(keys[j], +1)
+		}
+		if !ok {
+			return nil, false
+		}
+		if c <= 0 {
+			i++
+		}
+		if c >= 0 {
+			j++
+		}
+	}
+	for host, d := range delta {
+		if before := sc.claimants[host]; before > 1 || before+d > 1 {
+			return nil, false
+		}
+	}
+	// The last losers are on hosts no changed key touched: the same
+	// routes, found at their new positions.
+	losses := make([]conflictLoss, 0, len(sc.conflictOut))
+	for _, l := range sc.conflictOut {
+		key := old[l.valid].key
+		at, found := slices.BinarySearchFunc(keys, key, func(k conflictKey, key RouteKey) int { return k.key.Compare(key) })
+		if !found {
+			return nil, false // cannot happen: its host had two claimants
+		}
+		losses = append(losses, conflictLoss{valid: at, msg: l.msg})
+	}
+	for host, d := range delta {
+		if n := sc.claimants[host] + d; n == 0 {
+			delete(sc.claimants, host)
+		} else {
+			sc.claimants[host] = n
+		}
+	}
+	return losses, true
+}
+
+// countClaimants counts the keys claiming each host, or returns nil when
+// one of them is a wildcard route: a wildcard's domain ties hosts
+// together, which conflictsFromLast does not follow.
+func countClaimants(keys []conflictKey) map[string]int32 {
+	n := make(map[string]int32, len(keys))
+	for _, k := range keys {
+		if strings.HasPrefix(k.host, "*.") {
+			return nil
+		}
+		n[k.host]++
+	}
+	return n
 }
 
 // namespaceOwnership tracks, for Strict namespace ownership, who holds
