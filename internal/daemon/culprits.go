@@ -30,7 +30,7 @@ type culprit struct {
 
 // culprits returns the routes of next that make `haproxy -c` fail.
 func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, error) {
-	var prev []model.AdmittedRoute
+	var prev []*model.AdmittedRoute
 	if d.desired.Desired != nil {
 		prev = d.desired.Desired.Routes
 	}
@@ -39,9 +39,9 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 	if len(changed) == 0 && !settingsChanged {
 		return nil, nil
 	}
-	check := func(subset []model.AdmittedRoute) (string, error) {
+	check := func(subset []*model.AdmittedRoute) (string, error) {
 		cp := *next.Desired
-		cp.Routes = append(append(make([]model.AdmittedRoute, 0, len(stable)+len(subset)), stable...), subset...)
+		cp.Routes = append(append(make([]*model.AdmittedRoute, 0, len(stable)+len(subset)), stable...), subset...)
 		cand, err := d.prepare(&cp, d.cand.path, envOf(next))
 		if err != nil {
 			return err.Error(), nil
@@ -71,7 +71,7 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 // bisect pins the failures of check on single routes of set, which fails
 // as a whole. Two halves that pass alone but fail together are all
 // reported, with the message of the whole.
-func bisect(set []model.AdmittedRoute, check func([]model.AdmittedRoute) (string, error)) ([]culprit, error) {
+func bisect(set []*model.AdmittedRoute, check func([]*model.AdmittedRoute) (string, error)) ([]culprit, error) {
 	msg, err := check(set)
 	if err != nil || msg == "" {
 		return nil, err
@@ -101,13 +101,13 @@ func bisect(set []model.AdmittedRoute, check func([]model.AdmittedRoute) (string
 // splitChanged divides cur into routes equal to their version in prev and
 // routes that are new or changed. It runs only after a refusal, so a deep
 // comparison is affordable.
-func splitChanged(prev, cur []model.AdmittedRoute) (stable, changed []model.AdmittedRoute) {
+func splitChanged(prev, cur []*model.AdmittedRoute) (stable, changed []*model.AdmittedRoute) {
 	byKey := make(map[model.RouteKey]*model.AdmittedRoute, len(prev))
-	for i := range prev {
-		byKey[prev[i].Key] = &prev[i]
+	for _, r := range prev {
+		byKey[r.Key] = r
 	}
 	for _, r := range cur {
-		if old, ok := byKey[r.Key]; ok && reflect.DeepEqual(*old, r) {
+		if old, ok := byKey[r.Key]; ok && (old == r || reflect.DeepEqual(*old, *r)) {
 			stable = append(stable, r)
 		} else {
 			changed = append(changed, r)

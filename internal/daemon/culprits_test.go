@@ -40,8 +40,10 @@ func TestCulpritsFindsRefusedRoutes(t *testing.T) {
 	// Two routes get a certificate no validation would admit, written as
 	// is: HAProxy refuses it.
 	bad := *res.Desired
-	bad.Routes = append([]model.AdmittedRoute(nil), res.Desired.Routes...)
+	bad.Routes = append([]*model.AdmittedRoute(nil), res.Desired.Routes...)
 	for _, i := range []int{3, 8} {
+		r := *bad.Routes[i] // routes are shared: change a copy
+		bad.Routes[i] = &r
 		bad.Routes[i].TLS.Certificate = "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n"
 		bad.Routes[i].TLS.Key = bad.Routes[i].TLS.Certificate
 	}

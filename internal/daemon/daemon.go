@@ -452,7 +452,7 @@ func (d *Daemon) routeStats(ctx context.Context) ([]metrics.RouteStat, error) {
 	}
 	out := make([]metrics.RouteStat, 0, len(desired.Routes))
 	for i := range desired.Routes {
-		r := &desired.Routes[i]
+		r := desired.Routes[i]
 		k, ok := byBackend[string(r.BackendName())]
 		if !ok {
 			continue

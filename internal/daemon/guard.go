@@ -40,7 +40,7 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) bool {
 	if d.opts.DeletionQuiet < 0 {
 		return false
 	}
-	var prev []model.AdmittedRoute
+	var prev []*model.AdmittedRoute
 	switch {
 	case d.desired.Desired != nil:
 		prev = d.desired.Desired.Routes
@@ -93,7 +93,7 @@ func (d *Daemon) releaseGuard() {
 // droppedRoutes counts the routes of prev that cur drops: absent, or with
 // no server left where they had one. Both are in namespace/name order, as
 // admission produces them. It names up to a few of them for the log.
-func droppedRoutes(prev, cur []model.AdmittedRoute) (int, string) {
+func droppedRoutes(prev, cur []*model.AdmittedRoute) (int, string) {
 	n := 0
 	var names []string
 	drop := func(r *model.AdmittedRoute) {
@@ -103,8 +103,7 @@ func droppedRoutes(prev, cur []model.AdmittedRoute) (int, string) {
 		}
 	}
 	j := 0
-	for i := range prev {
-		p := &prev[i]
+	for _, p := range prev {
 		if j >= len(cur) || cur[j].Key != p.Key { // equal keys, the usual case, are cheap
 			for j < len(cur) && cur[j].Key.Compare(p.Key) < 0 {
 				j++
@@ -114,7 +113,7 @@ func droppedRoutes(prev, cur []model.AdmittedRoute) (int, string) {
 			drop(p)
 			continue
 		}
-		if servers(p) > 0 && servers(&cur[j]) == 0 {
+		if servers(p) > 0 && servers(cur[j]) == 0 {
 			drop(p)
 		}
 		j++

@@ -9,15 +9,15 @@ import (
 // droppedRoutes counts routes gone and routes left without a server, in
 // one walk over both sorted lists.
 func TestDroppedRoutes(t *testing.T) {
-	r := func(ns, name string, servers int) model.AdmittedRoute {
-		a := model.AdmittedRoute{Key: model.RouteKey{Namespace: ns, Name: name}}
+	r := func(ns, name string, servers int) *model.AdmittedRoute {
+		a := &model.AdmittedRoute{Key: model.RouteKey{Namespace: ns, Name: name}}
 		if servers > 0 {
 			a.Services = []model.ServiceBackend{{Servers: make([]model.Server, servers)}}
 		}
 		return a
 	}
-	prev := []model.AdmittedRoute{r("a", "1", 1), r("a", "2", 1), r("b", "1", 2), r("b", "2", 0), r("c", "1", 1)}
-	cur := []model.AdmittedRoute{r("a", "1", 1), r("a", "3", 1), r("b", "1", 0), r("b", "2", 0), r("c", "1", 1)}
+	prev := []*model.AdmittedRoute{r("a", "1", 1), r("a", "2", 1), r("b", "1", 2), r("b", "2", 0), r("c", "1", 1)}
+	cur := []*model.AdmittedRoute{r("a", "1", 1), r("a", "3", 1), r("b", "1", 0), r("b", "2", 0), r("c", "1", 1)}
 	n, names := droppedRoutes(prev, cur)
 	if n != 2 || names != "a/2,b/1" {
 		t.Fatalf("dropped %d (%s), want 2 (a/2,b/1)", n, names)

@@ -60,7 +60,7 @@ func TestFitMaxConnStableWhileScaling(t *testing.T) {
 func twoEndpointRoutes(n int) *model.Desired {
 	d := &model.Desired{Router: model.DefaultSettings()}
 	for i := range n {
-		d.Routes = append(d.Routes, model.AdmittedRoute{Services: []model.ServiceBackend{{Servers: []model.Server{
+		d.Routes = append(d.Routes, &model.AdmittedRoute{Services: []model.ServiceBackend{{Servers: []model.Server{
 			{Name: model.ServerName(fmt.Sprint("a", i)), Weight: 1}, {Name: model.ServerName(fmt.Sprint("b", i)), Weight: 1}}}}})
 	}
 	return d

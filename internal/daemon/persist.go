@@ -63,7 +63,7 @@ type saved struct {
 	material       *certgen.Material
 	// routes are what the saved state admits: what a first generation
 	// read at start is compared with by the deletion guard.
-	routes []model.AdmittedRoute
+	routes []*model.AdmittedRoute
 }
 
 // saveRequest is one state to save: the files as accepted, the anchors

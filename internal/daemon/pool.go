@@ -92,8 +92,9 @@ func poolTarget(n int) int {
 // bindPool binds the new routes of desired that fit a free spare, keeps
 // the bindings of the routes that stay, and frees those of routes gone.
 // With refill, it tops the spares up to their targets (a reload follows).
-// desired.Routes is the loader's fresh slice for this load: Slot is set
-// in place.
+// desired.Routes is the loader's fresh slice for this load, but the
+// routes in it are shared (model.Desired): a bound route is replaced
+// with a copy naming its slot.
 func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) poolState {
 	st := d.pool
 	if !desired.Router.DynamicConfigManager {
@@ -126,7 +127,7 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 		}
 	}
 
-	var prev []model.AdmittedRoute
+	var prev []*model.AdmittedRoute
 	if d.desired.Desired != nil {
 		prev = d.desired.Desired.Routes
 	}
@@ -137,10 +138,9 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 		st = st.retire(prev, desired, in)
 	}
 	j := 0
-	for i := range desired.Routes {
-		r := &desired.Routes[i]
+	for i, r := range desired.Routes {
 		if slot, ok := st.bound[r.Key]; ok {
-			r.Slot = slot
+			desired.Routes[i] = withSlot(r, slot)
 			continue
 		}
 		// Both sides are in key order and mostly the same routes: equal
@@ -158,12 +158,12 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 		}
 		if k := st.slotNamed(r.BackendName()); k >= 0 {
 			// Its own backend, retired when it was deleted: back to it.
-			r.Slot = st.spares[k].Slot
+			desired.Routes[i] = withSlot(r, st.spares[k].Slot)
 			st = st.bind(r.Key, k)
 			continue
 		}
 		if k := st.free(classOf(r), func(s model.AdmittedRoute) bool { return render.SameBackend(*r, s, in) }); k >= 0 {
-			r.Slot = st.spares[k].Slot
+			desired.Routes[i] = withSlot(r, st.spares[k].Slot)
 			st = st.bind(r.Key, k)
 		}
 	}
@@ -173,14 +173,24 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 	return st
 }
 
+// withSlot returns r bound to slot: r itself when it already is, else a
+// copy, since admitted routes are shared between loads.
+func withSlot(r *model.AdmittedRoute, slot model.BackendName) *model.AdmittedRoute {
+	if r.Slot == slot {
+		return r
+	}
+	cp := *r
+	cp.Slot = slot
+	return &cp
+}
+
 // retire returns st with the backends of the routes prev has and desired
 // lacks kept as spares, where they read like one.
-func (st poolState) retire(prev []model.AdmittedRoute, desired *model.Desired, in render.Input) poolState {
+func (st poolState) retire(prev []*model.AdmittedRoute, desired *model.Desired, in render.Input) poolState {
 	cur := desired.Routes
 	j := 0
 	var add []model.AdmittedRoute
-	for i := range prev {
-		p := &prev[i]
+	for _, p := range prev {
 		if j < len(cur) && cur[j].Key == p.Key {
 			j++
 			continue
@@ -311,7 +321,7 @@ func (st poolState) low(desired *model.Desired) bool {
 func routesByClass(desired *model.Desired) map[spareClass]int {
 	routes := map[spareClass]int{}
 	for i := range desired.Routes {
-		routes[classOf(&desired.Routes[i])]++
+		routes[classOf(desired.Routes[i])]++
 	}
 	return routes
 }

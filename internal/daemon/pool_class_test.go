@@ -42,7 +42,7 @@ func TestTopUpGrowsWithDemand(t *testing.T) {
 		for i := range n {
 			r := model.SpareRoute(model.TerminationNone, false, "x", &s)
 			r.Key, r.Slot = model.RouteKey{Namespace: "ns", Name: fmt.Sprint("r", i)}, ""
-			d.Routes = append(d.Routes, r)
+			d.Routes = append(d.Routes, &r)
 		}
 		return d
 	}

@@ -145,7 +145,7 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 
 	d := &Desired{
 		Router: settings,
-		Routes: make([]AdmittedRoute, 0, len(cands)),
+		Routes: make([]*AdmittedRoute, 0, len(cands)),
 	}
 	// Resolving services is independent per route, and the bulk of
 	// admission at scale: spread it over the cores, then collect in order.
@@ -176,11 +176,24 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 			pass.rejected = append(pass.rejected, servedRoute{key: c.admitted.Key, route: c.route, memo: c.memo, diags: c.check.diags})
 		}
 		if d.Statuses[i].State != RouteRejected {
-			d.Routes = append(d.Routes, c.admitted)
+			d.Routes = append(d.Routes, c.output())
 		}
 	}
 	ds.Sort()
 	return d, ds, pass
+}
+
+// output is the admitted route as Desired holds it: the memo's, when
+// the memo produced this very route before, or a copy of the candidate's
+// (whose storage the next load reuses). A route with an external
+// certificate is always copied: its certificate comes from a Secret,
+// which the memo does not follow.
+func (c *candidate) output() *AdmittedRoute {
+	if c.memo == nil || c.admitted.TLS.ExternalCertificate != "" {
+		out := c.admitted
+		return &out
+	}
+	return c.memo.output(&c.admitted)
 }
 
 // admitGrain is how many routes one goroutine takes at a time.

@@ -122,8 +122,8 @@ func FDBudgetOf(d *Desired, threads int) FDBudget {
 // with two or more active endpoints (AdmittedRoute.HealthChecked).
 func CheckedServers(d *Desired) int {
 	n := 0
-	for i := range d.Routes {
-		if r := &d.Routes[i]; r.HealthChecked() {
+	for _, r := range d.Routes {
+		if r.HealthChecked() {
 			n += len(r.Servers())
 		}
 	}

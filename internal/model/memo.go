@@ -85,6 +85,11 @@ type routeMemo struct {
 	from     []groupsID
 	services []ServiceBackend // with servers; shared, read-only
 	resDiags Diagnostics
+
+	// out is the route admission last produced from this memo, shared
+	// with the Desired that holds it; nil when validate or resolve
+	// recomputed since.
+	out *AdmittedRoute
 }
 
 // groupsID identifies the endpoint groups a service resolved against.
@@ -123,6 +128,7 @@ func (m *routeMemo) validate(r *Route, settings *Settings, dst *routeCheck) (Adm
 	if !m.validated || m.under != key {
 		ar, c := validateRoute(r, settings)
 		*m = routeMemo{validated: true, under: key, admitted: ar, diags: slices.Clip(c.diags), bad: c.bad}
+		// (out went with the rest: the route may differ.)
 	}
 	*dst = routeCheck{src: r.Source, diags: m.diags, bad: m.bad}
 	if m.refused != "" {
@@ -156,6 +162,18 @@ func (m *routeMemo) resolve(c *candidate, idx endpointIndex) {
 	n := len(c.check.diags)
 	c.admitted.Services = slices.Clone(c.admitted.Services)
 	resolveServices(c, idx)
-	m.resolved, m.from, m.services = true, from, c.admitted.Services
+	m.resolved, m.from, m.services, m.out = true, from, c.admitted.Services, nil
 	m.resDiags = slices.Clone(c.check.diags[n:])
+}
+
+// output returns the route admitted, admitted being the candidate's copy
+// of it: the memo's own pointer when both validation and resolution came
+// from the memo since it was made (then the two are equal), else a copy
+// that becomes the memo's.
+func (m *routeMemo) output(admitted *AdmittedRoute) *AdmittedRoute {
+	if m.out == nil {
+		out := *admitted
+		m.out = &out
+	}
+	return m.out
 }

@@ -20,7 +20,7 @@ func BenchmarkCompute10kRoutesOneEndpoint(b *testing.B) {
 			if changed && i == 5000 {
 				r.Services[0].Servers[1] = srv(ip, 8082, 128)
 			}
-			d.Routes = append(d.Routes, r)
+			d.Routes = append(d.Routes, &r)
 		}
 		return d
 	}

@@ -24,7 +24,7 @@ func TestRuntimePlanOnHAProxy(t *testing.T) {
 
 	small := func() *model.Desired {
 		d := baseDesired()
-		d.Routes = slices.DeleteFunc(d.Routes, func(r model.AdmittedRoute) bool {
+		d.Routes = slices.DeleteFunc(d.Routes, func(r *model.AdmittedRoute) bool {
 			return r.Termination != model.TerminationNone // fake PEMs: keep plain HTTP routes
 		})
 		d.Router.MaxConnections = 1000 // within the test's file descriptor limit

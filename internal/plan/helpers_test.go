@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/haroute/haroute/internal/testutil/testroutes"
 	"strings"
 	"testing"
 
@@ -67,7 +68,7 @@ func baseDesired() *model.Desired {
 
 	return &model.Desired{
 		Router: model.DefaultSettings(),
-		Routes: []model.AdmittedRoute{
+		Routes: testroutes.Of([]model.AdmittedRoute{
 			httpRoute("ab", "ab.example.com",
 				svc("a", 100, srv("127.0.0.1", 18083, 100)),
 				svc("b", 100, srv("127.0.0.1", 18084, 50), srv("127.0.0.1", 18089, 50))),
@@ -77,7 +78,7 @@ func baseDesired() *model.Desired {
 			reen,
 			secure,
 			tcp,
-		},
+		}),
 	}
 }
 
@@ -100,7 +101,7 @@ func routeByName(t testing.TB, d *model.Desired, name string) *model.AdmittedRou
 	t.Helper()
 	for i := range d.Routes {
 		if d.Routes[i].Key.Name == name {
-			return &d.Routes[i]
+			return d.Routes[i]
 		}
 	}
 	t.Fatalf("no route %q", name)

@@ -183,7 +183,7 @@ func TestCompute(t *testing.T) {
 		{
 			name: "new route",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
-				d.Routes = append(d.Routes, httpRoute("zz-new", "new.example.com", svc("new", 100, srv("127.0.0.1", 18099, 256))))
+				d.Routes = append(d.Routes, new(httpRoute("zz-new", "new.example.com", svc("new", 100, srv("127.0.0.1", 18099, 256)))))
 			},
 			wantReasons: []string{"route added: default/zz-new"},
 			wantChanges: []string{"reload | route added | default/zz-new"},
@@ -192,7 +192,7 @@ func TestCompute(t *testing.T) {
 		{
 			name: "deleted route",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
-				d.Routes = slices.DeleteFunc(d.Routes, func(r model.AdmittedRoute) bool { return r.Key.Name == "other" })
+				d.Routes = slices.DeleteFunc(d.Routes, func(r *model.AdmittedRoute) bool { return r.Key.Name == "other" })
 			},
 			wantReasons: []string{"route deleted: default/other"},
 			wantChanges: []string{"reload | route deleted | default/other"},

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/haroute/haroute/internal/testutil/testroutes"
 	"math/big"
 	"slices"
 	"strings"
@@ -29,7 +30,7 @@ func TestPoolBindingOnHAProxy(t *testing.T) {
 		d := &model.Desired{Router: model.DefaultSettings()}
 		d.Router.MaxConnections = 1000 // within the test's file descriptor limit
 		d.Router.DynamicConfigManager = true
-		d.Routes = []model.AdmittedRoute{httpRoute("a", "a.example.com", svc("a", 100, srv("127.0.0.1", 18081, 256)))}
+		d.Routes = testroutes.Of([]model.AdmittedRoute{httpRoute("a", "a.example.com", svc("a", 100, srv("127.0.0.1", 18081, 256)))})
 		return d
 	}
 	empty := base()
@@ -46,8 +47,8 @@ func TestPoolBindingOnHAProxy(t *testing.T) {
 		r.Services = []model.ServiceBackend{svc(name, 100, srv("127.0.0.1", 18090+len(d.Routes), 256))}
 		r.NameServers()
 		set(&r)
-		d.Routes = append(d.Routes, r)
-		slices.SortFunc(d.Routes, func(a, b model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
+		d.Routes = append(d.Routes, &r)
+		slices.SortFunc(d.Routes, func(a, b *model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
 	}
 	// Spellings parseIPAllowlist keeps as written: a prefix with host
 	// bits, an IPv4-mapped IPv6 address, a duplicate, the whole space.

@@ -33,8 +33,8 @@ func TestPoolBindAndUnbindAreRuntime(t *testing.T) {
 	r := httpRoute("new", "new.example.com", svc("new", 100, srv("127.0.0.1", 18099, 256)))
 	r.Slot = slot
 	r.Backend = model.SpareRoute(model.TerminationNone, false, slot, &bound.Router).Backend // as admission defaults it
-	bound.Routes = append(bound.Routes, r)
-	slices.SortFunc(bound.Routes, func(a, b model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
+	bound.Routes = append(bound.Routes, &r)
+	slices.SortFunc(bound.Routes, func(a, b *model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
 	desired := withSpares(t, bound, slot)
 	if !bytes.Equal(applied.Bundle.Skeleton, desired.Bundle.Skeleton) {
 		t.Fatal("binding a route to a spare changed the skeleton")
@@ -158,8 +158,8 @@ func TestPoolTimeoutsAreMapEntries(t *testing.T) {
 		r.Slot = slot
 		r.Backend = model.SpareRoute(model.TerminationNone, false, slot, &d.Router).Backend
 		r.Backend.Timeout, r.Backend.TunnelTimeout = timeout, tunnel
-		d.Routes = append(d.Routes, r)
-		slices.SortFunc(d.Routes, func(a, b model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
+		d.Routes = append(d.Routes, &r)
+		slices.SortFunc(d.Routes, func(a, b *model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
 		return withSpares(t, d, slot)
 	}
 	empty := withSpares(t, baseDesired(), slot)
@@ -212,8 +212,8 @@ func TestPoolAllowlistIsTheSparesACL(t *testing.T) {
 		r.Slot = slot
 		r.Backend = model.SpareRoute(model.TerminationNone, false, slot, &d.Router).Backend
 		r.Backend.IPAllowlist = allow
-		d.Routes = append(d.Routes, r)
-		slices.SortFunc(d.Routes, func(a, b model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
+		d.Routes = append(d.Routes, &r)
+		slices.SortFunc(d.Routes, func(a, b *model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
 		return withSpares(t, d, slot)
 	}
 	empty := withSpares(t, baseDesired(), slot)

@@ -22,7 +22,7 @@ func (d *differ) routes() {
 				// Its backend goes back to the pool: servers drained, map
 				// entries removed, at runtime.
 				d.add(Change{Mode: ModeRuntime, Kind: KindRouteUnbound, Subject: olds[i].Key.String(), Detail: string(olds[i].Slot)})
-				d.route(&olds[i], spare)
+				d.route(olds[i], spare)
 			} else {
 				d.add(Change{Mode: ModeReload, Kind: KindRouteDeleted, Subject: olds[i].Key.String()})
 			}
@@ -32,14 +32,14 @@ func (d *differ) routes() {
 				// Bound to a spare the running HAProxy has: servers and
 				// map entries added at runtime.
 				d.add(Change{Mode: ModeRuntime, Kind: KindRouteBound, Subject: news[j].Key.String(), Detail: string(news[j].Slot)})
-				d.route(spare, &news[j])
+				d.route(spare, news[j])
 			} else {
 				d.add(Change{Mode: ModeReload, Kind: KindRouteAdded, Subject: news[j].Key.String()})
 				d.newBackends[news[j].BackendName()] = true
 			}
 			j++
 		default:
-			d.route(&olds[i], &news[j])
+			d.route(olds[i], news[j])
 			i++
 			j++
 		}
@@ -48,7 +48,7 @@ func (d *differ) routes() {
 
 // sortedRoutes returns routes ordered by key. Desired promises that order;
 // a copy is sorted only when the promise was broken.
-func sortedRoutes(rs []model.AdmittedRoute) []model.AdmittedRoute {
+func sortedRoutes(rs []*model.AdmittedRoute) []*model.AdmittedRoute {
 	sorted := true
 	for i := 1; i < len(rs) && sorted; i++ {
 		sorted = rs[i-1].Key.Compare(rs[i].Key) <= 0
@@ -57,13 +57,13 @@ func sortedRoutes(rs []model.AdmittedRoute) []model.AdmittedRoute {
 		return rs
 	}
 	out := slices.Clone(rs)
-	slices.SortStableFunc(out, func(a, b model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
+	slices.SortStableFunc(out, func(a, b *model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
 	return out
 }
 
 // route diffs one route present on both sides.
 func (d *differ) route(old, cur *model.AdmittedRoute) {
-	if old.SameOutput(cur) {
+	if old == cur || old.SameOutput(cur) {
 		return
 	}
 	key := cur.Key.String()
@@ -159,7 +159,7 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 				continue
 			}
 			d.adds = append(d.adds, AddServer{Backend: be, Server: s.Name, Addr: s.Address, Port: s.Port,
-				Args: render.ServerArgs(*cur, s, d.desired.Input), Checked: newChecked})
+				Args: render.ServerArgs(cur, s, d.desired.Input), Checked: newChecked})
 			d.add(Change{Mode: ModeRuntime, Kind: KindEndpointAdded, Subject: key, Detail: string(s.Name)})
 			added = true
 			continue
@@ -177,7 +177,7 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 		if !settingsChanged {
 			was := o
 			was.Weight = s.Weight
-			if render.ServerArgs(*old, was, d.applied.Input) != render.ServerArgs(*cur, s, d.desired.Input) {
+			if render.ServerArgs(old, was, d.applied.Input) != render.ServerArgs(cur, s, d.desired.Input) {
 				optionsChanged = append(optionsChanged, string(s.Name))
 			}
 		}

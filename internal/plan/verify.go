@@ -159,7 +159,7 @@ func expect(desired State, backends map[model.BackendName]bool, maps map[string]
 	}
 	keys := routeKeysOf(backends)
 	for i := range desired.Desired.Routes {
-		r := &desired.Desired.Routes[i]
+		r := desired.Desired.Routes[i]
 		if backends != nil && !mayBeIn(r, keys, backends) {
 			continue
 		}

@@ -227,7 +227,7 @@ func TestExpectTouchedCostsTheTouchedOnly(t *testing.T) {
 		if i%10 == 0 {
 			r.Slot = model.BackendName(fmt.Sprintf("be_http_spare:%d", i))
 		}
-		d.Routes = append(d.Routes, r)
+		d.Routes = append(d.Routes, &r)
 	}
 	st := State{Desired: d}
 	for _, be := range []model.BackendName{d.Routes[5001].BackendName(), d.Routes[5000].BackendName()} {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"github.com/haroute/haroute/internal/testutil/testroutes"
 	"os"
 	"strconv"
 	"strings"
@@ -126,7 +127,7 @@ func backendSettings(f func(*model.BackendSettings)) func(*model.AdmittedRoute) 
 }
 
 func desired(s model.Settings, routes ...model.AdmittedRoute) *model.Desired {
-	return &model.Desired{Router: s, Routes: routes}
+	return &model.Desired{Router: s, Routes: testroutes.Of(routes)}
 }
 
 func goldenCases() []goldenCase {

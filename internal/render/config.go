@@ -241,7 +241,9 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 // routeOut is everything Render derives from one route alone.
 type routeOut struct {
 	// route is what the output was rendered from; set when it is cached.
-	route model.AdmittedRoute
+	// Admitted routes are read-only and shared from load to load, so an
+	// unchanged route is usually this very pointer.
+	route *model.AdmittedRoute
 	err   error // the route cannot be rendered; nothing else is set
 
 	full, skel   []byte // "\n" and the backend; skel without server lines
@@ -263,13 +265,13 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 	var prev []*routeOut // what t held for each missed route, or nil
 	sameKeys = t != nil && t.rendered && len(t.entries) == len(routes)
 	for i := range routes {
-		r := &routes[i]
+		r := routes[i]
 		var e *routeOut
 		if t != nil {
 			e = t.lookup(i, r.Key)
 			sameKeys = sameKeys && t.entries[i].route.Key == r.Key
 		}
-		if e != nil && e.route.SameOutput(r) {
+		if e != nil && (e.route == r || e.route.SameOutput(r)) {
 			outs[i] = e
 			continue
 		}
@@ -291,7 +293,10 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 		type span struct{ full, skel [2]int }
 		spans := make([]span, len(part))
 		for j, i := range part {
-			r, o := &routes[i], &fresh[p*backendsPerPart+j]
+			r, o := routes[i], &fresh[p*backendsPerPart+j]
+			if t != nil {
+				o.route = r
+			}
 			if o.err = checkRoute(r); o.err != nil {
 				continue
 			}
@@ -305,9 +310,6 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 			spans[j] = span{full: [2]int{f, len(w.full)}, skel: [2]int{s, len(w.skel)}}
 			o.stem = fileStem(r.Key.Namespace, r.Key.Name)
 			o.destCA, o.cert, o.crtLine = routeTLS(r, in.Dir, in.Desired.Router.HTTP2)
-			if t != nil {
-				o.route = *r
-			}
 		}
 		// The cache keeps these outputs as long as their routes are
 		// unchanged, so they are copied to their exact size rather than
@@ -852,7 +854,7 @@ func preloadCAs(w *cfgWriter, in Input) {
 	seen := map[string]bool{}
 	var paths []string
 	for i := range in.Desired.Routes {
-		r := &in.Desired.Routes[i]
+		r := in.Desired.Routes[i]
 		if r.Termination != model.TerminationReencrypt {
 			continue
 		}

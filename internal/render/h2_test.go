@@ -27,7 +27,7 @@ func TestServerArgsHTTP2Upstream(t *testing.T) {
 	} {
 		s.HTTP2 = c.http2
 		r := model.AdmittedRoute{Key: model.RouteKey{Namespace: "ns", Name: "r"}, Termination: c.term}
-		got := ServerArgs(r, h2c, Input{Desired: &model.Desired{Router: s}})
+		got := ServerArgs(&r, h2c, Input{Desired: &model.Desired{Router: s}})
 		if !strings.Contains(got, c.want) || strings.Contains(got, c.not) {
 			t.Errorf("%s, http2 %t: %q, want %q and no %q", c.term, c.http2, got, c.want, c.not)
 		}

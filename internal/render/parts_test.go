@@ -18,7 +18,7 @@ func TestBackendsInPartsKeepOrder(t *testing.T) {
 		var want cfgWriter
 		for i := range in.Desired.Routes {
 			want.line("")
-			backend(&want, &in.Desired.Routes[i], in)
+			backend(&want, in.Desired.Routes[i], in)
 		}
 		full := b.File(ConfigFile).Bytes()
 		if !bytes.HasSuffix(full, want.full) || !bytes.HasSuffix(b.Skeleton, want.skel) {

@@ -100,7 +100,7 @@ func TestLiveReencryptVerifiesAsOpenShift(t *testing.T) {
 	// presenting another service's name is refused, one for the service
 	// serves.
 	t.Run("runtime add server", func(t *testing.T) {
-		var r model.AdmittedRoute
+		var r *model.AdmittedRoute
 		for _, x := range d.Routes {
 			if x.Key.Name == "default-ca" {
 				r = x

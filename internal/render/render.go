@@ -523,7 +523,7 @@ func allowlistByID(r *model.AdmittedRoute) bool {
 func slotACLs(in Input) []ACL {
 	var bound map[model.BackendName]*model.AdmittedRoute
 	for i := range in.Desired.Routes {
-		if r := &in.Desired.Routes[i]; onPoolSpare(r) {
+		if r := in.Desired.Routes[i]; onPoolSpare(r) {
 			if bound == nil {
 				bound = make(map[model.BackendName]*model.AdmittedRoute)
 			}
@@ -649,7 +649,7 @@ func buildTLS(in Input, outs []*routeOut, files []File) ([]Cert, []File) {
 	}
 	crtList := make([]byte, 0, n)
 	for i, o := range outs {
-		r := &in.Desired.Routes[i]
+		r := in.Desired.Routes[i]
 		if o.destCA != nil {
 			files = append(files, File{Name: routeCAName(r), Data: o.destCA, Mode: 0o644})
 		}

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"github.com/haroute/haroute/internal/testutil/testroutes"
 	"reflect"
 	"strings"
 	"testing"
@@ -295,7 +296,7 @@ func TestRenderErrors(t *testing.T) {
 			svc("b", 100, "10.0.1.19:80")(r)
 		}), `render route ns/r: server ep_10.0.1.19_80 appears twice`},
 		{"file name collision", func(in *Input) {
-			in.Desired.Routes = []model.AdmittedRoute{route("a", "b/c", "x.example.com", ""), route("a", "b-c", "y.example.com", "")}
+			in.Desired.Routes = testroutes.Of([]model.AdmittedRoute{route("a", "b/c", "x.example.com", ""), route("a", "b-c", "y.example.com", "")})
 		}, `render route a/b-c: file name "a_b-c" already used by route a/b/c`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -314,7 +315,7 @@ func TestRenderErrors(t *testing.T) {
 
 func routeWith(host, path string, opt func(*model.AdmittedRoute)) func(*Input) {
 	return func(in *Input) {
-		in.Desired.Routes = []model.AdmittedRoute{route("ns", "r", host, path, opt)}
+		in.Desired.Routes = testroutes.Of([]model.AdmittedRoute{route("ns", "r", host, path, opt)})
 	}
 }
 
@@ -385,12 +386,12 @@ func TestServerArgs(t *testing.T) {
 		if !c.r.HealthChecked() {
 			svc("checked", 1, "10.0.9.1:80", "10.0.9.2:80")(&c.r)
 		}
-		if got := ServerArgs(c.r, srv, c.in); got != c.want {
+		if got := ServerArgs(&c.r, srv, c.in); got != c.want {
 			t.Errorf("%s: ServerArgs =\n %q\nwant\n %q", c.name, got, c.want)
 		}
 	}
 	single := route("ns", "r", "h", "", svc("s", 100, "10.0.0.1:80"))
-	if got, want := ServerArgs(single, srv, in), "weight 7"; got != want {
+	if got, want := ServerArgs(&single, srv, in), "weight 7"; got != want {
 		t.Errorf("single endpoint: ServerArgs = %q, want %q (no check)", got, want)
 	}
 	if got, want := HostPort("fd00::1", 8080), "[fd00::1]:8080"; got != want {

@@ -26,8 +26,8 @@ const SystemCAFile = "@system-ca"
 // cannot give an existing server `check` at runtime (plan). Cookies need
 // nothing here: backends use dynamic cookies, derived from the server
 // address and the backend's dynamic-cookie-key.
-func ServerArgs(r model.AdmittedRoute, s model.Server, in Input) string {
-	return string(appendServerArgs(nil, &r, &s, in, duration(healthCheckInterval(&r, in))))
+func ServerArgs(r *model.AdmittedRoute, s model.Server, in Input) string {
+	return string(appendServerArgs(nil, r, &s, in, duration(healthCheckInterval(r, in))))
 }
 
 // appendServerArgs appends ServerArgs to b; inter is the route's rendered

@@ -168,7 +168,7 @@ func TestCorpusRoutesAddedWithoutReload(t *testing.T) {
 	}
 	hasRoute := func(key model.RouteKey) func(*model.Desired) bool {
 		return func(d *model.Desired) bool {
-			return slices.ContainsFunc(d.Routes, func(ar model.AdmittedRoute) bool { return ar.Key == key })
+			return slices.ContainsFunc(d.Routes, func(ar *model.AdmittedRoute) bool { return ar.Key == key })
 		}
 	}
 
