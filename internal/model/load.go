@@ -241,8 +241,11 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 		st.mayConfigure = r.failed && routerConfigKind.Match(changed[i].Data)
 		if !r.failed {
 			objs := r.objs
-			st.good = &objs
-			st.memo = newFileMemo(&objs)
+			memo := newFileMemo(&objs)
+			if st.good != nil {
+				memo.carryOver(st.good, st.memo, &objs)
+			}
+			st.good, st.memo = &objs, memo
 		}
 	}
 	for path := range l.files {

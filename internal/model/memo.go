@@ -1,6 +1,7 @@
 package model
 
 import (
+	"reflect"
 	"slices"
 	"time"
 )
@@ -30,6 +31,73 @@ func newFileMemo(o *Objects) *fileMemo {
 		routes:    make([]routeMemo, len(o.Routes)),
 		endpoints: make([]groupsMemo, len(o.Endpoints)),
 		slices:    make([]groupsMemo, len(o.EndpointSlices)),
+	}
+}
+
+// carryOver gives the objects of a file read again (objs) the memos of
+// their unchanged versions in the file's last good objects (old, with
+// memos oldMemo). A file of 50 routes or services is read again whenever
+// one of them changes; without this, the other 49 were validated and
+// resolved again, and got new routes in Desired, at every change. An
+// object is unchanged when its metadata and content are equal. Memos
+// holding diagnostics stay behind, since those name positions in the
+// file, which may have moved; so do routes HAProxy refused, which a new
+// version of the file tries afresh.
+func (f *fileMemo) carryOver(old *Objects, oldMemo *fileMemo, objs *Objects) {
+	if oldMemo == nil {
+		return
+	}
+	type key struct{ ns, name string }
+	if len(old.Routes) > 0 && len(objs.Routes) > 0 {
+		at := make(map[key]int, len(old.Routes))
+		for i, r := range old.Routes {
+			at[key{r.Meta.Namespace, r.Meta.Name}] = i
+		}
+		for i := range objs.Routes {
+			r := &objs.Routes[i]
+			j, ok := at[key{r.Meta.Namespace, r.Meta.Name}]
+			if !ok {
+				continue
+			}
+			m := &oldMemo.routes[j]
+			if m.validated && m.refused == "" && len(m.diags) == 0 && len(m.resDiags) == 0 &&
+				reflect.DeepEqual(old.Routes[j].Meta, r.Meta) && reflect.DeepEqual(old.Routes[j].Spec, r.Spec) {
+				f.routes[i] = *m
+			}
+		}
+	}
+	carryGroups(f.endpoints, oldMemo.endpoints, len(old.Endpoints), len(objs.Endpoints),
+		func(i int) key { return key{old.Endpoints[i].Meta.Namespace, old.Endpoints[i].Meta.Name} },
+		func(i int) key { return key{objs.Endpoints[i].Meta.Namespace, objs.Endpoints[i].Meta.Name} },
+		func(j, i int) bool {
+			return reflect.DeepEqual(old.Endpoints[j].Meta, objs.Endpoints[i].Meta) && reflect.DeepEqual(old.Endpoints[j].Subsets, objs.Endpoints[i].Subsets)
+		})
+	carryGroups(f.slices, oldMemo.slices, len(old.EndpointSlices), len(objs.EndpointSlices),
+		func(i int) key { return key{old.EndpointSlices[i].Meta.Namespace, old.EndpointSlices[i].Meta.Name} },
+		func(i int) key { return key{objs.EndpointSlices[i].Meta.Namespace, objs.EndpointSlices[i].Meta.Name} },
+		func(j, i int) bool {
+			a, b := &old.EndpointSlices[j], &objs.EndpointSlices[i]
+			return reflect.DeepEqual(a.Meta, b.Meta) && a.AddressType == b.AddressType &&
+				reflect.DeepEqual(a.Endpoints, b.Endpoints) && reflect.DeepEqual(a.Ports, b.Ports)
+		})
+}
+
+// carryGroups is carryOver for Endpoints or EndpointSlices: dst[i] takes
+// old[j] when the objects have the same key and same(j, i). The groups
+// slice comes along, so routes of an unchanged service still resolve
+// from their memos (see groupsID).
+func carryGroups[K comparable](dst, old []groupsMemo, nOld, nNew int, oldKey, newKey func(int) K, same func(j, i int) bool) {
+	if nOld == 0 || nNew == 0 {
+		return
+	}
+	at := make(map[K]int, nOld)
+	for j := range nOld {
+		at[oldKey(j)] = j
+	}
+	for i := range nNew {
+		if j, ok := at[newKey(i)]; ok && old[j].done && len(old[j].diags) == 0 && same(j, i) {
+			dst[i] = old[j]
+		}
 	}
 }
 
