@@ -105,7 +105,7 @@ func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex, lg *lastGood
 
 // endpointsGroups validates one Endpoints: one group per subset.
 func endpointsGroups(ep *Endpoints) groupsMemo {
-	out := groupsMemo{done: true, ok: true, key: serviceKey{namespaceOrDefault(ep.Meta.Namespace), ep.Meta.Name}}
+	out := groupsMemo{done: true, ok: true, key: ownKey(namespaceOrDefault(ep.Meta.Namespace), ep.Meta.Name)}
 	ds := &out.diags
 	for si, sub := range ep.Subsets {
 		prefix := "subsets[" + strconv.Itoa(si) + "]"
@@ -138,7 +138,7 @@ func sliceGroups(sl *EndpointSlice) groupsMemo {
 			Message: fmt.Sprintf("EndpointSlice has no %s label, so it belongs to no service; ignored", ServiceNameLabel)}}
 		return out
 	}
-	out.ok, out.key = true, serviceKey{namespaceOrDefault(sl.Meta.Namespace), svc}
+	out.ok, out.key = true, ownKey(namespaceOrDefault(sl.Meta.Namespace), svc)
 	ds := &out.diags
 	g := endpointGroup{ports: validPorts(sl.Ports, sl.Source, "ports", ds)}
 	for ei, e := range sl.Endpoints {
@@ -178,9 +178,20 @@ func validPorts(ports []EndpointPort, src Source, prefix string, ds *Diagnostics
 				Message: fmt.Sprintf("port %d is out of range 1-65535", p.Port)})
 			continue
 		}
+		// Copied: the memo outlives this version of the file (see
+		// ownKey).
+		p.Name, p.Protocol = strings.Clone(p.Name), strings.Clone(p.Protocol)
 		out = append(out, p)
 	}
 	return out
+}
+
+// ownKey is a serviceKey whose strings are copies. Decoded strings share
+// their file's text, and an endpoints memo is carried over to the next
+// versions of its file (fileMemo.carryOver): a memo holding a piece of
+// the text would keep every version it came from alive.
+func ownKey(namespace, name string) serviceKey {
+	return serviceKey{strings.Clone(namespace), strings.Clone(name)}
 }
 
 // endpointIP parses an endpoint address. HAProxy servers here are IP

@@ -152,7 +152,7 @@ func addServerCommands(t *testing.T, d *model.Desired, key model.RouteKey, ep en
 		// has two, so its servers become checked twins (ck_), each added
 		// with its rendered arguments and health, the unchecked one set
 		// to maint.
-		next := route
+		next := *route // the daemon's: shared, read-only
 		next.Services = slices.Clone(route.Services)
 		next.Services[0].Servers = append(slices.Clone(route.Services[0].Servers), model.Server{Address: ep.ip, Port: ep.port})
 		for i := range next.Services[0].Servers {
@@ -162,7 +162,7 @@ func addServerCommands(t *testing.T, d *model.Desired, key model.RouteKey, ep en
 		var cmds []string
 		for _, s := range next.Servers() {
 			op := plan.AddServer{Backend: next.BackendName(), Server: s.Name, Addr: s.Address, Port: s.Port,
-				Args: render.ServerArgs(next, s, render.Input{Desired: d}), Checked: next.HealthChecked()}
+				Args: render.ServerArgs(&next, s, render.Input{Desired: d}), Checked: next.HealthChecked()}
 			cmds = append(cmds, op.Commands()...)
 		}
 		for _, s := range route.Servers() {
