@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/haroute/haroute/internal/model"
 )
@@ -501,7 +502,20 @@ func TestRouteCacheReusesUnchangedRoutes(t *testing.T) {
 	if &changed[0] == &first[0] || changed[1].Reasons[0] != "another reason" {
 		t.Errorf("a changed reason reused the old routes: %+v", changed[1])
 	}
+	if unsafe.StringData(changed[0].Key) != unsafe.StringData(first[0].Key) {
+		t.Error("the unchanged route was converted again")
+	}
 	if got := c.From(statuses("another reason")[:1]); len(got) != 1 {
 		t.Errorf("a route fewer: %d routes", len(got))
+	}
+	// A route added before the others: they are reused where they moved.
+	added := append([]model.RouteStatus{{Key: model.RouteKey{Namespace: "a", Name: "a-new"}, Host: "new.test", State: model.RouteAdmitted}},
+		statuses("another reason")...)
+	got := c.From(added)
+	if !reflect.DeepEqual(got, RoutesFrom(added)) {
+		t.Errorf("after a route added: %+v, want %+v", got, RoutesFrom(added))
+	}
+	if unsafe.StringData(got[1].Key) != unsafe.StringData(first[0].Key) {
+		t.Error("the route after the added one was converted again")
 	}
 }
