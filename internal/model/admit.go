@@ -183,17 +183,30 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 	return d, ds, pass
 }
 
-// output is the admitted route as Desired holds it: the memo's, when
-// the memo produced this very route before, or a copy of the candidate's
-// (whose storage the next load reuses). A route with an external
-// certificate is always copied: its certificate comes from a Secret,
-// which the memo does not follow.
+// output is the admitted route as Desired holds it. A candidate that
+// changed nothing of its memo's route holds the memo's output already; a
+// changed one, its own copy, which becomes the memo's output. A route
+// with an external certificate is not recorded: its certificate comes
+// from a Secret, which the memo does not follow.
 func (c *candidate) output() *AdmittedRoute {
 	if c.memo == nil || c.admitted.TLS.ExternalCertificate != "" {
-		out := c.admitted
-		return &out
+		return c.writable()
 	}
-	return c.memo.output(&c.admitted)
+	if c.memo.out == nil {
+		c.memo.out = c.writable()
+	}
+	return c.memo.out
+}
+
+// writable returns the candidate's route for writing: a copy of its own
+// the first time, since until then it may be the memo's (read-only and
+// shared with earlier loads' Desired).
+func (c *candidate) writable() *AdmittedRoute {
+	if !c.owned {
+		cp := *c.admitted
+		c.admitted, c.owned = &cp, true
+	}
+	return c.admitted
 }
 
 // admitGrain is how many routes one goroutine takes at a time.
@@ -201,9 +214,14 @@ const admitGrain = 256
 
 // candidate is one selected route on its way through admission.
 type candidate struct {
-	route    *Route
-	memo     *routeMemo // nil when admission runs without memos
-	admitted AdmittedRoute
+	route *Route
+	memo  *routeMemo // nil when admission runs without memos
+	// admitted is the route as admission has it so far: the memo's while
+	// nothing differs from it (read-only), else the candidate's own
+	// (owned; see writable). Pointing rather than copying spares a 456
+	// byte copy per route and change.
+	admitted *AdmittedRoute
+	owned    bool
 	check    *routeCheck
 	// checkBuf is where a memo hit puts check, sparing an allocation per
 	// route and load.
@@ -314,7 +332,8 @@ func validateSorted(sorted []*Route, memos []*routeMemo, settings *Settings, ds 
 		if c.memo != nil {
 			c.admitted, c.check = c.memo.validate(c.route, settings, &c.checkBuf)
 		} else {
-			c.admitted, c.check = validateRoute(c.route, settings)
+			ar, check := validateRoute(c.route, settings)
+			c.admitted, c.owned, c.check = &ar, true, check
 		}
 	})
 	return cands
@@ -389,9 +408,9 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
 	// dropped), so an unstable sort orders them as a stable one would.
 	slices.SortFunc(byAge, func(a, b *candidate) int {
 		switch {
-		case olderFirst(&a.admitted, &b.admitted):
+		case olderFirst(a.admitted, b.admitted):
 			return -1
-		case olderFirst(&b.admitted, &a.admitted):
+		case olderFirst(b.admitted, a.admitted):
 			return 1
 		}
 		return 0
@@ -650,7 +669,7 @@ func duplicateService(before []ServiceBackend, name string) bool {
 // resolveServices fills in the servers of an admitted route and warns about
 // services that have none.
 func resolveServices(c *candidate, idx endpointIndex) {
-	ar := &c.admitted
+	ar := c.writable()
 	ns := ar.Key.Namespace
 	var maxW int32
 	for _, s := range ar.Services {

@@ -47,7 +47,7 @@ func TestConflictsFromLastMatchFullDecision(t *testing.T) {
 		for i, k := range keys {
 			r := routes[k]
 			k.Namespace = r.ns
-			c := &candidate{check: &routeCheck{}, admitted: AdmittedRoute{
+			c := &candidate{check: &routeCheck{}, owned: true, admitted: &AdmittedRoute{
 				Key: k, CreationTimestamp: base.Add(time.Duration(r.age) * time.Hour),
 				Host: r.host, Path: r.path, Wildcard: r.wildcard,
 			}}

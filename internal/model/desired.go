@@ -357,11 +357,13 @@ func (r AdmittedRoute) Servers() []Server {
 
 // ActiveServers counts servers with a non-zero weight: the endpoints that
 // receive traffic, which decide whether health checks run (two or more).
-func (r AdmittedRoute) ActiveServers() int {
+func (r *AdmittedRoute) ActiveServers() int {
 	n := 0
-	for _, s := range r.Servers() {
-		if s.Weight > 0 {
-			n++
+	for _, svc := range r.Services {
+		for _, s := range svc.Servers {
+			if s.Weight > 0 {
+				n++
+			}
 		}
 	}
 	return n
@@ -369,7 +371,7 @@ func (r AdmittedRoute) ActiveServers() int {
 
 // HealthChecked reports whether the route's servers are actively checked:
 // only when two or more endpoints share the traffic (DESIGN §3).
-func (r AdmittedRoute) HealthChecked() bool { return r.ActiveServers() >= 2 }
+func (r *AdmittedRoute) HealthChecked() bool { return r.ActiveServers() >= 2 }
 
 // RouteTLS holds PEM material as written in the route (already validated).
 type RouteTLS struct {

@@ -51,6 +51,7 @@ func resolveExternalCertificates(cands []*candidate, secrets []Secret) {
 			fail("secret %q: %s", name, p.msg)
 			continue
 		}
-		c.admitted.TLS.Certificate, c.admitted.TLS.Key = crt, key
+		w := c.writable()
+		w.TLS.Certificate, w.TLS.Key = crt, key
 	}
 }

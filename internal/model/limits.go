@@ -124,7 +124,9 @@ func CheckedServers(d *Desired) int {
 	n := 0
 	for _, r := range d.Routes {
 		if r.HealthChecked() {
-			n += len(r.Servers())
+			for _, svc := range r.Services {
+				n += len(svc.Servers)
+			}
 		}
 	}
 	return n

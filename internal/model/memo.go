@@ -174,9 +174,8 @@ type groupsMemo struct {
 
 // validate returns the route validated under settings, from the memo when
 // it was made under the same settings; the check is made in dst. The
-// services it returns may be shared with the memo: resolve replaces them
-// before adding servers.
-func (m *routeMemo) validate(r *Route, settings *Settings, dst *routeCheck) (AdmittedRoute, *routeCheck) {
+// route returned is the memo's: read-only (see candidate.writable).
+func (m *routeMemo) validate(r *Route, settings *Settings, dst *routeCheck) (*AdmittedRoute, *routeCheck) {
 	key := validationKeyOf(settings)
 	if !m.validated || m.under != key {
 		ar, c := validateRoute(r, settings)
@@ -187,7 +186,7 @@ func (m *routeMemo) validate(r *Route, settings *Settings, dst *routeCheck) (Adm
 	if m.refused != "" {
 		dst.errorf("metadata.name", "HAProxy refused this route: %s", m.refused)
 	}
-	return m.admitted, dst
+	return &m.admitted, dst
 }
 
 // resolve fills in the servers of a valid candidate, from the memo when
@@ -201,7 +200,12 @@ func (m *routeMemo) resolve(c *candidate, idx endpointIndex) {
 		hit = idOf(idx[serviceKey{ns, c.admitted.Services[i].Name}]) == m.from[i]
 	}
 	if hit {
-		c.admitted.Services = m.services
+		switch {
+		case m.out != nil && !c.owned:
+			c.admitted = m.out // the very route this memo produced last
+		default:
+			c.writable().Services = m.services
+		}
 		for _, d := range m.resDiags {
 			c.check.diags = append(c.check.diags, d)
 			c.check.bad = c.check.bad || d.Severity == SeverityError
@@ -213,20 +217,8 @@ func (m *routeMemo) resolve(c *candidate, idx endpointIndex) {
 		from[i] = idOf(idx[serviceKey{ns, s.Name}])
 	}
 	n := len(c.check.diags)
-	c.admitted.Services = slices.Clone(c.admitted.Services)
+	c.writable().Services = slices.Clone(c.admitted.Services)
 	resolveServices(c, idx)
 	m.resolved, m.from, m.services, m.out = true, from, c.admitted.Services, nil
 	m.resDiags = slices.Clone(c.check.diags[n:])
-}
-
-// output returns the route admitted, admitted being the candidate's copy
-// of it: the memo's own pointer when both validation and resolution came
-// from the memo since it was made (then the two are equal), else a copy
-// that becomes the memo's.
-func (m *routeMemo) output(admitted *AdmittedRoute) *AdmittedRoute {
-	if m.out == nil {
-		out := *admitted
-		m.out = &out
-	}
-	return m.out
 }
