@@ -47,7 +47,7 @@ func TestNoTrafficLogWithoutAccessLog(t *testing.T) {
 // when a client may be IPv6; otherwise the IPv4 Forwarded header is added
 // unconditionally.
 func TestForwardedIPv6TestOnlyWhereClientsMayBeIPv6(t *testing.T) {
-	const v4Only = "  http-request add-header Forwarded for=%[src];host=%[req.hdr(host)];proto=%[req.hdr(X-Forwarded-Proto)]\n"
+	const v4Only = "  http-request add-header Forwarded for=%[src];host=%[req.hdr(host)];proto=%[ssl_fc,iif(https,http)]\n"
 	for _, c := range []struct {
 		name string
 		set  func(*model.Settings)
