@@ -235,26 +235,8 @@ func Verify(exp Expectation, servers map[model.BackendName][]ObservedServer, map
 		}
 		bad = append(bad, verifyBackend(be, exp.Servers[be], observed)...)
 	}
-	for _, path := range sortedKeys(exp.Maps) {
-		observed, ok := maps[path]
-		if !ok {
-			bad = append(bad, fmt.Sprintf("map %s: not read back", path))
-			continue
-		}
-		if msg := verifyMap(exp.Maps[path], observed); msg != "" {
-			bad = append(bad, fmt.Sprintf("map %s: %s", path, msg))
-		}
-	}
-	for _, path := range sortedKeys(exp.Edited) {
-		observed, ok := edited[path]
-		if !ok {
-			bad = append(bad, fmt.Sprintf("map %s: not read back", path))
-			continue
-		}
-		if msg := verifyEditedMap(exp.Edited[path], observed); msg != "" {
-			bad = append(bad, fmt.Sprintf("map %s: %s", path, msg))
-		}
-	}
+	bad = verifyMaps(bad, exp.Maps, maps, verifyMap)
+	bad = verifyMaps(bad, exp.Edited, edited, verifyEditedMap)
 	if len(bad) == 0 {
 		return nil
 	}
@@ -262,6 +244,22 @@ func Verify(exp Expectation, servers map[model.BackendName][]ObservedServer, map
 		bad = append(bad[:maxMismatches], fmt.Sprintf("and %d more", len(bad)-maxMismatches))
 	}
 	return errors.New(strings.Join(bad, "; "))
+}
+
+// verifyMaps appends to bad what check finds wrong with each expected map,
+// by path, against what was read back of it.
+func verifyMaps[W, G any](bad []string, want map[string]W, got map[string]G, check func(W, G) string) []string {
+	for _, path := range sortedKeys(want) {
+		observed, ok := got[path]
+		if !ok {
+			bad = append(bad, fmt.Sprintf("map %s: not read back", path))
+			continue
+		}
+		if msg := check(want[path], observed); msg != "" {
+			bad = append(bad, fmt.Sprintf("map %s: %s", path, msg))
+		}
+	}
+	return bad
 }
 
 func verifyBackend(be model.BackendName, want []ExpectedServer, got []ObservedServer) []string {
