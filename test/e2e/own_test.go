@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -121,51 +122,16 @@ func TestRestartAfterKillTakesOverHAProxy(t *testing.T) {
 	r.serves("one.e2e.test", "/", "one")
 	oldMaster := testenv.ShowProc(t, r.runDir).Master.PID
 
-	ctx, stop := context.WithCancel(context.Background())
-	var ok, failed atomic.Int64
-	var firstErr atomic.Value
-	var traffic sync.WaitGroup
-	for range 4 {
-		traffic.Go(func() {
-			for ctx.Err() == nil {
-				if got, err := r.get("one.e2e.test", "/"); err != nil || got != "one" {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Sprintf("%q, %v", got, err))
-					continue
-				}
-				ok.Add(1)
-			}
-		})
-	}
+	traffic := keepRequesting(r, "one.e2e.test", "one")
 	time.Sleep(300 * time.Millisecond)
 	must(t, first.cmd.Process.Kill())
 	first.waitExit(t)
 	time.Sleep(300 * time.Millisecond) // the orphaned HAProxy serves alone
 
 	second := runHaroute(t, bin, args...)
-	r.eventually(30*time.Second, "new HAProxy master, the previous one gone", func() error {
-		if pid := testenv.ShowProc(t, r.runDir).Master.PID; pid == oldMaster {
-			return fmt.Errorf("master is still %d", pid)
-		}
-		if err := syscall.Kill(oldMaster, 0); err == nil {
-			return fmt.Errorf("previous master %d still runs", oldMaster)
-		}
-		return nil
-	})
+	newMaster := tookOver(t, r, oldMaster)
 	time.Sleep(300 * time.Millisecond)
-	stop()
-	traffic.Wait()
-	if failed.Load() != 0 || ok.Load() == 0 {
-		t.Fatalf("%d of %d requests failed across kill -9 and restart; first: %v", failed.Load(), ok.Load()+failed.Load(), firstErr.Load())
-	}
-	t.Logf("%d requests, none failed, across kill -9 and restart of haroute", ok.Load())
-	newMaster := testenv.ShowProc(t, r.runDir).Master.PID
-	r.eventually(20*time.Second, "one HAProxy left", func() error {
-		if g := haproxyGroups(t, r.runDir); len(g) != 1 || g[newMaster] == 0 {
-			return fmt.Errorf("haproxy process groups naming the run dir: %v, want only %d's", g, newMaster)
-		}
-		return nil
-	})
+	traffic.noneFailed(t, "across kill -9 and restart of haroute")
 
 	// A second haroute on the same run dir refuses.
 	out, err := runHaroute(t, bin, args...).waitExit(t)
@@ -184,4 +150,125 @@ func TestRestartAfterKillTakesOverHAProxy(t *testing.T) {
 	if pid := testenv.ShowProc(t, r.runDir).Master.PID; pid != newMaster {
 		t.Errorf("the failed routers changed the master: %d, want %d", pid, newMaster)
 	}
+}
+
+// A route HAProxy refuses, published while haroute was down, must not stop
+// the restarted haroute from taking over: its first start is refused while
+// the orphaned HAProxy keeps serving, the route is found by the check and
+// rejected with HAProxy's message, and the rest start without it, still
+// without losing a request. (A wrapper stands in for an HAProxy that
+// refuses the route's certificate: it refuses any configuration whose
+// crt-list names refused.e2e.test, at a start or a check.)
+func TestTakeoverWithRefusedRouteKeepsServing(t *testing.T) {
+	bin := buildHaroute(t)
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := oneRoute(r, one)
+	must(t, w.Publish(gen))
+	stateDir := filepath.Join(t.TempDir(), "state")
+	args := []string{"--config-dir", r.dir, "--run-dir", r.runDir, "--state-dir", stateDir, "--metrics-address", r.metrics}
+	first := runHaroute(t, bin, args...)
+	r.serves("one.e2e.test", "/", "one")
+	oldMaster := testenv.ShowProc(t, r.runDir).Master.PID
+
+	traffic := keepRequesting(r, "one.e2e.test", "one")
+	time.Sleep(300 * time.Millisecond)
+	must(t, first.cmd.Process.Kill())
+	first.waitExit(t)
+
+	cert, key := makeCert(t, "refused.e2e.test", 5006)
+	gen["two.yaml"] = []byte(routeYAML("two", "two.e2e.test", "", "one"))
+	gen["refused.yaml"] = []byte(routeYAML("refused", "refused.e2e.test", "", "one") + "  tls:\n    termination: edge\n    certificate: |\n" +
+		indent(cert, 6) + "\n    key: |\n" + indent(key, 6) + "\n")
+	must(t, w.Publish(gen))
+	wrapper := filepath.Join(t.TempDir(), "haproxy")
+	must(t, os.WriteFile(wrapper, []byte(fmt.Sprintf(`#!/bin/sh
+cfg= prev=
+for a in "$@"; do [ "$prev" = -f ] && cfg=$a; prev=$a; done
+if [ -n "$cfg" ] && grep -qs refused.e2e.test "$(dirname "$cfg")/crt-list"; then
+	echo "[ALERT] unable to load certificate for refused.e2e.test" >&2
+	exit 1
+fi
+exec %s "$@"
+`, testutil.HAProxy(t))), 0o755))
+	second := runHaroute(t, bin, append(args, "--haproxy", wrapper)...)
+
+	tookOver(t, r, oldMaster)
+	r.serves("two.e2e.test", "/", "one")
+	time.Sleep(300 * time.Millisecond)
+	traffic.noneFailed(t, "across kill -9, a refused route and the takeover")
+	r.eventually(10*time.Second, "the refusal in the log", func() error {
+		out, _ := os.ReadFile(second.logs)
+		if !strings.Contains(string(out), "route refused by haproxy") || !strings.Contains(string(out), "unable to load certificate") {
+			return errors.New("no \"route refused by haproxy\" with HAProxy's message yet")
+		}
+		return nil
+	})
+	if got, err := r.get("refused.e2e.test", "/"); err == nil && got == "one" {
+		t.Errorf("the refused route is served: %q", got)
+	}
+}
+
+// requests is traffic kept up against one host until noneFailed.
+type requests struct {
+	stop       context.CancelFunc
+	done       sync.WaitGroup
+	ok, failed atomic.Int64
+	firstErr   atomic.Value
+}
+
+// keepRequesting sends requests for host from four clients, each answer
+// expected to be want, until noneFailed is called.
+func keepRequesting(r *router, host, want string) *requests {
+	ctx, stop := context.WithCancel(context.Background())
+	q := &requests{stop: stop}
+	for range 4 {
+		q.done.Go(func() {
+			for ctx.Err() == nil {
+				if got, err := r.get(host, "/"); err != nil || got != want {
+					q.failed.Add(1)
+					q.firstErr.CompareAndSwap(nil, fmt.Sprintf("%q, %v", got, err))
+					continue
+				}
+				q.ok.Add(1)
+			}
+		})
+	}
+	return q
+}
+
+// noneFailed stops the traffic and fails the test if any request failed.
+func (q *requests) noneFailed(t *testing.T, during string) {
+	t.Helper()
+	q.stop()
+	q.done.Wait()
+	if q.failed.Load() != 0 || q.ok.Load() == 0 {
+		t.Fatalf("%d of %d requests failed %s; first: %v", q.failed.Load(), q.ok.Load()+q.failed.Load(), during, q.firstErr.Load())
+	}
+	t.Logf("%d requests, none failed, %s", q.ok.Load(), during)
+}
+
+// tookOver waits until an HAProxy master other than oldMaster serves the
+// run dir, oldMaster is gone, and one HAProxy is left; it returns the new
+// master's pid.
+func tookOver(t *testing.T, r *router, oldMaster int) int {
+	t.Helper()
+	r.eventually(30*time.Second, "new HAProxy master, the previous one gone", func() error {
+		if pid := testenv.ShowProc(t, r.runDir).Master.PID; pid == oldMaster {
+			return fmt.Errorf("master is still %d", pid)
+		}
+		if err := syscall.Kill(oldMaster, 0); err == nil {
+			return fmt.Errorf("previous master %d still runs", oldMaster)
+		}
+		return nil
+	})
+	newMaster := testenv.ShowProc(t, r.runDir).Master.PID
+	r.eventually(20*time.Second, "one HAProxy left", func() error {
+		if g := haproxyGroups(t, r.runDir); len(g) != 1 || g[newMaster] == 0 {
+			return fmt.Errorf("haproxy process groups naming the run dir: %v, want only %d's", g, newMaster)
+		}
+		return nil
+	})
+	return newMaster
 }
