@@ -160,19 +160,8 @@ func weakCert(t *testing.T, host string) (certPEM, keyPEM string) {
 // HAProxy's message and starts with the rest. A clean start runs no check.
 func TestColdStartWithRefusedRouteStartsTheRest(t *testing.T) {
 	r := newRouter(t)
-	r.haproxy = filepath.Join(t.TempDir(), "haproxy")
 	calls := filepath.Join(t.TempDir(), "calls")
-	script := fmt.Sprintf(`#!/bin/sh
-echo "$1" >> %s
-cfg= prev=
-for a in "$@"; do [ "$prev" = -f ] && cfg=$a; prev=$a; done
-if [ -n "$cfg" ] && grep -qs refused.e2e.test "$(dirname "$cfg")/crt-list"; then
-	echo "[ALERT] unable to load certificate for refused.e2e.test" >&2
-	exit 1
-fi
-exec %s "$@"
-`, calls, testutil.HAProxy(t))
-	must(t, os.WriteFile(r.haproxy, []byte(script), 0o755))
+	r.haproxy = refusingHAProxy(t, "refused.e2e.test", calls)
 	checks := func() (checks, starts int) {
 		b, _ := os.ReadFile(calls)
 		for line := range strings.Lines(string(b)) {
@@ -213,6 +202,30 @@ exec %s "$@"
 	if c, s := checks(); c != 0 || s != 1 {
 		t.Fatalf("a clean cold start ran %d checks and %d starts, want none and one", c, s)
 	}
+}
+
+// refusingHAProxy writes a wrapper standing in for an HAProxy that refuses
+// host's certificate: at a start or a check, it refuses any configuration
+// whose crt-list names host, with HAProxy's kind of message, and runs the
+// real HAProxy otherwise. With calls set, it appends its first argument
+// there at every call (-c for a check, -W for a start).
+func refusingHAProxy(t *testing.T, host, calls string) string {
+	t.Helper()
+	log := ""
+	if calls != "" {
+		log = fmt.Sprintf("echo \"$1\" >> %s\n", calls)
+	}
+	wrapper := filepath.Join(t.TempDir(), "haproxy")
+	must(t, os.WriteFile(wrapper, []byte(fmt.Sprintf(`#!/bin/sh
+%scfg= prev=
+for a in "$@"; do [ "$prev" = -f ] && cfg=$a; prev=$a; done
+if [ -n "$cfg" ] && grep -qs %s "$(dirname "$cfg")/crt-list"; then
+	echo "[ALERT] unable to load certificate for %s" >&2
+	exit 1
+fi
+exec %s "$@"
+`, log, host, host, testutil.HAProxy(t))), 0o755))
+	return wrapper
 }
 
 // A new route whose certificate `check` admits and HAProxy refuses would

@@ -110,28 +110,15 @@ func haproxyGroups(t *testing.T, runDir string) map[int]int {
 // HAProxy is left. A second haroute on the same run dir refuses to start;
 // one on another run dir but the same ports fails naming the port.
 func TestRestartAfterKillTakesOverHAProxy(t *testing.T) {
-	bin := buildHaroute(t)
 	r := newRouter(t)
-	one := startBackend(t, "one")
-	w := publish.NewAtomicWriter(r.dir)
-	must(t, w.Publish(oneRoute(r, one)))
-	stateDir := filepath.Join(t.TempDir(), "state")
-	args := []string{"--config-dir", r.dir, "--run-dir", r.runDir, "--state-dir", stateDir, "--metrics-address", r.metrics}
-
-	first := runHaroute(t, bin, args...)
-	r.serves("one.e2e.test", "/", "one")
-	oldMaster := testenv.ShowProc(t, r.runDir).Master.PID
-
-	traffic := keepRequesting(r, "one.e2e.test", "one")
-	time.Sleep(300 * time.Millisecond)
-	must(t, first.cmd.Process.Kill())
-	first.waitExit(t)
+	o := killWhileServing(t, r)
 	time.Sleep(300 * time.Millisecond) // the orphaned HAProxy serves alone
 
+	bin, args := o.bin, o.args
 	second := runHaroute(t, bin, args...)
-	newMaster := tookOver(t, r, oldMaster)
+	newMaster := tookOver(t, r, o.oldMaster)
 	time.Sleep(300 * time.Millisecond)
-	traffic.noneFailed(t, "across kill -9 and restart of haroute")
+	o.traffic.noneFailed(t, "across kill -9 and restart of haroute")
 
 	// A second haroute on the same run dir refuses.
 	out, err := runHaroute(t, bin, args...).waitExit(t)
@@ -160,44 +147,20 @@ func TestRestartAfterKillTakesOverHAProxy(t *testing.T) {
 // refuses the route's certificate: it refuses any configuration whose
 // crt-list names refused.e2e.test, at a start or a check.)
 func TestTakeoverWithRefusedRouteKeepsServing(t *testing.T) {
-	bin := buildHaroute(t)
 	r := newRouter(t)
-	one := startBackend(t, "one")
-	w := publish.NewAtomicWriter(r.dir)
-	gen := oneRoute(r, one)
-	must(t, w.Publish(gen))
-	stateDir := filepath.Join(t.TempDir(), "state")
-	args := []string{"--config-dir", r.dir, "--run-dir", r.runDir, "--state-dir", stateDir, "--metrics-address", r.metrics}
-	first := runHaroute(t, bin, args...)
-	r.serves("one.e2e.test", "/", "one")
-	oldMaster := testenv.ShowProc(t, r.runDir).Master.PID
-
-	traffic := keepRequesting(r, "one.e2e.test", "one")
-	time.Sleep(300 * time.Millisecond)
-	must(t, first.cmd.Process.Kill())
-	first.waitExit(t)
+	o := killWhileServing(t, r)
 
 	cert, key := makeCert(t, "refused.e2e.test", 5006)
-	gen["two.yaml"] = []byte(routeYAML("two", "two.e2e.test", "", "one"))
-	gen["refused.yaml"] = []byte(routeYAML("refused", "refused.e2e.test", "", "one") + "  tls:\n    termination: edge\n    certificate: |\n" +
+	o.gen["two.yaml"] = []byte(routeYAML("two", "two.e2e.test", "", "one"))
+	o.gen["refused.yaml"] = []byte(routeYAML("refused", "refused.e2e.test", "", "one") + "  tls:\n    termination: edge\n    certificate: |\n" +
 		indent(cert, 6) + "\n    key: |\n" + indent(key, 6) + "\n")
-	must(t, w.Publish(gen))
-	wrapper := filepath.Join(t.TempDir(), "haproxy")
-	must(t, os.WriteFile(wrapper, []byte(fmt.Sprintf(`#!/bin/sh
-cfg= prev=
-for a in "$@"; do [ "$prev" = -f ] && cfg=$a; prev=$a; done
-if [ -n "$cfg" ] && grep -qs refused.e2e.test "$(dirname "$cfg")/crt-list"; then
-	echo "[ALERT] unable to load certificate for refused.e2e.test" >&2
-	exit 1
-fi
-exec %s "$@"
-`, testutil.HAProxy(t))), 0o755))
-	second := runHaroute(t, bin, append(args, "--haproxy", wrapper)...)
+	must(t, o.w.Publish(o.gen))
+	second := runHaroute(t, o.bin, append(o.args, "--haproxy", refusingHAProxy(t, "refused.e2e.test", ""))...)
 
-	tookOver(t, r, oldMaster)
+	tookOver(t, r, o.oldMaster)
 	r.serves("two.e2e.test", "/", "one")
 	time.Sleep(300 * time.Millisecond)
-	traffic.noneFailed(t, "across kill -9, a refused route and the takeover")
+	o.traffic.noneFailed(t, "across kill -9, a refused route and the takeover")
 	r.eventually(10*time.Second, "the refusal in the log", func() error {
 		out, _ := os.ReadFile(second.logs)
 		if !strings.Contains(string(out), "route refused by haproxy") || !strings.Contains(string(out), "unable to load certificate") {
@@ -208,6 +171,35 @@ exec %s "$@"
 	if got, err := r.get("refused.e2e.test", "/"); err == nil && got == "one" {
 		t.Errorf("the refused route is served: %q", got)
 	}
+}
+
+// orphaned is a router whose haroute was killed with SIGKILL while its
+// HAProxy served one route under traffic: what a restart needs.
+type orphaned struct {
+	bin       string
+	args      []string
+	w         *publish.AtomicWriter
+	gen       map[string][]byte // published
+	oldMaster int
+	traffic   *requests
+}
+
+// killWhileServing starts haroute serving one route, starts traffic to it
+// and kills haroute with SIGKILL, leaving its HAProxy serving.
+func killWhileServing(t *testing.T, r *router) *orphaned {
+	t.Helper()
+	o := &orphaned{w: publish.NewAtomicWriter(r.dir), gen: oneRoute(r, startBackend(t, "one"))}
+	must(t, o.w.Publish(o.gen))
+	o.bin = buildHaroute(t)
+	o.args = []string{"--config-dir", r.dir, "--run-dir", r.runDir, "--state-dir", filepath.Join(t.TempDir(), "state"), "--metrics-address", r.metrics}
+	first := runHaroute(t, o.bin, o.args...)
+	r.serves("one.e2e.test", "/", "one")
+	o.oldMaster = testenv.ShowProc(t, r.runDir).Master.PID
+	o.traffic = keepRequesting(r, "one.e2e.test", "one")
+	time.Sleep(300 * time.Millisecond)
+	must(t, first.cmd.Process.Kill())
+	first.waitExit(t)
+	return o
 }
 
 // requests is traffic kept up against one host until noneFailed.
