@@ -170,9 +170,8 @@ func (c Change) Reason() Reason {
 
 // Touched returns the backends the plan's ops change, in op order, and the
 // paths of the maps it replaces: the parts of HAProxy a read-back must
-// check.
+// check in full. Maps edited in place are probed instead (see Expect).
 func (p Plan) Touched() (backends []model.BackendName, maps []string) {
-	// (MapEdit maps are read back too; see Expect for how.)
 	seen := make(map[model.BackendName]bool)
 	for _, op := range p.Ops {
 		var be model.BackendName
@@ -186,8 +185,6 @@ func (p Plan) Touched() (backends []model.BackendName, maps []string) {
 		case SetWeight:
 			be = o.Backend
 		case MapReplace:
-			maps = append(maps, o.Path)
-		case MapEdit:
 			maps = append(maps, o.Path)
 		}
 		if be != "" && !seen[be] {

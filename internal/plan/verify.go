@@ -96,10 +96,9 @@ type ObservedMap struct {
 // backends p touched, the maps it replaced, and probes of the maps it
 // edited.
 func Expect(desired State, p Plan) Expectation {
-	backends, maps := p.Touched()
-	edits := editsOf(p)
-	replaced := slices.DeleteFunc(maps, func(m string) bool { _, ok := edits[m]; return ok })
+	backends, replaced := p.Touched()
 	exp := ExpectTouched(desired, backends, replaced)
+	edits := editsOf(p)
 	if len(edits) == 0 || desired.Bundle == nil {
 		return exp
 	}
