@@ -50,38 +50,36 @@ func (f *fileMemo) carryOver(old *Objects, oldMemo *fileMemo, objs *Objects) {
 	if oldMemo == nil {
 		return
 	}
-	type key struct{ ns, name string }
-	carryGroups(f.endpoints, oldMemo.endpoints, len(old.Endpoints), len(objs.Endpoints),
-		func(i int) key { return key{old.Endpoints[i].Meta.Namespace, old.Endpoints[i].Meta.Name} },
-		func(i int) key { return key{objs.Endpoints[i].Meta.Namespace, objs.Endpoints[i].Meta.Name} },
-		func(j, i int) bool {
-			return reflect.DeepEqual(old.Endpoints[j].Meta, objs.Endpoints[i].Meta) && reflect.DeepEqual(old.Endpoints[j].Subsets, objs.Endpoints[i].Subsets)
-		})
-	carryGroups(f.slices, oldMemo.slices, len(old.EndpointSlices), len(objs.EndpointSlices),
-		func(i int) key { return key{old.EndpointSlices[i].Meta.Namespace, old.EndpointSlices[i].Meta.Name} },
-		func(i int) key { return key{objs.EndpointSlices[i].Meta.Namespace, objs.EndpointSlices[i].Meta.Name} },
-		func(j, i int) bool {
-			a, b := &old.EndpointSlices[j], &objs.EndpointSlices[i]
-			return reflect.DeepEqual(a.Meta, b.Meta) && a.AddressType == b.AddressType &&
-				reflect.DeepEqual(a.Endpoints, b.Endpoints) && reflect.DeepEqual(a.Ports, b.Ports)
-		})
+	carryGroups(f.endpoints, oldMemo.endpoints, old.Endpoints, objs.Endpoints,
+		func(e *Endpoints) (ObjectMeta, any) { return e.Meta, e.Subsets })
+	carryGroups(f.slices, oldMemo.slices, old.EndpointSlices, objs.EndpointSlices,
+		func(s *EndpointSlice) (ObjectMeta, any) { return s.Meta, [3]any{s.AddressType, s.Endpoints, s.Ports} })
 }
 
-// carryGroups is carryOver for Endpoints or EndpointSlices: dst[i] takes
-// old[j] when the objects have the same key and same(j, i). The groups
-// slice comes along, so routes of an unchanged service still resolve
-// from their memos (see groupsID).
-func carryGroups[K comparable](dst, old []groupsMemo, nOld, nNew int, oldKey, newKey func(int) K, same func(j, i int) bool) {
-	if nOld == 0 || nNew == 0 {
+// carryGroups is carryOver for Endpoints or EndpointSlices: dst[i], the
+// memo of news[i], takes the memo of the old object with the same
+// namespace and name when their metadata and content (what an object
+// says, its position aside) are equal. The groups slice comes along, so
+// routes of an unchanged service still resolve from their memos (see
+// groupsID).
+func carryGroups[T any](dst, oldMemos []groupsMemo, olds, news []T, parts func(*T) (ObjectMeta, any)) {
+	if len(olds) == 0 || len(news) == 0 {
 		return
 	}
-	at := make(map[K]int, nOld)
-	for j := range nOld {
-		at[oldKey(j)] = j
+	type key struct{ ns, name string }
+	at := make(map[key]int, len(olds))
+	for j := range olds {
+		meta, _ := parts(&olds[j])
+		at[key{meta.Namespace, meta.Name}] = j
 	}
-	for i := range nNew {
-		if j, ok := at[newKey(i)]; ok && old[j].done && len(old[j].diags) == 0 && same(j, i) {
-			dst[i] = old[j]
+	for i := range news {
+		meta, content := parts(&news[i])
+		j, ok := at[key{meta.Namespace, meta.Name}]
+		if !ok || !oldMemos[j].done || len(oldMemos[j].diags) > 0 {
+			continue
+		}
+		if oldMeta, oldContent := parts(&olds[j]); reflect.DeepEqual(oldMeta, meta) && reflect.DeepEqual(oldContent, content) {
+			dst[i] = oldMemos[j]
 		}
 	}
 }
