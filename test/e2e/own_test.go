@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/status"
 	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 	"github.com/haroute/haroute/test/testenv"
@@ -168,9 +170,23 @@ func TestTakeoverWithRefusedRouteKeepsServing(t *testing.T) {
 		}
 		return nil
 	})
-	if got, err := r.get("refused.e2e.test", "/"); err == nil && got == "one" {
-		t.Errorf("the refused route is served: %q", got)
-	}
+	// Its status, as an operator reads it from /status: rejected with
+	// HAProxy's message, not served.
+	r.eventually(10*time.Second, "e2e/refused rejected in /status", func() error {
+		st, err := status.Fetch(t.Context(), r.metrics)
+		if err != nil {
+			return err
+		}
+		for _, rt := range st.Routes {
+			if rt.Key == "e2e/refused" {
+				if rt.State != model.RouteRejected || !strings.Contains(strings.Join(rt.Reasons, " "), "unable to load certificate") {
+					return fmt.Errorf("state %s, reasons %q", rt.State, rt.Reasons)
+				}
+				return nil
+			}
+		}
+		return errors.New("no status for e2e/refused")
+	})
 }
 
 // orphaned is a router whose haroute was killed with SIGKILL while its
