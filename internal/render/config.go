@@ -718,10 +718,10 @@ func forwardedHeaders(w *cfgWriter, policy string, ipv6 bool) {
 type forwardedRule struct{ value, cond string }
 
 // forwarded returns the Forwarded header for each address family a client
-// may have, with proto (a log-format expression) as its proto. The IPv6 test is an anonymous ACL (the default policy's rules
-// live in a defaults section, where ACLs cannot be declared), and it
-// formats the address for every request: it is written only where a
-// client may be IPv6.
+// may have, with proto (a log-format expression) as its proto. The IPv6
+// test is an anonymous ACL (the default policy's rules live in a defaults
+// section, where ACLs cannot be declared), and it formats the address for
+// every request: it is written only where a client may be IPv6.
 func forwarded(ipv6 bool, proto string) []forwardedRule {
 	rest := `;host=%[req.hdr(host)];proto=` + proto
 	if !ipv6 {
