@@ -214,7 +214,7 @@ type chunkResult struct {
 // ends the chunk: the parser cannot resynchronise after one.
 func decodeChunk(path string, c chunk, lim Limits, sc *scratch) chunkResult {
 	var res chunkResult
-	w := walker{path: path, lineOff: c.lineOff, objs: &res.objs}
+	w := walker{path: path, lineOff: c.lineOff, objs: &res.objs, table: &fieldNames{}}
 	if !strings.HasSuffix(path, ".json") {
 		if docs, ok := sc.fast.Parse(c.data); ok {
 			for _, root := range docs {

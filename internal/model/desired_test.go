@@ -33,10 +33,11 @@ func TestServerNameFor(t *testing.T) {
 // of the same field wins, as a map write would) and from Fields, which
 // tests and older callers fill in.
 func TestSourceLookup(t *testing.T) {
-	src := Source{Pos: Position{Path: "f.yaml", Line: 1, Col: 1}, fields: []fieldPos{
-		{name: "spec.host", line: 3, col: 9},
-		{name: "spec.to", line: 4, col: 3},
-		{name: "spec.host", line: 7, col: 9},
+	names := &fieldNames{list: []string{"spec.host", "spec.to"}}
+	src := Source{Pos: Position{Path: "f.yaml", Line: 1, Col: 1}, names: names, fields: []fieldPos{
+		{name: 0, line: 3, col: 9},
+		{name: 1, line: 4, col: 3},
+		{name: 0, line: 7, col: 9},
 	}}
 	tests := []struct {
 		field string

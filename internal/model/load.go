@@ -11,6 +11,7 @@ import (
 
 // SourceFile is one input file of a snapshot. Path is relative to the
 // snapshot root, slash-separated; Hash is a content hash (hex sha256).
+// Data must not change once loaded: decoded strings share its memory.
 type SourceFile struct {
 	Path string
 	Data []byte

@@ -28,8 +28,9 @@ type Source struct {
 	Fields map[string]Position
 	// fields is what the decoder recorded, in the order it walked the
 	// object: a later entry for the same name wins, as a map write would.
-	// All of them are in the file Pos.Path names.
+	// All of them are in the file Pos.Path names; names holds their paths.
 	fields []fieldPos
+	names  *fieldNames
 }
 
 // At returns the position of field, falling back to the object itself.
@@ -50,7 +51,7 @@ func (s Source) Lookup(field string) (Position, bool) {
 	// Lookups happen only when a diagnostic is made, so a scan is cheaper
 	// overall than an index built for every object.
 	for i := len(s.fields) - 1; i >= 0; i-- {
-		if f := &s.fields[i]; f.name == field {
+		if f := &s.fields[i]; s.names.list[f.name] == field {
 			return Position{Path: s.Pos.Path, Line: int(f.line), Col: int(f.col)}, true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"gopkg.in/yaml.v3"
 )
@@ -120,7 +121,11 @@ func (s *slab[T]) reset() { s.next, s.cur = 0, nil }
 type errDecline struct{}
 
 // Parse returns the documents of data, or ok = false when data is not
-// entirely in the subset. The documents are valid until the next call.
+// entirely in the subset. The documents are valid until the next call;
+// the strings in them share data's memory, which must therefore never
+// change afterwards. At 10k routes a copy of the text, kept alive by the
+// decoded strings beside the file bytes the snapshot keeps anyway, was
+// 4 MB of the controller's live heap.
 func (p *Parser) Parse(data []byte) (docs []*yaml.Node, ok bool) {
 	for _, b := range data {
 		if b >= 0x80 || b == '\t' || b == '\r' || (b < 0x20 && b != '\n') || b == 0x7f {
@@ -138,7 +143,7 @@ func (p *Parser) Parse(data []byte) (docs []*yaml.Node, ok bool) {
 	p.nodes.reset()
 	p.ptrs.reset()
 	clear(p.stack)
-	p.text, p.lines, p.i, p.depth, p.stack = string(data), p.lines[:0], 0, 0, p.stack[:0]
+	p.text, p.lines, p.i, p.depth, p.stack = unsafe.String(unsafe.SliceData(data), len(data)), p.lines[:0], 0, 0, p.stack[:0]
 	p.splitLines()
 	return p.stream(), true
 }
