@@ -194,6 +194,7 @@ func (c *candidate) output() *AdmittedRoute {
 	}
 	if c.memo.out == nil {
 		c.memo.out = c.writable()
+		c.memo.admitted = c.memo.out
 	}
 	return c.memo.out
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"runtime"
 	"testing"
 
 	"github.com/haroute/haroute/internal/model"
@@ -57,6 +58,15 @@ func benchmarkChange(b *testing.B, change func(*tree)) {
 		apply(gens[i%2])
 		i++
 	}
+	// What stays live between changes: the loader's files, objects and
+	// memos and the render cache, plus the two trees' file texts the
+	// benchmark holds (as the snapshot reader holds the current one).
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "live-MiB")
+	runtime.KeepAlive(l)
+	runtime.KeepAlive(cache)
 }
 
 func withHashes(files []model.SourceFile) []model.SourceFile {
