@@ -83,6 +83,37 @@ func TestSourceOfBigObjectIsIndexed(t *testing.T) {
 	}
 }
 
+// RouteStatus.same must compare every field, or admission could hand out
+// the last statuses when one changed: adding a field fails here until
+// same (and this count) learn about it.
+func TestRouteStatusSameCoversEveryField(t *testing.T) {
+	if got := reflect.TypeFor[RouteStatus]().NumField(); got != 7 {
+		t.Errorf("RouteStatus has %d fields, same knows 7", got)
+	}
+	base := func() RouteStatus {
+		return RouteStatus{Key: RouteKey{Namespace: "ns", Name: "r"}, Host: "h", Path: "/p", State: RouteAdmittedWithWarnings,
+			Reasons: []string{"r"}, Warnings: []string{"w"}, Source: Position{Path: "f.yaml", Line: 1, Col: 1}}
+	}
+	for i, change := range []func(*RouteStatus){
+		func(s *RouteStatus) { s.Key.Name = "x" },
+		func(s *RouteStatus) { s.Host = "x" },
+		func(s *RouteStatus) { s.Path = "/x" },
+		func(s *RouteStatus) { s.State = RouteRejected },
+		func(s *RouteStatus) { s.Reasons = append(s.Reasons, "x") },
+		func(s *RouteStatus) { s.Warnings = nil },
+		func(s *RouteStatus) { s.Source.Line = 2 },
+	} {
+		a, b := base(), base()
+		if !a.same(&b) {
+			t.Fatal("equal statuses are not the same")
+		}
+		change(&b)
+		if a.same(&b) {
+			t.Errorf("change %d not noticed", i)
+		}
+	}
+}
+
 // SameOutput must compare every field that reaches the config, or a cached
 // render or a plan could miss a change: adding a field to these types
 // fails here until SameOutput (and this count) learn about it.

@@ -185,6 +185,10 @@ func withSubstitutes(objs Objects, m *memos, subs []substitute) (Objects, *memos
 // route's status becomes stale when that version was admitted.
 func staleDiagnostics(d *Desired, subs []substitute) Diagnostics {
 	var ds Diagnostics
+	if len(subs) > 0 {
+		// Admission may hand the same statuses to several Desireds.
+		d.Statuses = slices.Clone(d.Statuses)
+	}
 	for _, s := range subs {
 		ds = append(ds, s.bad.diags...)
 		i := slices.IndexFunc(d.Statuses, func(st RouteStatus) bool { return st.Key == s.bad.key })

@@ -73,19 +73,62 @@ type Loader struct {
 	good *lastGood
 	// rcRefusal is the RouterConfig version HAProxy refused, if any.
 	rcRefusal *rcRefusal
-	// routes is the last load's assembled routes, reused while every file
-	// that has routes still holds the same decoded objects: at 10k routes
-	// most changes are endpoints, and copying every Route was a large part
-	// of what a load allocates.
-	routes assembledRoutes
+	// routes, endpoints and slices are the last load's assembled objects
+	// of each kind, reused while every file that has some still holds
+	// the same decoded objects: at 10k routes most changes touch one
+	// kind, and copying all the others was a large part of what a load
+	// allocates.
+	routes    assembled[Route, routeMemo]
+	endpoints assembled[Endpoints, groupsMemo]
+	slices    assembled[EndpointSlice, groupsMemo]
 }
 
-// assembledRoutes is Objects.Routes and their memos as assembled from the
-// good objects in from, in path order.
-type assembledRoutes struct {
-	from   []*Objects
-	routes []Route
-	memos  []*routeMemo
+// assembled is one kind of object (Routes, Endpoints or EndpointSlices)
+// and their memos as assembled from the good objects in from, in path
+// order.
+type assembled[T, M any] struct {
+	from  []*Objects
+	objs  []T
+	memos []*M
+}
+
+// update assembles the objects of files (the good ones, in path order),
+// which part finds in each file's Objects and memos, reusing the last
+// assembly when no file with objects of this kind changed.
+func (a *assembled[T, M]) update(files []*fileState, part func(*fileState) (*[]T, []M)) ([]T, []*M) {
+	var from []*Objects
+	n := 0
+	for _, st := range files {
+		if objs, _ := part(st); len(*objs) > 0 {
+			from, n = append(from, st.good), n+len(*objs)
+		}
+	}
+	if n == 0 {
+		*a = assembled[T, M]{}
+		return nil, nil
+	}
+	if slices.Equal(from, a.from) {
+		return a.objs, a.memos
+	}
+	all, memos := make([]T, 0, n), make([]*M, 0, n)
+	for _, st := range files {
+		objs, ms := part(st)
+		if len(*objs) == 0 {
+			continue
+		}
+		off := len(all)
+		all = append(all, *objs...)
+		// The file's objects were appended one by one as it was
+		// decoded; it now takes its part of the copy, so each object is
+		// held once instead of twice (about 5 MB of routes at 10k, with
+		// the slack of growing).
+		*objs = all[off:len(all):len(all)]
+		for i := range ms {
+			memos = append(memos, &ms[i])
+		}
+	}
+	*a = assembled[T, M]{from: from, objs: all, memos: memos}
+	return all, memos
 }
 
 // fileState is what the Loader keeps about one path.
@@ -260,33 +303,8 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 		paths = append(paths, path)
 	}
 	slices.Sort(paths)
-	// Sized once rather than regrown path by path: at 10k routes the
-	// copies were a noticeable part of a cold load.
-	var nr, ne, ns, nc int
-	var routesFrom []*Objects
-	for _, path := range paths {
-		if g := l.files[path].good; g != nil {
-			nr, ne, ns, nc = nr+len(g.Routes), ne+len(g.Endpoints), ns+len(g.EndpointSlices), nc+len(g.RouterConfigs)
-			if len(g.Routes) > 0 {
-				routesFrom = append(routesFrom, g)
-			}
-		}
-	}
-	reuseRoutes := len(routesFrom) > 0 && slices.Equal(routesFrom, l.routes.from)
-	if reuseRoutes {
-		nr = 0
-	}
-	objs := Objects{
-		Routes:         withCap[Route](nr),
-		Endpoints:      withCap[Endpoints](ne),
-		EndpointSlices: withCap[EndpointSlice](ns),
-		RouterConfigs:  withCap[RouterConfig](nc),
-	}
-	m := &memos{
-		routes:    make([]*routeMemo, 0, nr),
-		endpoints: make([]*groupsMemo, 0, ne),
-		slices:    make([]*groupsMemo, 0, ns),
-	}
+	var good []*fileState
+	var nc int
 	var diags Diagnostics
 	for _, path := range paths {
 		st := l.files[path]
@@ -295,28 +313,25 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 			diags = append(diags, keptNote(path, st.good != nil))
 		}
 		if st.good != nil {
-			g := *st.good
-			if reuseRoutes {
-				g.Routes = nil
-			}
-			objs.append(g)
-			m.add(st.memo, !reuseRoutes)
+			good = append(good, st)
+			nc += len(st.good.RouterConfigs)
 		}
 	}
-	if reuseRoutes {
-		objs.Routes, m.routes = l.routes.routes, l.routes.memos
-	} else {
-		// Each file's routes were appended one by one as it was decoded;
-		// its Objects now take their part of the copy just assembled, so
-		// a route is held once instead of twice (about 5 MB at 10k
-		// routes, with the slack of growing).
-		off := 0
-		for _, g := range routesFrom {
-			n := len(g.Routes)
-			g.Routes = objs.Routes[off : off+n : off+n]
-			off += n
-		}
-		l.routes = assembledRoutes{from: routesFrom, routes: objs.Routes, memos: m.routes}
+	var objs Objects
+	m := &memos{}
+	objs.Routes, m.routes = l.routes.update(good, func(st *fileState) (*[]Route, []routeMemo) {
+		return &st.good.Routes, st.memo.routes
+	})
+	objs.Endpoints, m.endpoints = l.endpoints.update(good, func(st *fileState) (*[]Endpoints, []groupsMemo) {
+		return &st.good.Endpoints, st.memo.endpoints
+	})
+	objs.EndpointSlices, m.slices = l.slices.update(good, func(st *fileState) (*[]EndpointSlice, []groupsMemo) {
+		return &st.good.EndpointSlices, st.memo.slices
+	})
+	objs.RouterConfigs = withCap[RouterConfig](nc)
+	for _, st := range good {
+		objs.RouterConfigs = append(objs.RouterConfigs, st.good.RouterConfigs...)
+		objs.Secrets = appendShared(objs.Secrets, st.good.Secrets)
 	}
 	return objs, m, diags
 }

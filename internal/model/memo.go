@@ -92,21 +92,6 @@ type memos struct {
 	slices    []*groupsMemo
 }
 
-// add appends f's memos; routes says whether to append its route memos.
-func (m *memos) add(f *fileMemo, routes bool) {
-	if routes {
-		for i := range f.routes {
-			m.routes = append(m.routes, &f.routes[i])
-		}
-	}
-	for i := range f.endpoints {
-		m.endpoints = append(m.endpoints, &f.endpoints[i])
-	}
-	for i := range f.slices {
-		m.slices = append(m.slices, &f.slices[i])
-	}
-}
-
 // validationKey is every setting validateRoute reads.
 type validationKey struct {
 	allowWildcardRoutes bool
