@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/haroute/haroute/test/publish"
 )
 
 // benchTree writes n files of size bytes each into dir; file 0 ends with
@@ -44,6 +46,44 @@ func BenchmarkReadOneFileChanged(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		s, err := r.Read(ctx, dirs[i%2], ModePlain)
+		i++
+		if err != nil || len(s.Files) != n {
+			b.Fatalf("read %d files, error %v", len(s.Files), err)
+		}
+	}
+}
+
+// BenchmarkReadAtomicOneFileChanged is the same for the daemon's usual
+// case: a kubelet-style AtomicWriter directory (the files of a generation
+// behind ..data, in two subdirectories), alternating between two config
+// dirs whose generations differ in one file.
+func BenchmarkReadAtomicOneFileChanged(b *testing.B) {
+	const n, size = 200, 6 << 20 / 200
+	var dirs [2]string
+	for i := range dirs {
+		dirs[i] = b.TempDir()
+		files := map[string][]byte{}
+		for j := range n {
+			data := bytes.Repeat([]byte("# padding line for the benchmark tree\n"), size/38+1)[:size]
+			if j == 0 {
+				data[size-1] = byte('a' + i)
+			}
+			files[fmt.Sprintf("%s/f%03d.yaml", []string{"routes", "endpoints"}[j%2], j)] = data
+		}
+		if err := publish.NewAtomicWriter(dirs[i]).Publish(files); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var r Reader
+	ctx := context.Background()
+	if _, err := r.Read(ctx, dirs[1], ModeAtomic); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(n * size)
+	i := 0
+	for b.Loop() {
+		s, err := r.Read(ctx, dirs[i%2], ModeAtomic)
 		i++
 		if err != nil || len(s.Files) != n {
 			b.Fatalf("read %d files, error %v", len(s.Files), err)

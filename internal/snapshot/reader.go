@@ -177,13 +177,26 @@ func (r *Reader) readRoot(ctx context.Context, dir string, mode Mode, root strin
 		snap:         &Snapshot{Root: root, Mode: mode},
 		total:        new(atomic.Int64),
 	}
-	if err := w.walk(""); err != nil {
+	err := w.walk("")
+	if w.below != nil {
+		w.below.close()
+	}
+	if err != nil {
 		return nil, err
 	}
 	// The second resolution: only an unchanged link proves that every file
 	// came from the generation that is still current.
 	if w.moved() {
 		return nil, errMoved
+	}
+	// Files read on the fast path were opened below the root directory
+	// listed first, whatever its path names now; stillAt's check that the
+	// path still names it is made once, here, for all of them. A plain
+	// directory replaced during the read is read again.
+	if w.below != nil {
+		if fi, err := os.Lstat(w.root); err != nil || !os.SameFile(fi, w.rootInfo) {
+			return nil, errMoved
+		}
 	}
 	w.snap.sortAndHash()
 	return w.snap, nil
@@ -260,6 +273,9 @@ type walker struct {
 	// rootInfo identifies the root directory the walk opened; every file
 	// read must still be reachable from that very directory afterwards.
 	rootInfo os.FileInfo
+	// below, when the kernel has openat2, opens files under that very
+	// directory (readBelow).
+	below *below
 
 	// last is the previous snapshot's files by path (read-only); scratch
 	// is the buffer files found there are read into before comparing.
@@ -347,10 +363,10 @@ func (w *walker) walk(rel string) error {
 }
 
 // readWorkers is how many files of a directory are read at once. Reading
-// is system calls (open, fstat, read, close, lstat: about 40 µs a file
-// here), so more readers than cores still help: a git-sync or ConfigMap
-// tree of 200 files, all of them new inodes after every swap, took 7–8 ms
-// to read one at a time.
+// is system calls (open, fstat, read, close, and the checks that the
+// path still names the file), so more readers than cores still help: a
+// git-sync or ConfigMap tree of 200 files, all of them new inodes after
+// every swap, took 7–8 ms to read one at a time.
 const readWorkers = 4
 
 // minParallelFiles is the fewest files worth reading on several walkers.
@@ -420,6 +436,7 @@ func (w *walker) list(rel string) ([]fs.DirEntry, error) {
 		if w.rootInfo, err = d.Stat(); err != nil {
 			return nil, err
 		}
+		w.below = newBelow(d)
 	}
 	entries, err := d.ReadDir(-1)
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
@@ -500,12 +517,23 @@ var hookBeforeOpen, hookAfterRead func(file string)
 // target). After the read it checks that the file read is still the one
 // at inside, reached from the root through directories only: a directory
 // or the root swapped for a symlink during the read cannot let an outside
-// file in.
+// file in. Where the kernel has openat2 the first attempt opens the file
+// below the root with symlinks refused instead (readBelow), and only
+// anything unusual is read again this careful way.
 func (w *walker) readFile(rel, inside, file string) error {
 	if err := w.ctx.Err(); err != nil {
 		return fmt.Errorf("read config dir %s: %w", w.dir, err)
 	}
 	for attempt := 1; ; attempt++ {
+		// The first attempt takes the fast path where there is one;
+		// whatever it finds unusual is read again the careful way, which
+		// says what happened.
+		if attempt == 1 && w.below != nil {
+			if data, ok := w.readBelow(rel, inside, file); ok {
+				return w.add(rel, data)
+			}
+			continue
+		}
 		data, read, err := w.readOnce(rel, file)
 		if err != nil || read == nil {
 			return err
@@ -553,20 +581,8 @@ func (w *walker) readOnce(rel, file string) ([]byte, os.FileInfo, error) {
 	if err := w.checkTotal(fi.Size()); err != nil {
 		return nil, nil, err
 	}
-	// A file seen in the last snapshot is read into the scratch buffer
-	// first: when its bytes are unchanged the old buffer is kept and the
-	// scratch is reused for the next file.
-	_, seen := w.last[rel]
-	var buf []byte
-	if seen {
-		buf = slices.Grow(w.scratch[:0], int(fi.Size())+1)
-	} else {
-		buf = make([]byte, 0, fi.Size()+1)
-	}
-	data, err := readLimited(f, buf, w.maxFileSize+1)
-	if seen {
-		w.scratch = data
-	}
+	data, err := readLimited(f, w.buffer(rel, fi.Size()), w.maxFileSize+1)
+	w.keep(rel, data)
 	if hookAfterRead != nil {
 		hookAfterRead(file)
 	}
@@ -579,6 +595,46 @@ func (w *walker) readOnce(rel, file string) ([]byte, os.FileInfo, error) {
 		return nil, nil, nil
 	}
 	return data, fi, nil
+}
+
+// buffer returns the buffer to read rel into, sized for size bytes. A file
+// seen in the last snapshot is read into the scratch buffer first: when
+// its bytes are unchanged the old buffer is kept and the scratch is reused
+// for the next file (keep).
+func (w *walker) buffer(rel string, size int64) []byte {
+	if _, seen := w.last[rel]; seen {
+		return slices.Grow(w.scratch[:0], int(size)+1)
+	}
+	return make([]byte, 0, size+1)
+}
+
+// keep takes back the scratch buffer data was read into, if it was.
+func (w *walker) keep(rel string, data []byte) {
+	if _, seen := w.last[rel]; seen {
+		w.scratch = data
+	}
+}
+
+// readBelow is readFile's fast path (below_linux.go): it reports false,
+// having recorded nothing, for anything the careful path must look at.
+func (w *walker) readBelow(rel, inside, file string) ([]byte, bool) {
+	if hookBeforeOpen != nil {
+		hookBeforeOpen(file)
+	}
+	data, ok := w.below.read(inside, func(size int64) ([]byte, bool) {
+		if size > w.maxFileSize || w.checkTotal(size) != nil {
+			return nil, false
+		}
+		return w.buffer(rel, size), true
+	}, w.maxFileSize+1, func() {
+		if hookAfterRead != nil {
+			hookAfterRead(file)
+		}
+	})
+	if ok {
+		w.keep(rel, data)
+	}
+	return data, ok
 }
 
 // openError words a failed open: a refused FIFO or device as is, anything
