@@ -26,47 +26,34 @@ func benchTree(b *testing.B, dir string, n, size int, mark byte) {
 	}
 }
 
-// BenchmarkReadOneFileChanged reads 200 files (6 MB) per op with one
-// Reader, alternating between two generations that differ in one file,
-// as the daemon's reader sees a one-endpoint change.
+// The trees of the read benchmarks: 200 files, 6 MB in all, in two
+// generations that differ in one file.
+const benchFiles, benchSize = 200, 6 << 20 / 200
+
+// BenchmarkReadOneFileChanged reads the files of a plain directory per op
+// with one Reader, alternating between two generations, as the daemon's
+// reader sees a one-endpoint change.
 func BenchmarkReadOneFileChanged(b *testing.B) {
-	const n, size = 200, 6 << 20 / 200
 	var dirs [2]string
 	for i := range dirs {
 		dirs[i] = b.TempDir()
-		benchTree(b, dirs[i], n, size, byte('a'+i))
+		benchTree(b, dirs[i], benchFiles, benchSize, byte('a'+i))
 	}
-	var r Reader
-	ctx := context.Background()
-	if _, err := r.Read(ctx, dirs[1], ModePlain); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.SetBytes(n * size)
-	i := 0
-	for b.Loop() {
-		s, err := r.Read(ctx, dirs[i%2], ModePlain)
-		i++
-		if err != nil || len(s.Files) != n {
-			b.Fatalf("read %d files, error %v", len(s.Files), err)
-		}
-	}
+	benchmarkRead(b, dirs, ModePlain)
 }
 
 // BenchmarkReadAtomicOneFileChanged is the same for the daemon's usual
 // case: a kubelet-style AtomicWriter directory (the files of a generation
-// behind ..data, in two subdirectories), alternating between two config
-// dirs whose generations differ in one file.
+// behind ..data, in two subdirectories).
 func BenchmarkReadAtomicOneFileChanged(b *testing.B) {
-	const n, size = 200, 6 << 20 / 200
 	var dirs [2]string
 	for i := range dirs {
 		dirs[i] = b.TempDir()
 		files := map[string][]byte{}
-		for j := range n {
-			data := bytes.Repeat([]byte("# padding line for the benchmark tree\n"), size/38+1)[:size]
+		for j := range benchFiles {
+			data := bytes.Repeat([]byte("# padding line for the benchmark tree\n"), benchSize/38+1)[:benchSize]
 			if j == 0 {
-				data[size-1] = byte('a' + i)
+				data[benchSize-1] = byte('a' + i)
 			}
 			files[fmt.Sprintf("%s/f%03d.yaml", []string{"routes", "endpoints"}[j%2], j)] = data
 		}
@@ -74,18 +61,23 @@ func BenchmarkReadAtomicOneFileChanged(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	benchmarkRead(b, dirs, ModeAtomic)
+}
+
+// benchmarkRead reads dirs in turn with one Reader, warmed on the second.
+func benchmarkRead(b *testing.B, dirs [2]string, mode Mode) {
 	var r Reader
 	ctx := context.Background()
-	if _, err := r.Read(ctx, dirs[1], ModeAtomic); err != nil {
+	if _, err := r.Read(ctx, dirs[1], mode); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	b.SetBytes(n * size)
+	b.SetBytes(benchFiles * benchSize)
 	i := 0
 	for b.Loop() {
-		s, err := r.Read(ctx, dirs[i%2], ModeAtomic)
+		s, err := r.Read(ctx, dirs[i%2], mode)
 		i++
-		if err != nil || len(s.Files) != n {
+		if err != nil || len(s.Files) != benchFiles {
 			b.Fatalf("read %d files, error %v", len(s.Files), err)
 		}
 	}
