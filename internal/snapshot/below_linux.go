@@ -1,8 +1,9 @@
 package snapshot
 
 import (
+	"errors"
 	"os"
-	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,23 +17,26 @@ import (
 // reading a 200-file tree, which every swap makes all new inodes.
 type below struct{ fd int }
 
-var (
-	openat2Once sync.Once
-	openat2OK   bool
-)
+// openat2Known is 1 once openat2 worked, -1 once the kernel said it has
+// none; 0 until then.
+var openat2Known atomic.Int32
 
 // newBelow returns a below rooted at the directory dir, or nil when the
 // kernel has no openat2 (before 5.6, or a seccomp filter refusing it):
-// the walk then checks every file the careful way.
+// the walk then checks every file the careful way. Any other failure of
+// the probe (out of descriptors, say) costs this read the fast path only.
 func newBelow(dir *os.File) *below {
-	openat2Once.Do(func() {
+	if openat2Known.Load() == 0 {
 		fd, err := unix.Openat2(int(dir.Fd()), ".", &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: belowResolve})
-		if err == nil {
+		switch {
+		case err == nil:
 			unix.Close(fd)
-			openat2OK = true
+			openat2Known.Store(1)
+		case errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.E2BIG):
+			openat2Known.Store(-1)
 		}
-	})
-	if !openat2OK {
+	}
+	if openat2Known.Load() != 1 {
 		return nil
 	}
 	fd, err := unix.FcntlInt(dir.Fd(), unix.F_DUPFD_CLOEXEC, 0)
