@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -165,11 +166,15 @@ http {
 		}
 	}
 	cmd := exec.Command(args[0], args[1:]...)
+	// In a process group of its own, so that the cleanup takes nginx's
+	// worker too: killing the master alone left the worker running, with
+	// the port, after every run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 	})
 	waitAnswer(t, port, "")
