@@ -50,13 +50,14 @@ const belowResolve = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESO
 
 func (b *below) close() { unix.Close(b.fd) }
 
-// read reads the regular file at rel (root-relative) into buf, at most
-// limit bytes, and reports whether it did so and the file is still the one
-// rel names afterwards. Non-blocking, so a FIFO swapped in opens at once;
-// anything out of the ordinary (a symlink on the way, not a regular file,
-// too large, replaced or gone) is a plain false, for the caller's careful
-// path to read again and name. size says how large the file is, so the
-// buffer can be sized before the read.
+// read reads the regular file at rel (root-relative), at most limit
+// bytes, into the buffer buf returns for the file's size (or refuses),
+// and reports whether it did so and the file is still the one rel names
+// afterwards; afterRead runs once the read is over, whatever happened.
+// The open does not block, so a FIFO swapped in opens at once. Anything
+// out of the ordinary (a symlink on the way, not a regular file, too
+// large, replaced or gone) is a plain false, for the caller's careful
+// path to read again and name.
 func (b *below) read(rel string, buf func(size int64) ([]byte, bool), limit int64, afterRead func()) ([]byte, bool) {
 	fd, err := unix.Openat2(b.fd, rel, &unix.OpenHow{
 		Flags: unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: belowResolve})
