@@ -170,7 +170,7 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 			resolveServices(c, idx)
 		}
 		if !differ.Load() {
-			if st := c.status(); !st.same(&last[i]) {
+			if st := c.status(); !st.Same(&last[i]) {
 				differ.Store(true)
 			}
 		}

@@ -469,9 +469,9 @@ type RouteStatus struct {
 	Source   Position
 }
 
-// same reports whether s and o are equal in every field;
+// Same reports whether s and o are equal in every field;
 // TestRouteStatusSameCoversEveryField keeps it complete.
-func (s *RouteStatus) same(o *RouteStatus) bool {
+func (s *RouteStatus) Same(o *RouteStatus) bool {
 	return s.Key == o.Key && s.Host == o.Host && s.Path == o.Path && s.State == o.State &&
 		s.Source == o.Source && slices.Equal(s.Reasons, o.Reasons) && slices.Equal(s.Warnings, o.Warnings)
 }

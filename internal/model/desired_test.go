@@ -83,12 +83,12 @@ func TestSourceOfBigObjectIsIndexed(t *testing.T) {
 	}
 }
 
-// RouteStatus.same must compare every field, or admission could hand out
+// RouteStatus.Same must compare every field, or admission could hand out
 // the last statuses when one changed: adding a field fails here until
-// same (and this count) learn about it.
+// Same (and this count) learn about it.
 func TestRouteStatusSameCoversEveryField(t *testing.T) {
 	if got := reflect.TypeFor[RouteStatus]().NumField(); got != 7 {
-		t.Errorf("RouteStatus has %d fields, same knows 7", got)
+		t.Errorf("RouteStatus has %d fields, Same knows 7", got)
 	}
 	base := func() RouteStatus {
 		return RouteStatus{Key: RouteKey{Namespace: "ns", Name: "r"}, Host: "h", Path: "/p", State: RouteAdmittedWithWarnings,
@@ -104,11 +104,11 @@ func TestRouteStatusSameCoversEveryField(t *testing.T) {
 		func(s *RouteStatus) { s.Source.Line = 2 },
 	} {
 		a, b := base(), base()
-		if !a.same(&b) {
+		if !a.Same(&b) {
 			t.Fatal("equal statuses are not the same")
 		}
 		change(&b)
-		if a.same(&b) {
+		if a.Same(&b) {
 			t.Errorf("change %d not noticed", i)
 		}
 	}

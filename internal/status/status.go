@@ -169,10 +169,7 @@ func (c *RouteCache) From(statuses []model.RouteStatus) []Route {
 	return out
 }
 
-func sameStatus(a, b model.RouteStatus) bool {
-	return a.Key == b.Key && a.Host == b.Host && a.Path == b.Path && a.State == b.State && a.Source == b.Source &&
-		slices.Equal(a.Reasons, b.Reasons) && slices.Equal(a.Warnings, b.Warnings)
-}
+func sameStatus(a, b model.RouteStatus) bool { return a.Same(&b) }
 
 // source is where a route with problems is written. Routes admitted as
 // they are get none: formatting 10k positions on every change was a tenth
