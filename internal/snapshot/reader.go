@@ -524,16 +524,15 @@ func (w *walker) readFile(rel, inside, file string) error {
 	if err := w.ctx.Err(); err != nil {
 		return fmt.Errorf("read config dir %s: %w", w.dir, err)
 	}
-	for attempt := 1; ; attempt++ {
-		// The first attempt takes the fast path where there is one;
-		// whatever it finds unusual is read again the careful way, which
-		// says what happened.
-		if attempt == 1 && w.below != nil {
-			if data, ok := w.readBelow(rel, inside, file); ok {
-				return w.add(rel, data)
-			}
-			continue
+	// The fast path first, where there is one; whatever it finds unusual
+	// is read again the careful way, which says what happened, with all
+	// its attempts.
+	if w.below != nil {
+		if data, ok := w.readBelow(rel, inside, file); ok {
+			return w.add(rel, data)
 		}
+	}
+	for attempt := 1; ; attempt++ {
 		data, read, err := w.readOnce(rel, file)
 		if err != nil || read == nil {
 			return err
