@@ -176,6 +176,10 @@ func withPending(s plan.State, pending map[model.BackendName]map[model.ServerNam
 // kind is the metrics label (metrics.Fallback*); the reload's reason keeps
 // its typed kind, runtime-fallback, with the error as its subject.
 func (d *Daemon) fallback(kind string, err error) {
+	if d.interrupted() {
+		d.log.Info("runtime update interrupted by shutdown; the files on disk hold it", "err", err)
+		return
+	}
 	reason := plan.Reason{Kind: plan.KindRuntimeFallback, Subject: err.Error()}
 	d.log.Warn("runtime update failed; falling back to a reload", "reason", reason.String())
 	d.metrics.RuntimeFallback(kind)

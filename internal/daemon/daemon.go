@@ -96,6 +96,9 @@ type Daemon struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	status  *status.Store
+	// stopping is Run's context: once it is done, whatever fails in the
+	// change in flight was cut short by the shutdown (see interrupted).
+	stopping context.Context
 
 	reader snapshot.Reader
 	loader *model.Loader
@@ -276,6 +279,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// Everything started here stops when Run returns, error or not.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	d.stopping = ctx
 	if err := d.lockRunDir(); err != nil {
 		return err
 	}

@@ -24,6 +24,9 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 	defer d.gc.changed()
 	began := time.Now()
 	snap, err := d.reader.Read(ctx, d.opts.ConfigDir, d.opts.WatchMode)
+	if err != nil && d.interrupted() {
+		return nil // the read was cut short by the shutdown
+	}
 	if err != nil {
 		d.metrics.SnapshotError()
 		d.recordError(fmt.Errorf("read %s: %w; the last good state keeps serving", d.opts.ConfigDir, err))
@@ -639,8 +642,21 @@ func (d *Daemon) published(reasons []string, reload bool, elapsed time.Duration)
 }
 
 func (d *Daemon) recordError(err error) {
+	if d.interrupted() {
+		d.log.Info("change interrupted by shutdown", "err", err)
+		return
+	}
 	d.log.Error("error", "err", err)
 	d.status.RecordError(time.Now(), err.Error())
+}
+
+// interrupted reports whether the daemon is stopping, so that a failure
+// of the change in flight (a cancelled command, read or check) is the
+// shutdown's doing and not a fault of the input or of HAProxy. It is not
+// an error to report: the files on disk hold every accepted change, and
+// the next haroute's HAProxy loads them whole.
+func (d *Daemon) interrupted() bool {
+	return d.stopping != nil && d.stopping.Err() != nil
 }
 
 func (d *Daemon) setNotReady(reason string) {

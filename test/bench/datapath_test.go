@@ -261,6 +261,20 @@ frontend public
 	return h
 }
 
+// stop stops h and its workers (a master stops its own on SIGTERM) and
+// waits for it, so the next HAProxy starts on a quiet machine.
+func (h *handWritten) stop() {
+	_ = h.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = h.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = h.Process.Kill()
+		<-done
+	}
+}
+
 // addRoute adds route i as an operator would: a backend appended to
 // haproxy.cfg, its host to the map, then a reload through the master
 // CLI. It returns how long the route took to answer from the edit on.
