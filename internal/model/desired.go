@@ -330,7 +330,7 @@ func (a *AdmittedRoute) SameOutput(b *AdmittedRoute) bool {
 }
 
 // BackendName returns the one backend this route renders to.
-func (r AdmittedRoute) BackendName() BackendName {
+func (r *AdmittedRoute) BackendName() BackendName {
 	if r.Slot != "" {
 		return r.Slot
 	}
@@ -347,7 +347,7 @@ func (r AdmittedRoute) BackendName() BackendName {
 }
 
 // Servers returns every server of the route across its services, in order.
-func (r AdmittedRoute) Servers() []Server {
+func (r *AdmittedRoute) Servers() []Server {
 	var out []Server
 	for _, s := range r.Services {
 		out = append(out, s.Servers...)

@@ -230,9 +230,11 @@ type differ struct {
 	// routes, changed terminations): map entries pointing at them are
 	// part of that reload, not runtime map updates.
 	newBackends map[model.BackendName]bool
-	// routeBackends are every backend of the desired routes, built on
+	// desiredRoutes are the desired routes in key order (routes sets it);
+	// boundSlots the spares that desired routes are bound to, built on
 	// first use (only a changed map needs it).
-	routeBackends map[model.BackendName]bool
+	desiredRoutes []*model.AdmittedRoute
+	boundSlots    map[model.BackendName]bool
 	// appliedSpares and desiredSpares are the free spare backends of the
 	// pool on each side, by name, built on first use.
 	appliedSpares, desiredSpares map[model.BackendName]*model.AdmittedRoute
@@ -250,15 +252,36 @@ func newDiffer(applied, desired State) *differ {
 	}
 }
 
-// isRouteBackend reports whether be is the backend of a desired route.
+// isRouteBackend reports whether be is the backend of a desired route. A
+// route's own backend is named after its key (prefix:namespace:name), so
+// one search of the sorted routes finds it; naming all 10k backends to
+// look one up cost a route change 2 ms. A spare is looked up among the
+// few routes bound to one.
 func (d *differ) isRouteBackend(be model.BackendName) bool {
-	if d.routeBackends == nil {
-		d.routeBackends = make(map[model.BackendName]bool, len(d.desired.Desired.Routes))
-		for i := range d.desired.Desired.Routes {
-			d.routeBackends[d.desired.Desired.Routes[i].BackendName()] = true
+	if d.boundSlots == nil {
+		d.boundSlots = make(map[model.BackendName]bool)
+		for _, r := range d.desiredRoutes {
+			if r.Slot != "" {
+				d.boundSlots[r.Slot] = true
+			}
 		}
 	}
-	return d.routeBackends[be]
+	if d.boundSlots[be] {
+		return true
+	}
+	_, rest, ok := strings.Cut(string(be), ":")
+	if !ok {
+		return false
+	}
+	ns, name, ok := strings.Cut(rest, ":")
+	if !ok {
+		return false
+	}
+	key := model.RouteKey{Namespace: ns, Name: name}
+	i, found := slices.BinarySearchFunc(d.desiredRoutes, key, func(r *model.AdmittedRoute, k model.RouteKey) int {
+		return r.Key.Compare(k)
+	})
+	return found && d.desiredRoutes[i].BackendName() == be
 }
 
 func (d *differ) add(c Change) { d.changes = append(d.changes, c) }

@@ -782,3 +782,34 @@ func TestComputeUnsortedRoutes(t *testing.T) {
 		t.Errorf("reload %v (%q), commands %q; want %q", p.Reload, reasonStrings(p), got, want)
 	}
 }
+
+// isRouteBackend finds a route's own backend by its key and a spare by
+// the routes bound to it, and nothing else: not the backend a route would
+// have with another termination, not a free spare, not a route's own name
+// once it is bound to a spare.
+func TestIsRouteBackend(t *testing.T) {
+	own := httpRoute("a", "a.example.com")
+	bound := httpRoute("b", "b.example.com")
+	bound.Slot = "be_pool:http:3"
+	// Parsed as a key, a spare's name names this route: a lookup by key
+	// must still compare the whole name.
+	lookalike := httpRoute("3", "3.example.com")
+	lookalike.Key.Namespace = "http"
+	routes := []*model.AdmittedRoute{&lookalike, &own, &bound}
+	d := &differ{desiredRoutes: sortedRoutes(routes)}
+	for be, want := range map[model.BackendName]bool{
+		own.BackendName():        true,
+		"be_edge_http:default:a": false,
+		"be_pool:http:3":         true,
+		"be_pool:http:4":         false,
+		"be_http:default:b":      false,
+		"be_http:http:3":         true,
+		"be_http:http":           false,
+		"be_http":                false,
+		"":                       false,
+	} {
+		if got := d.isRouteBackend(be); got != want {
+			t.Errorf("isRouteBackend(%q) = %v, want %v", be, got, want)
+		}
+	}
+}

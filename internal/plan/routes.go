@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/render"
@@ -13,6 +14,7 @@ import (
 func (d *differ) routes() {
 	olds := sortedRoutes(d.applied.Desired.Routes)
 	news := sortedRoutes(d.desired.Desired.Routes)
+	d.desiredRoutes = news
 
 	i, j := 0, 0
 	for i < len(olds) || j < len(news) {
@@ -49,11 +51,15 @@ func (d *differ) routes() {
 // sortedRoutes returns routes ordered by key. Desired promises that order;
 // a copy is sorted only when the promise was broken.
 func sortedRoutes(rs []*model.AdmittedRoute) []*model.AdmittedRoute {
+	if inOrder.known(rs) {
+		return rs
+	}
 	sorted := true
 	for i := 1; i < len(rs) && sorted; i++ {
 		sorted = rs[i-1].Key.Compare(rs[i].Key) <= 0
 	}
 	if sorted {
+		inOrder.remember(rs)
 		return rs
 	}
 	out := slices.Clone(rs)
@@ -61,7 +67,41 @@ func sortedRoutes(rs []*model.AdmittedRoute) []*model.AdmittedRoute {
 	return out
 }
 
-// route diffs one route present on both sides.
+// inOrder remembers the last route slices found in key order. Each state's
+// routes are checked when it is desired and again, in the next Compute,
+// when it is applied: 20k string comparisons at 10k routes, a millisecond
+// of every change. A Desired's routes are never modified (model.Desired),
+// and holding the slices keeps their memory from being reused by another.
+var inOrder sortedSlices
+
+type sortedSlices struct {
+	mu   sync.Mutex
+	last [2][]*model.AdmittedRoute
+}
+
+func (s *sortedSlices) known(rs []*model.AdmittedRoute) bool {
+	if len(rs) == 0 {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.last {
+		if len(l) == len(rs) && &l[0] == &rs[0] {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *sortedSlices) remember(rs []*model.AdmittedRoute) {
+	if len(rs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last[1], s.last[0] = s.last[0], rs
+}
+
 func (d *differ) route(old, cur *model.AdmittedRoute) {
 	if old == cur || old.SameOutput(cur) {
 		return
@@ -224,8 +264,10 @@ func (d *differ) spare(s State, index *map[model.BackendName]*model.AdmittedRout
 		for i := range s.Input.Spares {
 			(*index)[s.Input.Spares[i].Slot] = &s.Input.Spares[i]
 		}
-		for i := range s.Desired.Routes {
-			delete(*index, s.Desired.Routes[i].Slot)
+		for _, r := range s.Desired.Routes {
+			if r.Slot != "" {
+				delete(*index, r.Slot)
+			}
 		}
 	}
 	return (*index)[slot]
