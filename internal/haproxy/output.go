@@ -3,8 +3,10 @@ package haproxy
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +25,10 @@ type outputLog struct {
 	cond *sync.Cond
 	seq  int      // number of lines read so far
 	ring []string // the last tailLines lines, oldest first
+	// stops counts the "Proxy … stopped" lines of the current burst
+	// (see proxyStops); flush logs them as one line.
+	stops proxyStops
+	flush *time.Timer
 }
 
 func newOutputLog(r io.ReadCloser, log *slog.Logger) *outputLog {
@@ -37,22 +43,103 @@ func (o *outputLog) read(r io.ReadCloser) {
 	defer r.Close()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	defer o.flushStops()
 	var echoes recentTagged
 	for sc.Scan() {
 		line := cleanLine(sc.Text())
-		if line == "" || echoes.isCopy(line) {
+		if line == "" {
 			continue
 		}
-		o.log.Log(context.Background(), lineLevel(line), "haproxy", "line", line)
-		o.mu.Lock()
-		o.seq++
-		o.ring = append(o.ring, line)
-		if len(o.ring) > tailLines {
-			o.ring = o.ring[len(o.ring)-tailLines:]
+		if o.countStop(line) {
+			continue
 		}
-		o.cond.Broadcast()
-		o.mu.Unlock()
+		if echoes.isCopy(line) {
+			continue
+		}
+		o.flushStops()
+		o.log.Log(context.Background(), lineLevel(line), "haproxy", "line", line)
+		o.remember(line)
 	}
+}
+
+func (o *outputLog) remember(line string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seq++
+	o.ring = append(o.ring, line)
+	if len(o.ring) > tailLines {
+		o.ring = o.ring[len(o.ring)-tailLines:]
+	}
+	o.cond.Broadcast()
+}
+
+// A worker that stops (after a reload, or at shutdown) prints "Proxy …
+// stopped" for every frontend and backend, as a [WARNING] and again
+// untagged through the log target: 22,000 lines at 10k routes. Logged one
+// by one they bury everything else, and they exceed journald's default
+// rate limit (10,000 messages in 30 s per unit), which then drops
+// haroute's own messages too. A burst is logged as one line with the
+// count, once another message comes or the burst has been quiet for
+// stopsQuiet.
+type proxyStops struct {
+	tagged, untagged int
+	first, last      string // proxy names
+}
+
+const stopsQuiet = time.Second
+
+// proxyStopped matches the message of one stopping proxy, as 2.6 to 3.x
+// print it ("CLI : " when the stop came through the master CLI).
+var proxyStopped = regexp.MustCompile(`^(?:CLI : )?Proxy (\S+) stopped \(cumulated conns: FE: \d+, BE: \d+\)\.$`)
+
+// countStop counts line if it reports a stopping proxy.
+func (o *outputLog) countStop(line string) bool {
+	msg, tagged := untag(line)
+	m := proxyStopped.FindStringSubmatch(msg)
+	if m == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	st := &o.stops
+	if tagged {
+		st.tagged++
+	} else {
+		st.untagged++
+	}
+	if st.first == "" {
+		st.first = m[1]
+	}
+	st.last = m[1]
+	if o.flush == nil {
+		o.flush = time.AfterFunc(stopsQuiet, o.flushStops)
+	} else {
+		o.flush.Reset(stopsQuiet)
+	}
+	return true
+}
+
+// flushStops logs the burst of stopping proxies counted so far, if any.
+func (o *outputLog) flushStops() {
+	o.mu.Lock()
+	st := o.stops
+	o.stops = proxyStops{}
+	if o.flush != nil {
+		o.flush.Stop()
+	}
+	o.mu.Unlock()
+	// Each stop comes tagged, untagged or both: the larger count is the
+	// number of proxies.
+	n := max(st.tagged, st.untagged)
+	if n == 0 {
+		return
+	}
+	line := fmt.Sprintf("%d proxies stopped (%s … %s); their one line each is not logged", n, st.first, st.last)
+	if n == 1 {
+		line = "proxy " + st.first + " stopped"
+	}
+	o.log.Info("haproxy", "line", line)
+	o.remember(line)
 }
 
 // recentTagged remembers the last few tagged messages HAProxy printed, to
@@ -99,7 +186,15 @@ func untag(line string) (string, bool) {
 }
 
 func lineLevel(line string) slog.Level {
-	switch {
+	switch msg, _ := untag(line); {
+	case strings.HasSuffix(msg, "We generated two equal cookies for two different servers."),
+		strings.HasPrefix(msg, "Please change the secret key for "):
+		// An endpoint that becomes health-checked is added as a second
+		// server (ck_) beside the unchecked one (ep_), which drains: the
+		// same address, so the same dynamic cookie, until ep_ is
+		// deleted. Expected, harmless, and three pairs of lines per such
+		// change: not a warning for the operator.
+		return slog.LevelDebug
 	case strings.HasPrefix(line, "[ALERT]"), strings.HasPrefix(line, "[EMERG]"):
 		return slog.LevelError
 	case strings.HasPrefix(line, "[WARNING]"):

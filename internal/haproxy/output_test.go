@@ -49,3 +49,43 @@ func TestOutputLogLogsEachMessageOnce(t *testing.T) {
 		t.Errorf("logged:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// A stopping worker's "Proxy … stopped" lines (one per proxy, tagged and
+// copied: 22,000 at 10k routes) are logged as one line per burst, and the
+// cookie warnings of a server's checked twin are debug only.
+func TestOutputLogSummarizesProxyStops(t *testing.T) {
+	in := strings.Join([]string{
+		"[WARNING]  (7) : Proxy public stopped (cumulated conns: FE: 12, BE: 0).",
+		"[WARNING]  (7) : Proxy be_http:ns:a stopped (cumulated conns: FE: 0, BE: 3).",
+		"Proxy public stopped (cumulated conns: FE: 12, BE: 0).",
+		"[WARNING]  (7) : CLI : Proxy be_pool:http:1 stopped (cumulated conns: FE: 0, BE: 0).",
+		"Proxy be_http:ns:a stopped (cumulated conns: FE: 0, BE: 3).",
+		"Proxy be_pool:http:1 stopped (cumulated conns: FE: 0, BE: 0).",
+		"[WARNING]  (7) : Former worker (8) exited with code 0 (Exit)",
+		"[WARNING]  (9) : CLI : We generated two equal cookies for two different servers.",
+		"Please change the secret key for 'be_http:ns:a'.",
+		"[WARNING]  (9) : Proxy stats stopped (cumulated conns: FE: 1, BE: 0).",
+	}, "\n") + "\n"
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	o := newOutputLog(io.NopCloser(strings.NewReader(in)), log)
+	o.waitEOF(10 * time.Second)
+	want := strings.Join([]string{
+		`level=INFO msg=haproxy line="3 proxies stopped (public … be_pool:http:1); their one line each is not logged"`,
+		`level=WARN msg=haproxy line="[WARNING] Former worker (8) exited with code 0 (Exit)"`,
+		`level=INFO msg=haproxy line="proxy stats stopped"`,
+	}, "\n") + "\n"
+	if got := buf.String(); got != want {
+		t.Errorf("logged:\n%s\nwant:\n%s", got, want)
+	}
+	if tail := o.lines(); len(tail) != 5 || !strings.HasPrefix(tail[0], "3 proxies stopped") || tail[4] != "proxy stats stopped" {
+		t.Errorf("kept for error messages: %q", tail)
+	}
+}
