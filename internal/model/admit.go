@@ -59,7 +59,7 @@ type admitScratch struct {
 
 // sortedRoutes is routes and memos in namespace/name order.
 type sortedRoutes struct {
-	routes    []Route
+	routes    []*Route
 	memos     []*routeMemo
 	byKey     []*Route
 	memoByKey []*routeMemo
@@ -256,7 +256,7 @@ type candidate struct {
 // Routes defined twice (same namespace and name) keep their first
 // definition by position; the others are errors. memos, when not nil, is
 // parallel to routes.
-func validateRoutes(routes []Route, memos []*routeMemo, settings *Settings, ds *Diagnostics, sc *admitScratch) []*candidate {
+func validateRoutes(routes []*Route, memos []*routeMemo, settings *Settings, ds *Diagnostics, sc *admitScratch) []*candidate {
 	if last := &sc.sorted; last.byKey != nil && sameSlice(routes, last.routes) && sameSlice(memos, last.memos) && (memos == nil) == (last.memos == nil) {
 		return validateSorted(last.byKey, last.memoByKey, settings, ds, sc)
 	}
@@ -268,8 +268,7 @@ func validateRoutes(routes []Route, memos []*routeMemo, settings *Settings, ds *
 		idx int // input order, so the sort is stable
 	}
 	sorted := make([]ordered, len(routes))
-	for i := range routes {
-		r := &routes[i]
+	for i, r := range routes {
 		if r.Meta.Namespace == "" {
 			cp := *r
 			cp.Meta.Namespace = namespaceOrDefault(cp.Meta.Namespace)

@@ -260,7 +260,7 @@ func TestAdmitConflicts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs := Objects{Routes: tt.routes, Endpoints: []Endpoints{
+			objs := Objects{Routes: refs(tt.routes...), Endpoints: []Endpoints{
 				testEndpoints("a", "web", "10.0.0.1"), testEndpoints("b", "web", "10.0.0.1"), testEndpoints("ns", "web", "10.0.0.1"),
 			}}
 			d, ds := Admit(objs, nil)
@@ -374,7 +374,7 @@ func TestNamespaceOwnership(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rc := RouterConfig{Spec: RouterConfigSpec{AllowWildcardRoutes: true,
 				RouteAdmission: RouteAdmissionPolicy{NamespaceOwnership: tt.ownership}}, Source: testSource("rc.yaml")}
-			objs := Objects{Routes: tt.routes, RouterConfigs: []RouterConfig{rc}, Endpoints: []Endpoints{
+			objs := Objects{Routes: refs(tt.routes...), RouterConfigs: []RouterConfig{rc}, Endpoints: []Endpoints{
 				testEndpoints("a", "web", "10.0.0.1"), testEndpoints("b", "web", "10.0.0.2"),
 			}}
 			d, ds := Admit(objs, nil)
@@ -394,7 +394,7 @@ func TestAdmitWildcardConflictsOnDomain(t *testing.T) {
 	b.Meta.CreationTimestamp = a.Meta.CreationTimestamp.Add(time.Hour)
 	exact := testRoute("ns", "c", "api.example.com") // an exact host beside a wildcard is fine
 	objs := Objects{
-		Routes:        []Route{a, b, exact},
+		Routes:        refs(a, b, exact),
 		RouterConfigs: []RouterConfig{{Spec: RouterConfigSpec{AllowWildcardRoutes: true}, Source: testSource("rc.yaml")}},
 		Endpoints:     []Endpoints{testEndpoints("ns", "web", "10.0.0.1")},
 	}
@@ -416,7 +416,7 @@ func TestAdmitStatuses(t *testing.T) {
 	warn.Meta.Annotations = map[string]string{AnnotationBalance: "fastest"}
 	warn.Source.Fields[annotationField(AnnotationBalance)] = Position{Path: "ns-warn.yaml", Line: 5, Col: 40}
 	bad := testRoute("ns", "bad", "bad.example.com:8080")
-	objs := Objects{Routes: []Route{warn, bad, ok}, Endpoints: []Endpoints{testEndpoints("ns", "web", "10.0.0.1")}}
+	objs := Objects{Routes: refs(warn, bad, ok), Endpoints: []Endpoints{testEndpoints("ns", "web", "10.0.0.1")}}
 	d, ds := Admit(objs, nil)
 
 	want := []RouteStatus{
@@ -444,7 +444,7 @@ func TestAdmitDuplicateRouteDefinitions(t *testing.T) {
 	first.Source.Pos = Position{Path: "a.yaml", Line: 1, Col: 1}
 	second := testRoute("ns", "r", "b.example.com")
 	second.Source.Pos = Position{Path: "b.yaml", Line: 3, Col: 1}
-	d, ds := Admit(Objects{Routes: []Route{second, first}, Endpoints: []Endpoints{testEndpoints("ns", "web", "10.0.0.1")}}, nil)
+	d, ds := Admit(Objects{Routes: refs(second, first), Endpoints: []Endpoints{testEndpoints("ns", "web", "10.0.0.1")}}, nil)
 	equalLines(t, ds, []string{`b.yaml:3:1: error: route ns/r is already defined at a.yaml:1:1; this definition is ignored`})
 	if len(d.Routes) != 1 || d.Routes[0].Host != "a.example.com" {
 		t.Errorf("routes = %+v, want the first definition only", d.Routes)
@@ -453,7 +453,7 @@ func TestAdmitDuplicateRouteDefinitions(t *testing.T) {
 
 func TestAdmitDoesNotModifyInput(t *testing.T) {
 	r := testRoute("", "r", "a.example.com")
-	objs := Objects{Routes: []Route{r}}
+	objs := Objects{Routes: refs(r)}
 	d, _ := Admit(objs, nil)
 	if objs.Routes[0].Meta.Namespace != "" {
 		t.Errorf("input namespace changed to %q", objs.Routes[0].Meta.Namespace)
@@ -474,7 +474,7 @@ func TestAdmitRouteSelection(t *testing.T) {
 		RouteSelector: &LabelSelector{MatchExpressions: []LabelSelectorRequirement{{Key: "shard", Operator: "In", Values: []string{"a"}}}},
 		Namespaces:    []string{"team-a"},
 	}, Source: testSource("rc.yaml")}
-	d, ds := Admit(Objects{Routes: []Route{sel, other, otherNS}, RouterConfigs: []RouterConfig{rc},
+	d, ds := Admit(Objects{Routes: refs(sel, other, otherNS), RouterConfigs: []RouterConfig{rc},
 		Endpoints: []Endpoints{testEndpoints("team-a", "web", "10.0.0.1")}}, nil)
 	if got, want := admittedKeys(d), []string{"team-a/shard-a"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("admitted = %v, want %v", got, want)
@@ -604,7 +604,7 @@ func TestAdmitEndpointResolution(t *testing.T) {
 					tt.eps[i].Source = testSource("ep.yaml")
 				}
 			}
-			d, ds := Admit(Objects{Routes: []Route{r}, Endpoints: tt.eps, EndpointSlices: tt.slices}, nil)
+			d, ds := Admit(Objects{Routes: refs(r), Endpoints: tt.eps, EndpointSlices: tt.slices}, nil)
 			equalLines(t, ds, tt.diags)
 			if len(d.Routes) != 1 {
 				t.Fatalf("route not admitted: %v", ds)
@@ -651,7 +651,7 @@ func TestServerWeights(t *testing.T) {
 				}
 				eps = append(eps, testEndpoints("ns", fmt.Sprintf("svc%d", i), ips...))
 			}
-			d, ds := Admit(Objects{Routes: []Route{r}, Endpoints: eps}, nil)
+			d, ds := Admit(Objects{Routes: refs(r), Endpoints: eps}, nil)
 			if len(d.Routes) != 1 {
 				t.Fatalf("not admitted: %v", ds)
 			}
@@ -672,7 +672,7 @@ func TestServerWeights(t *testing.T) {
 func TestAdmitSharedEndpointUsedOnce(t *testing.T) {
 	r := testRoute("ns", "r", "a.example.com")
 	r.Spec.AlternateBackends = []RouteTargetReference{{Name: "other"}}
-	d, ds := Admit(Objects{Routes: []Route{r}, Endpoints: []Endpoints{
+	d, ds := Admit(Objects{Routes: refs(r), Endpoints: []Endpoints{
 		testEndpoints("ns", "web", "10.0.0.1"), testEndpoints("ns", "other", "10.0.0.1", "10.0.0.2"),
 	}}, nil)
 	equalLines(t, ds, []string{
@@ -690,12 +690,12 @@ func TestAdmitHealthCheckPrecedence(t *testing.T) {
 	plain := testRoute("ns", "plain", "b.example.com")
 	eps := []Endpoints{testEndpoints("ns", "web", "10.0.0.1", "10.0.0.2")}
 
-	d, _ := Admit(Objects{Routes: []Route{withAnn, plain}, Endpoints: eps}, nil)
+	d, _ := Admit(Objects{Routes: refs(withAnn, plain), Endpoints: eps}, nil)
 	if got := []time.Duration{d.Routes[0].Backend.HealthCheckInterval, d.Routes[1].Backend.HealthCheckInterval}; !reflect.DeepEqual(got, []time.Duration{2500 * time.Millisecond, 5 * time.Second}) {
 		t.Errorf("without RouterConfig: intervals = %v", got)
 	}
 	rc := RouterConfig{Spec: RouterConfigSpec{TuningOptions: TuningOptions{HealthCheckInterval: "10s"}}, Source: testSource("rc.yaml")}
-	d, _ = Admit(Objects{Routes: []Route{withAnn, plain}, Endpoints: eps, RouterConfigs: []RouterConfig{rc}}, nil)
+	d, _ = Admit(Objects{Routes: refs(withAnn, plain), Endpoints: eps, RouterConfigs: []RouterConfig{rc}}, nil)
 	if got := []time.Duration{d.Routes[0].Backend.HealthCheckInterval, d.Routes[1].Backend.HealthCheckInterval}; !reflect.DeepEqual(got, []time.Duration{2500 * time.Millisecond, 10 * time.Second}) {
 		t.Errorf("with RouterConfig: intervals = %v", got)
 	}
@@ -712,7 +712,7 @@ func TestAdmitInvalidRouterConfigKeepsPrev(t *testing.T) {
 	wild := testRoute("ns", "w", "www.example.com")
 	wild.Spec.WildcardPolicy = WildcardPolicySubdomain
 
-	d, ds := Admit(Objects{Routes: []Route{wild}, RouterConfigs: []RouterConfig{rc}, Endpoints: []Endpoints{testEndpoints("ns", "web", "10.0.0.1")}}, &prev)
+	d, ds := Admit(Objects{Routes: refs(wild), RouterConfigs: []RouterConfig{rc}, Endpoints: []Endpoints{testEndpoints("ns", "web", "10.0.0.1")}}, &prev)
 	if !reflect.DeepEqual(d.Router, prev) {
 		t.Errorf("settings = %+v, want prev %+v", d.Router, prev)
 	}
@@ -745,13 +745,13 @@ func TestAdmitIsDeterministic(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		r := testRoute("ns", fmt.Sprintf("r%02d", i), fmt.Sprintf("h%d.example.com", i%7))
 		r.Spec.Path = fmt.Sprintf("/p%d", i%3)
-		objs.Routes = append(objs.Routes, r)
+		objs.Routes = append(objs.Routes, &r)
 	}
 	objs.Endpoints = []Endpoints{testEndpoints("ns", "web", "10.0.0.3", "10.0.0.1", "10.0.0.2")}
 	d1, ds1 := Admit(objs, nil)
 	// Reverse the input: the outcome must not depend on input order.
 	rev := objs
-	rev.Routes = make([]Route, len(objs.Routes))
+	rev.Routes = make([]*Route, len(objs.Routes))
 	for i, r := range objs.Routes {
 		rev.Routes[len(objs.Routes)-1-i] = r
 	}
@@ -768,7 +768,7 @@ func TestAdmitIsDeterministic(t *testing.T) {
 // Endpoints object of three addresses.
 func BenchmarkAdmit10k(b *testing.B) {
 	const n = 10000
-	objs := Objects{Routes: make([]Route, 0, n), Endpoints: make([]Endpoints, 0, n)}
+	objs := Objects{Routes: make([]*Route, 0, n), Endpoints: make([]Endpoints, 0, n)}
 	for i := 0; i < n; i++ {
 		ns := fmt.Sprintf("ns%d", i%50)
 		svc := fmt.Sprintf("svc-%d", i)
@@ -781,7 +781,7 @@ func BenchmarkAdmit10k(b *testing.B) {
 		if i%2 == 0 {
 			r.Spec.TLS = &TLSConfig{Termination: TerminationEdge, InsecureEdgeTerminationPolicy: InsecurePolicyRedirect}
 		}
-		objs.Routes = append(objs.Routes, r)
+		objs.Routes = append(objs.Routes, &r)
 		ep := testEndpoints(ns, svc, fmt.Sprintf("10.%d.%d.1", i/256%256, i%256), fmt.Sprintf("10.%d.%d.2", i/256%256, i%256), fmt.Sprintf("10.%d.%d.3", i/256%256, i%256))
 		objs.Endpoints = append(objs.Endpoints, ep)
 	}

@@ -329,7 +329,7 @@ func (w *walker) route(m *yaml.Node) {
 		r.Spec.WildcardPolicy = WildcardPolicyNone
 	}
 	r.Source = w.finish(m, &r.Meta, start)
-	w.objs.Routes = append(w.objs.Routes, r)
+	w.objs.Routes = append(w.objs.Routes, &r)
 }
 
 func (w *walker) routeSpec(n *yaml.Node, spec *RouteSpec) {

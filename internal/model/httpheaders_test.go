@@ -73,7 +73,7 @@ func TestHTTPHeaderActions(t *testing.T) {
 				t.Fatalf("decode: %v", r.diags)
 			}
 			s := DefaultSettings()
-			ar, c := validateRoute(&r.objs.Routes[0], &s)
+			ar, c := validateRoute(r.objs.Routes[0], &s)
 			var errs Diagnostics
 			for _, d := range c.diags {
 				if d.Severity == SeverityError {

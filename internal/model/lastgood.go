@@ -160,7 +160,7 @@ func withSubstitutes(objs Objects, m *memos, subs []substitute) (Objects, *memos
 	for i := range objs.Routes {
 		// Admission may have copied a route to default its namespace, so
 		// match by position as well as by address.
-		g, ok := byRoute[&objs.Routes[i]]
+		g, ok := byRoute[objs.Routes[i]]
 		if !ok {
 			for _, s := range subs {
 				if s.bad.route.Source.Pos == objs.Routes[i].Source.Pos && s.bad.key.Name == objs.Routes[i].Meta.Name {
@@ -170,7 +170,7 @@ func withSubstitutes(objs Objects, m *memos, subs []substitute) (Objects, *memos
 			}
 		}
 		if ok {
-			routes[i] = *g.route
+			routes[i] = g.route
 			if m2 != nil {
 				m2.routes[i] = g.memo
 			}

@@ -28,7 +28,7 @@ func TestAdmitSameOnAllCores(t *testing.T) {
 		case 7:
 			r.Meta.Annotations = map[string]string{AnnotationTimeout: "soon"}
 		}
-		objs.Routes = append(objs.Routes, r)
+		objs.Routes = append(objs.Routes, &r)
 	}
 	for ns := range 7 {
 		objs.Endpoints = append(objs.Endpoints, testEndpoints(fmt.Sprintf("ns%d", ns), "web", "10.0.0.3", "10.0.0.1", "fd00::2"))

@@ -428,7 +428,7 @@ type LabelSelectorRequirement struct {
 
 // Objects is everything decoded from one snapshot (or one file).
 type Objects struct {
-	Routes         []Route
+	Routes         []*Route
 	Endpoints      []Endpoints
 	EndpointSlices []EndpointSlice
 	RouterConfigs  []RouterConfig

@@ -99,3 +99,12 @@ func TestCarriedMemosDoNotKeepOldText(t *testing.T) {
 	}
 	runtime.KeepAlive(l)
 }
+
+// refs returns pointers to copies of rs, as Objects holds routes.
+func refs(rs ...Route) []*Route {
+	out := make([]*Route, len(rs))
+	for i := range rs {
+		out[i] = &rs[i]
+	}
+	return out
+}
