@@ -260,9 +260,9 @@ func TestAdmitConflicts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs := Objects{Routes: refs(tt.routes...), Endpoints: []Endpoints{
+			objs := Objects{Routes: refs(tt.routes...), Endpoints: eprefs(
 				testEndpoints("a", "web", "10.0.0.1"), testEndpoints("b", "web", "10.0.0.1"), testEndpoints("ns", "web", "10.0.0.1"),
-			}}
+			)}
 			d, ds := Admit(objs, nil)
 			if got := admittedKeys(d); !reflect.DeepEqual(got, tt.admitted) {
 				t.Errorf("admitted = %v, want %v", got, tt.admitted)
@@ -374,9 +374,9 @@ func TestNamespaceOwnership(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rc := RouterConfig{Spec: RouterConfigSpec{AllowWildcardRoutes: true,
 				RouteAdmission: RouteAdmissionPolicy{NamespaceOwnership: tt.ownership}}, Source: testSource("rc.yaml")}
-			objs := Objects{Routes: refs(tt.routes...), RouterConfigs: []RouterConfig{rc}, Endpoints: []Endpoints{
+			objs := Objects{Routes: refs(tt.routes...), RouterConfigs: []RouterConfig{rc}, Endpoints: eprefs(
 				testEndpoints("a", "web", "10.0.0.1"), testEndpoints("b", "web", "10.0.0.2"),
-			}}
+			)}
 			d, ds := Admit(objs, nil)
 			if got := admittedKeys(d); !reflect.DeepEqual(got, tt.admitted) {
 				t.Errorf("admitted = %v, want %v", got, tt.admitted)
@@ -396,7 +396,7 @@ func TestAdmitWildcardConflictsOnDomain(t *testing.T) {
 	objs := Objects{
 		Routes:        refs(a, b, exact),
 		RouterConfigs: []RouterConfig{{Spec: RouterConfigSpec{AllowWildcardRoutes: true}, Source: testSource("rc.yaml")}},
-		Endpoints:     []Endpoints{testEndpoints("ns", "web", "10.0.0.1")},
+		Endpoints:     eprefs(testEndpoints("ns", "web", "10.0.0.1")),
 	}
 	d, ds := Admit(objs, nil)
 	if got, want := admittedKeys(d), []string{"ns/a", "ns/c"}; !reflect.DeepEqual(got, want) {
@@ -416,7 +416,7 @@ func TestAdmitStatuses(t *testing.T) {
 	warn.Meta.Annotations = map[string]string{AnnotationBalance: "fastest"}
 	warn.Source.Fields[annotationField(AnnotationBalance)] = Position{Path: "ns-warn.yaml", Line: 5, Col: 40}
 	bad := testRoute("ns", "bad", "bad.example.com:8080")
-	objs := Objects{Routes: refs(warn, bad, ok), Endpoints: []Endpoints{testEndpoints("ns", "web", "10.0.0.1")}}
+	objs := Objects{Routes: refs(warn, bad, ok), Endpoints: eprefs(testEndpoints("ns", "web", "10.0.0.1"))}
 	d, ds := Admit(objs, nil)
 
 	want := []RouteStatus{
@@ -444,7 +444,7 @@ func TestAdmitDuplicateRouteDefinitions(t *testing.T) {
 	first.Source.Pos = Position{Path: "a.yaml", Line: 1, Col: 1}
 	second := testRoute("ns", "r", "b.example.com")
 	second.Source.Pos = Position{Path: "b.yaml", Line: 3, Col: 1}
-	d, ds := Admit(Objects{Routes: refs(second, first), Endpoints: []Endpoints{testEndpoints("ns", "web", "10.0.0.1")}}, nil)
+	d, ds := Admit(Objects{Routes: refs(second, first), Endpoints: eprefs(testEndpoints("ns", "web", "10.0.0.1"))}, nil)
 	equalLines(t, ds, []string{`b.yaml:3:1: error: route ns/r is already defined at a.yaml:1:1; this definition is ignored`})
 	if len(d.Routes) != 1 || d.Routes[0].Host != "a.example.com" {
 		t.Errorf("routes = %+v, want the first definition only", d.Routes)
@@ -475,7 +475,7 @@ func TestAdmitRouteSelection(t *testing.T) {
 		Namespaces:    []string{"team-a"},
 	}, Source: testSource("rc.yaml")}
 	d, ds := Admit(Objects{Routes: refs(sel, other, otherNS), RouterConfigs: []RouterConfig{rc},
-		Endpoints: []Endpoints{testEndpoints("team-a", "web", "10.0.0.1")}}, nil)
+		Endpoints: eprefs(testEndpoints("team-a", "web", "10.0.0.1"))}, nil)
 	if got, want := admittedKeys(d), []string{"team-a/shard-a"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("admitted = %v, want %v", got, want)
 	}
@@ -604,7 +604,7 @@ func TestAdmitEndpointResolution(t *testing.T) {
 					tt.eps[i].Source = testSource("ep.yaml")
 				}
 			}
-			d, ds := Admit(Objects{Routes: refs(r), Endpoints: tt.eps, EndpointSlices: tt.slices}, nil)
+			d, ds := Admit(Objects{Routes: refs(r), Endpoints: eprefs(tt.eps...), EndpointSlices: tt.slices}, nil)
 			equalLines(t, ds, tt.diags)
 			if len(d.Routes) != 1 {
 				t.Fatalf("route not admitted: %v", ds)
@@ -651,7 +651,7 @@ func TestServerWeights(t *testing.T) {
 				}
 				eps = append(eps, testEndpoints("ns", fmt.Sprintf("svc%d", i), ips...))
 			}
-			d, ds := Admit(Objects{Routes: refs(r), Endpoints: eps}, nil)
+			d, ds := Admit(Objects{Routes: refs(r), Endpoints: eprefs(eps...)}, nil)
 			if len(d.Routes) != 1 {
 				t.Fatalf("not admitted: %v", ds)
 			}
@@ -672,9 +672,9 @@ func TestServerWeights(t *testing.T) {
 func TestAdmitSharedEndpointUsedOnce(t *testing.T) {
 	r := testRoute("ns", "r", "a.example.com")
 	r.Spec.AlternateBackends = []RouteTargetReference{{Name: "other"}}
-	d, ds := Admit(Objects{Routes: refs(r), Endpoints: []Endpoints{
+	d, ds := Admit(Objects{Routes: refs(r), Endpoints: eprefs(
 		testEndpoints("ns", "web", "10.0.0.1"), testEndpoints("ns", "other", "10.0.0.1", "10.0.0.2"),
-	}}, nil)
+	)}, nil)
 	equalLines(t, ds, []string{
 		`ns-r.yaml:26:7: warning: spec.alternateBackends[0].name: endpoint 10.0.0.1:8080 of service "other" is also an endpoint of service "web"; it is used once, for "web"`,
 	})
@@ -690,12 +690,12 @@ func TestAdmitHealthCheckPrecedence(t *testing.T) {
 	plain := testRoute("ns", "plain", "b.example.com")
 	eps := []Endpoints{testEndpoints("ns", "web", "10.0.0.1", "10.0.0.2")}
 
-	d, _ := Admit(Objects{Routes: refs(withAnn, plain), Endpoints: eps}, nil)
+	d, _ := Admit(Objects{Routes: refs(withAnn, plain), Endpoints: eprefs(eps...)}, nil)
 	if got := []time.Duration{d.Routes[0].Backend.HealthCheckInterval, d.Routes[1].Backend.HealthCheckInterval}; !reflect.DeepEqual(got, []time.Duration{2500 * time.Millisecond, 5 * time.Second}) {
 		t.Errorf("without RouterConfig: intervals = %v", got)
 	}
 	rc := RouterConfig{Spec: RouterConfigSpec{TuningOptions: TuningOptions{HealthCheckInterval: "10s"}}, Source: testSource("rc.yaml")}
-	d, _ = Admit(Objects{Routes: refs(withAnn, plain), Endpoints: eps, RouterConfigs: []RouterConfig{rc}}, nil)
+	d, _ = Admit(Objects{Routes: refs(withAnn, plain), Endpoints: eprefs(eps...), RouterConfigs: []RouterConfig{rc}}, nil)
 	if got := []time.Duration{d.Routes[0].Backend.HealthCheckInterval, d.Routes[1].Backend.HealthCheckInterval}; !reflect.DeepEqual(got, []time.Duration{2500 * time.Millisecond, 10 * time.Second}) {
 		t.Errorf("with RouterConfig: intervals = %v", got)
 	}
@@ -712,7 +712,7 @@ func TestAdmitInvalidRouterConfigKeepsPrev(t *testing.T) {
 	wild := testRoute("ns", "w", "www.example.com")
 	wild.Spec.WildcardPolicy = WildcardPolicySubdomain
 
-	d, ds := Admit(Objects{Routes: refs(wild), RouterConfigs: []RouterConfig{rc}, Endpoints: []Endpoints{testEndpoints("ns", "web", "10.0.0.1")}}, &prev)
+	d, ds := Admit(Objects{Routes: refs(wild), RouterConfigs: []RouterConfig{rc}, Endpoints: eprefs(testEndpoints("ns", "web", "10.0.0.1"))}, &prev)
 	if !reflect.DeepEqual(d.Router, prev) {
 		t.Errorf("settings = %+v, want prev %+v", d.Router, prev)
 	}
@@ -747,7 +747,7 @@ func TestAdmitIsDeterministic(t *testing.T) {
 		r.Spec.Path = fmt.Sprintf("/p%d", i%3)
 		objs.Routes = append(objs.Routes, &r)
 	}
-	objs.Endpoints = []Endpoints{testEndpoints("ns", "web", "10.0.0.3", "10.0.0.1", "10.0.0.2")}
+	objs.Endpoints = eprefs(testEndpoints("ns", "web", "10.0.0.3", "10.0.0.1", "10.0.0.2"))
 	d1, ds1 := Admit(objs, nil)
 	// Reverse the input: the outcome must not depend on input order.
 	rev := objs
@@ -768,7 +768,7 @@ func TestAdmitIsDeterministic(t *testing.T) {
 // Endpoints object of three addresses.
 func BenchmarkAdmit10k(b *testing.B) {
 	const n = 10000
-	objs := Objects{Routes: make([]*Route, 0, n), Endpoints: make([]Endpoints, 0, n)}
+	objs := Objects{Routes: make([]*Route, 0, n), Endpoints: make([]*Endpoints, 0, n)}
 	for i := 0; i < n; i++ {
 		ns := fmt.Sprintf("ns%d", i%50)
 		svc := fmt.Sprintf("svc-%d", i)
@@ -783,7 +783,7 @@ func BenchmarkAdmit10k(b *testing.B) {
 		}
 		objs.Routes = append(objs.Routes, &r)
 		ep := testEndpoints(ns, svc, fmt.Sprintf("10.%d.%d.1", i/256%256, i%256), fmt.Sprintf("10.%d.%d.2", i/256%256, i%256), fmt.Sprintf("10.%d.%d.3", i/256%256, i%256))
-		objs.Endpoints = append(objs.Endpoints, ep)
+		objs.Endpoints = append(objs.Endpoints, &ep)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -534,7 +534,7 @@ func (w *walker) endpoints(m *yaml.Node) {
 		}
 	})
 	e.Source = w.finish(m, &e.Meta, start)
-	w.objs.Endpoints = append(w.objs.Endpoints, e)
+	w.objs.Endpoints = append(w.objs.Endpoints, &e)
 }
 
 func (w *walker) subset(n *yaml.Node) EndpointSubset {

@@ -61,7 +61,7 @@ type endpointsKey struct {
 // endpointsView is the endpoint objects of a pass with their memos, and
 // those that served an earlier version.
 type endpointsView struct {
-	endpoints []Endpoints
+	endpoints []*Endpoints
 	epMemos   []*groupsMemo
 	slices    []EndpointSlice
 	slMemos   []*groupsMemo
@@ -264,7 +264,7 @@ func (lg *lastGood) lastGoodEndpoints(key endpointsKey, g *groupsMemo) (*groupsM
 		}
 	} else {
 		for i := range v.endpoints {
-			if ep := &v.endpoints[i]; ep.Meta.Name == key.name && namespaceOrDefault(ep.Meta.Namespace) == key.namespace && i < len(v.epMemos) {
+			if ep := v.endpoints[i]; ep.Meta.Name == key.name && namespaceOrDefault(ep.Meta.Namespace) == key.namespace && i < len(v.epMemos) {
 				found = v.epMemos[i]
 				break
 			}

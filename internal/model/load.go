@@ -79,7 +79,7 @@ type Loader struct {
 	// kind, and copying all the others was a large part of what a load
 	// allocates.
 	routes    assembled[*Route, routeMemo]
-	endpoints assembled[Endpoints, groupsMemo]
+	endpoints assembled[*Endpoints, groupsMemo]
 	slices    assembled[EndpointSlice, groupsMemo]
 }
 
@@ -323,7 +323,7 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 	objs.Routes, m.routes = l.routes.update(good, func(st *fileState) (*[]*Route, []routeMemo) {
 		return &st.good.Routes, st.memo.routes
 	})
-	objs.Endpoints, m.endpoints = l.endpoints.update(good, func(st *fileState) (*[]Endpoints, []groupsMemo) {
+	objs.Endpoints, m.endpoints = l.endpoints.update(good, func(st *fileState) (*[]*Endpoints, []groupsMemo) {
 		return &st.good.Endpoints, st.memo.endpoints
 	})
 	objs.EndpointSlices, m.slices = l.slices.update(good, func(st *fileState) (*[]EndpointSlice, []groupsMemo) {

@@ -51,7 +51,7 @@ func (f *fileMemo) carryOver(old *Objects, oldMemo *fileMemo, objs *Objects) {
 		return
 	}
 	carryGroups(f.endpoints, oldMemo.endpoints, old.Endpoints, objs.Endpoints,
-		func(e *Endpoints) (ObjectMeta, any) { return e.Meta, e.Subsets })
+		func(e **Endpoints) (ObjectMeta, any) { return (*e).Meta, (*e).Subsets })
 	carryGroups(f.slices, oldMemo.slices, old.EndpointSlices, objs.EndpointSlices,
 		func(s *EndpointSlice) (ObjectMeta, any) { return s.Meta, [3]any{s.AddressType, s.Endpoints, s.Ports} })
 }

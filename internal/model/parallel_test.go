@@ -31,7 +31,8 @@ func TestAdmitSameOnAllCores(t *testing.T) {
 		objs.Routes = append(objs.Routes, &r)
 	}
 	for ns := range 7 {
-		objs.Endpoints = append(objs.Endpoints, testEndpoints(fmt.Sprintf("ns%d", ns), "web", "10.0.0.3", "10.0.0.1", "fd00::2"))
+		ep := testEndpoints(fmt.Sprintf("ns%d", ns), "web", "10.0.0.3", "10.0.0.1", "fd00::2")
+		objs.Endpoints = append(objs.Endpoints, &ep)
 	}
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("one core: nothing runs in parallel")

@@ -429,7 +429,7 @@ type LabelSelectorRequirement struct {
 // Objects is everything decoded from one snapshot (or one file).
 type Objects struct {
 	Routes         []*Route
-	Endpoints      []Endpoints
+	Endpoints      []*Endpoints
 	EndpointSlices []EndpointSlice
 	RouterConfigs  []RouterConfig
 	Secrets        []Secret

@@ -108,3 +108,12 @@ func refs(rs ...Route) []*Route {
 	}
 	return out
 }
+
+// eprefs returns pointers to copies of es, as Objects holds Endpoints.
+func eprefs(es ...Endpoints) []*Endpoints {
+	out := make([]*Endpoints, len(es))
+	for i := range es {
+		out[i] = &es[i]
+	}
+	return out
+}

@@ -73,7 +73,7 @@ func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex, lg *lastGood
 		index(use)
 	}
 	for i := range objs.Endpoints {
-		ep := &objs.Endpoints[i]
+		ep := objs.Endpoints[i]
 		key := endpointsKey{namespace: namespaceOrDefault(ep.Meta.Namespace), name: ep.Meta.Name}
 		if m == nil {
 			g := endpointsGroups(ep)
