@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -517,5 +518,27 @@ func TestRouteCacheReusesUnchangedRoutes(t *testing.T) {
 	}
 	if unsafe.StringData(got[1].Key) != unsafe.StringData(first[0].Key) {
 		t.Error("the route after the added one was converted again")
+	}
+}
+
+// BenchmarkRouteCacheRouteAdded is a route added to 10k: every other
+// route is reused, in its new place.
+func BenchmarkRouteCacheRouteAdded(b *testing.B) {
+	const n = 10000
+	base := make([]model.RouteStatus, n)
+	for i := range base {
+		base[i] = model.RouteStatus{Key: model.RouteKey{Namespace: "bench", Name: fmt.Sprintf("r-%05d", i)},
+			Host: fmt.Sprintf("r-%05d.bench.test", i), State: model.RouteAdmitted, Source: model.Position{Path: "routes.yaml", Line: i}}
+	}
+	added := append(slices.Clone(base), model.RouteStatus{Key: model.RouteKey{Namespace: "bench", Name: "r-99999"}, Host: "new.test", State: model.RouteAdmitted})
+	var c RouteCache
+	c.From(base)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			c.From(added)
+		} else {
+			c.From(base)
+		}
 	}
 }
