@@ -45,6 +45,9 @@ type cacheTable struct {
 	skeleton []byte   // of the last successful render: a head, then parts
 	parts    [][]byte // the route parts of skeleton (bound routes are in the head)
 	spares   map[model.BackendName]renderedSpare
+	// headFull and headSkel are the sizes of the last head (everything
+	// before the route parts), to size the next one's buffers.
+	headFull, headSkel int
 }
 
 // table returns the table for in's environment, making it the most

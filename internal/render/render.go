@@ -101,17 +101,19 @@ func Render(in Input) (*Bundle, error) {
 		t = in.Cache.table(in)
 	}
 	outs, sameKeys, mapsSame := routeOutputs(in, t)
-	// The same keys as a successful render have distinct file stems.
+	// The same keys as a successful render have distinct file stems. Only
+	// routes with files of their own use theirs (at 10k plain routes,
+	// checking every stem was a millisecond of each route change).
 	var stems map[string]model.RouteKey
 	if !sameKeys {
-		stems = make(map[string]model.RouteKey, len(outs))
+		stems = map[string]model.RouteKey{}
 	}
 	for i, o := range outs {
 		key := in.Desired.Routes[i].Key
 		if o.err != nil {
 			return nil, fmt.Errorf("render route %s: %w", key, o.err)
 		}
-		if stems == nil {
+		if stems == nil || (o.cert == nil && o.destCA == nil) {
 			continue
 		}
 		if other, dup := stems[o.stem]; dup {
@@ -560,24 +562,40 @@ func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(),
 // buildMaps computes every map, including empty ones: HAProxy needs each
 // map file the config names to exist.
 func buildMaps(outs []*routeOut) []Map {
-	entries := map[string][]MapEntry{}
-	// Weak entries go after every route's full ones, so that where they
-	// share a key sortEntries keeps the full one.
+	names := []string{HTTPMap, HTTPWildcardMap, HTTPSMap, HTTPSWildcardMap, SNIPassthroughMap, SNIPassthroughWildcardMap,
+		TimeoutServerMap, TimeoutTunnelMap, HSTSMap}
+	sort.Strings(names)
+	at := make(map[string]int, len(names))
+	for i, name := range names {
+		at[name] = i
+	}
+	// Two passes: count, then fill slices of the exact size. Weak entries
+	// go after every route's full ones, so that where they share a key
+	// sortEntries keeps the full one.
+	counts := make([]int, len(names))
+	for _, o := range outs {
+		for _, e := range o.maps {
+			if i, ok := at[e.name]; ok {
+				counts[i]++
+			}
+		}
+	}
+	entries := make([][]MapEntry, len(names))
+	for i, n := range counts {
+		entries[i] = make([]MapEntry, 0, n)
+	}
 	for _, weak := range []bool{false, true} {
 		for _, o := range outs {
 			for _, e := range o.maps {
-				if e.weak == weak {
-					entries[e.name] = append(entries[e.name], e.MapEntry)
+				if i, ok := at[e.name]; ok && e.weak == weak {
+					entries[i] = append(entries[i], e.MapEntry)
 				}
 			}
 		}
 	}
-	names := []string{HTTPMap, HTTPWildcardMap, HTTPSMap, HTTPSWildcardMap, SNIPassthroughMap, SNIPassthroughWildcardMap,
-		TimeoutServerMap, TimeoutTunnelMap, HSTSMap}
-	sort.Strings(names)
-	maps := make([]Map, 0, len(names))
-	for _, name := range names {
-		maps = append(maps, Map{Name: name, Entries: sortEntries(entries[name])})
+	maps := make([]Map, len(names))
+	for i, name := range names {
+		maps[i] = Map{Name: name, Entries: sortEntries(entries[i])}
 	}
 	return maps
 }
@@ -586,27 +604,41 @@ func buildMaps(outs []*routeOut) []Map {
 // then longest path first. HAProxy's tree lookups do not depend on file
 // order, but a list-matched map would still pick the right entry. The first
 // route (in namespace/name order) keeps a duplicated key: admission has
-// already rejected real conflicts.
+// already rejected real conflicts. es is sorted in place.
+//
+// Each entry's host is cut from its key once, and equal keys are ordered
+// by their place in es, so that after the sort the first of each run of
+// equal keys is the one to keep: no set of the keys seen (10k hashes at
+// every route change) is needed.
 func sortEntries(es []MapEntry) []MapEntry {
-	seen := make(map[string]bool, len(es))
-	out := make([]MapEntry, 0, len(es))
-	for _, e := range es {
-		if !seen[e.Key] {
-			seen[e.Key] = true
-			out = append(out, e)
-		}
+	type sortable struct {
+		host, path string
+		at         int
 	}
-	sort.Slice(out, func(i, j int) bool {
-		hi, pi := splitKey(out[i].Key)
-		hj, pj := splitKey(out[j].Key)
-		if hi != hj {
-			return hi < hj
+	keys := make([]sortable, len(es))
+	for i, e := range es {
+		h, p := splitKey(e.Key)
+		keys[i] = sortable{host: h, path: p, at: i}
+	}
+	slices.SortFunc(keys, func(a, b sortable) int {
+		if c := strings.Compare(a.host, b.host); c != 0 {
+			return c
 		}
-		if len(pi) != len(pj) {
-			return len(pi) > len(pj)
+		if len(a.path) != len(b.path) {
+			return len(b.path) - len(a.path)
 		}
-		return pi < pj
+		if c := strings.Compare(a.path, b.path); c != 0 {
+			return c
+		}
+		return a.at - b.at
 	})
+	out := make([]MapEntry, 0, len(es))
+	for i, k := range keys {
+		if i > 0 && k.host == keys[i-1].host && k.path == keys[i-1].path {
+			continue // the same key as the one kept before it
+		}
+		out = append(out, es[k.at])
+	}
 	return out
 }
 

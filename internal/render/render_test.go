@@ -296,7 +296,10 @@ func TestRenderErrors(t *testing.T) {
 			svc("b", 100, "10.0.1.19:80")(r)
 		}), `render route ns/r: server ep_10.0.1.19_80 appears twice`},
 		{"file name collision", func(in *Input) {
-			in.Desired.Routes = testroutes.Of([]model.AdmittedRoute{route("a", "b/c", "x.example.com", ""), route("a", "b-c", "y.example.com", "")})
+			// Only routes with files of their own use their stem: these
+			// two name a destination CA each.
+			ca := reencrypt(model.InsecurePolicyNone, model.RouteTLS{DestinationCACertificate: loadTestCerts(t).CA})
+			in.Desired.Routes = testroutes.Of([]model.AdmittedRoute{route("a", "b/c", "x.example.com", "", ca), route("a", "b-c", "y.example.com", "", ca)})
 		}, `render route a/b-c: file name "a_b-c" already used by route a/b/c`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -310,6 +313,16 @@ func TestRenderErrors(t *testing.T) {
 				t.Errorf("error:\n got %s\nwant %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// Plain routes write no files of their own, so stems that would collide
+// do not matter to them.
+func TestRenderPlainRoutesStemsNeedNotDiffer(t *testing.T) {
+	in := baseInput(t)
+	in.Desired.Routes = testroutes.Of([]model.AdmittedRoute{route("a", "b/c", "x.example.com", ""), route("a", "b-c", "y.example.com", "")})
+	if _, err := Render(in); err != nil {
+		t.Fatal(err)
 	}
 }
 
