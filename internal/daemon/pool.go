@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/haroute/haroute/internal/model"
@@ -46,18 +47,46 @@ type poolState struct {
 const poolQuiet = 10 * time.Second
 
 // spareClass is what decides which spares a route binds to: its
-// termination and, for edge and reencrypt, whether it also serves plain
-// HTTP (Allow), which changes its sticky cookie.
+// termination; for edge and reencrypt, whether it also serves plain HTTP
+// (Allow), which changes its sticky cookie; and its balance algorithm
+// when it is not the one a route of its termination has by default (the
+// balance annotation, or a passthrough route split between services).
+// HAProxy 2.6 cannot change a backend's algorithm at runtime, so such
+// routes need spares rendered with theirs.
 type spareClass struct {
-	t     model.Termination
-	allow bool
+	t       model.Termination
+	allow   bool
+	balance model.BalanceAlgorithm // "" for the default
 }
 
 // classOf is the class of a route or spare.
 func classOf(r *model.AdmittedRoute) spareClass {
 	allow := r.InsecurePolicy == model.InsecurePolicyAllow &&
 		(r.Termination == model.TerminationEdge || r.Termination == model.TerminationReencrypt)
-	return spareClass{t: r.Termination, allow: allow}
+	c := spareClass{t: r.Termination, allow: allow}
+	if b := r.Backend.Balance; b != "" && b != defaultSpareBalance(r.Termination) {
+		c.balance = b
+	}
+	return c
+}
+
+// defaultSpareBalance is the balance algorithm of a spare of termination t
+// made without one (model.SpareRoute): a route without the annotation
+// that sends to one service.
+func defaultSpareBalance(t model.Termination) model.BalanceAlgorithm {
+	if t == model.TerminationPassthrough {
+		return model.DefaultPassthroughBalance
+	}
+	return model.DefaultBalance
+}
+
+// spareOf makes a spare of class c named slot under settings s.
+func spareOf(c spareClass, slot model.BackendName, s *model.Settings) model.AdmittedRoute {
+	sp := model.SpareRoute(c.t, c.allow, slot, s)
+	if c.balance != "" {
+		sp.Backend.Balance = c.balance
+	}
+	return sp
 }
 
 // poolClass names the spares of a class.
@@ -74,11 +103,35 @@ func poolClass(c spareClass) string {
 	if c.allow {
 		name += "-allow"
 	}
+	if c.balance != "" {
+		name += "-" + string(c.balance)
+	}
 	return name
 }
 
+// poolClasses are the classes that always have spares, in use or not.
+// A class with another balance algorithm has spares only while routes of
+// it exist (classesInUse): the first such route takes a reload, which
+// makes them, and the routes after it bind.
 var poolClasses = []spareClass{{t: model.TerminationNone}, {t: model.TerminationEdge}, {t: model.TerminationEdge, allow: true},
 	{t: model.TerminationReencrypt}, {t: model.TerminationReencrypt, allow: true}, {t: model.TerminationPassthrough}}
+
+// classesInUse returns poolClasses, then the other classes routes has
+// routes of, in a fixed order (slot numbers follow it). Not `random`:
+// HAProxy 2.6 does not balance servers added at runtime to such a
+// backend, so every server of a route bound to one would take a reload
+// (plan), and its spares would serve nothing.
+func classesInUse(routes map[spareClass]int) []spareClass {
+	out := slices.Clone(poolClasses)
+	var more []spareClass
+	for c, n := range routes {
+		if n > 0 && c.balance != "" && c.balance != model.BalanceRandom {
+			more = append(more, c)
+		}
+	}
+	slices.SortFunc(more, func(a, b spareClass) int { return strings.Compare(poolClass(a), poolClass(b)) })
+	return append(out, more...)
+}
 
 // poolTarget is how many free spares a class with n routes keeps: a few
 // for a class not in use yet, so that its first route needs no reload.
@@ -105,8 +158,7 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 		// (the settings change is a reload anyway).
 		spares := make([]model.AdmittedRoute, len(st.spares))
 		for i, s := range st.spares {
-			c := classOf(&s)
-			spares[i] = model.SpareRoute(c.t, c.allow, s.Slot, &desired.Router)
+			spares[i] = spareOf(classOf(&s), s.Slot, &desired.Router)
 		}
 		st.spares, st.settings = spares, desired.Router
 	}
@@ -201,8 +253,7 @@ func (st poolState) retire(prev []*model.AdmittedRoute, desired *model.Desired, 
 		if (j < len(cur) && cur[j].Key == p.Key) || p.Slot != "" {
 			continue
 		}
-		c := classOf(p)
-		sp := model.SpareRoute(c.t, c.allow, p.BackendName(), &desired.Router)
+		sp := spareOf(classOf(p), p.BackendName(), &desired.Router)
 		if st.slotNamed(sp.Slot) < 0 && render.SameBackend(*p, sp, in) {
 			add = append(add, sp)
 		}
@@ -286,12 +337,12 @@ func (st poolState) topUp(desired *model.Desired) poolState {
 	routes := routesByClass(desired)
 	free := st.freeCounts()
 	var add []model.AdmittedRoute
-	for _, c := range poolClasses {
+	for _, c := range classesInUse(routes) {
 		want := max(poolTarget(routes[c]), min(2*st.demand[c], routes[c]))
 		for n := free[c]; n < want; n++ {
 			st.seq++
 			slot := model.BackendName(fmt.Sprintf("%s%s:%d", model.PoolSlotPrefix, poolClass(c), st.seq))
-			add = append(add, model.SpareRoute(c.t, c.allow, slot, &desired.Router))
+			add = append(add, spareOf(c, slot, &desired.Router))
 		}
 	}
 	if len(add) > 0 {
@@ -309,7 +360,7 @@ func (st poolState) low(desired *model.Desired) bool {
 	}
 	routes := routesByClass(desired)
 	free := st.freeCounts()
-	for _, c := range poolClasses {
+	for _, c := range classesInUse(routes) {
 		if free[c] < max(1, poolTarget(routes[c])/4) {
 			return true
 		}

@@ -77,3 +77,75 @@ func TestTopUpGrowsWithDemand(t *testing.T) {
 		t.Errorf("%d free http spares for 10 routes after a burst of 16, want 16", got)
 	}
 }
+
+// A route whose balance algorithm is not its termination's default binds
+// only to spares rendered with that algorithm; a route that names the
+// default in its annotation is of the default class.
+func TestBalanceClasses(t *testing.T) {
+	s := model.DefaultSettings()
+	in := render.Input{Desired: &model.Desired{Router: s}}
+	for _, tc := range []struct {
+		term    model.Termination
+		balance model.BalanceAlgorithm
+		class   string
+	}{
+		{model.TerminationNone, model.BalanceLeastConn, "http-leastconn"},
+		{model.TerminationNone, model.BalanceSource, "http-source"},
+		{model.TerminationNone, model.BalanceRoundRobin, "http"},
+		{model.TerminationEdge, model.BalanceRandom, "edge-random"},
+		{model.TerminationPassthrough, model.BalanceRoundRobin, "passthrough-roundrobin"},
+		{model.TerminationPassthrough, model.BalanceSource, "passthrough"},
+	} {
+		route := model.SpareRoute(tc.term, false, "x", &s)
+		route.Key, route.Slot, route.Backend.Balance = model.RouteKey{Namespace: "ns", Name: "r"}, "", tc.balance
+		c := classOf(&route)
+		if got := poolClass(c); got != tc.class {
+			t.Errorf("%s %s: class %q, want %q", tc.term, tc.balance, got, tc.class)
+		}
+		own := spareOf(c, model.BackendName("be_pool:"+tc.class+":1"), &s)
+		if !render.SameBackend(route, own, in) || classOf(&own) != c {
+			t.Errorf("%s %s: the route does not read like a spare of its class", tc.term, tc.balance)
+		}
+		if c.balance == "" {
+			continue
+		}
+		plain := spareOf(spareClass{t: tc.term}, "be_pool:plain:2", &s)
+		if render.SameBackend(route, plain, in) {
+			t.Errorf("%s %s: the route reads like a spare with the default algorithm", tc.term, tc.balance)
+		}
+	}
+}
+
+// Spares of a class with its own algorithm are made while routes of it
+// exist, after the classes every pool has, and not before.
+func TestTopUpMakesBalanceClassesInUse(t *testing.T) {
+	s := model.DefaultSettings()
+	s.DynamicConfigManager = true
+	route := model.SpareRoute(model.TerminationNone, false, "x", &s)
+	route.Key, route.Slot, route.Backend.Balance = model.RouteKey{Namespace: "ns", Name: "r"}, "", model.BalanceLeastConn
+	leastconn := classOf(&route)
+
+	none := poolState{settings: s}.topUp(&model.Desired{Router: s})
+	if got := none.freeCounts()[leastconn]; got != 0 {
+		t.Fatalf("%d leastconn spares with no leastconn route, want 0", got)
+	}
+	if !none.low(&model.Desired{Router: s, Routes: []*model.AdmittedRoute{&route}}) {
+		t.Error("a pool with no spare for a route's class in use is not low")
+	}
+	st := poolState{settings: s}.topUp(&model.Desired{Router: s, Routes: []*model.AdmittedRoute{&route}})
+	if got := st.freeCounts()[leastconn]; got != poolTarget(1) {
+		t.Fatalf("%d leastconn spares with one leastconn route, want %d", got, poolTarget(1))
+	}
+	last := st.spares[len(st.spares)-1]
+	if classOf(&last) != leastconn || last.Backend.Balance != model.BalanceLeastConn {
+		t.Errorf("the last spare is %s (%s), want the leastconn class after the others", last.Slot, last.Backend.Balance)
+	}
+
+	// Not for random, whose runtime-added servers HAProxy 2.6 leaves
+	// unserved: such a route keeps its own backend.
+	route.Backend.Balance = model.BalanceRandom
+	random := poolState{settings: s}.topUp(&model.Desired{Router: s, Routes: []*model.AdmittedRoute{&route}})
+	if got := random.freeCounts()[classOf(&route)]; got != 0 {
+		t.Errorf("%d random spares, want none", got)
+	}
+}

@@ -368,3 +368,49 @@ func TestAllowlistRoutesWithoutReload(t *testing.T) {
 		t.Fatalf("adding a route with an allowlist, changing and deleting it took %d reloads, want 0", got)
 	}
 }
+
+// Routes with a balance algorithm of their own (leastconn here) have
+// spares of their own class once one such route exists: the first one
+// takes a reload, which also makes its class's spares, and the next one
+// binds to one of them, served with its algorithm, with no reload; so is
+// its deletion.
+func TestBalanceClassRoutesWithoutReload(t *testing.T) {
+	r, w, gen, _ := poolRouter(t, startBackend(t, "one"))
+	leastconn := func(name string) []byte {
+		return []byte(strings.Replace(routeYAML(name, name+".e2e.test", "", "one"), "  namespace: e2e\n",
+			"  namespace: e2e\n  annotations:\n    haproxy.router.openshift.io/balance: leastconn\n", 1))
+	}
+	gen["first.yaml"] = leastconn("first")
+	must(t, w.Publish(gen))
+	r.serves("first.e2e.test", "/", "one")
+	r.eventually(20*time.Second, "spares of the leastconn class on disk", func() error {
+		cfg, err := os.ReadFile(filepath.Join(r.stateDir, "live", "haproxy.cfg"))
+		if err != nil || !strings.Contains(string(cfg), "backend be_pool:http-leastconn:") {
+			return fmt.Errorf("no be_pool:http-leastconn spare in haproxy.cfg (%v)", err)
+		}
+		return nil
+	})
+	before := r.reloads()
+
+	gen["second.yaml"] = leastconn("second")
+	must(t, w.Publish(gen))
+	r.serves("second.e2e.test", "/", "one")
+	cfg, err := os.ReadFile(filepath.Join(r.stateDir, "live", "haproxy.cfg"))
+	must(t, err)
+	section := string(cfg)[strings.Index(string(cfg), "# route e2e/second\n"):]
+	section = section[:strings.Index(section[1:], "\n\n")+1]
+	if !strings.HasPrefix(section, "# route e2e/second\nbackend be_pool:http-leastconn:") || !strings.Contains(section, "  balance leastconn\n") {
+		t.Fatalf("the second leastconn route is not on a leastconn spare:\n%s", section)
+	}
+	delete(gen, "second.yaml")
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "second.e2e.test gone", func() error {
+		if got, err := r.get("second.e2e.test", "/"); err == nil {
+			return fmt.Errorf("still answered by %q", got)
+		}
+		return nil
+	})
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("adding and deleting a second leastconn route took %d reloads, want 0", got)
+	}
+}
