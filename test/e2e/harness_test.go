@@ -140,6 +140,17 @@ func (r *router) serves(host, path, want string) {
 	})
 }
 
+// gone waits until host is no longer answered over HTTP.
+func (r *router) gone(host string) {
+	r.t.Helper()
+	r.eventually(20*time.Second, host+" gone", func() error {
+		if got, err := r.get(host, "/"); err == nil {
+			return fmt.Errorf("still answered by %q", got)
+		}
+		return nil
+	})
+}
+
 // reportsError waits until the status' last error mentions what.
 func (r *router) reportsError(what string) {
 	r.t.Helper()
