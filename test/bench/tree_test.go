@@ -32,17 +32,17 @@ type tree struct {
 
 	routeFiles map[int][]byte
 	epFiles    map[int][]byte
-	// ownBalance are routes with a balance algorithm of their own, which
+	// ownCookie are routes with a sticky cookie name of their own, which
 	// no spare backend of the pool has: adding one takes a reload.
 	// removed are routes deleted from the tree.
-	ownBalance, removed map[int]bool
+	ownCookie, removed map[int]bool
 	// hosts are routes moved to another host name (moveHost).
 	hosts map[int]string
 }
 
 func newTree(namespace string, routes int, eps func(i int) []endpoint) *tree {
 	t := &tree{namespace: namespace, routeFiles: map[int][]byte{}, epFiles: map[int][]byte{},
-		ownBalance: map[int]bool{}, removed: map[int]bool{}, hosts: map[int]string{}}
+		ownCookie: map[int]bool{}, removed: map[int]bool{}, hosts: map[int]string{}}
 	for i := range routes {
 		t.eps = append(t.eps, eps(i))
 	}
@@ -76,7 +76,7 @@ func (t *tree) addRoute(eps []endpoint) int {
 // addReloadingRoute is addRoute for a route no spare backend fits.
 func (t *tree) addReloadingRoute(eps []endpoint) int {
 	i := t.addRoute(eps)
-	t.ownBalance[i] = true
+	t.ownCookie[i] = true
 	return i
 }
 
@@ -135,8 +135,10 @@ func (t *tree) routeChunk(c int) []byte {
 			continue
 		}
 		annotations := ""
-		if t.ownBalance[i] {
-			annotations = "  annotations:\n    haproxy.router.openshift.io/balance: leastconn\n"
+		if t.ownCookie[i] {
+			// Not a balance algorithm: routes of one have spares once one
+			// of them exists.
+			annotations = fmt.Sprintf("  annotations:\n    router.openshift.io/cookie_name: c%d\n", i)
 		}
 		fmt.Fprintf(&b, `---
 apiVersion: route.openshift.io/v1

@@ -210,11 +210,12 @@ spec:
 }
 
 // reloadingRouteYAML is a route whose backend settings no spare backend
-// of the pool has (its own balance algorithm): adding it takes a reload,
-// for tests about reloads.
+// of the pool has (a sticky cookie name of its own; not a balance
+// algorithm, whose routes have spares once one exists): adding it takes a
+// reload, for tests about reloads.
 func reloadingRouteYAML(name, host, service string) string {
 	return strings.Replace(routeYAML(name, host, "", service), "  namespace: e2e\n",
-		"  namespace: e2e\n  annotations:\n    haproxy.router.openshift.io/balance: leastconn\n", 1)
+		"  namespace: e2e\n  annotations:\n    router.openshift.io/cookie_name: "+name+"_session\n", 1)
 }
 
 // endpointsYAML lists backends as ready addresses of one service: each
