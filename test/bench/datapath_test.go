@@ -198,30 +198,34 @@ type handWritten struct {
 
 // startHandWritten runs the config an operator would write for routes
 // routes: a host map to one backend each, one server each, option
-// forwardfor, and otherwise HAProxy's defaults.
+// forwardfor, and otherwise HAProxy's defaults; on one thread, as the
+// data path figure runs haroute's HAProxy too.
 func startHandWritten(t *testing.T, routes, backendPort int) *handWritten {
-	return startHandWrittenServing(t, routes, backendPort, hostName(0))
+	return runHandWritten(t, routes, backendPort, hostName(0), handOptions{oneThread: true})
 }
 
-// startHandWrittenServing is startHandWritten, returning once host
+// startHandWrittenMaster is startHandWritten under a master process,
+// which addRoute reloads as an operator would, on HAProxy's default
+// threads (as haroute's HAProxy runs by default), returning once host
 // answers.
-func startHandWrittenServing(t *testing.T, routes, backendPort int, host string) *handWritten {
-	return runHandWritten(t, routes, backendPort, host, false)
-}
-
-// startHandWrittenMaster is startHandWrittenServing under a master
-// process, which addRoute reloads as an operator would.
 func startHandWrittenMaster(t *testing.T, routes, backendPort int, host string) *handWritten {
-	return runHandWritten(t, routes, backendPort, host, true)
+	return runHandWritten(t, routes, backendPort, host, handOptions{master: true})
 }
 
-func runHandWritten(t *testing.T, routes, backendPort int, host string, master bool) *handWritten {
+// handOptions say how a hand-written config runs: under a master process
+// or not, on one thread or on HAProxy's default (one per core).
+type handOptions struct{ master, oneThread bool }
+
+func runHandWritten(t *testing.T, routes, backendPort int, host string, o handOptions) *handWritten {
 	dir := t.TempDir()
 	port := testutil.FreePort(t)
 	var cfg, hosts strings.Builder
+	threads := ""
+	if o.oneThread {
+		threads = "  nbthread 1\n"
+	}
 	fmt.Fprintf(&cfg, `global
-  nbthread 1
-  maxconn 4096
+%s  maxconn 4096
 
 defaults
   mode http
@@ -232,7 +236,7 @@ defaults
 frontend public
   bind 127.0.0.1:%d
   use_backend %%[req.hdr(host),field(1,:),lower,map(%s/hosts.map)]
-`, port, dir)
+`, threads, port, dir)
 	for i := range routes {
 		fmt.Fprintf(&hosts, "%s be%d\n", hostName(i), i)
 		fmt.Fprintf(&cfg, "\nbackend be%d\n  option forwardfor\n  server s 127.0.0.1:%d\n", i, backendPort)
@@ -244,7 +248,7 @@ frontend public
 	}
 	h := &handWritten{port: port, dir: dir}
 	args := []string{"-db", "-f", filepath.Join(dir, "haproxy.cfg")}
-	if master {
+	if o.master {
 		h.master = filepath.Join(testutil.ShortTempDir(t), "master.sock")
 		args = append([]string{"-W", "-S", h.master}, args...)
 	}
