@@ -36,6 +36,9 @@ type admitScratch struct {
 	claims map[hostPath]*candidate
 	hosts  map[string]*candidate
 	index  endpointIndex // empty between calls
+	// epIndex is the endpoint index of the last call with the Loader's
+	// memos, updated rather than built again (epindex.go).
+	epIndex epIndexCache
 
 	// The conflict decisions of the last call and what they were made
 	// from: the same valid candidates, with the same conflictKeys in the
@@ -134,9 +137,17 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 	default:
 		settings, ds = resolveSettings(objs.RouterConfigs, prev)
 	}
-	idx, eds, eps := buildEndpointIndex(&objs, m, sc.index, lg)
-	// Emptied for the next load: the index must not keep groups alive.
-	defer func() { clear(idx); sc.index = idx }()
+	var idx endpointIndex
+	var eds Diagnostics
+	var eps []staleEndpoints
+	if m != nil {
+		// The Loader's memos: the index is kept and updated (epindex.go).
+		idx, eds, eps = sc.epIndex.index(&objs, m, lg)
+	} else {
+		idx, eds, eps = buildEndpointIndex(&objs, m, sc.index, lg)
+		// Emptied for the next load: the index must not keep groups alive.
+		defer func() { clear(idx); sc.index = idx }()
+	}
 	ds = append(ds, eds...)
 
 	var routeMemos []*routeMemo
