@@ -604,7 +604,7 @@ func buildMaps(outs []*routeOut) []Map {
 // then longest path first. HAProxy's tree lookups do not depend on file
 // order, but a list-matched map would still pick the right entry. The first
 // route (in namespace/name order) keeps a duplicated key: admission has
-// already rejected real conflicts. es is sorted in place.
+// already rejected real conflicts.
 //
 // Each entry's host is cut from its key once, and equal keys are ordered
 // by their place in es, so that after the sort the first of each run of
