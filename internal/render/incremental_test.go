@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/testutil/testroutes"
 )
 
 // The incremental path (a warm model.Loader, which reuses admission
@@ -490,4 +491,49 @@ func keptRouterConfig(res model.Result) bool {
 		}
 	}
 	return false
+}
+
+// A route added in front of the others moves them all one place: their
+// outputs still come from the cache, found where they moved; and a render
+// with the route added reuses them.
+func TestCacheFindsMovedRoutes(t *testing.T) {
+	in := baseInput(t)
+	var routes []model.AdmittedRoute
+	for i := range 50 {
+		routes = append(routes, route("ns", fmt.Sprintf("r%02d", i+1), fmt.Sprintf("r%02d.example.com", i+1), ""))
+	}
+	in.Desired.Routes = testroutes.Of(routes)
+	in.Cache = &Cache{}
+	if _, err := Render(in); err != nil {
+		t.Fatal(err)
+	}
+	tbl := in.Cache.table(in)
+	before := slices.Clone(tbl.entries)
+
+	first := route("ns", "r00", "r00.example.com", "")
+	next := []*model.AdmittedRoute{&first}
+	for _, e := range before {
+		next = append(next, e.route) // the very routes, as admission hands them on
+	}
+	if e := tbl.lookup(0, first.Key); e != nil {
+		t.Fatalf("a new route found in the cache: %s", e.route.Key)
+	}
+	for i, r := range next[1:] {
+		if e := tbl.lookup(i+1, r.Key); e != before[i] {
+			t.Fatalf("route %s not found where it moved", r.Key)
+		}
+	}
+	if tbl.shift != -1 {
+		t.Errorf("the last route was found %d places off, want -1", tbl.shift)
+	}
+
+	in.Desired.Routes = next
+	if _, err := Render(in); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range before {
+		if in.Cache.table(in).entries[i+1] != e {
+			t.Fatalf("route %s was rendered again", e.route.Key)
+		}
+	}
 }
