@@ -176,7 +176,7 @@ func withPending(s plan.State, pending map[model.BackendName]map[model.ServerNam
 // kind is the metrics label (metrics.Fallback*); the reload's reason keeps
 // its typed kind, runtime-fallback, with the error as its subject.
 func (d *Daemon) fallback(kind string, err error) {
-	if d.interrupted() {
+	if d.interrupted(err) {
 		d.log.Info("runtime update interrupted by shutdown; the files on disk hold it", "err", err)
 		return
 	}

@@ -24,7 +24,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 	defer d.gc.changed()
 	began := time.Now()
 	snap, err := d.reader.Read(ctx, d.opts.ConfigDir, d.opts.WatchMode)
-	if err != nil && d.interrupted() {
+	if err != nil && d.interrupted(err) {
 		return nil // the read was cut short by the shutdown
 	}
 	if err != nil {
@@ -642,7 +642,7 @@ func (d *Daemon) published(reasons []string, reload bool, elapsed time.Duration)
 }
 
 func (d *Daemon) recordError(err error) {
-	if d.interrupted() {
+	if d.interrupted(err) {
 		d.log.Info("change interrupted by shutdown", "err", err)
 		return
 	}
@@ -650,13 +650,14 @@ func (d *Daemon) recordError(err error) {
 	d.status.RecordError(time.Now(), err.Error())
 }
 
-// interrupted reports whether the daemon is stopping, so that a failure
-// of the change in flight (a cancelled command, read or check) is the
-// shutdown's doing and not a fault of the input or of HAProxy. It is not
-// an error to report: the files on disk hold every accepted change, and
-// the next haroute's HAProxy loads them whole.
-func (d *Daemon) interrupted() bool {
-	return d.stopping != nil && d.stopping.Err() != nil
+// interrupted reports whether err is the shutdown cancelling the change
+// in flight (a command, read or check cut short), not a fault of the
+// input or of HAProxy. It is not an error to report: the files on disk
+// hold every accepted change, and the next haroute's HAProxy loads them
+// whole. Anything else that fails while stopping (the last write of the
+// live files, say) still is.
+func (d *Daemon) interrupted(err error) bool {
+	return d.stopping != nil && d.stopping.Err() != nil && errors.Is(err, context.Canceled)
 }
 
 func (d *Daemon) setNotReady(reason string) {
