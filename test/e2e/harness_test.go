@@ -214,8 +214,12 @@ spec:
 // algorithm, whose routes have spares once one exists): adding it takes a
 // reload, for tests about reloads.
 func reloadingRouteYAML(name, host, service string) string {
-	return strings.Replace(routeYAML(name, host, "", service), "  namespace: e2e\n",
-		"  namespace: e2e\n  annotations:\n    router.openshift.io/cookie_name: "+name+"_session\n", 1)
+	return annotated(routeYAML(name, host, "", service), "router.openshift.io/cookie_name", name+"_session")
+}
+
+// annotated is a route's YAML (routeYAML) with the annotation key: value.
+func annotated(route, key, value string) string {
+	return strings.Replace(route, "  namespace: e2e\n", "  namespace: e2e\n  annotations:\n    "+key+": "+value+"\n", 1)
 }
 
 // endpointsYAML lists backends as ready addresses of one service: each

@@ -144,8 +144,7 @@ func TestOwnCertificateRoutesWithoutReload(t *testing.T) {
 	}
 	gen["own.yaml"] = []byte(ownRoute("own", "own.e2e.test", 3003))
 	// own2 also sets HSTS, which a spare reads from a map.
-	gen["own2.yaml"] = []byte(strings.Replace(ownRoute("own2", "own2.e2e.test", 3004), "  namespace: e2e\n",
-		"  namespace: e2e\n  annotations:\n    haproxy.router.openshift.io/hsts_header: max-age=31536000;includeSubDomains\n", 1))
+	gen["own2.yaml"] = []byte(annotated(ownRoute("own2", "own2.e2e.test", 3004), "haproxy.router.openshift.io/hsts_header", "max-age=31536000;includeSubDomains"))
 	must(t, w.Publish(gen))
 	servesOwn("own.e2e.test", 3003)
 	servesOwn("own2.e2e.test", 3004)
@@ -252,8 +251,7 @@ func TestTimeoutRoutesWithoutReload(t *testing.T) {
 	r, w, gen, before := poolRouter(t, startBackend(t, "one"), hangingBackend(t))
 
 	slowRoute := func(timeout string) []byte {
-		return []byte(strings.Replace(routeYAML("slow", "slow.e2e.test", "", "hang"), "  namespace: e2e\n",
-			"  namespace: e2e\n  annotations:\n    haproxy.router.openshift.io/timeout: "+timeout+"\n", 1))
+		return []byte(annotated(routeYAML("slow", "slow.e2e.test", "", "hang"), "haproxy.router.openshift.io/timeout", timeout))
 	}
 	// timesOut waits for the route to answer 504 and returns how long
 	// that answer took.
@@ -309,8 +307,7 @@ func TestAllowlistRoutesWithoutReload(t *testing.T) {
 	r, w, gen, before := poolRouter(t, startBackend(t, "one"))
 
 	guarded := func(allow string) []byte {
-		return []byte(strings.Replace(routeYAML("guarded", "guarded.e2e.test", "", "one"), "  namespace: e2e\n",
-			"  namespace: e2e\n  annotations:\n    haproxy.router.openshift.io/ip_allowlist: "+allow+"\n", 1))
+		return []byte(annotated(routeYAML("guarded", "guarded.e2e.test", "", "one"), "haproxy.router.openshift.io/ip_allowlist", allow))
 	}
 	// refused reports nil when HAProxy closes the connection without an
 	// answer, as tcp-request content reject does (a 404 or 503 would say
@@ -359,43 +356,49 @@ func TestAllowlistRoutesWithoutReload(t *testing.T) {
 	}
 }
 
-// Routes with a balance algorithm of their own (leastconn here) have
-// spares of their own class once one such route exists: the first one
-// takes a reload, which also makes its class's spares, and the next one
-// binds to one of them, served with its algorithm, with no reload; so is
-// its deletion.
+// Routes with a balance algorithm of their own have spares of their own
+// class once one such route exists: the first one takes a reload, which
+// also makes its class's spares, and the next one binds to one of them,
+// served with its algorithm, with no reload; so is its deletion. Both
+// kinds of algorithm: leastconn, and source, which (on HTTP) hashes
+// consistently, as random does, whose runtime-added servers HAProxy 2.6
+// leaves unserved.
 func TestBalanceClassRoutesWithoutReload(t *testing.T) {
-	r, w, gen, _ := poolRouter(t, startBackend(t, "one"))
-	leastconn := func(name string) []byte {
-		return []byte(strings.Replace(routeYAML(name, name+".e2e.test", "", "one"), "  namespace: e2e\n",
-			"  namespace: e2e\n  annotations:\n    haproxy.router.openshift.io/balance: leastconn\n", 1))
-	}
-	gen["first.yaml"] = leastconn("first")
-	must(t, w.Publish(gen))
-	r.serves("first.e2e.test", "/", "one")
-	r.eventually(20*time.Second, "spares of the leastconn class on disk", func() error {
-		cfg, err := os.ReadFile(filepath.Join(r.stateDir, "live", "haproxy.cfg"))
-		if err != nil || !strings.Contains(string(cfg), "backend be_pool:http-leastconn:") {
-			return fmt.Errorf("no be_pool:http-leastconn spare in haproxy.cfg (%v)", err)
-		}
-		return nil
-	})
-	before := r.reloads()
+	for _, balance := range []string{"leastconn", "source"} {
+		t.Run(balance, func(t *testing.T) {
+			r, w, gen, _ := poolRouter(t, startBackend(t, "one"))
+			balanced := func(name string) []byte {
+				return []byte(annotated(routeYAML(name, name+".e2e.test", "", "one"), "haproxy.router.openshift.io/balance", balance))
+			}
+			class := "backend be_pool:http-" + balance + ":"
+			gen["first.yaml"] = balanced("first")
+			must(t, w.Publish(gen))
+			r.serves("first.e2e.test", "/", "one")
+			r.eventually(20*time.Second, "spares of the "+balance+" class on disk", func() error {
+				cfg, err := os.ReadFile(filepath.Join(r.stateDir, "live", "haproxy.cfg"))
+				if err != nil || !strings.Contains(string(cfg), class) {
+					return fmt.Errorf("no %s spare in haproxy.cfg (%v)", class, err)
+				}
+				return nil
+			})
+			before := r.reloads()
 
-	gen["second.yaml"] = leastconn("second")
-	must(t, w.Publish(gen))
-	r.serves("second.e2e.test", "/", "one")
-	cfg, err := os.ReadFile(filepath.Join(r.stateDir, "live", "haproxy.cfg"))
-	must(t, err)
-	section := string(cfg)[strings.Index(string(cfg), "# route e2e/second\n"):]
-	section = section[:strings.Index(section[1:], "\n\n")+1]
-	if !strings.HasPrefix(section, "# route e2e/second\nbackend be_pool:http-leastconn:") || !strings.Contains(section, "  balance leastconn\n") {
-		t.Fatalf("the second leastconn route is not on a leastconn spare:\n%s", section)
-	}
-	delete(gen, "second.yaml")
-	must(t, w.Publish(gen))
-	r.gone("second.e2e.test")
-	if got := r.reloads() - before; got != 0 {
-		t.Fatalf("adding and deleting a second leastconn route took %d reloads, want 0", got)
+			gen["second.yaml"] = balanced("second")
+			must(t, w.Publish(gen))
+			r.serves("second.e2e.test", "/", "one")
+			cfg, err := os.ReadFile(filepath.Join(r.stateDir, "live", "haproxy.cfg"))
+			must(t, err)
+			section := string(cfg)[strings.Index(string(cfg), "# route e2e/second\n"):]
+			section = section[:strings.Index(section[1:], "\n\n")+1]
+			if !strings.HasPrefix(section, "# route e2e/second\n"+class) || !strings.Contains(section, "  balance "+balance+"\n") {
+				t.Fatalf("the second %s route is not on a %s spare:\n%s", balance, balance, section)
+			}
+			delete(gen, "second.yaml")
+			must(t, w.Publish(gen))
+			r.gone("second.e2e.test")
+			if got := r.reloads() - before; got != 0 {
+				t.Fatalf("adding and deleting a second %s route took %d reloads, want 0", balance, got)
+			}
+		})
 	}
 }
