@@ -30,7 +30,11 @@ func (c *epIndexCache) index(objs *Objects, m *memos, lg *lastGood) (endpointInd
 	if c.update(objs, m) {
 		return c.idx, nil, nil
 	}
-	idx, ds, stale := buildEndpointIndex(objs, m, nil, lg)
+	// The last index's storage is reused: no one holds on to the map
+	// (memos keep the groups, not the index).
+	reuse := c.idx
+	clear(reuse)
+	idx, ds, stale := buildEndpointIndex(objs, m, reuse, lg)
 	*c = epIndexCache{}
 	if len(ds) == 0 && len(stale) == 0 {
 		c.ep, c.sl, c.idx = m.endpoints, m.slices, idx
