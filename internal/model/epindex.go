@@ -69,7 +69,7 @@ func (c *epIndexCache) update(objs *Objects, m *memos) bool {
 			if len(cur.diags) > 0 {
 				return false
 			}
-			if cur.ok == old.ok && cur.key == old.key && sameGroups(cur.groups, old.groups) {
+			if cur.ok == old.ok && cur.key == old.key && idOf(cur.groups) == idOf(old.groups) {
 				continue
 			}
 			if old.ok {
@@ -116,10 +116,4 @@ func (c *epIndexCache) update(objs *Objects, m *memos) bool {
 		}
 	}
 	return true
-}
-
-// sameGroups reports whether a and b are the very same groups (a memo
-// carried over keeps its slice).
-func sameGroups(a, b []endpointGroup) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
