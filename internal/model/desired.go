@@ -346,6 +346,19 @@ func (r *AdmittedRoute) BackendName() BackendName {
 	return BackendName(prefix + ":" + r.Key.Namespace + ":" + r.Key.Name)
 }
 
+// RouteKey returns the key of the route whose own backend (BackendName,
+// not bound to a spare) could be named b: the part after the prefix. A
+// namespace and a name hold no ':'. The route may not exist, or may have
+// another termination: compare its BackendName.
+func (b BackendName) RouteKey() (RouteKey, bool) {
+	_, rest, ok := strings.Cut(string(b), ":")
+	if !ok {
+		return RouteKey{}, false
+	}
+	ns, name, ok := strings.Cut(rest, ":")
+	return RouteKey{Namespace: ns, Name: name}, ok
+}
+
 // Servers returns every server of the route across its services, in order.
 func (r *AdmittedRoute) Servers() []Server {
 	var out []Server

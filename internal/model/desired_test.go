@@ -231,3 +231,18 @@ func TestBackendChangesCoverEveryField(t *testing.T) {
 		t.Errorf("inherited interval reported: %+v", got)
 	}
 }
+
+// A route's own backend name gives its key back, whatever its termination.
+func TestBackendNameRouteKey(t *testing.T) {
+	for _, term := range []Termination{TerminationNone, TerminationEdge, TerminationReencrypt, TerminationPassthrough} {
+		r := AdmittedRoute{Key: RouteKey{Namespace: "ns-1", Name: "web.v2"}, Termination: term}
+		if key, ok := r.BackendName().RouteKey(); !ok || key != r.Key {
+			t.Errorf("%s: %q gives %v, %v", term, r.BackendName(), key, ok)
+		}
+	}
+	for _, b := range []BackendName{"be_http", "be_http:ns", ""} {
+		if key, ok := b.RouteKey(); ok {
+			t.Errorf("%q gives %v", b, key)
+		}
+	}
+}

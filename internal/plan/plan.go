@@ -269,15 +269,10 @@ func (d *differ) isRouteBackend(be model.BackendName) bool {
 	if d.boundSlots[be] {
 		return true
 	}
-	_, rest, ok := strings.Cut(string(be), ":")
+	key, ok := be.RouteKey()
 	if !ok {
 		return false
 	}
-	ns, name, ok := strings.Cut(rest, ":")
-	if !ok {
-		return false
-	}
-	key := model.RouteKey{Namespace: ns, Name: name}
 	i, found := slices.BinarySearchFunc(d.desiredRoutes, key, func(r *model.AdmittedRoute, k model.RouteKey) int {
 		return r.Key.Compare(k)
 	})
