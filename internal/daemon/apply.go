@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/haroute/haroute/internal/haproxy"
@@ -101,6 +103,7 @@ func (d *Daemon) markPending(be model.BackendName, s model.ServerName, on bool) 
 		return
 	}
 	delete(d.pending[be], s)
+	delete(d.lingering, string(be)+"/"+string(s))
 	if len(d.pending[be]) == 0 {
 		delete(d.pending, be)
 	}
@@ -258,13 +261,39 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 	resps, err := d.runtime.Execute(ctx, cmds)
 	for i, resp := range resps {
 		if rerr := resp.Err(); rerr != nil {
-			d.log.Warn("delete drained server", "backend", gone[i].be, "server", gone[i].s, "err", rerr)
+			d.log.Log(ctx, d.lingerLevel(gone[i].be, gone[i].s, rerr, time.Now()), "delete drained server",
+				"backend", gone[i].be, "server", gone[i].s, "err", rerr)
 			continue
 		}
 		d.markPending(gone[i].be, gone[i].s, false)
 		d.metrics.RuntimeUpdate("del-server", 1)
 	}
 	return err == nil || len(resps) > 0
+}
+
+// lingerWarn is how long a drained server may keep idle connections
+// before its refused deletion is a warning.
+const lingerWarn = time.Minute
+
+// lingerLevel is the level to log a refused deletion of a drained server
+// at. Idle keep-alive connections to it, which show in no session count,
+// make HAProxy refuse ("still has connections attached"); it closes them
+// within its pool-purge-delay (5 s by default) or when the client side
+// ends, and the next round deletes the server: routine, unless it lasts
+// lingerWarn, and then a warning once per lingerWarn.
+func (d *Daemon) lingerLevel(be model.BackendName, s model.ServerName, err error, now time.Time) slog.Level {
+	if !strings.Contains(err.Error(), "still has connections attached") {
+		return slog.LevelWarn
+	}
+	key := string(be) + "/" + string(s)
+	first, ok := d.lingering[key]
+	if !ok || now.Sub(first) >= lingerWarn {
+		d.lingering[key] = now
+	}
+	if ok && now.Sub(first) >= lingerWarn {
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
 }
 
 // observeProcs publishes how many HAProxy workers run, old ones included:

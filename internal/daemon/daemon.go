@@ -165,6 +165,9 @@ type Daemon struct {
 	desired plan.State
 	applied plan.State
 	pending map[model.BackendName]map[model.ServerName]bool
+	// lingering is when HAProxy first refused to delete a drained
+	// server for its idle connections, by "backend/server".
+	lingering map[string]time.Time
 
 	throttle   throttle
 	generation uint64
@@ -258,6 +261,7 @@ func New(opts Options) (*Daemon, error) {
 		sup:        sup,
 		lastFiles:  map[string]model.SourceFile{},
 		pending:    map[model.BackendName]map[model.ServerName]bool{},
+		lingering:  map[string]time.Time{},
 		hardNOFILE: nofileHardLimit(),
 		gc:         newIdleGC(),
 		store:      newLastGoodStore(opts.StateDir, opts.Logger),

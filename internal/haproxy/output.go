@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/haroute/haroute/internal/model"
 )
 
 // tailLines is how many of HAProxy's last output lines are kept for error
@@ -160,7 +162,7 @@ type recentTagged struct {
 // remembers line when it is tagged.
 func (r *recentTagged) isCopy(line string) bool {
 	if msg, tagged := untag(line); tagged {
-		r.msgs[r.next] = msg
+		r.msgs[r.next] = asLogged(msg)
 		r.next = (r.next + 1) % len(r.msgs)
 		return false
 	}
@@ -172,6 +174,24 @@ func (r *recentTagged) isCopy(line string) bool {
 	}
 	return false
 }
+
+// asLogged is a tagged message as the log target prints the same event.
+// 2.6 prefixes stderr's copy of an event a runtime command caused with
+// "CLI : ", and quotes the backend in "backend 'be' has no server
+// available!"; the log target does neither (3.x drops both on stderr).
+func asLogged(msg string) string {
+	msg, _ = strings.CutPrefix(msg, cliPrefix)
+	if be, ok := strings.CutPrefix(msg, "backend '"); ok {
+		if name, ok := strings.CutSuffix(be, "' has no server available!"); ok {
+			return "backend " + name + " has no server available!"
+		}
+	}
+	return msg
+}
+
+// cliPrefix starts the message of an event that a command on the
+// runtime API caused: one of haroute's own changes, which it logs itself.
+const cliPrefix = "CLI : "
 
 // untag splits "[WARNING] message" into the message and true.
 func untag(line string) (string, bool) {
@@ -186,7 +206,12 @@ func untag(line string) (string, bool) {
 }
 
 func lineLevel(line string) slog.Level {
-	switch msg, _ := untag(line); {
+	msg, _ := untag(line)
+	// Caused by haroute's own runtime commands: 2.6 says so with "CLI :
+	// "; 3.x does not, but only an administrative action puts a server
+	// in or out of maintenance.
+	byCLI := strings.HasPrefix(msg, cliPrefix) || strings.Contains(msg, " maintenance")
+	switch {
 	case strings.HasSuffix(msg, "We generated two equal cookies for two different servers."),
 		strings.HasPrefix(msg, "Please change the secret key for "):
 		// An endpoint that becomes health-checked is added as a second
@@ -195,9 +220,27 @@ func lineLevel(line string) slog.Level {
 		// deleted. Expected, harmless, and three pairs of lines per such
 		// change: not a warning for the operator.
 		return slog.LevelDebug
+	case strings.Contains(msg, model.PoolSlotPrefix) && (byCLI || strings.HasSuffix(msg, "has no server available!")):
+		// A spare backend filled or emptied as a route is bound to it or
+		// unbound: "backend 'be_pool:http:2' has no server available!"
+		// is an ALERT to HAProxy, and routine here (haroute logs the
+		// route's change itself).
+		return slog.LevelDebug
 	case strings.HasPrefix(line, "[ALERT]"), strings.HasPrefix(line, "[EMERG]"):
+		if byCLI {
+			// The last server of a route's backend deleted by haroute
+			// because its endpoints went: the route answers 503, which
+			// the operator asked for; a warning, not an error.
+			return slog.LevelWarn
+		}
 		return slog.LevelError
 	case strings.HasPrefix(line, "[WARNING]"):
+		if byCLI {
+			// A server put in or out of maintenance by haroute's own
+			// command (an endpoint added or removed), which it logs as
+			// a change.
+			return slog.LevelInfo
+		}
 		return slog.LevelWarn
 	default:
 		return slog.LevelInfo

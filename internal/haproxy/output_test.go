@@ -29,12 +29,45 @@ func TestOutputLogLogsEachMessageOnce(t *testing.T) {
 	})
 	want := []string{
 		`level=INFO msg=haproxy line="[NOTICE] CLI : 'server be/s1' : New server registered."`,
-		`level=WARN msg=haproxy line="[WARNING] Server be/s1 is UP/READY (leaving forced maintenance)."`,
-		`level=WARN msg=haproxy line="[WARNING] Server be/s0 is going DOWN for maintenance. 1 active and 0 backup servers left."`,
+		`level=INFO msg=haproxy line="[WARNING] Server be/s1 is UP/READY (leaving forced maintenance)."`,
+		`level=INFO msg=haproxy line="[WARNING] Server be/s0 is going DOWN for maintenance. 1 active and 0 backup servers left."`,
 		`level=INFO msg=haproxy line="backend be2 has no server available!"`,
 		`level=WARN msg=haproxy line="[WARNING] Server be/s1 is DOWN."`,
 		`level=INFO msg=haproxy line="Server be/s1 is DOWN."`,
 	}
+	if !slices.Equal(got, want) {
+		t.Errorf("logged:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// 2.6.12 marks what a runtime command caused with "CLI : " on stderr, and
+// its log target does not: each event is still logged once. haroute's
+// own changes (a server in or out of maintenance, a spare backend filled
+// or emptied) are not warnings or errors; a health check's verdict and
+// an alert HAProxy raised by itself keep their level. Recorded from a
+// route bound to a spare and unbound again at 10k routes.
+func TestOutputLogRuntimeCommandsAreNotAlarms(t *testing.T) {
+	got, _ := feedOutput([]string{
+		"[NOTICE]   (14277) : CLI : 'server be_pool:http:2/ep_127.0.0.1_37461' : New server registered.",
+		"[WARNING]  (14277) : CLI : Server be_pool:http:2/ep_127.0.0.1_37461 is UP/READY (leaving forced maintenance).",
+		"Server be_pool:http:2/ep_127.0.0.1_37461 is UP/READY (leaving forced maintenance).",
+		"[WARNING]  (14277) : CLI : Server be_pool:http:2/ep_127.0.0.1_37461 is going DOWN for maintenance. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.",
+		"Server be_pool:http:2/ep_127.0.0.1_37461 is going DOWN for maintenance. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.",
+		"[ALERT]    (14277) : CLI : backend 'be_pool:http:2' has no server available!",
+		"backend be_pool:http:2 has no server available!",
+		"[WARNING]  (14277) : CLI : Server be_http:ns:a/ep_10.0.0.1_80 is going DOWN for maintenance. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.",
+		"[ALERT]    (14277) : CLI : backend 'be_http:ns:a' has no server available!",
+		"backend be_http:ns:a has no server available!",
+		"[WARNING]  (14277) : Server be_pool:http:3/ck_10.0.0.2_80 is DOWN, reason: Layer4 connection problem, info: \"Connection refused\", check duration: 0ms. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.",
+		"[ALERT]    (14277) : backend 'be_http:ns:b' has no server available!",
+	})
+	want := []string{
+		`level=INFO msg=haproxy line="[WARNING] CLI : Server be_http:ns:a/ep_10.0.0.1_80 is going DOWN for maintenance. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."`,
+		`level=WARN msg=haproxy line="[ALERT] CLI : backend 'be_http:ns:a' has no server available!"`,
+		`level=WARN msg=haproxy line="[WARNING] Server be_pool:http:3/ck_10.0.0.2_80 is DOWN, reason: Layer4 connection problem, info: \"Connection refused\", check duration: 0ms. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."`,
+		`level=ERROR msg=haproxy line="[ALERT] backend 'be_http:ns:b' has no server available!"`,
+	}
+	// feedOutput logs at info: what is routine is at debug, not shown.
 	if !slices.Equal(got, want) {
 		t.Errorf("logged:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

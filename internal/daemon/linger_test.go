@@ -1,0 +1,41 @@
+package daemon
+
+import (
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+)
+
+// A drained server HAProxy will not delete yet for its idle connections
+// is retried quietly; only when that lasts a minute is it a warning, once
+// a minute. Any other refusal is a warning at once.
+func TestLingeringDrainedServerWarnsOnlyWhenItLasts(t *testing.T) {
+	d := &Daemon{pending: map[model.BackendName]map[model.ServerName]bool{}, lingering: map[string]time.Time{}}
+	be, s := model.BackendName("be_http:ns:a"), model.ServerName("ep_10.0.0.1_80")
+	idle := errors.New("del server be_http:ns:a/ep_10.0.0.1_80: Server still has connections attached to it, cannot remove it.")
+	t0 := time.Now()
+	d.markPending(be, s, true)
+	for _, step := range []struct {
+		at   time.Duration
+		err  error
+		want slog.Level
+	}{
+		{0, idle, slog.LevelDebug},
+		{30 * time.Second, idle, slog.LevelDebug},
+		{61 * time.Second, idle, slog.LevelWarn},
+		{62 * time.Second, idle, slog.LevelDebug}, // warned: the next minute starts
+		{122 * time.Second, idle, slog.LevelWarn},
+		{123 * time.Second, errors.New("del server: No such server."), slog.LevelWarn},
+	} {
+		if got := d.lingerLevel(be, s, step.err, t0.Add(step.at)); got != step.want {
+			t.Errorf("at +%v (%v): level %v, want %v", step.at, step.err, got, step.want)
+		}
+	}
+	d.markPending(be, s, false)
+	if len(d.lingering) != 0 {
+		t.Errorf("a deleted server is still remembered: %v", d.lingering)
+	}
+}
