@@ -182,8 +182,6 @@ type Daemon struct {
 
 	// gc collects garbage between changes rather than during them.
 	gc *idleGC
-	// routes is what status shows of the routes, kept while unchanged.
-	routes status.RouteCache
 	// housekeepAfter and housekeepBackoff pause housekeeping while
 	// HAProxy's sockets do not answer.
 	housekeepAfter   time.Time

@@ -165,7 +165,9 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 	base := d.applied
 	base.PendingDeletes = d.pending
 	p := plan.Compute(base, next)
-	if low := gen.pool.low(next.Desired); p.Reload && (low || gen.maxConnKept) {
+	// Only a reload asks whether the pool is low: counting 10k routes by
+	// class is not for every runtime change.
+	if low := p.Reload && gen.pool.low(next.Desired); p.Reload && (low || gen.maxConnKept) {
 		// A reload anyway: it loads a fresh descriptor fit, and tops the
 		// pool up.
 		if g, err := d.withPool(gen, gen.fitted, low || d.refill); err == nil {
@@ -620,12 +622,12 @@ func (d *Daemon) published(reasons []string, reload bool, elapsed time.Duration)
 		hash = d.appliedFrom.Hash
 	}
 	d.metrics.SetGeneration(d.generation)
-	routes := d.routes.From(d.applied.Desired.Statuses)
-	d.metrics.SetRoutes(status.RouteCounts(routes))
+	statuses := d.applied.Desired.Statuses
+	d.metrics.SetRoutes(status.RouteCounts(statuses))
+	d.status.SetRoutes(statuses)
 	d.status.Set(func(s *status.Status) {
 		s.Ready, s.NotReadyReason = true, ""
 		s.Generation, s.ConfigHash, s.AppliedAt = d.generation, hash, now
-		s.Routes = routes
 		if reload {
 			s.Reloads++
 			s.LastReload = &status.Reload{Time: now, Duration: elapsed, Reasons: reasons, OK: true}

@@ -108,7 +108,7 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 			continue
 		}
 		path := absPath(d.desired.Input.Dir, m.Name)
-		if edit, ok := safeEdit(path, old.Entries, m.Entries, byBackend(m.Name)); ok {
+		if edit, ok := safeEdit(path, old, m, byBackend(m.Name)); ok {
 			d.maps = append(d.maps, edit)
 		} else {
 			d.maps = append(d.maps, MapReplace{Path: path, Entries: m.Entries})
@@ -296,15 +296,22 @@ func (d *differ) otherFiles(a, b *render.Bundle) {
 // whole new version of the map.
 const maxMapEdit = 64
 
-// safeEdit returns the change from olds to news as single-entry edits,
+// safeEdit returns the change from old to new as single-entry edits,
 // when it is small and appending the added entries cannot change what a
 // lookup finds: the maps are matched by prefix (map_beg) with the longest
 // key first, so an added key must not have another key of the map as a
 // proper prefix (that one, earlier in the live map, would win).
-func safeEdit(path string, olds, news []render.MapEntry, exact bool) (MapEdit, bool) {
-	if len(olds) == 0 {
+//
+// Only the entries between the ends the two versions share are compared:
+// each key appears once in a rendered map (render.Map), so a key in the
+// middle of one version is nowhere in the shared ends of the other. A
+// route change thus costs a look at its own entries, not a set of all
+// 10k keys of each version.
+func safeEdit(path string, old, new *render.Map, exact bool) (MapEdit, bool) {
+	if len(old.Entries) == 0 {
 		return MapEdit{}, false // nothing to keep: replace
 	}
+	olds, news := trimCommon(old.Entries, new.Entries)
 	oldVal := make(map[string]string, len(olds))
 	for _, e := range olds {
 		if _, dup := oldVal[e.Key]; dup {
@@ -355,7 +362,7 @@ func safeEdit(path string, olds, news []render.MapEntry, exact bool) (MapEdit, b
 			return MapEdit{}, false
 		}
 		for i := 1; i < len(e.Key) && !exact; i++ {
-			if keys[e.Key[:i]] {
+			if new.Has(e.Key[:i]) {
 				return MapEdit{}, false
 			}
 		}

@@ -137,7 +137,7 @@ func TestSafeEdit(t *testing.T) {
 		{"exact", append(slices.Clone(olds), e("a.example/api/v2", "be_v2")), true, "add map /m a.example/api/v2 be_v2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			edit, ok := safeEdit("/m", olds, tc.news, tc.name == "exact")
+			edit, ok := safeEdit("/m", &render.Map{Entries: olds}, &render.Map{Entries: tc.news}, tc.name == "exact")
 			if ok != tc.ok {
 				t.Fatalf("ok = %v, want %v (%+v)", ok, tc.ok, edit)
 			}

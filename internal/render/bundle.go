@@ -121,10 +121,22 @@ type MapEntry struct {
 
 // Map is one map file with its entries in file order. Name is the file's
 // name inside the bundle (e.g. "maps/http.map"); the runtime API addresses
-// it by its absolute path, Input.Dir + "/" + Name.
+// it by its absolute path, Input.Dir + "/" + Name. Render gives each key
+// once, in the order of compareKeys (sortEntries), which Has relies on.
 type Map struct {
 	Name    string
 	Entries []MapEntry
+}
+
+// Has reports whether m has an entry for key: a binary search, where a
+// set of the keys would hash all 10k at every route change.
+func (m *Map) Has(key string) bool {
+	host, path := splitKey(key)
+	_, found := slices.BinarySearchFunc(m.Entries, key, func(e MapEntry, _ string) int {
+		h, p := splitKey(e.Key)
+		return compareKeys(h, p, host, path)
+	})
+	return found
 }
 
 // Cert is a PEM file (certificate chain + key) referenced from the

@@ -2,6 +2,8 @@ package render
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -29,6 +31,43 @@ func TestFileParts(t *testing.T) {
 	} {
 		if got := c.a.Equal(c.b); got != c.want {
 			t.Errorf("Equal(%q, %q) = %v, want %v", c.a.Bytes(), c.b.Bytes(), got, c.want)
+		}
+	}
+}
+
+// A rendered map gives each key once, in compareKeys order, and Has finds
+// by binary search exactly the keys a set of them would hold: the runtime
+// path's map edits rely on both (plan.safeEdit).
+func TestMapHasMatchesItsKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 2026))
+	hosts := []string{"a.example", "a.example.test", "a.exampl", "b.example", "*.example", "x"}
+	paths := []string{"", "/", "/a", "/a/", "/ab", "/a/b", "/b", "/%2F", "/a b"}
+	key := func() string { return hosts[r.IntN(len(hosts))] + paths[r.IntN(len(paths))] }
+	for round := range 200 {
+		var es []MapEntry
+		for i := range r.IntN(30) {
+			es = append(es, MapEntry{Key: key(), Value: fmt.Sprint("be", i)})
+		}
+		m := Map{Entries: sortEntries(es)}
+		want := map[string]bool{}
+		for i, e := range m.Entries {
+			if want[e.Key] {
+				t.Fatalf("round %d: key %q twice: %v", round, e.Key, m.Entries)
+			}
+			want[e.Key] = true
+			if i > 0 {
+				h1, p1 := splitKey(m.Entries[i-1].Key)
+				h2, p2 := splitKey(e.Key)
+				if compareKeys(h1, p1, h2, p2) >= 0 {
+					t.Fatalf("round %d: %q before %q", round, m.Entries[i-1].Key, e.Key)
+				}
+			}
+		}
+		for range 50 {
+			k := key()
+			if m.Has(k) != want[k] {
+				t.Fatalf("round %d: Has(%q) = %v, the keys say %v: %v", round, k, m.Has(k), want[k], m.Entries)
+			}
 		}
 	}
 }

@@ -621,13 +621,7 @@ func sortEntries(es []MapEntry) []MapEntry {
 		keys[i] = sortable{host: h, path: p, at: i}
 	}
 	slices.SortFunc(keys, func(a, b sortable) int {
-		if c := strings.Compare(a.host, b.host); c != 0 {
-			return c
-		}
-		if len(a.path) != len(b.path) {
-			return len(b.path) - len(a.path)
-		}
-		if c := strings.Compare(a.path, b.path); c != 0 {
+		if c := compareKeys(a.host, a.path, b.host, b.path); c != 0 {
 			return c
 		}
 		return a.at - b.at
@@ -640,6 +634,18 @@ func sortEntries(es []MapEntry) []MapEntry {
 		out = append(out, es[k.at])
 	}
 	return out
+}
+
+// compareKeys is the order of a map's entries: by host, then longest
+// path first, then by path.
+func compareKeys(host1, path1, host2, path2 string) int {
+	if c := strings.Compare(host1, host2); c != 0 {
+		return c
+	}
+	if len(path1) != len(path2) {
+		return len(path2) - len(path1)
+	}
+	return strings.Compare(path1, path2)
 }
 
 func splitKey(k string) (host, path string) {

@@ -177,7 +177,10 @@ func formatReload(r *Reload) string {
 
 // formatRouteCounts summarises routes by state, in a fixed order.
 func formatRouteCounts(routes []Route) string {
-	counts := RouteCounts(routes)
+	counts := make(map[string]int)
+	for _, r := range routes {
+		counts[string(r.State)]++
+	}
 	var parts []string
 	for _, st := range []model.RouteState{model.RouteAdmitted, model.RouteAdmittedWithWarnings, model.RouteStale, model.RouteRejected} {
 		if n := counts[string(st)]; n > 0 {

@@ -244,19 +244,45 @@ func (s *Store) ClearError(now time.Time) {
 }
 
 // RouteCounts counts routes by state, in the shape metrics.SetRoutes takes.
-func RouteCounts(routes []Route) map[string]int {
+// Statuses come in runs of one state (nearly all admitted): a run is one
+// map update, not one per route.
+func RouteCounts(statuses []model.RouteStatus) map[string]int {
 	counts := make(map[string]int)
-	for _, r := range routes {
-		counts[string(r.State)]++
+	for i := 0; i < len(statuses); {
+		j := i + 1
+		for j < len(statuses) && statuses[j].State == statuses[i].State {
+			j++
+		}
+		counts[string(statuses[i].State)] += j - i
+		i = j
 	}
 	return counts
 }
 
 // Store holds the current Status behind a lock. The zero value is ready to
 // use and reports "not ready".
+//
+// The routes are kept as admission gave them (SetRoutes) and converted to
+// Routes when the status is read: at 10k routes the conversion cost about
+// 2 ms of every route added or deleted, for a list read only when someone
+// asks.
 type Store struct {
-	mu     sync.RWMutex
-	status Status
+	mu       sync.RWMutex
+	status   Status
+	statuses []model.RouteStatus
+	routes   RouteCache
+}
+
+// SetRoutes publishes the admission results of the generation HAProxy
+// runs, in key order; the Store keeps the slice, which admission never
+// writes to once handed out.
+func (s *Store) SetRoutes(statuses []model.RouteStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.statuses = statuses
+	if statuses == nil {
+		s.statuses = []model.RouteStatus{}
+	}
 }
 
 // Set changes the status under the lock. f must not keep the pointer.
@@ -269,8 +295,11 @@ func (s *Store) Set(f func(*Status)) {
 // Get returns a deep copy, so callers may read it while the daemon goes on
 // updating the store.
 func (s *Store) Get() Status {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.mu.Lock() // the route cache is updated too
+	defer s.mu.Unlock()
+	if s.statuses != nil {
+		s.status.Routes = s.routes.From(s.statuses)
+	}
 	return s.status.clone()
 }
 

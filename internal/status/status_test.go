@@ -335,7 +335,7 @@ func TestRoutesFromAndCounts(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("RoutesFrom = %+v, want %+v", got, want)
 	}
-	counts := RouteCounts(got)
+	counts := RouteCounts(in)
 	if !reflect.DeepEqual(counts, map[string]int{"admitted": 1, "rejected": 1, "stale": 1}) {
 		t.Errorf("RouteCounts = %v", counts)
 	}
@@ -540,5 +540,39 @@ func BenchmarkRouteCacheRouteAdded(b *testing.B) {
 		} else {
 			c.From(base)
 		}
+	}
+}
+
+// The Store converts the routes when the status is read, from the
+// statuses of the last SetRoutes; counts go by runs of one state.
+func TestStoreConvertsRoutesWhenRead(t *testing.T) {
+	st := func(name string, state model.RouteState) model.RouteStatus {
+		return model.RouteStatus{Key: model.RouteKey{Namespace: "ns", Name: name}, Host: name + ".test", State: state}
+	}
+	var s Store
+	if got := s.Get().Routes; got != nil {
+		t.Errorf("routes before any generation: %+v", got)
+	}
+	first := []model.RouteStatus{st("a", model.RouteAdmitted), st("b", model.RouteAdmitted), st("c", model.RouteRejected), st("d", model.RouteAdmitted)}
+	s.SetRoutes(first)
+	if got := s.Get().Routes; !reflect.DeepEqual(got, RoutesFrom(first)) {
+		t.Errorf("routes = %+v, want %+v", got, RoutesFrom(first))
+	}
+	second := []model.RouteStatus{st("a", model.RouteAdmitted), st("d", model.RouteStale)}
+	s.SetRoutes(second)
+	got := s.Get()
+	if !reflect.DeepEqual(got.Routes, RoutesFrom(second)) {
+		t.Errorf("routes after the next generation = %+v, want %+v", got.Routes, RoutesFrom(second))
+	}
+	got.Routes[0].Host = "changed by a reader"
+	if s.Get().Routes[0].Host != "a.test" {
+		t.Error("a reader's copy changed the store")
+	}
+	s.SetRoutes(nil)
+	if got := s.Get().Routes; got == nil || len(got) != 0 {
+		t.Errorf("no routes: %#v, want an empty list", got)
+	}
+	if c := RouteCounts(first); !reflect.DeepEqual(c, map[string]int{"admitted": 3, "rejected": 1}) {
+		t.Errorf("RouteCounts = %v", c)
 	}
 }
