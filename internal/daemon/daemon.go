@@ -244,6 +244,8 @@ func New(opts Options) (*Daemon, error) {
 		ConfigPath: filepath.Join(live, render.ConfigFile),
 		RunDir:     opts.RunDir,
 		Logger:     opts.Logger.With("component", "haproxy"),
+
+		SpareBackendPrefix: model.PoolSlotPrefix,
 	})
 	if err != nil {
 		return nil, err

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/haroute/haroute/internal/model"
 )
 
 // tailLines is how many of HAProxy's last output lines are kept for error
@@ -31,10 +29,13 @@ type outputLog struct {
 	// (see proxyStops); flush logs them as one line.
 	stops proxyStops
 	flush *time.Timer
+	// spares starts the names of the backends haroute fills and empties
+	// itself (Options.SpareBackendPrefix).
+	spares string
 }
 
-func newOutputLog(r io.ReadCloser, log *slog.Logger) *outputLog {
-	o := &outputLog{log: log, eof: make(chan struct{})}
+func newOutputLog(r io.ReadCloser, log *slog.Logger, spares string) *outputLog {
+	o := &outputLog{log: log, eof: make(chan struct{}), spares: spares}
 	o.cond = sync.NewCond(&o.mu)
 	go o.read(r)
 	return o
@@ -59,7 +60,7 @@ func (o *outputLog) read(r io.ReadCloser) {
 			continue
 		}
 		o.flushStops()
-		o.log.Log(context.Background(), lineLevel(line), "haproxy", "line", line)
+		o.log.Log(context.Background(), lineLevel(line, o.spares), "haproxy", "line", line)
 		o.remember(line)
 	}
 }
@@ -205,7 +206,7 @@ func untag(line string) (string, bool) {
 	return line[end+2:], true
 }
 
-func lineLevel(line string) slog.Level {
+func lineLevel(line, spares string) slog.Level {
 	msg, _ := untag(line)
 	// Caused by haroute's own runtime commands: 2.6 says so with "CLI :
 	// "; 3.x does not, but only an administrative action puts a server
@@ -220,7 +221,7 @@ func lineLevel(line string) slog.Level {
 		// deleted. Expected, harmless, and three pairs of lines per such
 		// change: not a warning for the operator.
 		return slog.LevelDebug
-	case strings.Contains(msg, model.PoolSlotPrefix) && (byCLI || strings.HasSuffix(msg, "has no server available!")):
+	case spares != "" && strings.Contains(msg, spares) && (byCLI || strings.HasSuffix(msg, "has no server available!")):
 		// A spare backend filled or emptied as a route is bound to it or
 		// unbound: "backend 'be_pool:http:2' has no server available!"
 		// is an ALERT to HAProxy, and routine here (haroute logs the

@@ -114,7 +114,7 @@ func feedOutput(lines []string) ([]string, *outputLog) {
 			return a
 		},
 	}))
-	o := newOutputLog(io.NopCloser(strings.NewReader(strings.Join(lines, "\n")+"\n")), log)
+	o := newOutputLog(io.NopCloser(strings.NewReader(strings.Join(lines, "\n")+"\n")), log, "be_pool:")
 	o.waitEOF(10 * time.Second)
 	return strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n"), o
 }

@@ -39,6 +39,10 @@ type Options struct {
 	// SoftStopTimeout bounds how long Stop lets workers finish their
 	// connections after SIGUSR1 before it sends SIGTERM (default 10 s).
 	SoftStopTimeout time.Duration
+	// SpareBackendPrefix starts the names of the backends haroute fills
+	// and empties itself at runtime (its pool of spares): HAProxy's alerts
+	// about them are logged at debug.
+	SpareBackendPrefix string
 }
 
 // Supervisor starts HAProxy master-worker processes for one configuration.
@@ -181,7 +185,7 @@ func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, erro
 		sup:     s,
 		cmd:     cmd,
 		master:  NewMaster(s.MasterSocket()),
-		out:     newOutputLog(r, s.log.With("pid", cmd.Process.Pid)),
+		out:     newOutputLog(r, s.log.With("pid", cmd.Process.Pid), s.opts.SpareBackendPrefix),
 		log:     s.log,
 		softTTL: s.opts.SoftStopTimeout,
 		done:    make(chan struct{}),
