@@ -267,6 +267,7 @@ func (d *Daemon) flushLive() error {
 		return err
 	}
 	d.metrics.ObserveWrite(d.staging + time.Since(start))
+	d.log.Debug("live files committed", "took", time.Since(start))
 	return nil
 }
 

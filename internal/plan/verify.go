@@ -156,12 +156,7 @@ func expect(desired State, backends map[model.BackendName]bool, maps map[string]
 		Servers: make(map[model.BackendName][]ExpectedServer),
 		Maps:    make(map[string][]render.MapEntry),
 	}
-	keys := routeKeysOf(backends)
-	for i := range desired.Desired.Routes {
-		r := desired.Desired.Routes[i]
-		if backends != nil && !mayBeIn(r, keys, backends) {
-			continue
-		}
+	for _, r := range routesIn(desired.Desired.Routes, backends) {
 		be := r.BackendName()
 		if backends != nil && !backends[be] {
 			continue
@@ -187,33 +182,40 @@ func expect(desired State, backends map[model.BackendName]bool, maps map[string]
 	return exp
 }
 
-// routeKeysOf are the routes that the backend names of their own backends
-// ("be_http:<ns>:<name>", …) name. Namespaces and names cannot hold a
-// colon, so the split is exact; a name of another shape (a spare backend
-// of the pool) names no route here.
-func routeKeysOf(backends map[model.BackendName]bool) map[model.RouteKey]bool {
+// routesIn returns the routes whose backends may be among backends (all
+// of them when backends is nil), for a read-back of one or two backends
+// at 10k routes: a route's own backend ("be_http:<ns>:<name>", …) names
+// its key, found by a binary search, and only a spare backend of the pool
+// needs a look at every route, for the one bound to it. Namespaces and
+// names cannot hold a colon, so the split is exact.
+func routesIn(routes []*model.AdmittedRoute, backends map[model.BackendName]bool) []*model.AdmittedRoute {
 	if backends == nil {
-		return nil
+		return routes
 	}
-	keys := make(map[model.RouteKey]bool, len(backends))
+	routes = sortedRoutes(routes)
+	var out []*model.AdmittedRoute
+	slots := false
 	for be := range backends {
 		parts := strings.Split(string(be), ":")
-		if len(parts) == 3 {
-			keys[model.RouteKey{Namespace: parts[1], Name: parts[2]}] = true
+		if len(parts) != 3 || strings.HasPrefix(string(be), model.PoolSlotPrefix) {
+			slots = true
+			continue
+		}
+		key := model.RouteKey{Namespace: parts[1], Name: parts[2]}
+		if i, ok := slices.BinarySearchFunc(routes, key, func(r *model.AdmittedRoute, k model.RouteKey) int {
+			return r.Key.Compare(k)
+		}); ok && routes[i].Slot == "" {
+			out = append(out, routes[i])
 		}
 	}
-	return keys
-}
-
-// mayBeIn is a filter that never allocates, for a one-backend read-back at
-// 10k routes: false when route r's backend is certainly not in backends.
-// Naming every route's backend to look it up cost a string per route and
-// change. A route bound to a spare is looked up by the spare's name.
-func mayBeIn(r *model.AdmittedRoute, keys map[model.RouteKey]bool, backends map[model.BackendName]bool) bool {
-	if r.Slot != "" {
-		return backends[r.Slot]
+	if slots {
+		for _, r := range routes {
+			if r.Slot != "" && backends[r.Slot] {
+				out = append(out, r)
+			}
+		}
 	}
-	return keys[r.Key]
+	return out
 }
 
 // maxMismatches bounds how many differences a Verify error lists.

@@ -242,6 +242,41 @@ func TestExpectTouchedCostsTheTouchedOnly(t *testing.T) {
 	}
 }
 
+// ExpectTouched finds each touched backend's route however it is named:
+// a route's own backend by its key, a spare by the route bound to it, a
+// pool name that reads like a route's key (namespace "http", name "2")
+// not as that route, and a route bound to a spare not by its own name.
+func TestExpectTouchedFindsEveryBackend(t *testing.T) {
+	d := &model.Desired{Router: model.DefaultSettings()}
+	add := func(ns, name string, slot model.BackendName) {
+		r := httpRoute(name, name+"."+ns+".example.com", svc("s", 100, srv("10.0.0.1", 8080, 128)))
+		r.Key.Namespace, r.Slot = ns, slot
+		d.Routes = append(d.Routes, &r)
+	}
+	add("a", "one", "")
+	add("a", "two", "be_pool:http:2")
+	add("http", "2", "")
+	add("http", "3", "be_pool:http-leastconn:3")
+	add("z", "last", "")
+	slices.SortFunc(d.Routes, func(a, b *model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
+	st := State{Desired: d}
+	all := expect(st, nil, nil)
+	if len(all.Servers) != len(d.Routes) {
+		t.Fatalf("%d backends expected in all, want %d", len(all.Servers), len(d.Routes))
+	}
+	for be := range all.Servers {
+		got := ExpectTouched(st, []model.BackendName{be}, nil)
+		if len(got.Servers) != 1 || !reflect.DeepEqual(got.Servers[be], all.Servers[be]) {
+			t.Errorf("%s: %+v, want %+v", be, got.Servers, all.Servers[be])
+		}
+	}
+	for _, be := range []model.BackendName{"be_http:a:two", "be_pool:http:9", "be_http:nope:nope"} {
+		if got := ExpectTouched(st, []model.BackendName{be}, nil); len(got.Servers) != 0 {
+			t.Errorf("%s: %+v, want nothing", be, got.Servers)
+		}
+	}
+}
+
 // An edited map passes when every probe matches as the edit intends and
 // the count is right; each way an edit can go wrong is named.
 func TestVerifyEditedMap(t *testing.T) {
