@@ -162,3 +162,58 @@ func TestLoadAdmitsAndKeepsRouterConfig(t *testing.T) {
 		t.Errorf("http port %d with diagnostics %q; want 8080 and an error", res.Desired.Router.HTTPPort, diagStrings(res.Diagnostics))
 	}
 }
+
+// Which routes a load serves is chosen once for a set of routes and kept
+// while they stay (an endpoint change), but chosen again when the
+// RouterConfig's namespaces or route selector change with the routes
+// untouched; a duplicate's error stands at every load.
+func TestRouteChoiceFollowsTheSettings(t *testing.T) {
+	rc := func(spec string) SourceFile {
+		return SourceFile{Path: "rc.yaml", Data: []byte("apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata: {name: router}\nspec:\n" + spec)}
+	}
+	routes := SourceFile{Path: "routes.yaml", Data: []byte(`apiVersion: route.openshift.io/v1
+kind: Route
+metadata: {name: a, namespace: team-a, labels: {shard: x}}
+spec: {host: a.example.com, to: {name: a}}
+---
+apiVersion: route.openshift.io/v1
+kind: Route
+metadata: {name: b, namespace: team-b}
+spec: {host: b.example.com, to: {name: b}}
+---
+apiVersion: route.openshift.io/v1
+kind: Route
+metadata: {name: b, namespace: team-b}
+spec: {host: b2.example.com, to: {name: b}}
+`)}
+	eps := func(n int) SourceFile {
+		return SourceFile{Path: "eps.yaml", Data: []byte(fmt.Sprintf("apiVersion: v1\nkind: Endpoints\nmetadata: {name: a, namespace: team-a}\nsubsets: [{addresses: [{ip: 10.0.0.%d}], ports: [{port: 80}]}]\n", n))}
+	}
+	l := NewLoader()
+	for i, step := range []struct {
+		spec string
+		want []string
+	}{
+		{"  namespaces: [team-a]\n", []string{"team-a/a"}},
+		{"  namespaces: [team-a]\n", []string{"team-a/a"}}, // an endpoint change
+		{"  namespaces: [team-a, team-b]\n", []string{"team-a/a", "team-b/b"}},
+		{"  namespaces: [team-a, team-b]\n  routeSelector: {matchLabels: {shard: x}}\n", []string{"team-a/a"}},
+		{"  namespaces: [team-b]\n", []string{"team-b/b"}},
+	} {
+		res := load(t, l, []SourceFile{rc(step.spec), routes, eps(i + 1)})
+		var got []string
+		for _, r := range res.Desired.Routes {
+			got = append(got, r.Key.String())
+		}
+		if !reflect.DeepEqual(got, step.want) {
+			t.Errorf("step %d (%q): routes %v, want %v", i, step.spec, got, step.want)
+		}
+		dup := false
+		for _, d := range res.Diagnostics {
+			dup = dup || strings.Contains(d.Message, "route team-b/b is already defined at routes.yaml")
+		}
+		if !dup {
+			t.Errorf("step %d: the duplicate's error is missing: %v", i, res.Diagnostics)
+		}
+	}
+}
