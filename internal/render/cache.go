@@ -43,7 +43,7 @@ type cacheTable struct {
 	maps     []Map
 	mapData  [][]byte // parallel to maps
 	skeleton []byte   // of the last successful render: a head, then parts
-	parts    [][]byte // the route parts of skeleton (bound routes are in the head)
+	parts    [][]byte // the parts of skeleton after its head: the slots, then the other routes
 	spares   map[model.BackendName]renderedSpare
 	// shift is where lookup last found a route, relative to where it was
 	// asked for.

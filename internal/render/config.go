@@ -49,11 +49,11 @@ const (
 // a buffer of its own; the parts are joined in route order.
 const backendsPerPart = 512
 
-// buildConfig returns haproxy.cfg as parts (the global part, then each
-// route's backend, not joined: see File) and its skeleton.
+// buildConfig returns haproxy.cfg as parts (the global part, then each slot
+// of the pool, then each other route's backend, not joined: see File), its
+// skeleton, and the skeleton's parts after the head.
 func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skeleton []byte, parts [][]byte) {
-	// The head holds a thousand spares at 10k routes (300 kB of each
-	// text): sized from the last one, it is written without regrowing.
+	// Sized from the last head, which is written without regrowing.
 	fullCap, skelCap := 16<<10, 16<<10
 	if t != nil {
 		fullCap, skelCap = max(fullCap, t.headFull+4<<10), max(skelCap, t.headSkel+4<<10)
@@ -222,16 +222,18 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 
 	preloadCAs(w, in)
 	routeDefaults(w, in, forwardedPolicy(&s), ipv6Clients(&s))
-	writeSlots(w, in, outs, t)
 	if t != nil {
 		t.headFull, t.headSkel = len(w.full), len(w.skel)
 	}
-	full = make([][]byte, 0, len(outs)+1)
+	slotFull, slotSkel := slotParts(in, outs, t)
+	full = make([][]byte, 0, 1+len(slotFull)+len(outs))
 	full = append(full, w.full)
-	parts = make([][]byte, 0, len(outs))
+	full = append(full, slotFull...)
+	parts = make([][]byte, 0, len(slotSkel)+len(outs))
+	parts = append(parts, slotSkel...)
 	for i, o := range outs {
 		if in.Desired.Routes[i].Slot != "" {
-			continue // rendered in its slot, in the head
+			continue // rendered in its slot
 		}
 		full = append(full, o.full)
 		parts = append(parts, o.skel)
