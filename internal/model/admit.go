@@ -52,7 +52,7 @@ type admitScratch struct {
 	claimants map[string]int32
 
 	// statuses is the last pass's Desired.Statuses (read-only).
-	statuses []RouteStatus
+	statuses []*RouteStatus
 
 	// sorted is validateRoutes' order of the last routes and memos it was
 	// given. The Loader hands over the very same slices while no route
@@ -188,10 +188,11 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 	}
 	// Resolving services is independent per route, and the bulk of
 	// admission at scale: spread it over the cores, then collect in order.
-	// The statuses are those of the last pass more often than not (an
-	// endpoint change alters none): then the last pass's slice serves
-	// again, as no one writes to a Desired's statuses (staleDiagnostics
-	// copies before it marks), instead of 1.6 MB made anew at 10k routes.
+	// A route's status is its memo's while the same (a pointer, shared
+	// and read-only: staleDiagnostics copies before it marks), and the
+	// statuses are the last pass's slice when all are: an endpoint change
+	// alters none, and a route added or deleted makes one status and a
+	// slice of pointers.
 	last := sc.statuses
 	var differ atomic.Bool
 	differ.Store(last == nil || len(last) != len(cands))
@@ -204,16 +205,17 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 		default:
 			resolveServices(c, idx)
 		}
-		if !differ.Load() {
-			if st := c.status(); !st.Same(&last[i]) {
-				differ.Store(true)
-			}
+		c.statusOf()
+		if !differ.Load() && c.st != last[i] {
+			differ.Store(true)
 		}
 	})
 	d.Statuses = last
 	if differ.Load() {
-		d.Statuses = make([]RouteStatus, len(cands))
-		parallel.For(len(cands), admitGrain, func(i int) { d.Statuses[i] = cands[i].status() })
+		d.Statuses = make([]*RouteStatus, len(cands))
+		for i, c := range cands {
+			d.Statuses[i] = c.st
+		}
 		sc.statuses = d.Statuses
 	}
 	pass := &admitPass{
@@ -285,6 +287,22 @@ type candidate struct {
 	// valid is the candidate's position among the valid ones, for
 	// decideConflicts.
 	valid int
+	// st is the route's status (statusOf).
+	st *RouteStatus
+}
+
+// statusOf sets c.st: the memo's status when it reads the same, else a
+// new one, which the memo keeps.
+func (c *candidate) statusOf() {
+	st := c.status()
+	if c.memo != nil && c.memo.status != nil && c.memo.status.Same(&st) {
+		c.st = c.memo.status
+		return
+	}
+	c.st = &st
+	if c.memo != nil {
+		c.memo.status = c.st
+	}
 }
 
 // validateRoutes validates every selected route, in namespace/name order.

@@ -419,7 +419,7 @@ func TestAdmitStatuses(t *testing.T) {
 	objs := Objects{Routes: refs(warn, bad, ok), Endpoints: eprefs(testEndpoints("ns", "web", "10.0.0.1"))}
 	d, ds := Admit(objs, nil)
 
-	want := []RouteStatus{
+	want := []*RouteStatus{
 		{Key: RouteKey{"ns", "bad"}, Host: "bad.example.com:8080", State: RouteRejected,
 			Reasons: []string{"spec.host: host must not include a port"}, Source: bad.Source.Pos},
 		{Key: RouteKey{"ns", "ok"}, Host: "ok.example.com", State: RouteAdmitted, Source: ok.Source.Pos},

@@ -19,8 +19,11 @@ type Desired struct {
 	// changed copy.
 	Routes []*AdmittedRoute
 	// Statuses holds one entry per route seen, admitted or not, sorted
-	// by namespace then name.
-	Statuses []RouteStatus
+	// by namespace then name. Like Routes they are shared from load to
+	// load (a route's status unchanged is the same pointer: a fresh
+	// array of 10k statuses was 1.5 MB to fault in at every route added
+	// or deleted) and read-only.
+	Statuses []*RouteStatus
 }
 
 // Settings is a RouterConfig with defaults applied and values clamped.

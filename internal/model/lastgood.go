@@ -191,11 +191,13 @@ func staleDiagnostics(d *Desired, subs []substitute) Diagnostics {
 	}
 	for _, s := range subs {
 		ds = append(ds, s.bad.diags...)
-		i := slices.IndexFunc(d.Statuses, func(st RouteStatus) bool { return st.Key == s.bad.key })
+		i := slices.IndexFunc(d.Statuses, func(st *RouteStatus) bool { return st.Key == s.bad.key })
 		if i < 0 || d.Statuses[i].State == RouteRejected {
 			continue
 		}
-		st := &d.Statuses[i]
+		marked := *d.Statuses[i] // shared: marked as a copy
+		st := &marked
+		d.Statuses[i] = st
 		st.State = RouteStale
 		st.Source = s.bad.route.Source.Pos
 		st.Reasons = nil

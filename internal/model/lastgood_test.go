@@ -16,7 +16,7 @@ func statusOf(t *testing.T, d *Desired, name string) RouteStatus {
 	t.Helper()
 	for _, st := range d.Statuses {
 		if st.Key.Name == name {
-			return st
+			return *st
 		}
 	}
 	t.Fatalf("no status for route %s", name)

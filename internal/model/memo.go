@@ -130,6 +130,9 @@ type routeMemo struct {
 	// with the Desired that holds it; nil when validate or resolve
 	// recomputed since.
 	out *AdmittedRoute
+	// status is the route's status admission last gave, shared with the
+	// Desired that holds it; kept while the next is the same.
+	status *RouteStatus
 }
 
 // groupsID identifies the endpoint groups a service resolved against.

@@ -113,7 +113,7 @@ type HAProxy struct {
 }
 
 // RoutesFrom converts admission results into their published form.
-func RoutesFrom(statuses []model.RouteStatus) []Route {
+func RoutesFrom(statuses []*model.RouteStatus) []Route {
 	out := make([]Route, len(statuses))
 	for i, s := range statuses {
 		out[i] = routeFrom(s)
@@ -121,7 +121,7 @@ func RoutesFrom(statuses []model.RouteStatus) []Route {
 	return out
 }
 
-func routeFrom(s model.RouteStatus) Route {
+func routeFrom(s *model.RouteStatus) Route {
 	return Route{
 		Key:      s.Key.String(),
 		Host:     s.Host,
@@ -141,12 +141,12 @@ func routeFrom(s model.RouteStatus) Route {
 // the list rather than a conversion of every route. The Routes returned
 // are shared and must not be modified.
 type RouteCache struct {
-	statuses []model.RouteStatus
+	statuses []*model.RouteStatus
 	routes   []Route
 }
 
 // From returns RoutesFrom(statuses).
-func (c *RouteCache) From(statuses []model.RouteStatus) []Route {
+func (c *RouteCache) From(statuses []*model.RouteStatus) []Route {
 	// Admission hands on the very slice when no status changed (and
 	// never writes to one it handed out): then there is nothing to compare.
 	same := len(statuses) > 0 && len(statuses) == len(c.statuses) && &statuses[0] == &c.statuses[0]
@@ -172,12 +172,14 @@ func (c *RouteCache) From(statuses []model.RouteStatus) []Route {
 	return out
 }
 
-func sameStatus(a, b model.RouteStatus) bool { return a.Same(&b) }
+// sameStatus compares two statuses; admission hands an unchanged one on
+// as the same pointer.
+func sameStatus(a, b *model.RouteStatus) bool { return a == b || a.Same(b) }
 
 // source is where a route with problems is written. Routes admitted as
 // they are get none: formatting 10k positions on every change was a tenth
 // of a change's cost at 10k routes, for a column nobody reads there.
-func source(s model.RouteStatus) string {
+func source(s *model.RouteStatus) string {
 	if s.Source.Path == "" || s.State == model.RouteAdmitted {
 		return ""
 	}
@@ -246,7 +248,7 @@ func (s *Store) ClearError(now time.Time) {
 // RouteCounts counts routes by state, in the shape metrics.SetRoutes takes.
 // Statuses come in runs of one state (nearly all admitted): a run is one
 // map update, not one per route.
-func RouteCounts(statuses []model.RouteStatus) map[string]int {
+func RouteCounts(statuses []*model.RouteStatus) map[string]int {
 	counts := make(map[string]int)
 	for i := 0; i < len(statuses); {
 		j := i + 1
@@ -269,19 +271,19 @@ func RouteCounts(statuses []model.RouteStatus) map[string]int {
 type Store struct {
 	mu       sync.RWMutex
 	status   Status
-	statuses []model.RouteStatus
+	statuses []*model.RouteStatus
 	routes   RouteCache
 }
 
 // SetRoutes publishes the admission results of the generation HAProxy
 // runs, in key order; the Store keeps the slice, which admission never
 // writes to once handed out.
-func (s *Store) SetRoutes(statuses []model.RouteStatus) {
+func (s *Store) SetRoutes(statuses []*model.RouteStatus) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.statuses = statuses
 	if statuses == nil {
-		s.statuses = []model.RouteStatus{}
+		s.statuses = []*model.RouteStatus{}
 	}
 }
 

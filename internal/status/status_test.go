@@ -320,7 +320,7 @@ routes:          0
 }
 
 func TestRoutesFromAndCounts(t *testing.T) {
-	in := []model.RouteStatus{
+	in := []*model.RouteStatus{
 		{Key: model.RouteKey{Namespace: "default", Name: "a"}, Host: "a.example.com", State: model.RouteAdmitted},
 		{Key: model.RouteKey{Namespace: "ns", Name: "b"}, Host: "b.example.com", Path: "/x", State: model.RouteRejected, Reasons: []string{"bad certificate"}},
 		{Key: model.RouteKey{Namespace: "ns", Name: "c"}, Host: "c.example.com", State: model.RouteStale,
@@ -487,8 +487,8 @@ func Serve(ctx context.Context, addr string, h http.Handler) error {
 // RouteCache reuses its Routes while the statuses read the same, and
 // converts afresh when any field of any status differs.
 func TestRouteCacheReusesUnchangedRoutes(t *testing.T) {
-	statuses := func(reason string) []model.RouteStatus {
-		return []model.RouteStatus{
+	statuses := func(reason string) []*model.RouteStatus {
+		return []*model.RouteStatus{
 			{Key: model.RouteKey{Namespace: "a", Name: "one"}, Host: "one.test", State: model.RouteAdmitted},
 			{Key: model.RouteKey{Namespace: "a", Name: "two"}, Host: "two.test", State: model.RouteRejected, Reasons: []string{reason},
 				Source: model.Position{Path: "r.yaml", Line: 3, Col: 1}},
@@ -510,7 +510,7 @@ func TestRouteCacheReusesUnchangedRoutes(t *testing.T) {
 		t.Errorf("a route fewer: %d routes", len(got))
 	}
 	// A route added before the others: they are reused where they moved.
-	added := append([]model.RouteStatus{{Key: model.RouteKey{Namespace: "a", Name: "a-new"}, Host: "new.test", State: model.RouteAdmitted}},
+	added := append([]*model.RouteStatus{{Key: model.RouteKey{Namespace: "a", Name: "a-new"}, Host: "new.test", State: model.RouteAdmitted}},
 		statuses("another reason")...)
 	got := c.From(added)
 	if !reflect.DeepEqual(got, RoutesFrom(added)) {
@@ -525,12 +525,12 @@ func TestRouteCacheReusesUnchangedRoutes(t *testing.T) {
 // route is reused, in its new place.
 func BenchmarkRouteCacheRouteAdded(b *testing.B) {
 	const n = 10000
-	base := make([]model.RouteStatus, n)
+	base := make([]*model.RouteStatus, n)
 	for i := range base {
-		base[i] = model.RouteStatus{Key: model.RouteKey{Namespace: "bench", Name: fmt.Sprintf("r-%05d", i)},
+		base[i] = &model.RouteStatus{Key: model.RouteKey{Namespace: "bench", Name: fmt.Sprintf("r-%05d", i)},
 			Host: fmt.Sprintf("r-%05d.bench.test", i), State: model.RouteAdmitted, Source: model.Position{Path: "routes.yaml", Line: i}}
 	}
-	added := append(slices.Clone(base), model.RouteStatus{Key: model.RouteKey{Namespace: "bench", Name: "r-99999"}, Host: "new.test", State: model.RouteAdmitted})
+	added := append(slices.Clone(base), &model.RouteStatus{Key: model.RouteKey{Namespace: "bench", Name: "r-99999"}, Host: "new.test", State: model.RouteAdmitted})
 	var c RouteCache
 	c.From(base)
 	b.ReportAllocs()
@@ -546,19 +546,19 @@ func BenchmarkRouteCacheRouteAdded(b *testing.B) {
 // The Store converts the routes when the status is read, from the
 // statuses of the last SetRoutes; counts go by runs of one state.
 func TestStoreConvertsRoutesWhenRead(t *testing.T) {
-	st := func(name string, state model.RouteState) model.RouteStatus {
-		return model.RouteStatus{Key: model.RouteKey{Namespace: "ns", Name: name}, Host: name + ".test", State: state}
+	st := func(name string, state model.RouteState) *model.RouteStatus {
+		return &model.RouteStatus{Key: model.RouteKey{Namespace: "ns", Name: name}, Host: name + ".test", State: state}
 	}
 	var s Store
 	if got := s.Get().Routes; got != nil {
 		t.Errorf("routes before any generation: %+v", got)
 	}
-	first := []model.RouteStatus{st("a", model.RouteAdmitted), st("b", model.RouteAdmitted), st("c", model.RouteRejected), st("d", model.RouteAdmitted)}
+	first := []*model.RouteStatus{st("a", model.RouteAdmitted), st("b", model.RouteAdmitted), st("c", model.RouteRejected), st("d", model.RouteAdmitted)}
 	s.SetRoutes(first)
 	if got := s.Get().Routes; !reflect.DeepEqual(got, RoutesFrom(first)) {
 		t.Errorf("routes = %+v, want %+v", got, RoutesFrom(first))
 	}
-	second := []model.RouteStatus{st("a", model.RouteAdmitted), st("d", model.RouteStale)}
+	second := []*model.RouteStatus{st("a", model.RouteAdmitted), st("d", model.RouteStale)}
 	s.SetRoutes(second)
 	got := s.Get()
 	if !reflect.DeepEqual(got.Routes, RoutesFrom(second)) {
