@@ -580,9 +580,17 @@ func buildMaps(outs []*routeOut) []Map {
 			}
 		}
 	}
+	// One borrowed buffer holds them all: sortEntries copies what it
+	// keeps.
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	buf := entryScratch.get(total)
+	defer entryScratch.put(buf)
 	entries := make([][]MapEntry, len(names))
 	for i, n := range counts {
-		entries[i] = make([]MapEntry, 0, n)
+		entries[i], buf = buf[:0:n], buf[n:]
 	}
 	for _, weak := range []bool{false, true} {
 		for _, o := range outs {
@@ -611,16 +619,13 @@ func buildMaps(outs []*routeOut) []Map {
 // equal keys is the one to keep: no set of the keys seen (10k hashes at
 // every route change) is needed.
 func sortEntries(es []MapEntry) []MapEntry {
-	type sortable struct {
-		host, path string
-		at         int
-	}
-	keys := make([]sortable, len(es))
+	keys := keyScratch.get(len(es))
+	defer keyScratch.put(keys)
 	for i, e := range es {
 		h, p := splitKey(e.Key)
-		keys[i] = sortable{host: h, path: p, at: i}
+		keys[i] = sortKey{host: h, path: p, at: i}
 	}
-	slices.SortFunc(keys, func(a, b sortable) int {
+	slices.SortFunc(keys, func(a, b sortKey) int {
 		if c := compareKeys(a.host, a.path, b.host, b.path); c != 0 {
 			return c
 		}
@@ -646,6 +651,12 @@ func compareKeys(host1, path1, host2, path2 string) int {
 		return len(path2) - len(path1)
 	}
 	return strings.Compare(path1, path2)
+}
+
+// sortKey is a map entry's key cut for sorting, and its place.
+type sortKey struct {
+	host, path string
+	at         int
 }
 
 func splitKey(k string) (host, path string) {
