@@ -301,16 +301,23 @@ type candidate struct {
 }
 
 // statusOf sets c.st: the memo's status when it reads the same, else a
-// new one, which the memo keeps.
+// new one, which the memo keeps. A candidate made from the memo's very
+// route and diagnostics has its status without making it again (at 10k
+// routes, making and comparing every status was 1.7 ms of each change).
 func (c *candidate) statusOf() {
-	st := c.status()
-	if c.memo != nil && c.memo.status != nil && c.memo.status.Same(&st) {
-		c.st = c.memo.status
+	m := c.memo
+	if m != nil && m.status != nil && m.statusFrom == c.admitted && sameSlice(m.statusDiags, c.check.diags) {
+		c.st = m.status
 		return
 	}
-	c.st = &st
-	if c.memo != nil {
-		c.memo.status = c.st
+	st := c.status()
+	if m != nil && m.status != nil && m.status.Same(&st) {
+		c.st = m.status
+	} else {
+		c.st = &st
+	}
+	if m != nil {
+		m.status, m.statusFrom, m.statusDiags = c.st, c.admitted, c.check.diags
 	}
 }
 

@@ -217,3 +217,30 @@ spec: {host: b2.example.com, to: {name: b}}
 		}
 	}
 }
+
+// A route whose file stays the same changes status when another route
+// takes its host and gives it back: statuses kept from load to load
+// follow what decides them.
+func TestStatusFollowsConflictsOfUnchangedRoute(t *testing.T) {
+	route := func(path, name, host, created string) SourceFile {
+		return SourceFile{Path: path, Data: []byte(fmt.Sprintf("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: %s, namespace: ns, creationTimestamp: %q}\nspec: {host: %s, to: {name: svc}}\n", name, created, host))}
+	}
+	a := route("a.yaml", "a", "h.example.com", "2024-02-01T00:00:00Z")
+	l := NewLoader()
+	for i, step := range []struct {
+		bHost string
+		want  RouteState
+	}{
+		{"other.example.com", RouteAdmitted},
+		{"h.example.com", RouteRejected}, // b is older: it wins the host
+		{"h.example.com", RouteRejected},
+		{"other.example.com", RouteAdmitted},
+		{"other.example.com", RouteAdmitted},
+		{"h.example.com", RouteRejected},
+	} {
+		res := load(t, l, []SourceFile{a, route("b.yaml", "b", step.bHost, "2024-01-01T00:00:00Z")})
+		if got := statusOf(t, res.Desired, "a").State; got != step.want {
+			t.Errorf("step %d (b on %s): a is %s, want %s", i, step.bHost, got, step.want)
+		}
+	}
+}

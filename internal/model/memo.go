@@ -131,8 +131,12 @@ type routeMemo struct {
 	// recomputed since.
 	out *AdmittedRoute
 	// status is the route's status admission last gave, shared with the
-	// Desired that holds it; kept while the next is the same.
-	status *RouteStatus
+	// Desired that holds it; kept while the next is the same. It was
+	// made from statusFrom and statusDiags: while a candidate has those
+	// very values (read-only, so unchanged), it has the same status.
+	status      *RouteStatus
+	statusFrom  *AdmittedRoute
+	statusDiags Diagnostics
 }
 
 // groupsID identifies the endpoint groups a service resolved against.
