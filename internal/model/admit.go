@@ -173,9 +173,11 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 	var idx endpointIndex
 	var eds Diagnostics
 	var eps []staleEndpoints
+	var delta *indexDelta
 	if m != nil {
 		// The Loader's memos: the index is kept and updated (epindex.go).
 		idx, eds, eps = sc.epIndex.index(&objs, m, lg)
+		delta = &sc.epIndex.delta
 	} else {
 		idx, eds, eps = buildEndpointIndex(&objs, m, sc.index, lg)
 		// Emptied for the next load: the index must not keep groups alive.
@@ -210,7 +212,7 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 		switch {
 		case c.check.bad:
 		case c.memo != nil:
-			c.memo.resolve(c, idx)
+			c.memo.resolve(c, idx, delta)
 		default:
 			resolveServices(c, idx)
 		}

@@ -125,6 +125,9 @@ type routeMemo struct {
 	from     []groupsID
 	services []ServiceBackend // with servers; shared, read-only
 	resDiags Diagnostics
+	// resolvedAt is the generation of the endpoint index it last resolved
+	// against (or found unchanged in); 0 when that index had none.
+	resolvedAt uint64
 
 	// out is the route admission last produced from this memo, shared
 	// with the Desired that holds it; nil when validate or resolve
@@ -187,11 +190,23 @@ func (m *routeMemo) validate(r *Route, settings *Settings, dst *routeCheck) (*Ad
 // every service resolves against the same endpoint groups as when it was
 // made. Its validation came from the same memo, so the rest of the
 // inputs (namespace, services, weights, targetPort) are the same too.
-func (m *routeMemo) resolve(c *candidate, idx endpointIndex) {
+//
+// delta, when the index has a generation, spares the lookups: services
+// the index did not change since the memo's last resolution resolve as
+// they did.
+func (m *routeMemo) resolve(c *candidate, idx endpointIndex, delta *indexDelta) {
 	ns := c.admitted.Key.Namespace
 	hit := m.resolved && len(m.from) == len(c.admitted.Services)
-	for i := 0; hit && i < len(m.from); i++ {
-		hit = idOf(idx[serviceKey{ns, c.admitted.Services[i].Name}]) == m.from[i]
+	if hit && delta != nil && m.resolvedAt != 0 && delta.unchangedFor(m.resolvedAt, ns, c.admitted.Services) {
+		// The same groups as when from was taken.
+	} else {
+		for i := 0; hit && i < len(m.from); i++ {
+			hit = idOf(idx[serviceKey{ns, c.admitted.Services[i].Name}]) == m.from[i]
+		}
+	}
+	m.resolvedAt = 0
+	if delta != nil {
+		m.resolvedAt = delta.gen
 	}
 	if hit {
 		switch {
