@@ -99,9 +99,13 @@ func (r *router) startProcess(t *testing.T, bin string) int {
 		t.Cleanup(func() { f.Close() })
 		p.Output = f
 	}
-	cmd := p.Start(t, bin, []string{"run", "--config-dir", r.dir, "--run-dir", r.runDir,
+	args := []string{"run", "--config-dir", r.dir, "--run-dir", r.runDir,
 		"--state-dir", filepath.Join(t.TempDir(), "state"), "--watch-mode", "atomic",
-		"--haproxy", testutil.HAProxy(t), "--metrics-address", metrics, "--handover-grace", "0"})
+		"--haproxy", testutil.HAProxy(t), "--metrics-address", metrics, "--handover-grace", "0"}
+	if os.Getenv("HAROUTE_BENCH_DEBUG") == "1" {
+		args = append(args, "--log-level", "debug") // per-stage timings of every change
+	}
+	cmd := p.Start(t, bin, args)
 	return cmd.Process.Pid
 }
 
