@@ -23,11 +23,15 @@ import (
 // changed instead of hashing megabytes on every change.
 //
 // A write has two halves, which the runtime path runs apart (see
-// Daemon.stageLive): stage writes the changed files to temporary files
-// beside their names, which is where a full disk or a permission error
-// shows; commit syncs them, renames them into place, removes what the
-// bundle no longer has and syncs the directories. Until the commit, the
-// directory holds the previous bundle, whole.
+// Daemon.stageLive): stage makes a temporary file beside each changed
+// file's name and reserves its size (fallocate), which is where a full
+// disk or a permission error shows; commit writes the content, syncs the
+// files, renames them into place, removes what the bundle no longer has
+// and syncs the directories. Writing the content at the commit keeps the
+// copy of a 2.8 MB haproxy.cfg (2 ms at 10k routes) off the path of a
+// change; where the file system cannot reserve space, stage writes the
+// content itself, as before. Until the commit, the directory holds the
+// previous bundle, whole.
 type bundleDir struct {
 	path    string
 	written map[string]render.File
@@ -39,8 +43,17 @@ type bundleDir struct {
 // files, not yet synced nor renamed.
 type stagedBundle struct {
 	b     *render.Bundle
-	temps map[string]string // bundle file name → its temporary file
-	since time.Time         // when the directory first fell behind
+	temps map[string]*stagedFile // by bundle file name
+	since time.Time              // when the directory first fell behind
+}
+
+// stagedFile is the temporary file of one changed file. While its space
+// is reserved but its content not yet written, it is open, with the
+// content to write.
+type stagedFile struct {
+	tmp     string
+	open    *os.File
+	content *render.File
 }
 
 func newBundleDir(path string) *bundleDir {
@@ -65,7 +78,7 @@ func (d *bundleDir) stage(b *render.Bundle) (err error) {
 	if err := os.MkdirAll(d.path, 0o700); err != nil {
 		return fmt.Errorf("bundle dir: %w", err)
 	}
-	next := &stagedBundle{b: b, temps: map[string]string{}, since: time.Now()}
+	next := &stagedBundle{b: b, temps: map[string]*stagedFile{}, since: time.Now()}
 	defer func() {
 		if err != nil {
 			next.discard()
@@ -83,14 +96,11 @@ func (d *bundleDir) stage(b *render.Bundle) (err error) {
 		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
 			return fmt.Errorf("bundle dir: %w", err)
 		}
-		tmp, err := stageFile(full, f.Mode, func(w io.Writer) error {
-			_, err := f.WriteTo(w)
-			return err
-		})
+		sf, err := stageFile(full, f)
 		if err != nil {
 			return err
 		}
-		next.temps[f.Name] = tmp
+		next.temps[f.Name] = sf
 	}
 	if d.staged != nil {
 		next.since = d.staged.since
@@ -102,8 +112,11 @@ func (d *bundleDir) stage(b *render.Bundle) (err error) {
 
 // discard removes the temporary files of s.
 func (s *stagedBundle) discard() {
-	for _, tmp := range s.temps {
-		os.Remove(tmp)
+	for _, sf := range s.temps {
+		if sf.open != nil {
+			sf.open.Close()
+		}
+		os.Remove(sf.tmp)
 	}
 }
 
@@ -205,16 +218,17 @@ func safeName(name string) error {
 	return nil
 }
 
-// stageFile writes path's new content to a temporary file beside it and
-// returns its name; commitFile puts it in place. Together they are
-// fsutil.ReplaceFile cut in two: the mode is set before any content is
-// written (a private key is never readable by others), and the content is
-// synced before the rename, so after a crash path holds the old content or
-// the new, whole.
-func stageFile(path string, mode os.FileMode, fill func(io.Writer) error) (name string, err error) {
+// stageFile makes a temporary file beside path for f's content and
+// reserves its size, or, where space cannot be reserved, writes the
+// content; commitFile completes it and puts it in place. Together they
+// are fsutil.ReplaceFile cut in two: the mode is set before any content
+// is written (a private key is never readable by others), and the content
+// is synced before the rename, so after a crash path holds the old
+// content or the new, whole.
+func stageFile(path string, f *render.File) (sf *stagedFile, err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil {
@@ -222,45 +236,67 @@ func stageFile(path string, mode os.FileMode, fill func(io.Writer) error) (name 
 			os.Remove(tmp.Name())
 		}
 	}()
-	if err = tmp.Chmod(mode); err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
+	if err = tmp.Chmod(f.Mode); err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	reserved, err := reserve(tmp, int64(f.Size()))
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	if reserved {
+		return &stagedFile{tmp: tmp.Name(), open: tmp, content: f}, nil
+	}
+	if err = fill(tmp, f); err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	return &stagedFile{tmp: tmp.Name()}, nil
+}
+
+// fill writes f's content to tmp, from its start.
+func fill(tmp *os.File, f *render.File) error {
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return err
 	}
 	bw := stageWriters.Get().(*bufio.Writer)
 	bw.Reset(tmp)
-	err = fill(bw)
+	_, err := f.WriteTo(bw)
 	if err == nil {
 		err = bw.Flush()
 	}
 	bw.Reset(nil) // drop tmp
 	stageWriters.Put(bw)
-	if err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	return tmp.Name(), nil
+	return err
 }
 
 // stageWriters recycles stageFile's buffers: a bundle of thousands of
 // small files must not allocate one each.
 var stageWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 256<<10) }}
 
-// commitFile syncs the staged file tmp and renames it over path. The
-// caller syncs path's directory.
-func commitFile(tmp, path string) error {
-	f, err := os.Open(tmp)
-	if err != nil {
+// commitFile writes the content of the staged file sf if it is still
+// due, syncs it and renames it over path. The caller syncs path's
+// directory. A failure leaves sf staged, to be completed again.
+func commitFile(sf *stagedFile, path string) error {
+	f := sf.open
+	if f == nil {
+		var err error
+		if f, err = os.Open(sf.tmp); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	} else if err := fill(f, sf.content); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	err = f.Sync()
+	err := f.Sync()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	sf.open = nil
 	if err != nil {
 		return fmt.Errorf("write %s: fsync: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := os.Rename(sf.tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/haroute/haroute/internal/render"
@@ -170,4 +173,81 @@ func tempFiles(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// A staged file's space is taken at once and its content written at the
+// commit: until then its name holds the old content; after, the new,
+// whole, with its mode, however the content is split into parts.
+func TestBundleDirStagedContentLandsWhole(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "live")
+	d := newBundleDir(dir)
+	old := &render.Bundle{Files: []render.File{{Name: "haproxy.cfg", Data: []byte("old\n"), Mode: 0o600}}}
+	if _, err := d.write(old); err != nil {
+		t.Fatal(err)
+	}
+	var parts [][]byte
+	var want strings.Builder
+	for i := range 5000 {
+		p := []byte(fmt.Sprintf("\nbackend be%d\n  server s 127.0.0.1:%d\n", i, 1024+i))
+		parts = append(parts, p)
+		want.Write(p)
+	}
+	if err := d.stage(&render.Bundle{Files: []render.File{{Name: "haproxy.cfg", Parts: parts, Mode: 0o600}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(dir, "haproxy.cfg")); got != "old\n" {
+		t.Fatalf("haproxy.cfg before the commit: %d bytes, want the old content", len(got))
+	}
+	temps := tempFiles(t, dir)
+	if len(temps) != 1 {
+		t.Fatalf("temporary files: %v", temps)
+	}
+	// Its size taken (reserved, or written where the file system cannot
+	// reserve): a full disk shows before the change is applied.
+	if fi, err := os.Stat(temps[0]); err != nil || fi.Mode().Perm() != 0o600 || fi.Size() != int64(want.Len()) {
+		t.Fatalf("staged file: %v, %v; want mode 0600 and %d bytes from the start", fi, err, want.Len())
+	}
+	if _, err := d.commit(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "haproxy.cfg")
+	if got := readFile(t, path); got != want.String() {
+		t.Fatalf("haproxy.cfg after the commit: %d bytes, want %d", len(got), want.Len())
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("haproxy.cfg: %v, %v; want mode 0600", fi, err)
+	}
+	if temps := tempFiles(t, dir); len(temps) != 0 {
+		t.Fatalf("temporary files left: %v", temps)
+	}
+}
+
+// On a full disk the staging fails, before anything is applied, and
+// leaves neither a temporary file nor a changed name behind. A 64 kB
+// tmpfs stands for the full disk (root only: CI runs as root).
+func TestBundleDirFullDiskFailsTheStaging(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", mnt).Run() })
+	dir := filepath.Join(mnt, "live")
+	d := newBundleDir(dir)
+	if _, err := d.write(&render.Bundle{Files: []render.File{{Name: "haproxy.cfg", Data: []byte("old\n"), Mode: 0o600}}}); err != nil {
+		t.Fatal(err)
+	}
+	big := &render.Bundle{Files: []render.File{{Name: "haproxy.cfg", Data: make([]byte, 1<<20), Mode: 0o600}}}
+	err := d.stage(big)
+	if err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("staging 1 MB on a 64 kB file system: %v, want no space left", err)
+	}
+	if temps := tempFiles(t, dir); len(temps) != 0 || d.pending() {
+		t.Fatalf("after the failed staging: temporary files %v, pending %v", temps, d.pending())
+	}
+	if got := readFile(t, filepath.Join(dir, "haproxy.cfg")); got != "old\n" {
+		t.Fatalf("haproxy.cfg = %q, want the old content", got)
+	}
 }
