@@ -20,7 +20,8 @@ import (
 // sees: swap → the new endpoint or route answers through HAProxy.
 func TestBenchControllerProcess(t *testing.T) {
 	needBench(t)
-	const routes, changes, every, adds = 10000, 1000, 100, 50
+	// 200 adds and deletes: the p99 of 50 would be the slowest one alone.
+	const routes, changes, every, adds = 10000, 1000, 100, 200
 	r := newRouter(t)
 	base, added := startBackend(t, "base"), startBackend(t, "added")
 	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
