@@ -219,19 +219,19 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 	return nil, nil
 }
 
-// stageLive writes next's changed files to temporary files in the live
-// directory; flushLive syncs them and renames them into place, after the
-// runtime commands.
+// stageLive makes temporary files for next's changed files in the live
+// directory, their space reserved (bundleDir.stage); flushLive writes,
+// syncs and renames them into place, after the runtime commands.
 //
 // DESIGN §5: the files on disk equal what runtime built whenever HAProxy
 // loads them. HAProxy loads them only when this daemon starts or reloads
 // it, on the same goroutine as every change, and each of those flushes
 // first (start, reload, shutdown; heal and the reload path go through
-// writeChecked, which writes the newest state whole). The fsync of a
-// multi-megabyte haproxy.cfg and its rename thus leave the path of the
-// change, while what can refuse a write (a full disk, a read-only or
-// unwritable directory) still shows in the staging, before anything is
-// applied: such a change is not applied and is retried, as before. Until
+// writeChecked, which writes the newest state whole). The writing and
+// fsync of a multi-megabyte haproxy.cfg and its rename thus leave the
+// path of the change, while what can refuse a write (a full disk, a
+// read-only or unwritable directory) still shows in the staging, before
+// anything is applied: such a change is not applied and is retried, as before. Until
 // the commit the directory holds the previous state, whole, so a crash of
 // the machine in between leaves a consistent (older) config, which the
 // next start brings up to date. The main loop commits once no other change
