@@ -27,11 +27,13 @@ import (
 //     sequences ("- "), including the "indentless" sequences kubectl
 //     writes as mapping values.
 //   - Single-line plain scalars without comment, flow or quote characters;
-//     single-line quoted scalars without escapes; "{}" and "[]"; literal
-//     block scalars ("|", "|-") without blank lines inside.
+//     single-line quoted scalars without escapes; flow collections on one
+//     line of plain keys and such scalars ("{kind: Service, name: web}",
+//     "[{ip: 10.0.0.1}]", "{}"); literal block scalars ("|", "|-")
+//     without blank lines inside.
 //
-// Everything outside it (anchors, aliases, tags, flow collections, empty
-// values, multi-line plain scalars, errors of any kind) makes the parser
+// Everything outside it (anchors, aliases, tags, flow collections over
+// several lines, empty values, multi-line plain scalars, errors of any kind) makes the parser
 // decline, and yaml.v3 decides, with its own messages. Tests compare the
 // trees of both parsers on every input the fast path accepts.
 
@@ -376,16 +378,107 @@ func (p *Parser) inline(rest string, line, col, indent int) *yaml.Node {
 			decline() // escapes, or text after the closing quote
 		}
 		return p.node(yaml.ScalarNode, "!!str", inner[:len(inner)-1], line, col)
-	case value == "{}":
-		return p.node(yaml.MappingNode, "!!map", "", line, col)
-	case value == "[]":
-		return p.node(yaml.SequenceNode, "!!seq", "", line, col)
+	case c == '{' || c == '[':
+		n, end := p.flow(value, 0, line, col)
+		if end != len(value) {
+			decline() // text after the collection
+		}
+		return n
 	case value == "|" || value == "|-":
 		return p.literal(value == "|", line, col, indent)
 	case !plainScalar(value):
 		decline()
 	}
 	return p.node(yaml.ScalarNode, plainTag(value), value, line, col)
+}
+
+// flow parses the flow collection starting at s[i] ("{" or "["), s
+// starting at column col of line, and returns it with the index past its
+// end. The subset: on one line; keys are plain words; values are flow
+// collections, quoted scalars without escapes, or plain scalars without
+// ':' or flow indicators; no empty entries, trailing commas or comments.
+// That is how people write "to: {kind: Service, name: web}" and
+// "addresses: [{ip: 10.0.0.1}]".
+func (p *Parser) flow(s string, i, line, col int) (*yaml.Node, int) {
+	p.enter()
+	defer func() { p.depth-- }()
+	open := s[i]
+	n := p.node(yaml.MappingNode, "!!map", "", line, col+i)
+	closing := byte('}')
+	if open == '[' {
+		n.Kind, n.Tag, closing = yaml.SequenceNode, "!!seq", ']'
+	}
+	n.Style = yaml.FlowStyle
+	mark := len(p.stack)
+	i = flowSpaces(s, i+1)
+	if i < len(s) && s[i] == closing {
+		return n, i + 1
+	}
+	for {
+		if open == '{' {
+			k := keyLen(s[i:])
+			key := s[i : i+k]
+			if k == 0 || strings.IndexByte(key, ':') >= 0 || i+k+1 >= len(s) || s[i+k] != ':' || s[i+k+1] != ' ' {
+				decline() // not "key: value"
+			}
+			p.stack = append(p.stack, p.node(yaml.ScalarNode, plainTag(key), key, line, col+i))
+			i = flowSpaces(s, i+k+1)
+		}
+		var v *yaml.Node
+		v, i = p.flowItem(s, i, line, col)
+		p.stack = append(p.stack, v)
+		i = flowSpaces(s, i)
+		switch {
+		case i < len(s) && s[i] == closing:
+			p.content(n, mark)
+			return n, i + 1
+		case i < len(s) && s[i] == ',':
+			i = flowSpaces(s, i+1)
+			if i == len(s) || s[i] == closing || s[i] == ',' {
+				decline() // a trailing comma or an empty entry
+			}
+		default:
+			decline() // the line ends inside the collection, or junk
+		}
+	}
+}
+
+// flowItem parses the value at s[i] inside a flow collection.
+func (p *Parser) flowItem(s string, i, line, col int) (*yaml.Node, int) {
+	if i == len(s) {
+		decline()
+	}
+	switch c := s[i]; c {
+	case '{', '[':
+		return p.flow(s, i, line, col)
+	case '"', '\'':
+		end := strings.IndexByte(s[i+1:], c)
+		if end < 0 || strings.IndexByte(s[i+1:i+1+end], '\\') >= 0 {
+			decline()
+		}
+		next := i + 1 + end + 1
+		if next < len(s) && s[next] == c {
+			decline() // a doubled quote, which is an escape
+		}
+		return p.node(yaml.ScalarNode, "!!str", s[i+1:i+1+end], line, col+i), next
+	}
+	j := i
+	for j < len(s) && strings.IndexByte(",[]{}:#\"'`", s[j]) < 0 {
+		j++
+	}
+	value := strings.TrimRight(s[i:j], " ")
+	if value == "" || !plainScalar(value) {
+		decline()
+	}
+	return p.node(yaml.ScalarNode, plainTag(value), value, line, col+i), j
+}
+
+// flowSpaces returns the index of the first non-space at or after i.
+func flowSpaces(s string, i int) int {
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	return i
 }
 
 // plainScalar reports whether s is a one-line plain scalar of the subset.
