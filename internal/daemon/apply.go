@@ -105,6 +105,7 @@ func (d *Daemon) markPending(be model.BackendName, s model.ServerName, on bool) 
 	delete(d.pending[be], s)
 	delete(d.lingering, string(be)+"/"+string(s))
 	if len(d.pending[be]) == 0 {
+		delete(d.drainWait, be)
 		delete(d.pending, be)
 	}
 }
@@ -224,9 +225,16 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 	if len(d.pending) == 0 {
 		return true
 	}
+	now := time.Now()
 	backends := make([]string, 0, len(d.pending))
 	for be := range d.pending {
+		if w, ok := d.drainWait[be]; ok && now.Before(w.at) {
+			continue
+		}
 		backends = append(backends, string(be))
+	}
+	if len(backends) == 0 {
+		return true
 	}
 	slices.Sort(backends)
 	conns, err := d.runtime.BackendsConns(ctx, backends)
@@ -241,6 +249,7 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 	var gone []drained
 	for _, name := range backends {
 		be := model.BackendName(name)
+		busy := false
 		for s := range d.pending[be] {
 			n, ok := conns[name][string(s)]
 			switch {
@@ -251,7 +260,12 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 			case n == 0:
 				cmds = append(cmds, plan.DeleteServerCommand(be, s))
 				gone = append(gone, drained{be, s})
+			default:
+				busy = true
 			}
+		}
+		if busy {
+			d.waitDrain(be, now)
 		}
 	}
 	if len(cmds) == 0 {
@@ -269,6 +283,27 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 		d.metrics.RuntimeUpdate("del-server", 1)
 	}
 	return err == nil || len(resps) > 0
+}
+
+// drainWait is when a backend whose drained servers still had
+// connections is looked at again, and the delay that set it. Each look is
+// a `show stat` on the main loop; with a hundred servers draining (a
+// burst of endpoint changes under keep-alive traffic) looking at all of
+// them every second held changes up by 50–100 ms. The delay doubles from
+// the housekeeping tick to maxDrainWait while the connections last.
+type drainWait struct {
+	at    time.Time
+	delay time.Duration
+}
+
+const maxDrainWait = 8 * time.Second
+
+// waitDrain puts off the next look at be's drained servers.
+func (d *Daemon) waitDrain(be model.BackendName, now time.Time) {
+	w := d.drainWait[be]
+	w.delay = min(max(2*w.delay, time.Second), maxDrainWait)
+	w.at = now.Add(w.delay)
+	d.drainWait[be] = w
 }
 
 // lingerWarn is how long a drained server may keep idle connections

@@ -168,6 +168,9 @@ type Daemon struct {
 	// lingering is when HAProxy first refused to delete a drained
 	// server for its idle connections, by "backend/server".
 	lingering map[string]time.Time
+	// drainWait puts off looking at backends whose drained servers
+	// still have connections (deletePending).
+	drainWait map[model.BackendName]drainWait
 
 	throttle   throttle
 	generation uint64
@@ -262,6 +265,7 @@ func New(opts Options) (*Daemon, error) {
 		lastFiles:  map[string]model.SourceFile{},
 		pending:    map[model.BackendName]map[model.ServerName]bool{},
 		lingering:  map[string]time.Time{},
+		drainWait:  map[model.BackendName]drainWait{},
 		hardNOFILE: nofileHardLimit(),
 		gc:         newIdleGC(),
 		store:      newLastGoodStore(opts.StateDir, opts.Logger),

@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,5 +38,28 @@ func TestLingeringDrainedServerWarnsOnlyWhenItLasts(t *testing.T) {
 	d.markPending(be, s, false)
 	if len(d.lingering) != 0 {
 		t.Errorf("a deleted server is still remembered: %v", d.lingering)
+	}
+}
+
+// A backend whose drained servers still have connections is looked at
+// again after a delay that doubles from a second to eight, and at once
+// again when its servers are gone.
+func TestDrainWaitBacksOff(t *testing.T) {
+	d := &Daemon{pending: map[model.BackendName]map[model.ServerName]bool{}, drainWait: map[model.BackendName]drainWait{}}
+	be, s := model.BackendName("be_http:ns:a"), model.ServerName("ep_10.0.0.1_80")
+	d.markPending(be, s, true)
+	t0 := time.Now()
+	var got []time.Duration
+	for range 5 {
+		d.waitDrain(be, t0)
+		got = append(got, d.drainWait[be].at.Sub(t0))
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}
+	if !slices.Equal(got, want) {
+		t.Errorf("delays %v, want %v", got, want)
+	}
+	d.markPending(be, s, false)
+	if _, ok := d.drainWait[be]; ok {
+		t.Error("a backend with no server left to drain is still put off")
 	}
 }

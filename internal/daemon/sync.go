@@ -610,6 +610,7 @@ func (d *Daemon) loaded(reasons []string, reload bool, elapsed time.Duration) {
 	d.applied, d.appliedFrom, d.appliedWant = d.desired, d.desiredFrom, d.desiredWant
 	d.pending = map[model.BackendName]map[model.ServerName]bool{}
 	clear(d.lingering)
+	clear(d.drainWait)
 	d.housekeepAfter, d.housekeepBackoff = time.Time{}, 0 // a new worker: ask again
 	d.published(reasons, reload, elapsed)
 }

@@ -224,8 +224,10 @@ func parseMap(out string) ([]MapEntry, error) {
 	return entries, nil
 }
 
-// BackendsConns returns the current sessions of every server of each
-// backend, from one `show stat` per backend, all over one connection:
+// BackendsConns returns the connections of every server of each backend:
+// its current sessions, and the connections HAProxy keeps to it idle or
+// attached to a client's keep-alive session (which show in no session
+// count, yet make `del server` refuse). Zero means it can be deleted. From one `show stat` per backend, all over one connection:
 // draining servers in many backends costs one session, not one per
 // backend or server. A backend HAProxy does not know is left out.
 func (r *Runtime) BackendsConns(ctx context.Context, backends []string) (map[string]map[string]int, error) {
@@ -262,6 +264,9 @@ func parseBackendSessions(out, backend string) (map[string]int, error) {
 		return nil, fmt.Errorf("no CSV header in %q", truncate(out, 80))
 	}
 	pxCol, svCol, scurCol := -1, -1, -1
+	// Idle connections, unsafe and safe to reuse, and those in use
+	// (2.2 on); an older HAProxy without them counts sessions only.
+	var idleCols []int
 	for i, name := range strings.Split(strings.TrimPrefix(lines[0], "# "), ",") {
 		switch name {
 		case "pxname":
@@ -270,6 +275,8 @@ func parseBackendSessions(out, backend string) (map[string]int, error) {
 			svCol = i
 		case "scur":
 			scurCol = i
+		case "idle_conn_cur", "safe_conn_cur", "used_conn_cur":
+			idleCols = append(idleCols, i)
 		}
 	}
 	if pxCol < 0 || svCol < 0 || scurCol < 0 {
@@ -281,11 +288,18 @@ func parseBackendSessions(out, backend string) (map[string]int, error) {
 		if len(f) <= scurCol || f[pxCol] != backend {
 			continue
 		}
-		n, err := strconv.Atoi(f[scurCol])
-		if err != nil {
-			return nil, fmt.Errorf("scur of %s/%s: %w", backend, f[svCol], err)
+		total := 0
+		for _, col := range append([]int{scurCol}, idleCols...) {
+			if col >= len(f) || (f[col] == "" && col != scurCol) {
+				continue // not reported for this row
+			}
+			n, err := strconv.Atoi(f[col])
+			if err != nil {
+				return nil, fmt.Errorf("connections of %s/%s: %w", backend, f[svCol], err)
+			}
+			total += n
 		}
-		conns[f[svCol]] = n
+		conns[f[svCol]] = total
 	}
 	return conns, nil
 }

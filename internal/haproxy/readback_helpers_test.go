@@ -21,8 +21,8 @@ func (r *Runtime) ServersState(ctx context.Context, backend string) ([]ServerSta
 	return states, nil
 }
 
-// ServerConns is the number of sessions a server carries now (show stat's
-// scur).
+// ServerConns is what BackendsConns counts for one server: its sessions
+// and the connections HAProxy holds to it.
 func (r *Runtime) ServerConns(ctx context.Context, backend, server string) (int, error) {
 	conns, err := r.BackendsConns(ctx, []string{backend})
 	if err != nil {
