@@ -99,9 +99,9 @@ func (c *epIndexCache) index(objs *Objects, m *memos, lg *lastGood) (endpointInd
 
 // update brings the cached index to the objects of m, when that is a
 // change of a few objects none of which has a diagnostic; it reports
-// whether it did, and the services it changed. A file read again gives all its objects new memos, so
-// objects are compared by what the index takes from them: the service
-// and the very groups.
+// whether it did, and the services it changed. A file read again gives
+// all its objects new memos, so objects are compared by what the index
+// takes from them: the service and the very groups.
 func (c *epIndexCache) update(objs *Objects, m *memos) ([]serviceKey, bool) {
 	if c.idx == nil || m == nil || len(m.endpoints) != len(c.ep) || len(m.slices) != len(c.sl) {
 		return nil, false
