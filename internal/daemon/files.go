@@ -132,9 +132,10 @@ func (d *bundleDir) behindFor(now time.Time) time.Duration {
 }
 
 // commit puts the staged bundle in place: each temporary file written
-// (where stage only reserved it), synced and renamed over its name, then what the bundle no longer has removed, then
-// every directory touched synced. A commit that fails part way leaves the
-// rest staged for the next one.
+// (where stage only reserved it), synced and renamed over its name, then
+// what the bundle no longer has removed, then every directory touched
+// synced. A commit that fails part way leaves the rest staged for the
+// next one.
 func (d *bundleDir) commit() (changed int, err error) {
 	s := d.staged
 	if s == nil {

@@ -227,9 +227,10 @@ func parseMap(out string) ([]MapEntry, error) {
 // BackendsConns returns the connections of every server of each backend:
 // its current sessions, and the connections HAProxy keeps to it idle or
 // attached to a client's keep-alive session (which show in no session
-// count, yet make `del server` refuse). Zero means it can be deleted. From one `show stat` per backend, all over one connection:
-// draining servers in many backends costs one session, not one per
-// backend or server. A backend HAProxy does not know is left out.
+// count, yet make `del server` refuse). Zero means it can be deleted.
+// From one `show stat` per backend, all over one connection: draining
+// servers in many backends costs one session, not one per backend or
+// server. A backend HAProxy does not know is left out.
 func (r *Runtime) BackendsConns(ctx context.Context, backends []string) (map[string]map[string]int, error) {
 	cmds := make([]string, len(backends))
 	for i, be := range backends {
