@@ -277,6 +277,7 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 		if rerr := resp.Err(); rerr != nil {
 			d.log.Log(ctx, d.lingerLevel(gone[i].be, gone[i].s, rerr, time.Now()), "delete drained server",
 				"backend", gone[i].be, "server", gone[i].s, "err", rerr)
+			d.waitDrain(gone[i].be, now)
 			continue
 		}
 		d.markPending(gone[i].be, gone[i].s, false)
@@ -286,7 +287,9 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 }
 
 // drainWait is when a backend whose drained servers still had
-// connections is looked at again, and the delay that set it. Each look is
+// connections in use, or whose deletion HAProxy refused (2.6 keeps idle
+// keep-alive connections to a drained server, and refuses to delete it
+// until they time out), is looked at again, and the delay that set it. Each look is
 // a `show stat` on the main loop; with a hundred servers draining (a
 // burst of endpoint changes under keep-alive traffic) looking at all of
 // them every second held changes up by 50–100 ms. The delay doubles from
@@ -298,9 +301,13 @@ type drainWait struct {
 
 const maxDrainWait = 8 * time.Second
 
-// waitDrain puts off the next look at be's drained servers.
+// waitDrain puts off the next look at be's drained servers, once per
+// look.
 func (d *Daemon) waitDrain(be model.BackendName, now time.Time) {
 	w := d.drainWait[be]
+	if w.at.After(now) {
+		return // put off already in this round
+	}
 	w.delay = min(max(2*w.delay, time.Second), maxDrainWait)
 	w.at = now.Add(w.delay)
 	d.drainWait[be] = w

@@ -50,9 +50,12 @@ func TestDrainWaitBacksOff(t *testing.T) {
 	d.markPending(be, s, true)
 	t0 := time.Now()
 	var got []time.Duration
+	at := t0
 	for range 5 {
-		d.waitDrain(be, t0)
-		got = append(got, d.drainWait[be].at.Sub(t0))
+		d.waitDrain(be, at)
+		d.waitDrain(be, at) // a second reason in the same round
+		got = append(got, d.drainWait[be].at.Sub(at))
+		at = d.drainWait[be].at
 	}
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}
 	if !slices.Equal(got, want) {

@@ -224,10 +224,12 @@ func parseMap(out string) ([]MapEntry, error) {
 	return entries, nil
 }
 
-// BackendsConns returns the connections of every server of each backend:
-// its current sessions, and the connections HAProxy keeps to it idle or
-// attached to a client's keep-alive session (which show in no session
-// count, yet make `del server` refuse). Zero means it can be deleted.
+// BackendsConns returns the connections in use of every server of each
+// backend: its current sessions, and the server connections in use
+// (show stat's used_conn_cur, 2.2 on). Zero means no request is on the
+// server. Idle keep-alive connections are not counted: 3.x closes them
+// when the server is deleted, while 2.6 refuses the deletion ("still has
+// connections attached") until they time out, which the caller retries.
 // From one `show stat` per backend, all over one connection: draining
 // servers in many backends costs one session, not one per backend or
 // server. A backend HAProxy does not know is left out.
@@ -265,8 +267,8 @@ func parseBackendSessions(out, backend string) (map[string]int, error) {
 		return nil, fmt.Errorf("no CSV header in %q", truncate(out, 80))
 	}
 	pxCol, svCol, scurCol := -1, -1, -1
-	// Idle connections, unsafe and safe to reuse, and those in use
-	// (2.2 on); an older HAProxy without them counts sessions only.
+	// Server connections in use (2.2 on); an older HAProxy without them
+	// counts sessions only.
 	var idleCols []int
 	for i, name := range strings.Split(strings.TrimPrefix(lines[0], "# "), ",") {
 		switch name {
@@ -276,7 +278,7 @@ func parseBackendSessions(out, backend string) (map[string]int, error) {
 			svCol = i
 		case "scur":
 			scurCol = i
-		case "idle_conn_cur", "safe_conn_cur", "used_conn_cur":
+		case "used_conn_cur":
 			idleCols = append(idleCols, i)
 		}
 	}

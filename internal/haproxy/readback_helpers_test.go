@@ -22,7 +22,7 @@ func (r *Runtime) ServersState(ctx context.Context, backend string) ([]ServerSta
 }
 
 // ServerConns is what BackendsConns counts for one server: its sessions
-// and the connections HAProxy holds to it.
+// and its server connections in use.
 func (r *Runtime) ServerConns(ctx context.Context, backend, server string) (int, error) {
 	conns, err := r.BackendsConns(ctx, []string{backend})
 	if err != nil {
