@@ -289,11 +289,12 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 // drainWait is when a backend whose drained servers still had
 // connections in use, or whose deletion HAProxy refused (2.6 keeps idle
 // keep-alive connections to a drained server, and refuses to delete it
-// until they time out), is looked at again, and the delay that set it. Each look is
-// a `show stat` on the main loop; with a hundred servers draining (a
-// burst of endpoint changes under keep-alive traffic) looking at all of
-// them every second held changes up by 50–100 ms. The delay doubles from
-// the housekeeping tick to maxDrainWait while the connections last.
+// until they time out), is looked at again, and the delay that set it.
+// Each look is a `show stat` on the main loop; with a hundred servers
+// draining (a burst of endpoint changes under keep-alive traffic)
+// looking at all of them every second held changes up by 50–100 ms. The
+// delay doubles from the housekeeping tick to maxDrainWait while the
+// connections last.
 type drainWait struct {
 	at    time.Time
 	delay time.Duration

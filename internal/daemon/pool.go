@@ -168,9 +168,7 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 	// bound route is found by a binary search, where a lookup of every
 	// route in the bindings cost a millisecond of every change at 10k.
 	for key, slot := range st.bound {
-		i, found := slices.BinarySearchFunc(desired.Routes, key, func(r *model.AdmittedRoute, k model.RouteKey) int {
-			return r.Key.Compare(k)
-		})
+		i, found := model.FindRoute(desired.Routes, key)
 		if !found {
 			st = st.unbind(key, slot)
 			continue

@@ -362,6 +362,12 @@ func (b BackendName) RouteKey() (RouteKey, bool) {
 	return RouteKey{Namespace: ns, Name: name}, ok
 }
 
+// FindRoute returns the index of the route with key in routes, which are
+// in key order (as a Desired's are), and whether it is there.
+func FindRoute(routes []*AdmittedRoute, key RouteKey) (int, bool) {
+	return slices.BinarySearchFunc(routes, key, func(r *AdmittedRoute, k RouteKey) int { return r.Key.Compare(k) })
+}
+
 // Servers returns every server of the route across its services, in order.
 func (r *AdmittedRoute) Servers() []Server {
 	var out []Server

@@ -273,9 +273,7 @@ func (d *differ) isRouteBackend(be model.BackendName) bool {
 	if !ok {
 		return false
 	}
-	i, found := slices.BinarySearchFunc(d.desiredRoutes, key, func(r *model.AdmittedRoute, k model.RouteKey) int {
-		return r.Key.Compare(k)
-	})
+	i, found := model.FindRoute(d.desiredRoutes, key)
 	return found && d.desiredRoutes[i].BackendName() == be
 }
 

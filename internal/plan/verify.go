@@ -185,9 +185,9 @@ func expect(desired State, backends map[model.BackendName]bool, maps map[string]
 // routesIn returns the routes whose backends may be among backends (all
 // of them when backends is nil), for a read-back of one or two backends
 // at 10k routes: a route's own backend ("be_http:<ns>:<name>", …) names
-// its key, found by a binary search, and only a spare backend of the pool
-// needs a look at every route, for the one bound to it. Namespaces and
-// names cannot hold a colon, so the split is exact.
+// its key (BackendName.RouteKey), found by a binary search, and only a
+// spare backend of the pool needs a look at every route, for the one
+// bound to it.
 func routesIn(routes []*model.AdmittedRoute, backends map[model.BackendName]bool) []*model.AdmittedRoute {
 	if backends == nil {
 		return routes
@@ -196,15 +196,12 @@ func routesIn(routes []*model.AdmittedRoute, backends map[model.BackendName]bool
 	var out []*model.AdmittedRoute
 	slots := false
 	for be := range backends {
-		parts := strings.Split(string(be), ":")
-		if len(parts) != 3 || strings.HasPrefix(string(be), model.PoolSlotPrefix) {
+		key, ok := be.RouteKey()
+		if !ok || strings.HasPrefix(string(be), model.PoolSlotPrefix) {
 			slots = true
 			continue
 		}
-		key := model.RouteKey{Namespace: parts[1], Name: parts[2]}
-		if i, ok := slices.BinarySearchFunc(routes, key, func(r *model.AdmittedRoute, k model.RouteKey) int {
-			return r.Key.Compare(k)
-		}); ok && routes[i].Slot == "" {
+		if i, found := model.FindRoute(routes, key); found && routes[i].Slot == "" {
 			out = append(out, routes[i])
 		}
 	}
