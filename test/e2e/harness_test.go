@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"bytes"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -171,6 +172,26 @@ func (r *router) keepsServing(host, want string, n int, why string) {
 			r.t.Fatalf("%s: got %q, %v; want %s, the last good state", why, got, err, want)
 		}
 	}
+}
+
+// onDisk waits until the live file rel (relative to the live directory)
+// contains want and returns its content. A runtime change reaches HAProxy
+// before the files on disk: the daemon commits them after the commands,
+// so a test that has just seen a change served may read the old file.
+func (r *router) onDisk(rel, want string) string {
+	r.t.Helper()
+	var got []byte
+	r.eventually(20*time.Second, fmt.Sprintf("%q in live/%s", want, rel), func() error {
+		var err error
+		if got, err = os.ReadFile(filepath.Join(r.stateDir, "live", rel)); err != nil {
+			return err
+		}
+		if !bytes.Contains(got, []byte(want)) {
+			return fmt.Errorf("not there yet")
+		}
+		return nil
+	})
+	return string(got)
 }
 
 // reloads is the master's reload counter from `show proc`.
