@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/haroute/haroute/internal/model"
@@ -9,8 +10,20 @@ import (
 )
 
 // BenchmarkCompute10kRoutesOneEndpoint is the common case at scale: 10,000
-// routes with two endpoints each, one endpoint replaced.
+// routes with two endpoints each, one endpoint replaced; every route of
+// the two states is a copy of its own, as after a fresh load.
 func BenchmarkCompute10kRoutesOneEndpoint(b *testing.B) {
+	benchmarkCompute10k(b, false)
+}
+
+// BenchmarkCompute10kRoutesOneEndpointShared is the same change as the
+// daemon computes it: the loader's unchanged routes are the very pointers
+// the applied state holds.
+func BenchmarkCompute10kRoutesOneEndpointShared(b *testing.B) {
+	benchmarkCompute10k(b, true)
+}
+
+func benchmarkCompute10k(b *testing.B, shared bool) {
 	build := func(changed bool) *model.Desired {
 		d := &model.Desired{Router: model.DefaultSettings()}
 		for i := range 10000 {
@@ -32,7 +45,13 @@ func BenchmarkCompute10kRoutesOneEndpoint(b *testing.B) {
 		}
 		return State{Desired: d, Bundle: bundle, Input: in}
 	}
-	applied, desired := stateFor(build(false)), stateFor(build(true))
+	old, cur := build(false), build(true)
+	if shared {
+		routes := slices.Clone(old.Routes)
+		routes[5000] = cur.Routes[5000]
+		cur.Routes = routes
+	}
+	applied, desired := stateFor(old), stateFor(cur)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

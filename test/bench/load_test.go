@@ -346,6 +346,9 @@ func (r *router) endpointChanges(tr *tree, to *backend, n int, which func(int) i
 		}
 		res.applied = append(res.applied, ap.at.Sub(t0))
 		if sampled {
+			if os.Getenv("HAROUTE_BENCH_TRACE") == "1" {
+				t.Logf("TRACE change %d: applied %v served %v", i, ap.at.Sub(t0), servedAt.Sub(t0))
+			}
 			res.served = append(res.served, servedAt.Sub(t0))
 			res.appliedSample = append(res.appliedSample, ap.at.Sub(t0))
 		}
