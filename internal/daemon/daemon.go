@@ -409,11 +409,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 // commitQuiet is how long the live files wait after a runtime change
 // before they are written. Written at once, the multi-megabyte
 // haproxy.cfg, its fsync and the directory's fsync (about 6 ms of I/O here
-// at 10k routes) landed while HAProxy began to serve the change, and the
-// new server answered about 8 ms after the commands instead of 1.5
-// (test/bench, TestBenchLeanChange10k with per-change traces); a burst of
-// changes also wrote the file once per change. HAProxy reads the files
-// only at a start or reload, and each of those flushes first.
+// at 10k routes) land while HAProxy begins to serve the change, and in a
+// burst of changes the file was written once per change. HAProxy reads
+// the files only at a start or reload, and each of those flushes first.
 const commitQuiet = 200 * time.Millisecond
 
 // maxBehind bounds how long endless churn keeps the live files behind
