@@ -35,6 +35,36 @@ func TestFileParts(t *testing.T) {
 	}
 }
 
+// Equal compares content however each side is split, empty parts
+// included, without joining: random splits of the same bytes are equal,
+// and a one-byte change anywhere makes them differ.
+func TestFileEqualAnySplit(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 2026))
+	split := func(b []byte) *File {
+		f := &File{Parts: [][]byte{}}
+		for len(b) > 0 {
+			n := r.IntN(min(len(b), 9) + 1) // 0 makes an empty part
+			f.Parts, b = append(f.Parts, b[:n]), b[n:]
+		}
+		return f
+	}
+	for range 500 {
+		content := make([]byte, 1+r.IntN(60))
+		for i := range content {
+			content[i] = byte('a' + r.IntN(3))
+		}
+		a, b := split(content), split(content)
+		if !a.Equal(b) || !b.Equal(&File{Data: content}) {
+			t.Fatalf("%q split as %q and %q: not equal", content, a.Parts, b.Parts)
+		}
+		changed := bytes.Clone(content)
+		changed[r.IntN(len(changed))] = 'z'
+		if c := split(changed); a.Equal(c) || c.Equal(&File{Data: content}) {
+			t.Fatalf("%q and %q compare equal", content, changed)
+		}
+	}
+}
+
 // A rendered map gives each key once, in compareKeys order, and Has finds
 // by binary search exactly the keys a set of them would hold: the runtime
 // path's map edits rely on both (plan.safeEdit).
