@@ -247,6 +247,9 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 			d.Routes = append(d.Routes, c.output())
 		}
 	}
+	// Candidates come in key order (validateRoutes), so the routes do:
+	// plan need not check them again.
+	keyOrdered.remember(d.Routes)
 	ds.Sort()
 	return d, ds, pass
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -366,6 +367,62 @@ func (b BackendName) RouteKey() (RouteKey, bool) {
 // in key order (as a Desired's are), and whether it is there.
 func FindRoute(routes []*AdmittedRoute, key RouteKey) (int, bool) {
 	return slices.BinarySearchFunc(routes, key, func(r *AdmittedRoute, k RouteKey) int { return r.Key.Compare(k) })
+}
+
+// InKeyOrder reports whether routes are in key order. The slices
+// admission builds are known to be (admitOnce vouches for them, and a
+// Desired's routes are replaced pointer for pointer, never reordered);
+// any other is checked, and remembered when it is. At 10k routes the
+// check is 10k key comparisons, about a millisecond that every change
+// paid for the slice admission had just sorted.
+func InKeyOrder(routes []*AdmittedRoute) bool {
+	if keyOrdered.known(routes) {
+		return true
+	}
+	for i := 1; i < len(routes); i++ {
+		if routes[i-1].Key.Compare(routes[i].Key) > 0 {
+			return false
+		}
+	}
+	keyOrdered.remember(routes)
+	return true
+}
+
+// keyOrdered remembers the last route slices known to be in key order:
+// the newest admission's, and the one before it, which the next plan
+// compares against as applied. Holding the slices keeps their memory from
+// being reused by another.
+var keyOrdered orderedSlices
+
+type orderedSlices struct {
+	mu   sync.Mutex
+	last [2][]*AdmittedRoute
+}
+
+func (s *orderedSlices) known(rs []*AdmittedRoute) bool {
+	if len(rs) == 0 {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.last {
+		if len(l) == len(rs) && &l[0] == &rs[0] {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *orderedSlices) remember(rs []*AdmittedRoute) {
+	if len(rs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.last[0]) == len(rs) && &s.last[0][0] == &rs[0] {
+		return
+	}
+	s.last[1], s.last[0] = s.last[0], rs
 }
 
 // Servers returns every server of the route across its services, in order.

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -243,4 +244,39 @@ func TestStatusFollowsConflictsOfUnchangedRoute(t *testing.T) {
 			t.Errorf("step %d (b on %s): a is %s, want %s", i, step.bHost, got, step.want)
 		}
 	}
+}
+
+// Admission's routes come in key order whatever the order of the files
+// and of the objects in them, and InKeyOrder knows it without a check;
+// a reordered copy (a slice admission never built) is checked and
+// refused.
+func TestAdmittedRoutesInKeyOrder(t *testing.T) {
+	l := NewLoader()
+	res := load(t, l, []SourceFile{routeFile("z.yaml", "m", "c", "x"), routeFile("a.yaml", "q", "b")})
+	rs := res.Desired.Routes
+	if len(rs) != 5 {
+		t.Fatalf("%d routes admitted, want 5: %v", len(rs), res.Diagnostics)
+	}
+	if !slices.IsSortedFunc(rs, func(a, b *AdmittedRoute) int { return a.Key.Compare(b.Key) }) {
+		t.Fatalf("admitted routes out of key order: %v", keysOf(rs))
+	}
+	if !keyOrdered.known(rs) || !InKeyOrder(rs) {
+		t.Fatalf("admission's own slice is not known to be in key order")
+	}
+	swapped := slices.Clone(rs)
+	swapped[0], swapped[3] = swapped[3], swapped[0]
+	if InKeyOrder(swapped) {
+		t.Fatalf("a reordered copy reads as in key order: %v", keysOf(swapped))
+	}
+	if sorted := slices.Clone(rs); !InKeyOrder(sorted) || !keyOrdered.known(sorted) {
+		t.Fatalf("a sorted copy, once checked, is not remembered")
+	}
+}
+
+func keysOf(rs []*AdmittedRoute) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Key.String())
+	}
+	return out
 }
