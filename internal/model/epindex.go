@@ -103,39 +103,79 @@ func (c *epIndexCache) index(objs *Objects, m *memos, lg *lastGood) (endpointInd
 // all its objects new memos, so objects are compared by what the index
 // takes from them: the service and the very groups.
 func (c *epIndexCache) update(objs *Objects, m *memos) ([]serviceKey, bool) {
-	if c.idx == nil || m == nil || len(m.endpoints) != len(c.ep) || len(m.slices) != len(c.sl) {
+	if c.idx == nil || m == nil {
 		return nil, false
 	}
 	limit := (len(c.ep) + len(c.sl)) / maxIncremental
 	affected := map[serviceKey]bool{}
-	look := func(olds, curs []*groupsMemo, slice bool) bool {
-		for i, cur := range curs {
-			old := olds[i]
-			if cur == old {
-				continue
+	// fill brings the memo of object i up to date and reports whether it
+	// is free of diagnostics; same, whether it gives the index what old
+	// gave (false, with ok unset, when it has a diagnostic).
+	fill := func(cur *groupsMemo, i int, slice bool) bool {
+		if !cur.done {
+			if slice {
+				*cur = sliceGroups(&objs.EndpointSlices[i])
+			} else {
+				*cur = endpointsGroups(objs.Endpoints[i])
 			}
-			if !cur.done {
-				if slice {
-					*cur = sliceGroups(&objs.EndpointSlices[i])
-				} else {
-					*cur = endpointsGroups(objs.Endpoints[i])
+		}
+		return len(cur.diags) == 0
+	}
+	ok := true
+	same := func(old, cur *groupsMemo, i int, slice bool) bool {
+		if cur == old {
+			return true
+		}
+		if !fill(cur, i, slice) {
+			ok = false
+			return false
+		}
+		return cur.ok == old.ok && cur.key == old.key && idOf(cur.groups) == idOf(old.groups)
+	}
+	touch := func(g *groupsMemo) {
+		if g.ok {
+			affected[g.key] = true
+		}
+	}
+	look := func(olds, curs []*groupsMemo, slice bool) bool {
+		if len(olds) == len(curs) {
+			for i, cur := range curs {
+				if !same(olds[i], cur, i, slice) {
+					if !ok {
+						return false
+					}
+					touch(olds[i])
+					touch(cur)
+					if len(affected) > limit {
+						return false
+					}
 				}
 			}
-			if len(cur.diags) > 0 {
+			return true
+		}
+		// Objects added or removed (a route's service with it): those
+		// between the objects both lists start with and those they end
+		// with are the change.
+		n := min(len(olds), len(curs))
+		head := 0
+		for head < n && same(olds[head], curs[head], head, slice) {
+			head++
+		}
+		tail := 0
+		for tail < n-head && same(olds[len(olds)-1-tail], curs[len(curs)-1-tail], len(curs)-1-tail, slice) {
+			tail++
+		}
+		if !ok || len(olds)+len(curs)-2*(head+tail) > limit {
+			return false
+		}
+		for _, g := range olds[head : len(olds)-tail] {
+			touch(g)
+		}
+		for i := head; i < len(curs)-tail; i++ {
+			if !fill(curs[i], i, slice) {
 				return false
 			}
-			if cur.ok == old.ok && cur.key == old.key && idOf(cur.groups) == idOf(old.groups) {
-				continue
-			}
-			if old.ok {
-				affected[old.key] = true
-			}
-			if cur.ok {
-				affected[cur.key] = true
-			}
-			if len(affected) > limit {
-				return false
-			}
+			touch(curs[i])
 		}
 		return true
 	}

@@ -158,6 +158,9 @@ func TestBenchRuntimePath10k(t *testing.T) {
 		t.Fatal(err)
 	}
 	daemonStart := time.Since(startAt)
+	if os.Getenv("HAROUTE_BENCH_TRACE") == "1" {
+		t.Logf("TRACE start at %s, served after %v", startAt.UTC().Format("15:04:05.000"), daemonStart)
+	}
 	// The same routes as an operator would write them by hand (a host map,
 	// a backend with one server per route), started with no check first:
 	// exec to the last route answering. The baseline runs as haroute's
