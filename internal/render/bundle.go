@@ -149,11 +149,7 @@ type Map struct {
 // Has reports whether m has an entry for key: a binary search, where a
 // set of the keys would hash all 10k at every route change.
 func (m *Map) Has(key string) bool {
-	host, path := splitKey(key)
-	_, found := slices.BinarySearchFunc(m.Entries, key, func(e MapEntry, _ string) int {
-		h, p := splitKey(e.Key)
-		return compareKeys(h, p, host, path)
-	})
+	_, found := m.find(key)
 	return found
 }
 

@@ -42,9 +42,14 @@ type cacheTable struct {
 	entries  []*routeOut
 	maps     []Map
 	mapData  [][]byte // parallel to maps
-	skeleton []byte   // of the last successful render: a head, then parts
-	parts    [][]byte // the parts of skeleton after its head: the slots, then the other routes
-	spares   map[model.BackendName]renderedSpare
+	// contested is "<map> <key>" for each key that more than one entry
+	// claimed in the last full build of the maps (mapsEdited keeps off
+	// them); keyOrdered, that the last render's routes were in key order.
+	contested  map[string]bool
+	keyOrdered bool
+	skeleton   []byte   // of the last successful render: a head, then parts
+	parts      [][]byte // the parts of skeleton after its head: the slots, then the other routes
+	spares     map[model.BackendName]renderedSpare
 	// shift is where lookup last found a route, relative to where it was
 	// asked for.
 	shift int

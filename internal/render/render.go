@@ -124,10 +124,13 @@ func Render(in Input) (*Bundle, error) {
 
 	b := &Bundle{}
 	var mapData [][]byte
+	var contested map[string]bool // nil: t's still hold
 	if mapsSame {
 		b.Maps, mapData = t.maps, t.mapData
+	} else if maps, data, ok := mapsEdited(t, outs, in.Desired.Routes); ok {
+		b.Maps, mapData = maps, data
 	} else {
-		b.Maps = buildMaps(outs)
+		b.Maps, contested = buildMaps(outs)
 		mapData = make([][]byte, len(b.Maps))
 		for i, m := range b.Maps {
 			mapData[i] = mapFileData(m)
@@ -147,6 +150,10 @@ func Render(in Input) (*Bundle, error) {
 	sort.Slice(b.Files, func(i, j int) bool { return b.Files[i].Name < b.Files[j].Name })
 	if t != nil {
 		t.commit(outs, b.Maps, mapData, skeleton, parts)
+		if contested != nil {
+			t.contested = contested
+		}
+		t.keyOrdered = model.InKeyOrder(in.Desired.Routes)
 	}
 	return b, nil
 }
@@ -561,7 +568,7 @@ func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(),
 
 // buildMaps computes every map, including empty ones: HAProxy needs each
 // map file the config names to exist.
-func buildMaps(outs []*routeOut) []Map {
+func buildMaps(outs []*routeOut) ([]Map, map[string]bool) {
 	names := []string{HTTPMap, HTTPWildcardMap, HTTPSMap, HTTPSWildcardMap, SNIPassthroughMap, SNIPassthroughWildcardMap,
 		TimeoutServerMap, TimeoutTunnelMap, HSTSMap}
 	sort.Strings(names)
@@ -602,10 +609,16 @@ func buildMaps(outs []*routeOut) []Map {
 		}
 	}
 	maps := make([]Map, len(names))
+	contested := map[string]bool{}
 	for i, name := range names {
-		maps[i] = Map{Name: name, Entries: sortEntries(entries[i])}
+		var dropped []string
+		maps[i].Name = name
+		maps[i].Entries, dropped = sortEntries(entries[i])
+		for _, k := range dropped {
+			contested[name+" "+k] = true
+		}
 	}
-	return maps
+	return maps, contested
 }
 
 // sortEntries orders a map so it reads like the routing decision: by host,
@@ -618,7 +631,7 @@ func buildMaps(outs []*routeOut) []Map {
 // by their place in es, so that after the sort the first of each run of
 // equal keys is the one to keep: no set of the keys seen (10k hashes at
 // every route change) is needed.
-func sortEntries(es []MapEntry) []MapEntry {
+func sortEntries(es []MapEntry) (kept []MapEntry, dropped []string) {
 	keys := keyScratch.get(len(es))
 	defer keyScratch.put(keys)
 	for i, e := range es {
@@ -634,11 +647,13 @@ func sortEntries(es []MapEntry) []MapEntry {
 	out := make([]MapEntry, 0, len(es))
 	for i, k := range keys {
 		if i > 0 && k.host == keys[i-1].host && k.path == keys[i-1].path {
-			continue // the same key as the one kept before it
+			// The same key as the one kept before it.
+			dropped = append(dropped, es[k.at].Key)
+			continue
 		}
 		out = append(out, es[k.at])
 	}
-	return out
+	return out, dropped
 }
 
 // compareKeys is the order of a map's entries: by host, then longest
