@@ -104,7 +104,11 @@ func droppedRoutes(prev, cur []*model.AdmittedRoute) (int, string) {
 	}
 	j := 0
 	for _, p := range prev {
-		if j >= len(cur) || cur[j].Key != p.Key { // equal keys, the usual case, are cheap
+		if j < len(cur) && cur[j] == p {
+			j++ // the same route, shared from load to load: the usual case
+			continue
+		}
+		if j >= len(cur) || cur[j].Key != p.Key { // equal keys are cheap
 			for j < len(cur) && cur[j].Key.Compare(p.Key) < 0 {
 				j++
 			}
