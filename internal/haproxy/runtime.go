@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -129,7 +130,7 @@ type session struct {
 	ctx  context.Context
 	conn net.Conn
 	stop func() bool
-	buf  []byte
+	buf  *[]byte
 	acc  []byte
 }
 
@@ -150,7 +151,7 @@ func (r *Runtime) dial(ctx context.Context) (*session, error) {
 	}
 	// A cancelled context interrupts a blocked read or write.
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	s := &session{ctx: ctx, conn: conn, stop: stop, buf: make([]byte, 64<<10)}
+	s := &session{ctx: ctx, conn: conn, stop: stop, buf: readBufs.Get().(*[]byte)}
 	for _, setup := range []string{"prompt\n", "set severity-output number\n"} {
 		out, err := s.roundTrip([]byte(setup))
 		if err != nil {
@@ -170,7 +171,20 @@ func (s *session) close() {
 	// Polite goodbye; HAProxy closes its side either way.
 	_, _ = s.conn.Write([]byte("quit\n"))
 	_ = s.conn.Close()
+	if s.buf != nil {
+		readBufs.Put(s.buf)
+		s.buf = nil
+	}
 }
+
+// readBufs are the sessions' read buffers. A change opens two or three
+// sessions (commands, read-back), and a fresh 64 KiB each was a tenth of
+// what an endpoint change allocated at 10k routes (heap profile of
+// TestBenchLeanChange10k), all of it for the collector.
+var readBufs = sync.Pool{New: func() any {
+	b := make([]byte, 64<<10)
+	return &b
+}}
 
 // cause prefers the context's error over the i/o timeout it provoked.
 func (s *session) cause(err error) error {
@@ -193,8 +207,8 @@ func (s *session) roundTrip(wire []byte) (string, error) {
 	}
 	s.acc = s.acc[:0]
 	for {
-		n, err := s.conn.Read(s.buf)
-		s.acc = append(s.acc, s.buf[:n]...)
+		n, err := s.conn.Read(*s.buf)
+		s.acc = append(s.acc, (*s.buf)[:n]...)
 		if bytes.HasSuffix(s.acc, promptSuffix) {
 			return string(s.acc[:len(s.acc)-len(promptSuffix)]), nil
 		}
