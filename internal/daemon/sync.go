@@ -249,6 +249,7 @@ func (d *Daemon) stageLive(next plan.State) error {
 		return fmt.Errorf("write live bundle: %w", err)
 	}
 	d.staging = time.Since(start)
+	d.log.Debug("live files staged", "took", d.staging)
 	d.unchecked = true // written without `haproxy -c`: a reload checks first
 	return nil
 }
