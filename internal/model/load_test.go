@@ -280,3 +280,52 @@ func keysOf(rs []*AdmittedRoute) []string {
 	}
 	return out
 }
+
+// A load that changes no route replays the last conflict decisions from
+// the same admitted routes (decideConflicts' pointer check); a load that
+// changes one decides again. Either way the verdicts are those of a
+// fresh load.
+func TestConflictsReplayedAndDecidedAgain(t *testing.T) {
+	routes := func(young string) SourceFile {
+		return SourceFile{Path: "routes.yaml", Data: []byte(`---
+apiVersion: route.openshift.io/v1
+kind: Route
+metadata: {name: old, namespace: a, creationTimestamp: "2020-01-01T00:00:00Z"}
+spec: {host: shared.example.com, to: {name: s}}
+---
+apiVersion: route.openshift.io/v1
+kind: Route
+metadata: {name: young, namespace: a, creationTimestamp: "2021-01-01T00:00:00Z"}
+spec: {host: ` + young + `, to: {name: s}}
+`)}
+	}
+	eps := func(ip string) SourceFile {
+		return SourceFile{Path: "eps.yaml", Data: []byte("apiVersion: v1\nkind: Endpoints\nmetadata: {name: s, namespace: a}\nsubsets:\n- addresses: [{ip: " + ip + "}]\n  ports: [{port: 80}]\n")}
+	}
+	rejected := func(res Result) []string {
+		var out []string
+		for _, st := range res.Desired.Statuses {
+			if st.State == RouteRejected {
+				out = append(out, st.Key.String())
+			}
+		}
+		return out
+	}
+	l := NewLoader()
+	for _, step := range []struct {
+		files []SourceFile
+		want  []string
+	}{
+		{[]SourceFile{routes("shared.example.com"), eps("10.0.0.1")}, []string{"a/young"}},
+		{[]SourceFile{routes("shared.example.com"), eps("10.0.0.2")}, []string{"a/young"}}, // replayed
+		{[]SourceFile{routes("other.example.com"), eps("10.0.0.2")}, nil},                  // decided again
+		{[]SourceFile{routes("other.example.com"), eps("10.0.0.3")}, nil},
+		// (Back on the shared host, young would be stale, serving its
+		// last good version: not a fresh load's verdict.)
+	} {
+		got, fresh := rejected(l.Load(step.files)), rejected(NewLoader().Load(step.files))
+		if !slices.Equal(got, step.want) || !slices.Equal(fresh, step.want) {
+			t.Fatalf("rejected %v (a fresh load: %v), want %v", got, fresh, step.want)
+		}
+	}
+}
