@@ -41,7 +41,7 @@ func TestBelowReadsOnlyPlainFilesBelowTheRoot(t *testing.T) {
 	nop := func() {}
 
 	for rel, want := range map[string]string{"a.yaml": "a", "sub/b.yaml": "b"} {
-		if got, ok := b.read(rel, plainBuf, 1<<20, nop); !ok || string(got) != want {
+		if got, ok := b.read(rel, plainBuf, 1<<20, true, nop); !ok || string(got) != want {
 			t.Errorf("read(%s) = %q, %v; want %q", rel, got, ok, want)
 		}
 	}
@@ -49,11 +49,11 @@ func TestBelowReadsOnlyPlainFilesBelowTheRoot(t *testing.T) {
 	go func() {
 		defer close(done)
 		for _, rel := range []string{"linked/x.yaml", "file-link.yaml", "pipe.yaml", "../" + filepath.Base(outside) + "/x.yaml", "missing.yaml"} {
-			if got, ok := b.read(rel, plainBuf, 1<<20, nop); ok {
+			if got, ok := b.read(rel, plainBuf, 1<<20, true, nop); ok {
 				t.Errorf("read(%s) = %q, true; want refused", rel, got)
 			}
 		}
-		if got, ok := b.read("big.yaml", plainBuf, 10, nop); ok {
+		if got, ok := b.read("big.yaml", plainBuf, 10, true, nop); ok {
 			t.Errorf("read(big.yaml) with limit 10 = %q, true; want refused (10 bytes is one over the limit)", got)
 		}
 	}()
@@ -71,7 +71,7 @@ func TestBelowReadsOnlyPlainFilesBelowTheRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, ok := b.read("a.yaml", plainBuf, 1<<20, replaced); ok {
+	if got, ok := b.read("a.yaml", plainBuf, 1<<20, true, replaced); ok {
 		t.Errorf("read(a.yaml) replaced during the read = %q, true; want refused", got)
 	}
 }

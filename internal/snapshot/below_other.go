@@ -12,6 +12,6 @@ func newBelow(*os.File) *below { return nil }
 
 func (*below) close() {}
 
-func (*below) read(string, func(int64) ([]byte, bool), int64, func()) ([]byte, bool) {
+func (*below) read(string, func(int64) ([]byte, bool), int64, bool, func()) ([]byte, bool) {
 	return nil, false
 }

@@ -625,7 +625,7 @@ func (w *walker) readBelow(rel, inside, file string) ([]byte, bool) {
 			return nil, false
 		}
 		return w.buffer(rel, size), true
-	}, w.maxFileSize+1, func() {
+	}, w.maxFileSize+1, w.mode == ModePlain, func() {
 		if hookAfterRead != nil {
 			hookAfterRead(file)
 		}
