@@ -56,6 +56,10 @@ type admitScratch struct {
 	// a wildcard route was among them (see conflictsFromLast).
 	claimants map[string]int32
 
+	// external is set when a candidate of the last validateRoutes names
+	// an external certificate.
+	external bool
+
 	// statuses is the last pass's Desired.Statuses (read-only).
 	statuses []*RouteStatus
 
@@ -195,7 +199,9 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 		routeMemos = m.routes
 	}
 	cands := validateRoutes(objs.Routes, routeMemos, &settings, &ds, sc)
-	resolveExternalCertificates(cands, objs.Secrets)
+	if sc.external {
+		resolveExternalCertificates(cands, objs.Secrets)
+	}
 	decideConflicts(cands, sc, settings.InterNamespaceAllowed)
 
 	d := &Desired{
@@ -415,7 +421,11 @@ func validateSorted(sorted []*Route, memos []*routeMemo, settings *Settings, ds 
 		}
 		cands = append(cands, c)
 	}
-	// Each route is validated on its own: on all cores.
+	// Each route is validated on its own: on all cores. Whether any names
+	// an external certificate is noted on the way, while the route is at
+	// hand: a pass over 10k candidates to find none was 0.4 ms of every
+	// change.
+	var external atomic.Bool
 	parallel.For(len(cands), admitGrain, func(i int) {
 		c := cands[i]
 		if c.memo != nil {
@@ -424,7 +434,11 @@ func validateSorted(sorted []*Route, memos []*routeMemo, settings *Settings, ds 
 			ar, check := validateRoute(c.route, settings)
 			c.admitted, c.owned, c.check = &ar, true, check
 		}
+		if c.admitted.TLS.ExternalCertificate != "" && !external.Load() {
+			external.Store(true)
+		}
 	})
+	sc.external = external.Load()
 	return cands
 }
 
