@@ -54,7 +54,10 @@ func (b *below) close() { unix.Close(b.fd) }
 // bytes, into the buffer buf returns for the file's size (or refuses),
 // and reports whether it did so and, with recheck, whether the file is
 // still the one rel names afterwards; afterRead runs once the read is
-// over, whatever happened.
+// over, whatever happened. The open does not block, so a FIFO swapped in
+// opens at once. Anything out of the ordinary (a symlink on the way, not
+// a regular file, too large, replaced or gone) is a plain false, for the
+// caller's careful path to read again and name.
 //
 // The recheck (a path walk, a sixth of a 200-file read's CPU) matters
 // only where files change in place, in a plain directory. A generation
@@ -62,10 +65,6 @@ func (b *below) close() { unix.Close(b.fd) }
 // file opened in it was the generation's, and whether the generation was
 // still the current one when the read ended is what the walk's own check
 // of the link (walker.moved) answers.
-// The open does not block, so a FIFO swapped in opens at once. Anything
-// out of the ordinary (a symlink on the way, not a regular file, too
-// large, replaced or gone) is a plain false, for the caller's careful
-// path to read again and name.
 func (b *below) read(rel string, buf func(size int64) ([]byte, bool), limit int64, recheck bool, afterRead func()) ([]byte, bool) {
 	fd, err := unix.Openat2(b.fd, rel, &unix.OpenHow{
 		Flags: unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: belowResolve})
