@@ -321,8 +321,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	reloadTimer.Stop()
 	guardTimer := time.NewTimer(time.Hour)
 	guardTimer.Stop()
-	commitTimer := time.NewTimer(time.Hour)
-	commitTimer.Stop()
 	var restartAt <-chan time.Time
 	drain := time.NewTicker(time.Second)
 	defer drain.Stop()
@@ -375,9 +373,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 				restartAt = time.After(backoff(d.restarts))
 				d.restarts++
 			}
-		case <-commitTimer.C:
-			// Quiet since the last runtime change: its files go to disk
-			// (the check below).
 		case <-drain.C:
 			d.heal(ctx)
 			d.housekeep(ctx)
@@ -385,16 +380,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 				return err
 			}
 		}
-		if d.live.pending() {
-			// The files of the last runtime changes (see stageLive), once
-			// the directory has been quiet for commitQuiet, or at the
-			// latest maxBehind after the first of them; a failure is
-			// retried each tick.
-			if quiet := time.Since(d.lastSync); quiet >= commitQuiet || d.live.behindFor(time.Now()) > maxBehind {
-				_ = d.flushLive()
-			} else {
-				resetTimer(commitTimer, commitQuiet-quiet)
-			}
+		if d.live.pending() && (len(changes) == 0 || d.live.behindFor(time.Now()) > maxBehind) {
+			// The files of the last runtime changes, once no other change
+			// waits (see stageLive); a failure is retried each tick.
+			_ = d.flushLive()
 		}
 		if at, ok := d.throttle.due(time.Now()); ok && d.proc != nil {
 			resetTimer(reloadTimer, time.Until(at))
@@ -405,14 +394,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 }
-
-// commitQuiet is how long the live files wait after a runtime change
-// before they are written. Written at once, the multi-megabyte
-// haproxy.cfg, its fsync and the directory's fsync (about 6 ms of I/O here
-// at 10k routes) land while HAProxy begins to serve the change, and in a
-// burst of changes the file was written once per change. HAProxy reads
-// the files only at a start or reload, and each of those flushes first.
-const commitQuiet = 200 * time.Millisecond
 
 // maxBehind bounds how long endless churn keeps the live files behind
 // the runtime state: commits coalesce over a burst, not for ever.
