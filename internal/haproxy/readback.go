@@ -266,10 +266,9 @@ func parseBackendSessions(out, backend string) (map[string]int, error) {
 	if len(lines) == 0 || !strings.HasPrefix(lines[0], "# ") {
 		return nil, fmt.Errorf("no CSV header in %q", truncate(out, 80))
 	}
-	pxCol, svCol, scurCol := -1, -1, -1
-	// Server connections in use (2.2 on); an older HAProxy without them
-	// counts sessions only.
-	var idleCols []int
+	// usedCol is the server connections in use (2.2 on); an older
+	// HAProxy without it counts sessions only.
+	pxCol, svCol, scurCol, usedCol := -1, -1, -1, -1
 	for i, name := range strings.Split(strings.TrimPrefix(lines[0], "# "), ",") {
 		switch name {
 		case "pxname":
@@ -279,7 +278,7 @@ func parseBackendSessions(out, backend string) (map[string]int, error) {
 		case "scur":
 			scurCol = i
 		case "used_conn_cur":
-			idleCols = append(idleCols, i)
+			usedCol = i
 		}
 	}
 	if pxCol < 0 || svCol < 0 || scurCol < 0 {
@@ -291,18 +290,16 @@ func parseBackendSessions(out, backend string) (map[string]int, error) {
 		if len(f) <= scurCol || f[pxCol] != backend {
 			continue
 		}
-		total := 0
-		for _, col := range append([]int{scurCol}, idleCols...) {
-			if col >= len(f) || (f[col] == "" && col != scurCol) {
-				continue // not reported for this row
-			}
-			n, err := strconv.Atoi(f[col])
-			if err != nil {
-				return nil, fmt.Errorf("connections of %s/%s: %w", backend, f[svCol], err)
-			}
-			total += n
+		n, err := strconv.Atoi(f[scurCol])
+		if err == nil && usedCol >= 0 && usedCol < len(f) && f[usedCol] != "" { // empty on the BACKEND row
+			var used int
+			used, err = strconv.Atoi(f[usedCol])
+			n += used
 		}
-		conns[f[svCol]] = total
+		if err != nil {
+			return nil, fmt.Errorf("connections of %s/%s: %w", backend, f[svCol], err)
+		}
+		conns[f[svCol]] = n
 	}
 	return conns, nil
 }
