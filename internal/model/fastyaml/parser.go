@@ -33,9 +33,10 @@ import (
 //     without blank lines inside.
 //
 // Everything outside it (anchors, aliases, tags, flow collections over
-// several lines, empty values, multi-line plain scalars, errors of any kind) makes the parser
-// decline, and yaml.v3 decides, with its own messages. Tests compare the
-// trees of both parsers on every input the fast path accepts.
+// several lines, empty values, multi-line plain scalars, errors of any
+// kind) makes the parser decline, and yaml.v3 decides, with its own
+// messages. Tests compare the trees of both parsers on every input the
+// fast path accepts.
 
 // fastMaxDepth bounds the nesting the fast path follows; deeper documents
 // go to yaml.v3 (and checkTree's limit).
@@ -359,9 +360,7 @@ func keyChar(c byte) bool {
 // afterSpaces returns s from i on, past spaces, and its 1-based column
 // (s starts at column base+1).
 func afterSpaces(s string, i, base int) (string, int) {
-	for i < len(s) && s[i] == ' ' {
-		i++
-	}
+	i = skipSpaces(s, i)
 	return s[i:], base + i + 1
 }
 
@@ -373,11 +372,11 @@ func (p *Parser) inline(rest string, line, col, indent int) *yaml.Node {
 	value := strings.TrimRight(rest, " ")
 	switch c := value[0]; {
 	case c == '"' || c == '\'':
-		inner := value[1:]
-		if end := strings.IndexByte(inner, c); end < 0 || end != len(inner)-1 || strings.IndexByte(inner, '\\') >= 0 {
-			decline() // escapes, or text after the closing quote
+		text, next := quoted(value, 0)
+		if next != len(value) {
+			decline() // text after the closing quote
 		}
-		return p.node(yaml.ScalarNode, "!!str", inner[:len(inner)-1], line, col)
+		return p.node(yaml.ScalarNode, "!!str", text, line, col)
 	case c == '{' || c == '[':
 		n, end := p.flow(value, 0, line, col)
 		if end != len(value) {
@@ -410,7 +409,7 @@ func (p *Parser) flow(s string, i, line, col int) (*yaml.Node, int) {
 	}
 	n.Style = yaml.FlowStyle
 	mark := len(p.stack)
-	i = flowSpaces(s, i+1)
+	i = skipSpaces(s, i+1)
 	if i < len(s) && s[i] == closing {
 		return n, i + 1
 	}
@@ -422,18 +421,18 @@ func (p *Parser) flow(s string, i, line, col int) (*yaml.Node, int) {
 				decline() // not "key: value"
 			}
 			p.stack = append(p.stack, p.node(yaml.ScalarNode, plainTag(key), key, line, col+i))
-			i = flowSpaces(s, i+k+1)
+			i = skipSpaces(s, i+k+1)
 		}
 		var v *yaml.Node
 		v, i = p.flowItem(s, i, line, col)
 		p.stack = append(p.stack, v)
-		i = flowSpaces(s, i)
+		i = skipSpaces(s, i)
 		switch {
 		case i < len(s) && s[i] == closing:
 			p.content(n, mark)
 			return n, i + 1
 		case i < len(s) && s[i] == ',':
-			i = flowSpaces(s, i+1)
+			i = skipSpaces(s, i+1)
 			if i == len(s) || s[i] == closing || s[i] == ',' {
 				decline() // a trailing comma or an empty entry
 			}
@@ -452,15 +451,8 @@ func (p *Parser) flowItem(s string, i, line, col int) (*yaml.Node, int) {
 	case '{', '[':
 		return p.flow(s, i, line, col)
 	case '"', '\'':
-		end := strings.IndexByte(s[i+1:], c)
-		if end < 0 || strings.IndexByte(s[i+1:i+1+end], '\\') >= 0 {
-			decline()
-		}
-		next := i + 1 + end + 1
-		if next < len(s) && s[next] == c {
-			decline() // a doubled quote, which is an escape
-		}
-		return p.node(yaml.ScalarNode, "!!str", s[i+1:i+1+end], line, col+i), next
+		text, next := quoted(s, i)
+		return p.node(yaml.ScalarNode, "!!str", text, line, col+i), next
 	}
 	j := i
 	for j < len(s) && strings.IndexByte(",[]{}:#\"'`", s[j]) < 0 {
@@ -473,8 +465,24 @@ func (p *Parser) flowItem(s string, i, line, col int) (*yaml.Node, int) {
 	return p.node(yaml.ScalarNode, plainTag(value), value, line, col+i), j
 }
 
-// flowSpaces returns the index of the first non-space at or after i.
-func flowSpaces(s string, i int) int {
+// quoted reads the quoted scalar starting at s[i] (its quote character)
+// and returns its text and the index past the closing quote. Escapes are
+// outside the subset: a backslash, or a doubled quote, declines.
+func quoted(s string, i int) (string, int) {
+	q := s[i]
+	end := strings.IndexByte(s[i+1:], q)
+	if end < 0 || strings.IndexByte(s[i+1:i+1+end], '\\') >= 0 {
+		decline()
+	}
+	next := i + 1 + end + 1
+	if next < len(s) && s[next] == q {
+		decline() // a doubled quote, which is an escape
+	}
+	return s[i+1 : i+1+end], next
+}
+
+// skipSpaces returns the index of the first non-space at or after i.
+func skipSpaces(s string, i int) int {
 	for i < len(s) && s[i] == ' ' {
 		i++
 	}
