@@ -663,12 +663,20 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 
 // timeoutRules set the timeouts of a spare's stream from the timeout maps
 // when they hold its name: a lookup per request, on spares only (the
-// backends that use poolHTTP). Without an entry, the defaults' timeouts
-// stand, as for a route without the annotations.
+// backends that use poolHTTP). Without an entry the expression yields no
+// sample, set-timeout then leaves the stream as it is (2.6 to 3.x), and
+// the defaults' timeouts stand, as for a route without the annotations.
+//
+// No "if { …,map_str(file) -m found }" guard: a converter of another
+// output type indexes the file as a second pattern expression, and
+// HAProxy 2.6 counts a `del map` once against entry_cnt, which counted
+// each added entry once per expression. The count then matched no number
+// of entries, so reading back the unbinding of a route with a timeout
+// failed and fell back to a reload (haproxy.Runtime.ProbeMaps: a map
+// edited at runtime has one pattern expression).
 func timeoutRules(w *cfgWriter, in Input) {
 	for _, t := range []struct{ kind, file string }{{"server", TimeoutServerMap}, {"tunnel", TimeoutTunnelMap}} {
-		m := in.Dir + "/" + t.file
-		w.line("  http-request set-timeout ", t.kind, " be_name,map_str_int(", m, ") if { be_name,map_str(", m, ") -m found }")
+		w.line("  http-request set-timeout ", t.kind, " be_name,map_str_int(", in.Dir, "/", t.file, ")")
 	}
 }
 

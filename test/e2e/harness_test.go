@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/haroute/haroute/internal/daemon"
+	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/status"
 	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
@@ -204,6 +205,25 @@ func (r *router) appliedSnapshot() []daemon.Applied {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]daemon.Applied(nil), r.applied...)
+}
+
+// appliedSince waits for the first generation applied after mark (the
+// length of appliedSnapshot taken before the change was published) whose
+// desired state has says yes, and returns it and the mark past it.
+func (r *router) appliedSince(mark int, timeout time.Duration, what string, has func(*model.Desired) bool) (daemon.Applied, int) {
+	r.t.Helper()
+	var got daemon.Applied
+	r.eventually(timeout, what, func() error {
+		all := r.appliedSnapshot()
+		for i := mark; i < len(all); i++ {
+			if all[i].Desired != nil && has(all[i].Desired) {
+				got, mark = all[i], i+1
+				return nil
+			}
+		}
+		return fmt.Errorf("not applied yet")
+	})
+	return got, mark
 }
 
 // --- config generation ---------------------------------------------------

@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/test/publish"
 )
 
@@ -289,8 +291,24 @@ func TestTimeoutRoutesWithoutReload(t *testing.T) {
 	if took := timesOut(); took < time.Second || took >= 5*time.Second {
 		t.Fatalf("the 504 came after %v, want about 1.5s", took)
 	}
+
+	// Deleting it unbinds the spare: its timeout entries are deleted from
+	// the maps and read back. (A second pattern expression on the timeout
+	// maps once made that read-back fail, and the delete reload.)
+	delete(gen, "slow.yaml")
+	mark := len(r.appliedSnapshot())
+	must(t, w.Publish(gen))
+	gone, _ := r.appliedSince(mark, 20*time.Second, "slow route deleted", func(d *model.Desired) bool {
+		return !slices.ContainsFunc(d.Routes, func(ar *model.AdmittedRoute) bool { return ar.Key.Name == "slow" })
+	})
+	if gone.Reload {
+		t.Fatalf("deleting the route with a timeout reloaded: %v", gone.Reasons)
+	}
+	if st := r.store.Get(); st.Fallbacks != 0 {
+		t.Fatalf("%d runtime fallbacks; last error %+v", st.Fallbacks, st.LastError)
+	}
 	if got := r.reloads() - before; got != 0 {
-		t.Fatalf("adding a route with a timeout and changing it took %d reloads, want 0", got)
+		t.Fatalf("adding a route with a timeout, changing it and deleting it took %d reloads, want 0", got)
 	}
 }
 
