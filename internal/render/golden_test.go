@@ -263,3 +263,36 @@ func lineDiff(want, got string) string {
 	}
 	return b.String()
 }
+
+// TestOneConverterPerMap: every map file is read by converters of one
+// kind. Two kinds (map_str_int beside map_str) index the file as two
+// pattern expressions, and HAProxy 2.6 then keeps an entry_cnt that no
+// longer counts entries once a `del map` ran: the read-back of a runtime
+// map edit refuses it and the change falls back to a reload.
+func TestOneConverterPerMap(t *testing.T) {
+	tc := loadTestCerts(t)
+	conv := regexp.MustCompile(`\b(map_[a-z_]+)\(([^)]+)\)`)
+	for _, c := range goldenCases() {
+		in := Input{Desired: c.desired(tc), DefaultCertificate: []byte(tc.Default), Dir: goldenDir, RunDir: goldenRunDir}
+		if c.spares != nil {
+			in.Spares = c.spares(&in.Desired.Router)
+		}
+		cfg := mustRender(t, in).File(ConfigFile).Bytes()
+		kinds := map[string]map[string]bool{} // map file → converters
+		for _, m := range conv.FindAllSubmatch(cfg, -1) {
+			file := string(m[2])
+			if kinds[file] == nil {
+				kinds[file] = map[string]bool{}
+			}
+			kinds[file][string(m[1])] = true
+		}
+		if len(kinds) == 0 {
+			t.Fatalf("%s: no map converter in the config", c.name)
+		}
+		for file, ks := range kinds {
+			if len(ks) > 1 {
+				t.Errorf("%s: %s is read by %d kinds of converter (%v): one pattern expression each", c.name, file, len(ks), ks)
+			}
+		}
+	}
+}
