@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -85,7 +86,7 @@ func (r *router) startWith(mode, dir string) {
 	// Each run reports to a store of its own: one the last run left ready
 	// would let StartDaemon return before this run is.
 	r.store = &status.Store{}
-	r.stop = testenv.StartDaemon(t, daemon.Options{
+	stop := testenv.StartDaemon(t, daemon.Options{
 		ConfigDir: dir, WatchMode: snapshotMode(mode), RunDir: r.runDir,
 		StateDir: r.stateDir, MetricsAddress: r.metrics,
 		Resync: 2 * time.Second, Debounce: 100 * time.Millisecond,
@@ -97,6 +98,52 @@ func (r *router) startWith(mode, dir string) {
 			r.mu.Unlock()
 		},
 	}, 30*time.Second)
+	checked := false
+	check := func() {
+		if !checked {
+			checked = true
+			r.noReadBackMismatch()
+		}
+	}
+	t.Cleanup(check) // before StartDaemon's own clean-up stops the daemon
+	r.stop = func() { check(); stop() }
+}
+
+// noReadBackMismatch fails the test when the running daemon counted a
+// runtime plan whose read-back disagreed with it. The daemon recovers
+// with a reload, so such a bug shows nowhere else: a route of the pool
+// that reloads on delete looked like every other delete. No test
+// provokes one on purpose; a failed command (a test that breaks the
+// admin socket) is another kind.
+func (r *router) noReadBackMismatch() {
+	r.t.Helper()
+	resp, err := http.Get("http://" + r.metrics + "/metrics")
+	if err != nil {
+		r.t.Errorf("metrics of the daemon: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		r.t.Errorf("metrics of the daemon: %v", err)
+		return
+	}
+	const series = `haroute_runtime_fallbacks_total{reason="read-back-mismatch"} `
+	for line := range strings.Lines(string(body)) {
+		n, ok := strings.CutPrefix(line, series)
+		if !ok {
+			continue
+		}
+		if n = strings.TrimSpace(n); n != "0" {
+			last := "none"
+			if st := r.store.Get(); st.LastError != nil {
+				last = st.LastError.Message
+			}
+			r.t.Errorf("%s runtime plans fell back to a reload because their read-back disagreed (last error: %s)", n, last)
+		}
+		return
+	}
+	r.t.Errorf("no %s series in the daemon's metrics", strings.TrimSpace(series))
 }
 
 // testWriter sends daemon logs to the test log, so a failure shows them.
