@@ -414,6 +414,7 @@ func TestAdminSocketUnusableFallsBackToReload(t *testing.T) {
 // reload's reasons say runtime-fallback and contain why.
 func (r *router) fellBack(n uint64, why string) {
 	r.t.Helper()
+	r.breaksHAProxy = true // the test broke the runtime path on purpose
 	r.eventually(20*time.Second, "fallback reload recorded", func() error {
 		st := r.store.Get()
 		if st.Fallbacks < n {

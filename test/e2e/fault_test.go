@@ -96,6 +96,7 @@ func TestStartupErrorsAreClear(t *testing.T) {
 // restarts it and converges on the last generation.
 func TestHAProxyRestartMidChangesConverges(t *testing.T) {
 	r := newRouter(t)
+	r.breaksHAProxy = true
 	var bs []*backend
 	for i := 0; i < 6; i++ {
 		bs = append(bs, startBackend(t, fmt.Sprintf("b%d", i)))

@@ -16,6 +16,7 @@ import (
 // disk serves exactly them.
 func TestRuntimeChangeLandsOnDiskForRestart(t *testing.T) {
 	r := newRouter(t)
+	r.breaksHAProxy = true
 	one, two := startBackend(t, "one"), startBackend(t, "two")
 	w := serveWeb(t, r, "", one)
 	before := r.reloads()

@@ -27,6 +27,7 @@ func TestScalingUnderTightFDLimitDoesNotReload(t *testing.T) {
 	}
 	const routes = 150
 	r := newRouter(t)
+	r.breaksHAProxy = true
 	a, b := startBackend(t, "a"), startBackend(t, "b")
 	gen := func(eps []*backend, extra string) map[string][]byte {
 		var rs, es []string

@@ -108,6 +108,7 @@ func TestGitSyncLink(t *testing.T) {
 // HAProxy killed with SIGKILL comes back and serves the current state.
 func TestHAProxyKilledComesBack(t *testing.T) {
 	r := newRouter(t)
+	r.breaksHAProxy = true
 	one := startBackend(t, "one")
 	w := publish.NewAtomicWriter(r.dir)
 	must(t, w.Publish(oneRoute(r, one)))
