@@ -493,6 +493,8 @@ type hostPath struct {
 // claimHost returns the host a valid route claims.
 func (c *candidate) claimHost() string { return claimHostOf(c.admitted) }
 
+// claimHostOf returns the host an admitted route claims: its host, or
+// the domain of its wildcard.
 func claimHostOf(a *AdmittedRoute) string {
 	if a.Wildcard {
 		return WildcardDomain(a.Host)

@@ -116,9 +116,9 @@ func (r *router) startWith(mode, dir string) {
 // noReadBackMismatch fails the test when the running daemon counted a
 // runtime plan whose read-back disagreed with it. The daemon recovers
 // with a reload, so such a bug shows nowhere else: a route of the pool
-// that reloads on delete looked like every other delete. No test
-// provokes one on purpose; a failed command (a test that breaks the
-// admin socket) is another kind.
+// that reloads on delete looked like every other delete. Tests that kill
+// HAProxy or break its admin socket on purpose (breaksHAProxy) are left
+// out; a refused command is another reason and not counted here.
 func (r *router) noReadBackMismatch() {
 	r.t.Helper()
 	if r.breaksHAProxy {
