@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,25 @@ type corpusRoute struct {
 	// targetPort gives ("" for a number or none).
 	services []model.RouteKey
 	portName string
+}
+
+// endpoints is an Endpoints document for each service cr names, with web
+// as its one address and the port name its targetPort asks for (quoted:
+// a name may read as a number); nil when it names none.
+func (cr corpusRoute) endpoints(web *backend) []byte {
+	var eps []string
+	for _, svc := range cr.services {
+		port := fmt.Sprintf("      - port: %d\n", web.Port)
+		if cr.portName != "" {
+			port = fmt.Sprintf("      - name: %q\n        port: %d\n", cr.portName, web.Port)
+		}
+		eps = append(eps, fmt.Sprintf("apiVersion: v1\nkind: Endpoints\nmetadata:\n  name: %s\n  namespace: %s\nsubsets:\n  - addresses:\n      - ip: 127.0.0.1\n    ports:\n%s",
+			svc.Name, svc.Namespace, port))
+	}
+	if len(eps) == 0 {
+		return nil
+	}
+	return []byte(join(eps...))
 }
 
 // corpusRoutes returns every Route of the corpus that OpenShift's rules,
@@ -166,17 +186,8 @@ func TestCorpusRoutesAddedWithoutReload(t *testing.T) {
 	for _, cr := range routes {
 		gen := base()
 		gen["route.yaml"] = cr.yaml
-		var eps []string
-		for _, svc := range cr.services {
-			port := fmt.Sprintf("      - port: %d\n", web.Port)
-			if cr.portName != "" {
-				port = fmt.Sprintf("      - name: %s\n        port: %d\n", cr.portName, web.Port)
-			}
-			eps = append(eps, fmt.Sprintf("apiVersion: v1\nkind: Endpoints\nmetadata:\n  name: %s\n  namespace: %s\nsubsets:\n  - addresses:\n      - ip: 127.0.0.1\n    ports:\n%s",
-				svc.Name, svc.Namespace, port))
-		}
-		if len(eps) > 0 {
-			gen["route-endpoints.yaml"] = []byte(join(eps...))
+		if eps := cr.endpoints(web); eps != nil {
+			gen["route-endpoints.yaml"] = eps
 		}
 		must(t, w.Publish(gen))
 		a := applied("corpus route "+cr.key.String()+" applied", hasRoute(cr.key))
@@ -202,5 +213,61 @@ func TestCorpusRoutesAddedWithoutReload(t *testing.T) {
 	const floor = 0.85
 	if float64(covered) < floor*float64(len(routes)) {
 		t.Fatalf("pool coverage %d of %d is below %.0f%%", covered, len(routes), 100*floor)
+	}
+}
+
+// TestCorpusRoutesTogetherWithoutFallback puts the corpus routes on one
+// router together, one at a time in a shuffled order, then deletes them
+// in another: spares bound side by side, their certificates, maps and
+// allowlists edited around each other. No runtime plan may fall back to
+// a reload (the harness's read-back guard, and here every reason): a
+// route that needs a reload takes one, but nothing bound at runtime may
+// need repair.
+func TestCorpusRoutesTogetherWithoutFallback(t *testing.T) {
+	var routes []corpusRoute
+	for _, cr := range corpusRoutes(t) {
+		// The corpus repeats a few names across files; one of each.
+		if !slices.ContainsFunc(routes, func(o corpusRoute) bool { return o.key == cr.key }) {
+			routes = append(routes, cr)
+		}
+	}
+	r := newRouter(t)
+	web := startBackend(t, "web")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig("  domain: "+corpusDomain+"\n"),
+		"a.yaml", routeYAML("a", "a.e2e.test", "", "web"),
+		"endpoints.yaml", endpointsYAML("web", web))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "web")
+
+	listed := func(key model.RouteKey) func(*model.Desired) bool {
+		return func(d *model.Desired) bool {
+			return slices.ContainsFunc(d.Statuses, func(st *model.RouteStatus) bool { return st.Key == key })
+		}
+	}
+	seen := len(r.appliedSnapshot())
+	rnd := rand.New(rand.NewPCG(11, 11)) // a fixed order: a failure replays
+	for _, i := range rnd.Perm(len(routes)) {
+		cr := routes[i]
+		gen[fmt.Sprintf("route-%02d.yaml", i)] = cr.yaml
+		if eps := cr.endpoints(web); eps != nil {
+			gen[fmt.Sprintf("endpoints-%02d.yaml", i)] = eps
+		}
+		must(t, w.Publish(gen))
+		_, seen = r.appliedSince(seen, 30*time.Second, cr.key.String()+" added", listed(cr.key))
+	}
+	r.serves("a.e2e.test", "/", "web")
+	for _, i := range rnd.Perm(len(routes)) {
+		cr := routes[i]
+		delete(gen, fmt.Sprintf("route-%02d.yaml", i))
+		delete(gen, fmt.Sprintf("endpoints-%02d.yaml", i))
+		must(t, w.Publish(gen))
+		gone := listed(cr.key)
+		_, seen = r.appliedSince(seen, 30*time.Second, cr.key.String()+" deleted", func(d *model.Desired) bool { return !gone(d) })
+	}
+	r.serves("a.e2e.test", "/", "web")
+	if st := r.store.Get(); st.Fallbacks != 0 {
+		t.Fatalf("%d runtime plans fell back to a reload; last error %+v", st.Fallbacks, st.LastError)
 	}
 }
