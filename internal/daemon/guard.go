@@ -96,31 +96,14 @@ func (d *Daemon) releaseGuard() {
 func droppedRoutes(prev, cur []*model.AdmittedRoute) (int, string) {
 	n := 0
 	var names []string
-	drop := func(r *model.AdmittedRoute) {
+	for p, c := range model.ChangedByKey(prev, cur, model.RouteKeyOf) {
+		if p == nil || c != nil && (servers(p) == 0 || servers(c) > 0) {
+			continue // added, or still served
+		}
 		n++
 		if len(names) < 5 {
-			names = append(names, r.Key.String())
+			names = append(names, p.Key.String())
 		}
-	}
-	j := 0
-	for _, p := range prev {
-		if j < len(cur) && cur[j] == p {
-			j++ // the same route, shared from load to load: the usual case
-			continue
-		}
-		if j >= len(cur) || cur[j].Key != p.Key { // equal keys are cheap
-			for j < len(cur) && cur[j].Key.Compare(p.Key) < 0 {
-				j++
-			}
-		}
-		if j == len(cur) || cur[j].Key != p.Key {
-			drop(p)
-			continue
-		}
-		if servers(p) > 0 && servers(cur[j]) == 0 {
-			drop(p)
-		}
-		j++
 	}
 	out := strings.Join(names, ",")
 	if n > len(names) {

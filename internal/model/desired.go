@@ -1,6 +1,7 @@
 package model
 
 import (
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -368,6 +369,43 @@ func (b BackendName) RouteKey() (RouteKey, bool) {
 func FindRoute(routes []*AdmittedRoute, key RouteKey) (int, bool) {
 	return slices.BinarySearchFunc(routes, key, func(r *AdmittedRoute, k RouteKey) int { return r.Key.Compare(k) })
 }
+
+// ChangedByKey walks two slices in key order together and yields what
+// differs between them: an element of olds alone (new is the zero value),
+// of news alone (old is the zero value), or the two with the same key.
+// An element in both at the same place is passed over without comparing
+// keys: a route shared from load to load, the usual case, costs a pointer
+// comparison.
+func ChangedByKey[T comparable](olds, news []T, key func(T) RouteKey) iter.Seq2[T, T] {
+	return func(yield func(old, new T) bool) {
+		i, j := 0, 0
+		for i < len(olds) || j < len(news) {
+			var old, cur T
+			switch {
+			case i < len(olds) && j < len(news) && olds[i] == news[j]:
+				i++
+				j++
+				continue
+			case j == len(news) || (i < len(olds) && key(olds[i]).Compare(key(news[j])) < 0):
+				old = olds[i]
+				i++
+			case i == len(olds) || key(olds[i]).Compare(key(news[j])) > 0:
+				cur = news[j]
+				j++
+			default:
+				old, cur = olds[i], news[j]
+				i++
+				j++
+			}
+			if !yield(old, cur) {
+				return
+			}
+		}
+	}
+}
+
+// RouteKeyOf is the key of an admitted route, for ChangedByKey.
+func RouteKeyOf(r *AdmittedRoute) RouteKey { return r.Key }
 
 // InKeyOrder reports whether routes are in key order. The slices
 // admission builds are known to be (admitOnce vouches for them, and a

@@ -28,29 +28,15 @@ func mapsEdited(t *cacheTable, outs []*routeOut, routes []*model.AdmittedRoute) 
 	if t == nil || !t.rendered || t.maps == nil || t.contested == nil || !t.keyOrdered || !model.InKeyOrder(routes) {
 		return nil, nil, false
 	}
-	olds := t.entries
 	var removes, adds []mapAdd
 	changed := 0
-	i, j := 0, 0
-	for i < len(olds) || j < len(outs) {
-		switch {
-		case i < len(olds) && j < len(outs) && olds[i] == outs[j]:
-			i++
-			j++
-			continue
-		case j == len(outs) || (i < len(olds) && olds[i].route.Key.Compare(outs[j].route.Key) < 0):
-			removes = append(removes, olds[i].maps...)
-			i++
-		case i == len(olds) || olds[i].route.Key.Compare(outs[j].route.Key) > 0:
-			adds = append(adds, outs[j].maps...)
-			j++
-		default:
-			if !slices.Equal(olds[i].maps, outs[j].maps) {
-				removes = append(removes, olds[i].maps...)
-				adds = append(adds, outs[j].maps...)
-			}
-			i++
-			j++
+	for old, cur := range model.ChangedByKey(t.entries, outs, routeOutKey) {
+		same := old != nil && cur != nil && slices.Equal(old.maps, cur.maps) // re-rendered, same entries
+		if old != nil && !same {
+			removes = append(removes, old.maps...)
+		}
+		if cur != nil && !same {
+			adds = append(adds, cur.maps...)
 		}
 		if changed++; changed > maxMapDelta {
 			return nil, nil, false
@@ -102,6 +88,8 @@ func mapsEdited(t *cacheTable, outs []*routeOut, routes []*model.AdmittedRoute) 
 	}
 	return maps, data, true
 }
+
+func routeOutKey(o *routeOut) model.RouteKey { return o.route.Key }
 
 // find returns where key is in m's entries, or where it would go.
 func (m *Map) find(key string) (int, bool) {
