@@ -124,7 +124,7 @@ func (r *router) noReadBackMismatch() {
 	if r.breaksHAProxy {
 		return
 	}
-	resp, err := http.Get("http://" + r.metrics + "/metrics")
+	resp, err := r.client.Get("http://" + r.metrics + "/metrics") // 5 s timeout: a hung daemon fails the test, not the run
 	if err != nil {
 		r.t.Errorf("metrics of the daemon: %v", err)
 		return
