@@ -278,6 +278,18 @@ func (o *outputLog) since(mark int) []string {
 	return append([]string(nil), o.ring[len(o.ring)-n:]...)
 }
 
+// seenSince reports whether a line containing s was read after mark.
+func (o *outputLog) seenSince(mark int, s string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, l := range o.since(mark) {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // alertsSince waits up to limit for a line containing until to arrive
 // after mark, then returns the [ALERT] lines read after mark.
 func (o *outputLog) alertsSince(mark int, until string, limit time.Duration) []string {

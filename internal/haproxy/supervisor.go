@@ -370,27 +370,68 @@ func (p *Process) stop(ctx context.Context) error {
 			return fmt.Errorf("signal haproxy master %d: %w", p.PID(), err)
 		}
 		p.log.Info("haproxy stopping", "pid", p.PID(), "signal", st.sig.String())
-		timer := time.NewTimer(st.wait)
 		// Once ctx is done only the last step's wait applies: a stop must
 		// still stop.
 		var ctxDone <-chan struct{}
 		if i < len(steps)-1 {
 			ctxDone = ctx.Done()
 		}
-		select {
-		case <-p.done:
-			timer.Stop()
-			return nil
-		case <-ctxDone:
-		case <-timer.C:
+		var resend func()
+		if st.sig == syscall.SIGUSR1 {
+			mark := p.out.mark()
+			resend = func() {
+				if !p.out.seenSince(mark, masterStopping) {
+					_ = p.cmd.Process.Signal(syscall.SIGUSR1)
+				}
+			}
 		}
-		timer.Stop()
+		if p.await(st.wait, ctxDone, resend) {
+			return nil
+		}
 	}
 	select {
 	case <-p.done:
 		return nil
 	default:
 		return fmt.Errorf("haproxy master %d did not exit after SIGKILL", p.PID())
+	}
+}
+
+// softStopResend is how often a soft stop repeats its SIGUSR1 until the
+// master says it is stopping (masterStopping). HAProxy's master loses a
+// SIGUSR1 that comes while it is still starting, even once its worker
+// serves (2.6.12 and 3.0.11, from 100 backends up): sent once, a stop
+// during a start, a `systemctl stop` moments after one, waited out
+// SoftStopTimeout and ended with SIGTERM. A repeated SIGUSR1 is acted on,
+// and one during a soft stop under way changes nothing but another line
+// of output: connections in flight still finish (checked on both).
+const softStopResend = 500 * time.Millisecond
+
+// masterStopping is what the master prints when it acts on a stop signal.
+const masterStopping = "Exiting Master process"
+
+// await waits up to d for the master to exit, or for ctxDone; it reports
+// whether the master exited. resend, when set, runs every softStopResend.
+func (p *Process) await(d time.Duration, ctxDone <-chan struct{}, resend func()) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	var tick <-chan time.Time
+	if resend != nil {
+		t := time.NewTicker(softStopResend)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-p.done:
+			return true
+		case <-ctxDone:
+			return false
+		case <-timer.C:
+			return false
+		case <-tick:
+			resend()
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package haproxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -103,6 +104,43 @@ func TestStartStop(t *testing.T) {
 	}
 	if pids := haproxyPIDs(t, r.Cfg); len(pids) != 0 {
 		t.Errorf("haproxy processes left after Stop: %v", pids)
+	}
+}
+
+// TestStopDuringStart cancels a start the moment HAProxy listens, as a
+// `systemctl stop` during a start does: Start stops the HAProxy it
+// launched. HAProxy's master loses a SIGUSR1 that comes before it is
+// ready (seen on 2.6.12 and 3.0.11): sent once, the soft stop waited out
+// SoftStopTimeout and ended with SIGTERM.
+func TestStopDuringStart(t *testing.T) {
+	for i := range 3 {
+		r := newRig(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			defer cancel()
+			for ctx.Err() == nil {
+				if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", r.HTTP)); err == nil {
+					c.Close()
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		proc, err := r.sup.Start(ctx)
+		cancel()
+		if err == nil {
+			// Ready before the port was seen: nothing to test this time.
+			if err := proc.Stop(ctxT(t, 20*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if log := r.log.String(); strings.Contains(log, "signal=terminated") {
+			t.Fatalf("start %d, cancelled as HAProxy began to listen, stopped it only with SIGTERM: the soft stop was lost:\n%s", i, log)
+		}
+		if pids := haproxyPIDs(t, r.Cfg); len(pids) != 0 {
+			t.Errorf("haproxy processes left after a cancelled start: %v", pids)
+		}
 	}
 }
 
