@@ -1,6 +1,7 @@
 package haproxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,7 +21,8 @@ import (
 //   - at start, an HAProxy master an earlier haroute left running (its
 //     haroute was killed with SIGKILL, say) is found through the pid file
 //     and taken over: the new HAProxy inherits its listening sockets and
-//     then soft-stops it, so no request is refused;
+//     then soft-stops it, so no request is refused; one still loading
+//     its configuration, with no pid file yet, is waited for first;
 //   - the rendered global `noreuseport` makes any other process on the same
 //     ports (a second router with another run dir, a stray HAProxy) fail
 //     to bind, with HAProxy's "cannot bind socket … [addr:port]" in the
@@ -148,6 +150,82 @@ func (s *Supervisor) findPrevious() *previous {
 		return nil
 	}
 	return &previous{pid: pid, pidfd: fd}
+}
+
+// awaitStarting waits for an HAProxy master of this run dir that is still
+// loading its configuration: one an earlier haroute launched just before
+// it was killed, which writes its pid file only as it binds, about a
+// second later at 10k routes. An HAProxy launched beside it raced it for
+// the ports; the loser exited, and with it a restarted haroute ("cannot
+// bind socket"), leaving the winner unsupervised. Once the pid file names
+// it (or it is gone), findPrevious takes it over as usual. The wait ends
+// with ctx or after readyTimeout; it reports whether there was one.
+func (s *Supervisor) awaitStarting(ctx context.Context) bool {
+	pid := s.startingMaster()
+	if pid == 0 {
+		return false
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return false // gone
+	}
+	defer unix.Close(fd)
+	s.log.Warn("an haproxy of this run dir is still starting; waiting for it, to take it over", "pid", pid)
+	deadline := time.Now().Add(readyTimeout)
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		if p := s.findPrevious(); p != nil {
+			unix.Close(p.pidfd)
+			return true
+		}
+		if waitPidfd(fd, 20*time.Millisecond) {
+			return true // it failed to start; the ports are free
+		}
+	}
+	return true
+}
+
+// startingMaster returns the pid of an HAProxy master of this run dir (see
+// isOurs) that the pid file does not name, or 0. Its workers, forked with
+// the same command line, are told apart by their parent.
+func (s *Supervisor) startingMaster() int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	ours := func(pid int) bool {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		return err == nil && s.isOurs(cmdline)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() || !ours(pid) {
+			continue
+		}
+		if ppid := parentOf(pid); ppid > 0 && ours(ppid) {
+			continue // a worker
+		}
+		return pid
+	}
+	return 0
+}
+
+// parentOf returns pid's parent from /proc/<pid>/stat, or 0.
+func parentOf(pid int) int {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// "pid (comm) state ppid …"; comm may hold spaces and parentheses.
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
 }
 
 // isOurs reports whether a /proc cmdline is an HAProxy master started for

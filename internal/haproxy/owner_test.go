@@ -134,6 +134,61 @@ func TestStartTakesOverPreviousHAProxy(t *testing.T) {
 	t.Logf("%d requests, none failed, across the takeover", ok)
 }
 
+// An earlier haroute killed just after it launched HAProxy leaves a
+// master still loading its configuration, with no pid file yet. A
+// restarted haroute must take it over rather than race it for the ports:
+// the loser of that race exited, and took the new haroute with it.
+func TestStartTakesOverStartingHAProxy(t *testing.T) {
+	r := newRig(t)
+	// The earlier haroute's HAProxy: this run dir's master socket and pid
+	// file, and a configuration that takes a while to load.
+	var slow strings.Builder
+	cfg, err := os.ReadFile(r.Cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow.Write(cfg)
+	for i := range 4000 {
+		fmt.Fprintf(&slow, "backend slow%d\n    server s 127.0.0.1:%d\n", i, r.B1)
+	}
+	slowCfg := filepath.Join(r.Run, "slow.cfg")
+	writeFile(t, slowCfg, slow.String())
+	earlier := exec.Command(testutil.HAProxy(t), "-W", "-S", r.sup.MasterSocket()+",mode,600", "-f", slowCfg, "-p", r.sup.PIDFile())
+	earlier.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := earlier.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = earlier.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-earlier.Process.Pid, syscall.SIGKILL)
+		<-exited
+	})
+	if _, err := os.Stat(r.sup.PIDFile()); err == nil {
+		t.Skip("the earlier haproxy wrote its pid file before the restart could start: nothing to test")
+	}
+
+	r.start(t)
+	if !strings.Contains(r.log.String(), "still starting") {
+		t.Errorf("the restart did not see the starting haproxy %d; log:\n%s", earlier.Process.Pid, r.log)
+	}
+	info, err := r.proc.Master().ShowProc(ctxT(t, 5*time.Second))
+	if err != nil || len(info.Workers) != 1 {
+		t.Fatalf("show proc = %+v, %v", info, err)
+	}
+	if cmdline := readCmdline(t, info.Workers[0].PID); !strings.Contains(cmdline, " -sf "+strconv.Itoa(earlier.Process.Pid)) {
+		t.Errorf("new haproxy %q did not take over %d", cmdline, earlier.Process.Pid)
+	}
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the earlier haproxy %d still runs after the takeover", earlier.Process.Pid)
+	}
+	if got := r.get(t, ""); got != "200 b0" {
+		t.Errorf("GET after the takeover = %q, want %q", got, "200 b0")
+	}
+}
+
 func readCmdline(t *testing.T, pid int) string {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))

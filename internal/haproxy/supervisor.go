@@ -135,6 +135,9 @@ func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
 		return nil, err
 	}
 	prev := s.findPrevious()
+	if prev == nil && s.awaitStarting(ctx) {
+		prev = s.findPrevious()
+	}
 	var extra []string
 	if prev != nil {
 		extra = s.takeoverArgs(prev.pid)
