@@ -184,6 +184,38 @@ func (s *Supervisor) awaitStarting(ctx context.Context) bool {
 	return true
 }
 
+// awaitMaster waits until prev's master answers on the master socket,
+// which it does only from its main loop: only there does it act on the
+// SIGUSR1 of a takeover (-sf) as a soft stop. A master loading its
+// configuration (a reload under way when its haroute died) is killed
+// outright by SIGUSR1, the signal's default action, and one that has just
+// begun to serve loses it; either way the takeover was no longer
+// seamless. Without a master socket there is nothing to ask. The wait
+// ends with ctx or after readyTimeout.
+func (s *Supervisor) awaitMaster(ctx context.Context, prev *previous) {
+	if _, err := os.Stat(s.MasterSocket()); err != nil {
+		return
+	}
+	m := NewMaster(s.MasterSocket())
+	deadline := time.Now().Add(readyTimeout)
+	logged := false
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		info, err := m.ShowProc(qctx)
+		cancel()
+		if err == nil && info.Master.PID == prev.pid {
+			return
+		}
+		if !logged {
+			s.log.Warn("the earlier haproxy's master does not answer yet (loading its configuration?); waiting before taking it over", "pid", prev.pid)
+			logged = true
+		}
+		if waitPidfd(prev.pidfd, 20*time.Millisecond) {
+			return // gone: the takeover finds nothing to stop
+		}
+	}
+}
+
 // startingMaster returns the pid of an HAProxy master of this run dir (see
 // isOurs) that the pid file does not name, or 0. Its workers, forked with
 // the same command line, are told apart by their parent.

@@ -140,6 +140,7 @@ func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
 	}
 	var extra []string
 	if prev != nil {
+		s.awaitMaster(ctx, prev)
 		extra = s.takeoverArgs(prev.pid)
 		s.log.Warn("taking over haproxy left running by an earlier haroute", "pid", prev.pid, "args", strings.Join(extra, " "))
 	}
