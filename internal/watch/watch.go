@@ -61,8 +61,9 @@ type Options struct {
 // ctx is done (then it returns nil). Sends never block: out should have
 // capacity 1, so a burst collapses into one pending trigger. One trigger is
 // sent as soon as the watches are in place, so a change made before
-// watching began is not missed. The only errors are an empty Dir and
-// failing to create the watcher itself (e.g. inotify limits).
+// watching began is not missed. When no watcher can be made (inotify
+// limits), it polls until one can (pollUntilWatcher). It fails only on an
+// empty Dir or a watcher whose streams close.
 func Watch(ctx context.Context, opts Options, out chan<- struct{}) error {
 	if opts.Dir == "" {
 		return errors.New("watch: no config dir")
@@ -71,17 +72,10 @@ func Watch(ctx context.Context, opts Options, out chan<- struct{}) error {
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", opts.Dir, err)
 	}
-	fw, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("watch %s: %w", abs, err)
-	}
-	defer fw.Close()
-
 	w := &watcher{
 		opts:   opts,
 		dir:    abs,
 		parent: filepath.Dir(abs),
-		fw:     fw,
 		out:    out,
 		log:    opts.Logger,
 	}
@@ -100,7 +94,112 @@ func Watch(ctx context.Context, opts Options, out chan<- struct{}) error {
 	if w.opts.Mode == "" {
 		w.opts.Mode = snapshot.ModeAuto
 	}
+	if w.fw = w.pollUntilWatcher(ctx); w.fw == nil {
+		return nil // ctx is done
+	}
+	defer w.fw.Close()
 	return w.run(ctx)
+}
+
+// newWatcher makes the inotify watcher; tests replace it.
+var newWatcher = fsnotify.NewWatcher
+
+// pollUntilWatcher returns a new watcher, or nil once ctx is done.
+// inotify instances are counted per user (fs.inotify.max_user_instances,
+// 128 by default), and a busy host runs out of them. Without a watcher
+// nothing would trigger again, and the router would go stale for good,
+// silently. So until one can be made, the directory is polled: every Poll
+// its signature is taken, and a change that has held for one Poll (a
+// debounce: a file still being written must not be read) triggers; the
+// resync keeps running. It tries for a watcher again at every Poll.
+func (w *watcher) pollUntilWatcher(ctx context.Context) *fsnotify.Watcher {
+	fw, err := newWatcher()
+	if err == nil {
+		return fw
+	}
+	w.log.Warn("cannot watch the config dir; polling it until a watcher can be made "+
+		"(raise fs.inotify.max_user_instances if inotify instances run out)",
+		"dir", w.dir, "every", w.opts.Poll, "err", err)
+	w.trigger()
+	resync := time.NewTicker(w.opts.Resync)
+	defer resync.Stop()
+	tick := time.NewTicker(w.opts.Poll)
+	defer tick.Stop()
+	last := signature(w.dir, w.opts.Mode)
+	pending := last
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-resync.C:
+			w.trigger()
+		case <-tick.C:
+			sig := signature(w.dir, w.opts.Mode)
+			switch {
+			case sig == last:
+			case sig == pending:
+				last = sig
+				w.log.Debug("config dir changed (polled)", "dir", w.dir)
+				w.counted()
+				w.trigger()
+			default:
+				pending = sig
+			}
+			if fw, err := newWatcher(); err == nil {
+				w.log.Info("config dir watched again", "dir", w.dir)
+				return fw
+			}
+		}
+	}
+}
+
+// signature describes what a poll compares: the generation the link names
+// in atomic and link modes (their commit point), and in plain mode every
+// entry's path, size and modification time. A directory that cannot be
+// read has the error as its signature.
+func signature(dir string, mode snapshot.Mode) string {
+	if mode == snapshot.ModeAuto {
+		m, err := snapshot.Detect(dir)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		mode = m
+	}
+	switch mode {
+	case snapshot.ModeAtomic:
+		target, err := os.Readlink(filepath.Join(dir, snapshot.DataLink))
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return "atomic " + target
+	case snapshot.ModeLink:
+		target, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return "link " + target
+	}
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			fmt.Fprintf(&b, "%s error %v\n", p, err)
+			return nil
+		}
+		if p != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+		}
+		return nil
+	})
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return b.String()
 }
 
 type watcher struct {

@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/haroute/haroute/internal/snapshot"
 	"github.com/haroute/haroute/test/publish"
@@ -292,5 +295,59 @@ func TestWatchErrors(t *testing.T) {
 	err := Watch(context.Background(), Options{}, make(chan struct{}, 1))
 	if err == nil || err.Error() != "watch: no config dir" {
 		t.Errorf("empty Dir: %v", err)
+	}
+}
+
+// Without an inotify watcher (fs.inotify.max_user_instances used up), the
+// directory is polled: a change triggers once it has held for a poll, in
+// atomic and in plain mode, and the watcher is made as soon as it can be.
+// Not parallel: it replaces newWatcher.
+func TestPollsWithoutInotify(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	newWatcher = func() (*fsnotify.Watcher, error) {
+		if refuse.Load() {
+			return nil, syscall.EMFILE // what inotify_init1 returns at the limit
+		}
+		return fsnotify.NewWatcher()
+	}
+	t.Cleanup(func() { newWatcher = fsnotify.NewWatcher })
+
+	atomicDir := t.TempDir()
+	w := publish.NewAtomicWriter(atomicDir)
+	if err := w.Publish(gen(0)); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, Options{Dir: atomicDir, Poll: 100 * time.Millisecond})
+	h.expectNone(500*time.Millisecond, "nothing changed")
+	for n := 1; n <= 3; n++ {
+		if err := w.Publish(gen(n)); err != nil {
+			t.Fatal(err)
+		}
+		h.expect(fmt.Sprintf("publishing generation %d without inotify", n))
+		h.expectNone(500*time.Millisecond, "a generation already seen")
+	}
+
+	plainDir := t.TempDir()
+	file := filepath.Join(plainDir, "route.yaml")
+	if err := os.WriteFile(file, []byte("generation: 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, Options{Dir: plainDir, Poll: 100 * time.Millisecond})
+	if err := os.WriteFile(file, []byte("generation: 1, a longer line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.expect("rewriting a file without inotify")
+	p.expectNone(500*time.Millisecond, "a file already seen")
+
+	// inotify is back: the watcher is made and events trigger again.
+	refuse.Store(false)
+	p.expect("the watcher's first trigger once made")
+	if err := os.WriteFile(filepath.Join(plainDir, "more.yaml"), []byte("x: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.expect("a new file, watched")
+	if p.events.Load() == 0 {
+		t.Error("no event counted")
 	}
 }
