@@ -101,8 +101,12 @@ func Watch(ctx context.Context, opts Options, out chan<- struct{}) error {
 	return w.run(ctx)
 }
 
-// newWatcher makes the inotify watcher; tests replace it.
-var newWatcher = fsnotify.NewWatcher
+// newWatcher makes the inotify watcher, and addWatch adds a directory of
+// a plain tree to it; tests replace them.
+var (
+	newWatcher = fsnotify.NewWatcher
+	addWatch   = (*fsnotify.Watcher).Add
+)
 
 // pollUntilWatcher returns a new watcher, or nil once ctx is done.
 // inotify instances are counted per user (fs.inotify.max_user_instances,
@@ -125,8 +129,7 @@ func (w *watcher) pollUntilWatcher(ctx context.Context) *fsnotify.Watcher {
 	defer resync.Stop()
 	tick := time.NewTicker(w.opts.Poll)
 	defer tick.Stop()
-	last := signature(w.dir, w.opts.Mode)
-	pending := last
+	w.polled.reset(w.dir, w.opts.Mode)
 	for {
 		select {
 		case <-ctx.Done():
@@ -134,22 +137,46 @@ func (w *watcher) pollUntilWatcher(ctx context.Context) *fsnotify.Watcher {
 		case <-resync.C:
 			w.trigger()
 		case <-tick.C:
-			sig := signature(w.dir, w.opts.Mode)
-			switch {
-			case sig == last:
-			case sig == pending:
-				last = sig
-				w.log.Debug("config dir changed (polled)", "dir", w.dir)
-				w.counted()
-				w.trigger()
-			default:
-				pending = sig
-			}
+			w.poll()
 			if fw, err := newWatcher(); err == nil {
 				w.log.Info("config dir watched again", "dir", w.dir)
 				return fw
 			}
 		}
+	}
+}
+
+// poll triggers when the directory's signature changed and then held for
+// one poll.
+func (w *watcher) poll() {
+	if w.polled.settled(signature(w.dir, w.opts.Mode)) {
+		w.log.Debug("config dir changed (polled)", "dir", w.dir)
+		w.counted()
+		w.trigger()
+	}
+}
+
+// polledState is what polling remembers between ticks.
+type polledState struct {
+	last, pending string
+}
+
+func (p *polledState) reset(dir string, mode snapshot.Mode) {
+	p.last = signature(dir, mode)
+	p.pending = p.last
+}
+
+// settled reports whether sig is a change that held since the last tick.
+func (p *polledState) settled(sig string) bool {
+	switch {
+	case sig == p.last:
+		return false
+	case sig == p.pending:
+		p.last = sig
+		return true
+	default:
+		p.pending = sig
+		return false
 	}
 }
 
@@ -212,6 +239,8 @@ type watcher struct {
 
 	mode snapshot.Mode // the layout the current watches serve
 	lost bool          // the watches could not be set up; polling
+	// polled is the polling state, while there are no watches.
+	polled polledState
 
 	// Trailing debounce state (plain mode).
 	debounce   *time.Timer
@@ -219,6 +248,7 @@ type watcher struct {
 }
 
 func (w *watcher) run(ctx context.Context) error {
+	w.polled.reset(w.dir, w.opts.Mode)
 	if err := w.setup(); err != nil {
 		w.log.Warn("config dir not watchable yet; polling", "dir", w.dir, "err", err)
 	}
@@ -262,7 +292,13 @@ func (w *watcher) run(ctx context.Context) error {
 			if err := w.setup(); err == nil {
 				w.log.Info("config dir is back", "dir", w.dir, "mode", w.mode)
 				w.trigger()
+				continue
 			}
+			// Still not watchable: a missing directory, or one whose
+			// watches cannot be added (fs.inotify.max_user_watches used
+			// up by a large tree). Changes to one that is there must
+			// not wait for the resync.
+			w.poll()
 		}
 	}
 }
@@ -335,7 +371,7 @@ func (w *watcher) addTree(dir string) error {
 		if p != dir && strings.HasPrefix(d.Name(), ".") {
 			return filepath.SkipDir
 		}
-		if err := w.fw.Add(p); err != nil {
+		if err := addWatch(w.fw, p); err != nil {
 			if p != dir && errors.Is(err, fs.ErrNotExist) {
 				return filepath.SkipDir
 			}

@@ -351,3 +351,29 @@ func TestPollsWithoutInotify(t *testing.T) {
 		t.Error("no event counted")
 	}
 }
+
+// A plain tree whose watches cannot be added (fs.inotify.max_user_watches
+// used up) is polled as well, not left to the resync. Not parallel: it
+// replaces addWatch.
+func TestPollsWhenWatchesRunOut(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "routes")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	addWatch = func(fw *fsnotify.Watcher, p string) error {
+		if p == sub {
+			return syscall.ENOSPC // what inotify_add_watch returns at the limit
+		}
+		return fw.Add(p)
+	}
+	t.Cleanup(func() { addWatch = (*fsnotify.Watcher).Add })
+
+	h := start(t, Options{Dir: dir, Poll: 100 * time.Millisecond})
+	h.expectNone(500*time.Millisecond, "nothing changed")
+	if err := os.WriteFile(filepath.Join(sub, "route.yaml"), []byte("generation: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.expect("a file written in an unwatchable tree")
+	h.expectNone(500*time.Millisecond, "a file already seen")
+}
