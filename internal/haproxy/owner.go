@@ -186,12 +186,12 @@ func (s *Supervisor) awaitStarting(ctx context.Context) bool {
 
 // awaitMaster waits until prev's master answers on the master socket,
 // which it does only from its main loop: only there does it act on the
-// SIGUSR1 of a takeover (-sf) as a soft stop. A master loading its
-// configuration (a reload under way when its haroute died) is killed
-// outright by SIGUSR1, the signal's default action, and one that has just
-// begun to serve loses it; either way the takeover was no longer
-// seamless. Without a master socket there is nothing to ask. The wait
-// ends with ctx or after readyTimeout.
+// SIGUSR1 of a takeover (-sf) as a soft stop. A master re-executing for a
+// reload (under way when its haroute died) or one whose worker has just
+// begun to serve loses it (see softStopResend): it then went on beside
+// the new HAProxy, on the same sockets, until retire's SIGTERM, and
+// requests failed meanwhile. Without a master socket there is nothing to
+// ask. The wait ends with ctx or after readyTimeout.
 func (s *Supervisor) awaitMaster(ctx context.Context, prev *previous) {
 	if _, err := os.Stat(s.MasterSocket()); err != nil {
 		return

@@ -207,11 +207,9 @@ func slowLoading(t *testing.T, r *rig, b0 int) string {
 
 // A haroute killed (or restarted) while its HAProxy reloads leaves a
 // master that is loading its configuration again. The restarted
-// haroute's takeover (-sf) must wait for it: a master loading its
-// configuration dies of SIGUSR1 (the default action, before HAProxy
-// handles it), and one that has just begun to serve loses it. Without
-// the wait, 3 runs in 5 of this test refused the first request after the
-// takeover (EOF).
+// haroute's takeover (-sf) must wait for it: a master re-executing for a
+// reload loses the SIGUSR1. Without the wait, 3 runs in 5 of this test
+// refused the first request after the takeover (EOF).
 func TestTakeoverDuringReloadKeepsConnections(t *testing.T) {
 	r := newRig(t)
 	entered := make(chan struct{}, 1)

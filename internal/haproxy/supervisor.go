@@ -138,9 +138,18 @@ func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
 	if prev == nil && s.awaitStarting(ctx) {
 		prev = s.findPrevious()
 	}
-	var extra []string
 	if prev != nil {
 		s.awaitMaster(ctx, prev)
+	}
+	if err := ctx.Err(); err != nil {
+		// Stopped while waiting for an earlier HAProxy: it keeps serving.
+		if prev != nil {
+			_ = unix.Close(prev.pidfd)
+		}
+		return nil, err
+	}
+	var extra []string
+	if prev != nil {
 		extra = s.takeoverArgs(prev.pid)
 		s.log.Warn("taking over haproxy left running by an earlier haroute", "pid", prev.pid, "args", strings.Join(extra, " "))
 	}
@@ -403,12 +412,14 @@ func (p *Process) stop(ctx context.Context) error {
 
 // softStopResend is how often a soft stop repeats its SIGUSR1 until the
 // master says it is stopping (masterStopping). HAProxy's master loses a
-// SIGUSR1 that comes while it is still starting, even once its worker
-// serves (2.6.12 and 3.0.11, from 100 backends up): sent once, a stop
-// during a start, a `systemctl stop` moments after one, waited out
-// SoftStopTimeout and ended with SIGTERM. A repeated SIGUSR1 is acted on,
-// and one during a soft stop under way changes nothing but another line
-// of output: connections in flight still finish (checked on both).
+// SIGUSR1 that comes after its worker started serving but before its own
+// main loop runs (2.6.12 and 3.0.11, from 100 backends up), and one that
+// comes while it re-executes for a reload (2.6.12, 10k backends): sent
+// once, a stop during a start, a `systemctl stop` moments after one,
+// waited out SoftStopTimeout and ended with SIGTERM. A repeated SIGUSR1
+// is acted on, and one during a soft stop under way changes nothing but
+// another line of output: connections in flight still finish (checked
+// on both versions).
 const softStopResend = 500 * time.Millisecond
 
 // masterStopping is what the master prints when it acts on a stop signal.
