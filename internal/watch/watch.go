@@ -146,6 +146,13 @@ func (w *watcher) pollUntilWatcher(ctx context.Context) *fsnotify.Watcher {
 	}
 }
 
+// loseWatches marks the watches lost: from now on the poll ticks look
+// at the directory, from its state at this moment.
+func (w *watcher) loseWatches() {
+	w.lost = true
+	w.polled.reset(w.dir, w.opts.Mode)
+}
+
 // poll triggers when the directory's signature changed and then held for
 // one poll.
 func (w *watcher) poll() {
@@ -248,7 +255,6 @@ type watcher struct {
 }
 
 func (w *watcher) run(ctx context.Context) error {
-	w.polled.reset(w.dir, w.opts.Mode)
 	if err := w.setup(); err != nil {
 		w.log.Warn("config dir not watchable yet; polling", "dir", w.dir, "err", err)
 	}
@@ -322,9 +328,16 @@ func (w *watcher) counted() {
 // parent always (the link lives there, and it sees the directory vanish and
 // come back), plus the directory itself for atomic mode and the whole tree
 // for plain mode. On failure the watcher is lost and polls.
-func (w *watcher) setup() error {
+func (w *watcher) setup() (err error) {
 	for _, p := range w.fw.WatchList() {
 		_ = w.fw.Remove(p) // may already be gone with its directory
+	}
+	if !w.lost {
+		defer func() {
+			if err != nil {
+				w.loseWatches()
+			}
+		}()
 	}
 	w.lost = true
 	parentErr := w.fw.Add(w.parent)
@@ -472,7 +485,7 @@ func (w *watcher) vanished(ev fsnotify.Event) {
 			_ = w.fw.Remove(p)
 		}
 	}
-	w.lost = true
+	w.loseWatches()
 	w.trigger()
 }
 
