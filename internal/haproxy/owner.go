@@ -152,36 +152,42 @@ func (s *Supervisor) findPrevious() *previous {
 	return &previous{pid: pid, pidfd: fd}
 }
 
-// awaitStarting waits for an HAProxy master of this run dir that is still
-// loading its configuration: one an earlier haroute launched just before
-// it was killed, which writes its pid file only as it binds, about a
-// second later at 10k routes. An HAProxy launched beside it raced it for
-// the ports; the loser exited, and with it a restarted haroute ("cannot
-// bind socket"), leaving the winner unsupervised. Once the pid file names
-// it (or it is gone), findPrevious takes it over as usual. The wait ends
-// with ctx or after readyTimeout; it reports whether there was one.
-func (s *Supervisor) awaitStarting(ctx context.Context) bool {
-	pid := s.startingMaster()
+// awaitStarting finds an HAProxy master of this run dir that the pid file
+// does not name, and waits for it if it is still loading its
+// configuration: one an earlier haroute launched just before it was
+// killed, which writes its pid file only as it binds, about a second later
+// at 10k routes. An HAProxy launched beside it raced it for the ports; the
+// loser exited, and with it a restarted haroute ("cannot bind socket"),
+// leaving the winner unsupervised. It returns the master to take over:
+// once the pid file names it, or at once when it already runs workers (its
+// pid file was lost); nil when there is none or it exits. The wait ends
+// with ctx or after readyTimeout.
+func (s *Supervisor) awaitStarting(ctx context.Context) *previous {
+	pid, running := s.unnamedMaster()
 	if pid == 0 {
-		return false
+		return nil
 	}
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
-		return false // gone
+		return nil // gone
 	}
-	defer unix.Close(fd)
+	if running {
+		s.log.Warn("an haproxy of this run dir runs without a pid file naming it", "pid", pid, "pid_file", s.PIDFile())
+		return &previous{pid: pid, pidfd: fd}
+	}
 	s.log.Warn("an haproxy of this run dir is still starting; waiting for it, to take it over", "pid", pid)
 	deadline := time.Now().Add(readyTimeout)
 	for ctx.Err() == nil && time.Now().Before(deadline) {
 		if p := s.findPrevious(); p != nil {
-			unix.Close(p.pidfd)
-			return true
+			unix.Close(fd)
+			return p
 		}
 		if waitPidfd(fd, 20*time.Millisecond) {
-			return true // it failed to start; the ports are free
+			break // it failed to start; the ports are free
 		}
 	}
-	return true
+	unix.Close(fd)
+	return nil
 }
 
 // awaitMaster waits until prev's master answers on the master socket,
@@ -216,29 +222,40 @@ func (s *Supervisor) awaitMaster(ctx context.Context, prev *previous) {
 	}
 }
 
-// startingMaster returns the pid of an HAProxy master of this run dir (see
-// isOurs) that the pid file does not name, or 0. Its workers, forked with
-// the same command line, are told apart by their parent.
-func (s *Supervisor) startingMaster() int {
+// unnamedMaster returns the pid of an HAProxy master of this run dir (see
+// isOurs) that is not haroute's own, or 0, and whether it runs workers:
+// they are forked with the master's command line, and told apart by
+// their parent.
+func (s *Supervisor) unnamedMaster() (pid int, running bool) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return 0, false
 	}
 	ours := func(pid int) bool {
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		return err == nil && s.isOurs(cmdline)
 	}
+	parents := map[int]int{}
 	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() || !ours(pid) {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil || p == os.Getpid() || !ours(p) {
 			continue
 		}
-		if ppid := parentOf(pid); ppid > 0 && ours(ppid) {
-			continue // a worker
-		}
-		return pid
+		parents[p] = parentOf(p)
 	}
-	return 0
+	for p, parent := range parents {
+		if _, isWorker := parents[parent]; isWorker {
+			continue
+		}
+		pid = p
+	}
+	if pid == 0 {
+		return 0, false
+	}
+	for _, parent := range parents {
+		running = running || parent == pid
+	}
+	return pid, running
 }
 
 // parentOf returns pid's parent from /proc/<pid>/stat, or 0.

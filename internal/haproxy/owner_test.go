@@ -178,11 +178,45 @@ func TestStartTakesOverStartingHAProxy(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("the earlier haproxy %d still runs after the takeover", earlier.Process.Pid)
 	}
-	if !strings.Contains(r.log.String(), "does not answer yet") {
-		t.Errorf("the takeover did not wait for the reloading master; log:\n%s", r.log)
-	}
 	if got := r.get(t, ""); got != "200 b0" {
 		t.Errorf("GET after the takeover = %q, want %q", got, "200 b0")
+	}
+}
+
+// An HAProxy of the run dir whose pid file is gone (deleted with the run
+// dir, say) is taken over at once: it runs workers, so it is not loading,
+// and waiting for a pid file it will never write again would only delay
+// the start into a port clash.
+func TestStartTakesOverHAProxyWithoutPIDFile(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	old := r.proc
+	if err := os.Remove(r.sup.PIDFile()); err != nil {
+		t.Fatal(err)
+	}
+	next, err := NewSupervisor(r.sup.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := next.Start(ctxT(t, 20*time.Second))
+	if err != nil {
+		t.Fatalf("start over an haproxy without a pid file: %v", err)
+	}
+	t.Cleanup(func() { proc.Stop(context.Background()) })
+	info, err := proc.Master().ShowProc(ctxT(t, 5*time.Second))
+	if err != nil || len(info.Workers) != 1 {
+		t.Fatalf("show proc = %+v, %v", info, err)
+	}
+	if cmdline := readCmdline(t, info.Workers[0].PID); !strings.Contains(cmdline, " -sf "+strconv.Itoa(old.PID())) {
+		t.Errorf("new haproxy %q did not take over %d", cmdline, old.PID())
+	}
+	select {
+	case <-old.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the previous haproxy %d is still running", old.PID())
+	}
+	if strings.Contains(r.log.String(), "still starting") {
+		t.Errorf("a running haproxy was taken for one still starting; log:\n%s", r.log)
 	}
 }
 
@@ -261,7 +295,9 @@ func TestTakeoverDuringReloadKeepsConnections(t *testing.T) {
 	if got := <-inFlight; got != "200 slow" {
 		t.Errorf("request in flight across the takeover = %q, want %q", got, "200 slow")
 	}
-	t.Log(r.log.String())
+	if !strings.Contains(r.log.String(), "does not answer yet") {
+		t.Errorf("the takeover did not wait for the reloading master; log:\n%s", r.log)
+	}
 	if got := r.get(t, ""); got != "200 b0" {
 		t.Errorf("GET after the takeover = %q, want %q", got, "200 b0")
 	}

@@ -135,8 +135,8 @@ func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
 		return nil, err
 	}
 	prev := s.findPrevious()
-	if prev == nil && s.awaitStarting(ctx) {
-		prev = s.findPrevious()
+	if prev == nil {
+		prev = s.awaitStarting(ctx)
 	}
 	if prev != nil {
 		s.awaitMaster(ctx, prev)
