@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -233,7 +234,9 @@ func (s *Supervisor) unnamedMaster() (pid int, running bool) {
 	}
 	ours := func(pid int) bool {
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		return err == nil && s.isOurs(cmdline)
+		// `haproxy -c -f <live config>` (a check before a reload) names
+		// the config too, but serves nothing.
+		return err == nil && s.isOurs(cmdline) && !slices.Contains(strings.Split(string(cmdline), "\x00"), "-c")
 	}
 	parents := map[int]int{}
 	for _, e := range entries {

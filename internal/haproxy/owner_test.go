@@ -220,6 +220,26 @@ func TestStartTakesOverHAProxyWithoutPIDFile(t *testing.T) {
 	}
 }
 
+// A `haproxy -c` of the live config (a check before a reload, left
+// running by a haroute killed during it) names the config as a master
+// does, but is none: a start must not wait for it.
+func TestStartIgnoresRunningCheck(t *testing.T) {
+	r := newRig(t)
+	slow := slowLoading(t, r, r.B0)
+	if err := os.Rename(slow, r.Cfg); err != nil {
+		t.Fatal(err)
+	}
+	check := exec.Command(testutil.HAProxy(t), "-c", "-f", r.Cfg)
+	if err := check.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = check.Process.Kill(); _ = check.Wait() })
+	r.start(t)
+	if strings.Contains(r.log.String(), "still starting") || strings.Contains(r.log.String(), "without a pid file") {
+		t.Errorf("a start took `haproxy -c` (pid %d) for an HAProxy to take over; log:\n%s", check.Process.Pid, r.log)
+	}
+}
+
 // slowLoading writes the rig's configuration with 4000 more backends,
 // which take HAProxy about 0.3 s to load, and b0 as the port of the
 // default backend's servers, and returns its path.
