@@ -158,6 +158,11 @@ func TestStartTakesOverStartingHAProxy(t *testing.T) {
 		_ = syscall.Kill(-earlier.Process.Pid, syscall.SIGKILL)
 		<-exited
 	})
+	// A restarted haroute comes a while later (its own start, load and
+	// render): by then the earlier HAProxy is past the exec of the 3.0
+	// wrapper (sh, then ld.so), whose command line reads empty in the
+	// middle of an exec.
+	time.Sleep(100 * time.Millisecond)
 	if _, err := os.Stat(r.sup.PIDFile()); err == nil {
 		t.Fatal("the earlier haproxy wrote its pid file before the restart began: the test needs a configuration that loads longer")
 	}
@@ -234,14 +239,15 @@ func TestStartIgnoresRunningCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = check.Process.Kill(); _ = check.Wait() })
+	time.Sleep(100 * time.Millisecond) // past the 3.0 wrapper's execs, as in TestStartTakesOverStartingHAProxy
 	r.start(t)
 	if strings.Contains(r.log.String(), "still starting") || strings.Contains(r.log.String(), "without a pid file") {
 		t.Errorf("a start took `haproxy -c` (pid %d) for an HAProxy to take over; log:\n%s", check.Process.Pid, r.log)
 	}
 }
 
-// slowLoading writes the rig's configuration with 4000 more backends,
-// which take HAProxy about 0.3 s to load, and b0 as the port of the
+// slowLoading writes the rig's configuration with 6000 more backends,
+// which take HAProxy about half a second to load, and b0 as the port of the
 // default backend's servers, and returns its path.
 func slowLoading(t *testing.T, r *rig, b0 int) string {
 	t.Helper()
@@ -251,7 +257,7 @@ func slowLoading(t *testing.T, r *rig, b0 int) string {
 	}
 	var slow strings.Builder
 	slow.WriteString(strings.ReplaceAll(string(cfg), fmt.Sprintf("127.0.0.1:%d", r.B0), fmt.Sprintf("127.0.0.1:%d", b0)))
-	for i := range 4000 {
+	for i := range 6000 {
 		fmt.Fprintf(&slow, "backend slow%d\n    server s 127.0.0.1:%d\n", i, r.B1)
 	}
 	path := filepath.Join(r.Run, "slow.cfg")
