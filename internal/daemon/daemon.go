@@ -307,13 +307,24 @@ func (d *Daemon) Run(ctx context.Context) error {
 	changes := make(chan struct{}, 1)
 	changes <- struct{}{} // the first sync
 	go func() {
-		err := watch.Watch(ctx, watch.Options{
-			Dir: d.opts.ConfigDir, Mode: d.opts.WatchMode,
-			Debounce: d.opts.Debounce, Resync: d.opts.Resync,
-			Logger: d.log.With("component", "watch"), OnEvent: d.metrics.WatchEvent,
-		}, changes)
-		if err != nil && ctx.Err() == nil {
-			d.log.Error("watcher stopped", "err", err)
+		// Without a watcher nothing triggers again, not even the resync:
+		// one that fails (its event streams closed under it) is started
+		// again, which also triggers a sync.
+		for {
+			err := watch.Watch(ctx, watch.Options{
+				Dir: d.opts.ConfigDir, Mode: d.opts.WatchMode,
+				Debounce: d.opts.Debounce, Resync: d.opts.Resync,
+				Logger: d.log.With("component", "watch"), OnEvent: d.metrics.WatchEvent,
+			}, changes)
+			if err == nil || ctx.Err() != nil {
+				return
+			}
+			d.log.Error("watcher stopped; starting it again", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
 		}
 	}()
 
