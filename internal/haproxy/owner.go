@@ -234,9 +234,7 @@ func (s *Supervisor) unnamedMaster() (pid int, running bool) {
 	}
 	ours := func(pid int) bool {
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		// `haproxy -c -f <live config>` (a check before a reload) names
-		// the config too, but serves nothing.
-		return err == nil && s.isOurs(cmdline) && !slices.Contains(strings.Split(string(cmdline), "\x00"), "-c")
+		return err == nil && s.isOurs(cmdline)
 	}
 	parents := map[int]int{}
 	for _, e := range entries {
@@ -281,9 +279,14 @@ func parentOf(pid int) int {
 }
 
 // isOurs reports whether a /proc cmdline is an HAProxy master started for
-// this run dir or this config.
+// this run dir or this config. `haproxy -c -f <live config>` (a check
+// before a reload, left running by a haroute killed during it) names the
+// config too, but is no master.
 func (s *Supervisor) isOurs(cmdline []byte) bool {
 	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	if slices.Contains(args, "-c") {
+		return false
+	}
 	for i := 0; i+1 < len(args); i++ {
 		switch v := args[i+1]; args[i] {
 		case "-S":

@@ -147,7 +147,11 @@ func TestStartTakesOverStartingHAProxy(t *testing.T) {
 	// The earlier haroute's HAProxy: this run dir's master socket and pid
 	// file, and a configuration that takes a while to load.
 	slowCfg := slowLoading(t, r, r.B0)
-	earlier := exec.Command(testutil.HAProxy(t), "-W", "-S", r.sup.MasterSocket()+",mode,600", "-f", slowCfg, "-p", r.sup.PIDFile())
+	earlierSup, err := NewSupervisor(Options{Binary: testutil.HAProxy(t), ConfigPath: slowCfg, RunDir: r.Run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := exec.Command(testutil.HAProxy(t), earlierSup.masterArgs()...)
 	earlier.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := earlier.Start(); err != nil {
 		t.Fatal(err)

@@ -166,15 +166,20 @@ func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
 	return p, nil
 }
 
-// launch starts HAProxy with extra arguments and waits until it is ready.
-func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, error) {
-	args := []string{
+// masterArgs are the arguments of every HAProxy master a Supervisor
+// launches; isOurs recognises a master of this run dir by them.
+func (s *Supervisor) masterArgs() []string {
+	return []string{
 		"-W",
 		"-S", s.MasterSocket() + ",mode,600",
 		"-f", s.opts.ConfigPath,
 		"-p", s.PIDFile(),
 	}
-	cmd := exec.Command(s.binary, append(args, extra...)...)
+}
+
+// launch starts HAProxy with extra arguments and waits until it is ready.
+func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, error) {
+	cmd := exec.Command(s.binary, append(s.masterArgs(), extra...)...)
 	// A process group of its own: signals to haroute's group (Ctrl-C in a
 	// terminal) do not hit HAProxy behind Stop's back, and Stop can sweep
 	// the group as a safety net.

@@ -113,6 +113,7 @@ func TestStartStop(t *testing.T) {
 // ready (seen on 2.6.12 and 3.0.11): sent once, the soft stop waited out
 // SoftStopTimeout and ended with SIGTERM.
 func TestStopDuringStart(t *testing.T) {
+	cancelled := 0
 	for i := range 3 {
 		r := newRig(t)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -135,12 +136,16 @@ func TestStopDuringStart(t *testing.T) {
 			}
 			continue
 		}
+		cancelled++
 		if log := r.log.String(); strings.Contains(log, "signal=terminated") {
 			t.Fatalf("start %d, cancelled as HAProxy began to listen, stopped it only with SIGTERM: the soft stop was lost:\n%s", i, log)
 		}
 		if pids := haproxyPIDs(t, r.Cfg); len(pids) != 0 {
 			t.Errorf("haproxy processes left after a cancelled start: %v", pids)
 		}
+	}
+	if cancelled == 0 {
+		t.Fatal("every start was ready before its port was seen: no stop during a start was tested")
 	}
 }
 
