@@ -89,6 +89,8 @@ func mapsEdited(t *cacheTable, outs []*routeOut, routes []*model.AdmittedRoute) 
 	return maps, data, true
 }
 
+// routeOutKey is the key of the route a cached output was rendered from,
+// for model.ChangedByKey.
 func routeOutKey(o *routeOut) model.RouteKey { return o.route.Key }
 
 // find returns where key is in m's entries, or where it would go.
