@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -124,19 +123,13 @@ func (r *router) noReadBackMismatch() {
 	if r.breaksHAProxy {
 		return
 	}
-	resp, err := r.client.Get("http://" + r.metrics + "/metrics") // 5 s timeout: a hung daemon fails the test, not the run
-	if err != nil {
-		r.t.Errorf("metrics of the daemon: %v", err)
-		return
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := r.scrapeMetrics()
 	if err != nil {
 		r.t.Errorf("metrics of the daemon: %v", err)
 		return
 	}
 	const series = `haroute_runtime_fallbacks_total{reason="read-back-mismatch"} `
-	for line := range strings.Lines(string(body)) {
+	for line := range strings.Lines(body) {
 		n, ok := strings.CutPrefix(line, series)
 		if !ok {
 			continue

@@ -34,7 +34,7 @@ func TestRoutesAddedAndDeletedWithoutReload(t *testing.T) {
 	}
 	// Per-route metrics name the route, not the spare backend serving it.
 	r.eventually(10*time.Second, "per-route metrics of b", func() error {
-		body, err := scrapeMetrics(r.metrics)
+		body, err := r.scrapeMetrics()
 		if err != nil {
 			return err
 		}
@@ -87,9 +87,10 @@ func TestRoutesAddedAndDeletedWithoutReload(t *testing.T) {
 	}
 }
 
-// scrapeMetrics fetches haroute's own /metrics.
-func scrapeMetrics(addr string) (string, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
+// scrapeMetrics fetches the daemon's own /metrics, with the harness's
+// client: a hung daemon fails the test after 5 s, not the run.
+func (r *router) scrapeMetrics() (string, error) {
+	resp, err := r.client.Get("http://" + r.metrics + "/metrics")
 	if err != nil {
 		return "", err
 	}
