@@ -124,12 +124,14 @@ func (w *watcher) pollUntilWatcher(ctx context.Context) *fsnotify.Watcher {
 	w.log.Warn("cannot watch the config dir; polling it until a watcher can be made "+
 		"(raise fs.inotify.max_user_instances if inotify instances run out)",
 		"dir", w.dir, "every", w.opts.Poll, "err", err)
+	// The signature to compare with is taken before the trigger: a change
+	// made after the read the trigger causes must differ from it.
+	w.polled.reset(w.dir, w.opts.Mode)
 	w.trigger()
 	resync := time.NewTicker(w.opts.Resync)
 	defer resync.Stop()
 	tick := time.NewTicker(w.opts.Poll)
 	defer tick.Stop()
-	w.polled.reset(w.dir, w.opts.Mode)
 	for {
 		select {
 		case <-ctx.Done():
