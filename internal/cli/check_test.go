@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/haroute/haroute/internal/testutil"
 )
 
 // TestCheckWarnsAboutAMisspelledKind: a Route whose kind is misspelled is
@@ -97,5 +100,56 @@ func TestCheckWarnsAboutTheDescriptorBudget(t *testing.T) {
 				t.Errorf("--limit-nofile %s: stdout %q, want %q", tc.limit, stdout, w)
 			}
 		}
+	}
+}
+
+// TestCheckAsksHAProxyAboutRouterConfig: RouterConfig values whose shape
+// is valid but which HAProxy refuses (an unknown log variable or fetch, a
+// cipher OpenSSL does not have) fail check at their field, each with
+// HAProxy's own message; without an HAProxy, check says what it could
+// not judge.
+func TestCheckAsksHAProxyAboutRouterConfig(t *testing.T) {
+	bin := testutil.HAProxy(t)
+	rc := func(spec string) string {
+		return "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec:\n" + spec
+	}
+	tests := []struct {
+		name, spec string
+		want       []string // error lines of stdout, each a prefix
+	}{
+		{"log variable", "  logging:\n    access:\n      destination:\n        type: Container\n      httpLogFormat: \"%foo %ci\"\n",
+			[]string{"router.yaml:10:22: error: spec.logging.access.httpLogFormat: HAProxy refuses the configuration this value makes: [ALERT]"}},
+		{"unique id fetch and cipher", "  httpHeaders:\n    uniqueId:\n      name: X-Id\n      format: \"%[nosuch]\"\n" +
+			"  tlsSecurityProfile:\n    type: Custom\n    custom:\n      minTLSVersion: VersionTLS12\n      ciphers: [FOO]\n",
+			[]string{
+				"router.yaml:9:15: error: spec.httpHeaders.uniqueId.format: HAProxy refuses the configuration this value makes: [ALERT]",
+				"router.yaml:10:3: error: spec.tlsSecurityProfile: HAProxy refuses the configuration this value makes: [ALERT]",
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute, "router.yaml": rc(tt.spec)})
+			code, stdout, stderr := run(t, "check", "--haproxy", bin, dir)
+			var lines []string
+			for line := range strings.Lines(stdout) {
+				if strings.Contains(line, ": error: ") {
+					lines = append(lines, line)
+				}
+			}
+			if code != ExitInvalid || len(lines) != len(tt.want) {
+				t.Fatalf("check: exit %d, stdout %q, want exit %d and %d errors (stderr %q)", code, stdout, ExitInvalid, len(tt.want), stderr)
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(lines[i], w) {
+					t.Errorf("line %d = %q, want prefix %q", i, lines[i], w)
+				}
+			}
+		})
+	}
+
+	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute, "router.yaml": rc(tests[0].spec)})
+	code, stdout, _ := run(t, "check", "--haproxy", filepath.Join(t.TempDir(), "no-haproxy"), dir)
+	if code != ExitOK || !strings.Contains(stdout, "note: log formats, cipher lists and subject patterns were checked for shape only") {
+		t.Fatalf("check without haproxy: exit %d, stdout %q, want exit 0 and a note", code, stdout)
 	}
 }

@@ -2,14 +2,17 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/haroute/haroute/internal/daemon"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/haroute/haroute/internal/certgen"
+	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/fsutil"
+	"github.com/haroute/haroute/internal/haproxy"
 	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/paths"
 	"github.com/haroute/haroute/internal/plan"
@@ -62,6 +65,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := newFlags("check", stderr)
 	strict := fs.Bool("strict", false, "treat warnings (unknown fields, ignored annotations) as errors")
 	nofile := fs.Uint64("limit-nofile", daemon.UnitNOFILE, "file-descriptor hard limit the router will run under (LimitNOFILE; the packaged unit's by default)")
+	bin := fs.String("haproxy", "", "haproxy binary that judges the RouterConfig's log formats, ciphers and patterns (default: haproxy from PATH)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseErr(err)
@@ -74,6 +78,15 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		fmt.Fprintf(stderr, "haroute check: %v\n", err)
 		return ExitInvalid
+	}
+	if !res.Diagnostics.HasErrors(false) && len(res.Objects.RouterConfigs) > 0 {
+		ds, err := judgeRouterConfig(ctx, *bin, res)
+		if err != nil {
+			fmt.Fprintf(stderr, "haroute check: %v\n", err)
+			return ExitInvalid
+		}
+		res.Diagnostics = append(res.Diagnostics, ds...)
+		res.Diagnostics.Sort()
 	}
 	// Notes too (a skipped kind, an annotation haroute ignores): they
 	// explain why the served state differs from the files, and do not
@@ -100,6 +113,59 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fmt.Fprintf(stderr, "%s: valid (%d routes admitted)\n", pos[0], admitted)
 	return ExitOK
+}
+
+// judgeRouterConfig asks HAProxy what only it can judge of the settings
+// (model.JudgeSettings): it must load a configuration made with them and
+// no routes. HAProxy's refusals come back as errors at their fields;
+// without an HAProxy at hand, as a note that the check was not made.
+func judgeRouterConfig(ctx context.Context, bin string, res model.Result) (model.Diagnostics, error) {
+	rc := res.Objects.RouterConfigs[0]
+	if _, err := haproxy.Binary(bin); err != nil {
+		return model.Diagnostics{{Pos: rc.Source.Pos, Severity: model.SeverityNote,
+			Message: fmt.Sprintf("log formats, cipher lists and subject patterns were checked for shape only: %v", err)}}, nil
+	}
+	tmp, err := os.MkdirTemp("", "haroute-check-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	check := func(s model.Settings) (string, error) {
+		in, err := offlineInput(&model.Desired{Router: s}, tmp, paths.RunDir)
+		if err != nil {
+			return "", err
+		}
+		b, err := render.Render(in)
+		if err != nil {
+			return err.Error(), nil
+		}
+		for _, f := range b.Files {
+			if err := writeBundleFile(tmp, f); err != nil {
+				return "", err
+			}
+		}
+		err = haproxy.Check(ctx, bin, filepath.Join(tmp, render.ConfigFile))
+		if ce := new(haproxy.CheckError); errors.As(err, &ce) {
+			// HAProxy's alerts name lines of a temporary file: the
+			// field says where the value is.
+			return strings.Join(ce.Lines, "; "), nil
+		}
+		return "", err
+	}
+	msg, err := check(res.Desired.Router)
+	if err != nil || msg == "" {
+		return nil, err
+	}
+	problems, err := model.JudgeSettings(res.Desired.Router, msg, check)
+	if err != nil {
+		return nil, err
+	}
+	var ds model.Diagnostics
+	for _, p := range problems {
+		ds = append(ds, model.Diagnostic{Pos: rc.Source.At(p.Field), Severity: model.SeverityError, Field: p.Field,
+			Message: "HAProxy refuses the configuration this value makes: " + p.Message})
+	}
+	return ds, nil
 }
 
 func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

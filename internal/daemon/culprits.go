@@ -20,27 +20,30 @@ import (
 // own message. A candidate that fails even without any changed route is
 // refused as a whole (its settings are at fault), as before.
 
-// culprit is a route HAProxy refused, or the RouterConfig (settings),
-// with HAProxy's message.
+// culprit is a route HAProxy refused, with its message, or the settings
+// of the RouterConfig HAProxy refused, at their fields.
 type culprit struct {
 	key      model.RouteKey
-	settings bool
 	msg      string
+	settings []model.SettingsProblem
 }
 
-// culprits returns the routes of next that make `haproxy -c` fail.
+// culprits returns the routes of next that make `haproxy -c` fail, or the
+// settings that do: new settings (or a first start's) that fail without
+// any changed route are judged field by field (model.JudgeSettings).
 func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, error) {
 	var prev []*model.AdmittedRoute
 	if d.desired.Desired != nil {
 		prev = d.desired.Desired.Routes
 	}
 	stable, changed := splitChanged(prev, next.Desired.Routes)
-	settingsChanged := d.desired.Desired != nil && !reflect.DeepEqual(next.Desired.Router, d.desired.Desired.Router)
-	if len(changed) == 0 && !settingsChanged {
+	settingsNew := d.desired.Desired == nil || !reflect.DeepEqual(next.Desired.Router, d.desired.Desired.Router)
+	if len(changed) == 0 && !settingsNew {
 		return nil, nil
 	}
-	check := func(subset []*model.AdmittedRoute) (string, error) {
+	check := func(settings model.Settings, subset []*model.AdmittedRoute) (string, error) {
 		cp := *next.Desired
+		cp.Router = settings
 		cp.Routes = append(append(make([]*model.AdmittedRoute, 0, len(stable)+len(subset)), stable...), subset...)
 		cand, err := d.prepare(&cp, d.cand.path, envOf(next))
 		if err != nil {
@@ -57,15 +60,20 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 		}
 		return "", nil
 	}
-	if msg, err := check(nil); err != nil || msg != "" {
-		if err == nil && settingsChanged {
-			// The routes that passed before fail with the new settings:
-			// the RouterConfig is at fault.
-			return []culprit{{settings: true, msg: msg}}, nil
+	settings := next.Desired.Router
+	if msg, err := check(settings, nil); err != nil || msg != "" {
+		if err == nil && settingsNew {
+			// The routes that passed before (or none, at a first start)
+			// fail with the new settings: the RouterConfig is at fault.
+			problems, err := model.JudgeSettings(settings, msg, func(s model.Settings) (string, error) { return check(s, nil) })
+			if err != nil || len(problems) == 0 {
+				return nil, err
+			}
+			return []culprit{{settings: problems}}, nil
 		}
 		return nil, err // refused as a whole
 	}
-	return bisect(changed, check)
+	return bisect(changed, func(subset []*model.AdmittedRoute) (string, error) { return check(settings, subset) })
 }
 
 // bisect pins the failures of check on single routes of set, which fails

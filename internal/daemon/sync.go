@@ -84,9 +84,11 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			return nil
 		}
 		for _, c := range refused {
-			if c.settings {
-				d.loader.RefuseRouterConfig(c.msg)
-				d.log.Error("RouterConfig refused by haproxy; the last good settings stay in force", "err", c.msg)
+			if c.settings != nil {
+				d.loader.RefuseRouterConfig(c.settings)
+				for _, p := range c.settings {
+					d.log.Error("RouterConfig refused by haproxy; the last good settings stay in force", "field", p.Field, "err", p.Message)
+				}
 				continue
 			}
 			d.loader.Refuse(c.key, c.msg)

@@ -46,6 +46,10 @@ func Check(ctx context.Context, binary, cfgPath string) error {
 	return &CheckError{ConfigPath: cfgPath, Lines: alertLines(out)}
 }
 
+// Binary returns the haproxy executable binary names ("" = haproxy from
+// PATH), or why there is none.
+func Binary(binary string) (string, error) { return resolveBinary(binary) }
+
 // resolveBinary finds the haproxy executable; a missing one is an error
 // naming the path tried, the first thing an operator needs to know.
 func resolveBinary(binary string) (string, error) {

@@ -168,6 +168,22 @@ func admit(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *lastGoo
 	return d, ds2, pass2.next()
 }
 
+// refusedSettings are the settings in force while HAProxy refuses rc:
+// the last good ones, or, with none, the defaults marked as not to be
+// started on (the routerConfigKept note makes the Result unsettled).
+func refusedSettings(rc *RouterConfig, problems []SettingsProblem, prev *Settings) (Settings, Diagnostics) {
+	var ds Diagnostics
+	for _, p := range problems {
+		ds = append(ds, Diagnostic{Pos: rc.Source.At(p.Field), Severity: SeverityError, Field: p.Field,
+			Message: "HAProxy refuses the configuration this value makes: " + p.Message})
+	}
+	ds = append(ds, Diagnostic{Pos: rc.Source.Pos, Severity: SeverityNote, Message: routerConfigKept})
+	if prev != nil {
+		return *prev, ds
+	}
+	return DefaultSettings(), ds
+}
+
 // admitOnce is one admission pass over objs.
 func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *lastGood) (*Desired, Diagnostics, *admitPass) {
 	var settings Settings
@@ -175,9 +191,8 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 	switch {
 	case lg != nil && len(objs.RouterConfigs) == 0 && lg.fromConfig && prev != nil:
 		settings, ds = *prev, Diagnostics{routerConfigVanished()}
-	case lg != nil && lg.refusedConfig != "" && len(objs.RouterConfigs) > 0 && prev != nil:
-		settings, ds = *prev, Diagnostics{{Pos: objs.RouterConfigs[0].Source.Pos, Severity: SeverityError, Field: "spec",
-			Message: "HAProxy refused the configuration these settings make; the last good settings stay in force: " + lg.refusedConfig}}
+	case lg != nil && len(lg.refusedConfig) > 0 && len(objs.RouterConfigs) > 0:
+		settings, ds = refusedSettings(&objs.RouterConfigs[0], lg.refusedConfig, prev)
 	default:
 		settings, ds = resolveSettings(objs.RouterConfigs, prev)
 	}
@@ -502,10 +517,22 @@ func claimHostOf(a *AdmittedRoute) string {
 	return a.Host
 }
 
+// claimPath returns the path a route claims in the maps. A path of slashes
+// alone ("/", "//") matches what no path matches, every request to the
+// host, and renders the same map key: were they told apart here, two
+// routes would share one key and the map, not their age, would pick the
+// winner.
+func claimPath(path string) string {
+	if strings.Trim(path, "/") == "" {
+		return ""
+	}
+	return path
+}
+
 // conflictKeyOf is what decideConflicts decides a valid route's claim by.
 func conflictKeyOf(a *AdmittedRoute) conflictKey {
 	return conflictKey{key: a.Key, created: a.CreationTimestamp, host: claimHostOf(a),
-		path: a.Path, passthrough: a.Termination == TerminationPassthrough}
+		path: claimPath(a.Path), passthrough: a.Termination == TerminationPassthrough}
 }
 
 // sameClaim reports whether two admitted routes make the same conflict
@@ -602,7 +629,7 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
 	}
 	for _, c := range byAge {
 		host := c.claimHost()
-		hp := hostPath{host: host, path: c.admitted.Path}
+		hp := hostPath{host: host, path: claimPath(c.admitted.Path)}
 		if w, ok := claims[hp]; ok {
 			what := fmt.Sprintf("host %q", host)
 			if hp.path != "" {

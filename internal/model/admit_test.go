@@ -221,6 +221,21 @@ func TestAdmitConflicts(t *testing.T) {
 			want:     []string{`ns-a.yaml:12:7: error: spec.host: host "a.example.com" is already claimed by route ns/b, which wins (older creationTimestamp, then namespace/name order)`},
 		},
 		{
+			// "/" and "//" render the map key of no path: one key, so
+			// one route, the oldest, whatever the namespace order.
+			name: "a path of slashes claims what no path claims",
+			routes: []Route{
+				route("a", "new", "a.example.com", "", newer, ""),
+				route("b", "older", "a.example.com", "//", older, ""),
+				route("b", "oldest", "a.example.com", "/", older.Add(-time.Hour), ""),
+			},
+			admitted: []string{"b/oldest"},
+			want: []string{
+				`a-new.yaml:12:7: error: spec.host: host "a.example.com" is already claimed by route b/oldest, which wins (older creationTimestamp, then namespace/name order)`,
+				`b-older.yaml:12:7: error: spec.host: host "a.example.com" is already claimed by route b/oldest, which wins (older creationTimestamp, then namespace/name order)`,
+			},
+		},
+		{
 			name: "different paths on one host coexist",
 			routes: []Route{
 				route("ns", "a", "a.example.com", "/a", older, ""),

@@ -36,10 +36,9 @@ type lastGood struct {
 	// that one vanishing keeps them (ports never move because a file
 	// disappeared).
 	fromConfig bool
-	// refusedConfig is HAProxy's message when it refused the current
-	// RouterConfig (Loader.RefuseRouterConfig); not part of what is
-	// committed.
-	refusedConfig string
+	// refusedConfig is what HAProxy refused of the current RouterConfig
+	// (Loader.RefuseRouterConfig); not part of what is committed.
+	refusedConfig []SettingsProblem
 }
 
 // servedRoute is a route version: the object, its memo, and, for a

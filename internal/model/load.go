@@ -174,7 +174,7 @@ func (l *Loader) Evaluate(files []SourceFile) Result {
 	if r := l.rcRefusal; r != nil {
 		if st := l.files[r.path]; st != nil && st.hash == r.hash {
 			cp := *good
-			cp.refusedConfig = r.msg
+			cp.refusedConfig = r.problems
 			good = &cp
 		} else {
 			l.rcRefusal = nil // the RouterConfig changed: try it afresh
@@ -203,12 +203,14 @@ func (l *Loader) Commit(res Result) {
 }
 
 // RefuseRouterConfig marks the current version of the RouterConfig as
-// refused by HAProxy, with HAProxy's message: until its file changes, the
-// last good settings stay in force and the routes still apply.
-func (l *Loader) RefuseRouterConfig(msg string) bool {
+// refused by HAProxy, with HAProxy's messages at the fields responsible
+// (JudgeSettings): until its file changes, the last good settings stay in
+// force and the routes still apply; with none yet, the router is
+// unsettled (Result.RouterUnsettled) rather than started on defaults.
+func (l *Loader) RefuseRouterConfig(problems []SettingsProblem) bool {
 	for path, st := range l.files {
 		if st.good != nil && len(st.good.RouterConfigs) > 0 {
-			l.rcRefusal = &rcRefusal{path: path, hash: st.hash, msg: msg}
+			l.rcRefusal = &rcRefusal{path: path, hash: st.hash, problems: problems}
 			return true
 		}
 	}
@@ -216,7 +218,10 @@ func (l *Loader) RefuseRouterConfig(msg string) bool {
 }
 
 // rcRefusal is a RouterConfig version HAProxy refused.
-type rcRefusal struct{ path, hash, msg string }
+type rcRefusal struct {
+	path, hash string
+	problems   []SettingsProblem
+}
 
 // Refuse marks the current version of route key as refused by HAProxy
 // (for example by `haproxy -c`), with HAProxy's message: the next

@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -15,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/status"
 	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 )
@@ -284,4 +288,61 @@ func TestRefusedCertificateOnNewRouteIsRejected(t *testing.T) {
 	r.eventually(20*time.Second, "good.e2e.test served after a restart", func() error {
 		return servedSerial(r, "good.e2e.test", 4004)
 	})
+}
+
+// A RouterConfig value only HAProxy can judge (a log format naming a
+// variable HAProxy does not have, a cipher list OpenSSL refuses) passes
+// validation. At a first start nothing is started on it, nor on the
+// defaults, and the error names the field; once fixed, the router starts.
+// Broken again while serving, the last good settings stay in force, the
+// routes keep serving, later route changes still apply, and the error
+// names the field.
+func TestRouterConfigHAProxyRefusesIsPinnedOnTheField(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	badLog := "  logging:\n    access:\n      destination:\n        type: Container\n      httpLogFormat: \"%foo %ci\"\n"
+	gen := files("router.yaml", r.routerConfig(badLog),
+		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one))
+	must(t, w.Publish(gen))
+	r.store = &status.Store{}
+	d, err := daemon.New(daemon.Options{ConfigDir: r.dir, WatchMode: snapshotMode("atomic"), RunDir: r.runDir,
+		StateDir: filepath.Join(t.TempDir(), "state"), MetricsAddress: r.metrics, HAProxy: testutil.HAProxy(t),
+		Debounce: 100 * time.Millisecond, Status: r.store, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("daemon: %v", err)
+		}
+	}()
+	errorNames := func(field string) func() error {
+		return func() error {
+			for _, e := range r.store.Get().RecentErrors {
+				if e.Resolved.IsZero() && strings.Contains(e.Message, "router.yaml:") && strings.Contains(e.Message, field+": HAProxy refuses") {
+					return nil
+				}
+			}
+			return fmt.Errorf("no standing error names %s: %+v", field, r.store.Get().RecentErrors)
+		}
+	}
+	r.eventually(20*time.Second, "the refused log format reported at its field", errorNames("spec.logging.access.httpLogFormat"))
+	if st := r.store.Get(); st.Ready || st.HAProxy.PID != 0 {
+		t.Fatalf("started on a RouterConfig HAProxy refuses: ready %v, haproxy %+v", st.Ready, st.HAProxy)
+	}
+
+	gen["router.yaml"] = []byte(r.routerConfig(""))
+	must(t, w.Publish(gen))
+	r.serves("a.e2e.test", "/", "one")
+
+	gen["router.yaml"] = []byte(r.routerConfig("  tlsSecurityProfile:\n    type: Custom\n    custom:\n      minTLSVersion: VersionTLS12\n      ciphers: [FOO]\n"))
+	gen["b.yaml"] = []byte(routeYAML("b", "b.e2e.test", "", "one"))
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "the refused cipher list reported at its field", errorNames("spec.tlsSecurityProfile"))
+	r.serves("b.e2e.test", "/", "one")
+	r.serves("a.e2e.test", "/", "one")
 }
