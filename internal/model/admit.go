@@ -627,6 +627,7 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
 		// domain maps would cost 10k entries for nothing.
 		ownership = namespaceOwnership{wildcards: map[string]*candidate{}, hosts: map[string]domainClaimer{}}
 	}
+	cover := newSNICover(byAge)
 	for _, c := range byAge {
 		host := c.claimHost()
 		hp := hostPath{host: host, path: claimPath(c.admitted.Path)}
@@ -655,12 +656,86 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
 				host, kind, w.admitted.Key))
 			continue
 		}
+		if msg := cover.claim(c); msg != "" {
+			lose(c, msg)
+			continue
+		}
 		claims[hp] = c
 		if _, ok := hosts[host]; !ok {
 			hosts[host] = c
 		}
 		if !interNS {
 			ownership.record(c)
+		}
+		cover.record(c)
+	}
+}
+
+// sniCover keeps a wildcard passthrough route and a TLS-terminating route
+// for a host under its domain apart. The SNI frontend looks the exact
+// passthrough hosts up first, then the wildcard ones, and only then hands
+// the connection to termination: admitted together, the wildcard would
+// take every TLS connection for the other route's host, which would stay
+// listed as admitted and never be served. The older of the two wins, as
+// for a passthrough and a terminating route on one host. Tracked only
+// when a wildcard passthrough route is among the candidates.
+type sniCover struct {
+	wildcards map[string]*candidate // domain → oldest wildcard passthrough route
+	hosts     map[string]*candidate // domain → oldest terminating route of a host in it
+}
+
+func newSNICover(cands []*candidate) sniCover {
+	if !slices.ContainsFunc(cands, func(c *candidate) bool {
+		return c.admitted.Wildcard && c.admitted.Termination == TerminationPassthrough
+	}) {
+		return sniCover{}
+	}
+	return sniCover{wildcards: map[string]*candidate{}, hosts: map[string]*candidate{}}
+}
+
+// terminates reports whether a is an exact host whose TLS is terminated.
+func terminates(a *AdmittedRoute) bool {
+	return !a.Wildcard && (a.Termination == TerminationEdge || a.Termination == TerminationReencrypt)
+}
+
+// claim says why c would shadow, or be shadowed by, an older route over
+// TLS; "" when it would not.
+func (o *sniCover) claim(c *candidate) string {
+	if o.wildcards == nil {
+		return ""
+	}
+	a := c.admitted
+	domain := parentDomainOf(a.Host)
+	switch {
+	case terminates(a):
+		if w := o.wildcards[domain]; w != nil {
+			return fmt.Sprintf("host %q is under *.%s, which passthrough wildcard route %s holds and wins (older creationTimestamp, then namespace/name order): the SNI would send its TLS connections to that route",
+				a.Host, domain, w.admitted.Key)
+		}
+	case a.Wildcard && a.Termination == TerminationPassthrough:
+		if h := o.hosts[domain]; h != nil {
+			return fmt.Sprintf("*.%s covers host %q of route %s, which terminates TLS and wins (older creationTimestamp, then namespace/name order): the SNI would send that host's TLS connections to this passthrough route",
+				domain, h.admitted.Host, h.admitted.Key)
+		}
+	}
+	return ""
+}
+
+// record notes the admitted c.
+func (o *sniCover) record(c *candidate) {
+	if o.wildcards == nil {
+		return
+	}
+	a := c.admitted
+	domain := parentDomainOf(a.Host)
+	switch {
+	case terminates(a):
+		if o.hosts[domain] == nil {
+			o.hosts[domain] = c
+		}
+	case a.Wildcard && a.Termination == TerminationPassthrough:
+		if o.wildcards[domain] == nil {
+			o.wildcards[domain] = c
 		}
 	}
 }

@@ -809,3 +809,60 @@ func BenchmarkAdmit10k(b *testing.B) {
 		}
 	}
 }
+
+// TestAdmitWildcardPassthroughDoesNotShadow: the SNI frontend tries the
+// wildcard passthrough domains before handing TLS to termination, so a
+// wildcard passthrough route and an edge or reencrypt route for a host
+// under its domain cannot both be admitted: the older wins, either way.
+// Hosts of other domains, plain HTTP routes and exact passthrough routes
+// are not in the way.
+func TestAdmitWildcardPassthroughDoesNotShadow(t *testing.T) {
+	older := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	route := func(name, host string, created time.Time, term Termination, wildcard bool) *Route {
+		r := testRoute("ns", name, host)
+		r.Meta.CreationTimestamp = created
+		if term != "" {
+			r.Spec.TLS = &TLSConfig{Termination: term}
+		}
+		if wildcard {
+			r.Spec.WildcardPolicy = WildcardPolicySubdomain
+		}
+		return &r
+	}
+	tests := []struct {
+		name     string
+		routes   []*Route
+		admitted []string
+		want     []string
+	}{
+		{"an older edge route keeps its host", []*Route{
+			route("edge", "x.example.com", older, TerminationEdge, false),
+			route("wild", "w.example.com", older.Add(time.Hour), TerminationPassthrough, true),
+			route("plain", "p.example.com", older, "", false),
+			route("other", "x.example.org", older, TerminationReencrypt, false),
+		}, []string{"ns/edge", "ns/other", "ns/plain"}, []string{
+			`ns-wild.yaml:12:7: error: spec.host: *.example.com covers host "x.example.com" of route ns/edge, which terminates TLS and wins (older creationTimestamp, then namespace/name order): the SNI would send that host's TLS connections to this passthrough route`,
+		}},
+		{"an older wildcard passthrough keeps its domain", []*Route{
+			route("reenc", "x.example.com", older.Add(time.Hour), TerminationReencrypt, false),
+			route("wild", "w.example.com", older, TerminationPassthrough, true),
+			route("exact", "y.example.com", older.Add(time.Hour), TerminationPassthrough, false),
+		}, []string{"ns/exact", "ns/wild"}, []string{
+			`ns-reenc.yaml:12:7: error: spec.host: host "x.example.com" is under *.example.com, which passthrough wildcard route ns/wild holds and wins (older creationTimestamp, then namespace/name order): the SNI would send its TLS connections to that route`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := Objects{
+				Routes:        tt.routes,
+				RouterConfigs: []RouterConfig{{Spec: RouterConfigSpec{AllowWildcardRoutes: true}, Source: testSource("rc.yaml")}},
+				Endpoints:     eprefs(testEndpoints("ns", "web", "10.0.0.1")),
+			}
+			d, ds := Admit(objs, nil)
+			if got := admittedKeys(d); !reflect.DeepEqual(got, tt.admitted) {
+				t.Errorf("admitted = %v, want %v", got, tt.admitted)
+			}
+			equalLines(t, withoutNotes(ds), tt.want)
+		})
+	}
+}
