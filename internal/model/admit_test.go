@@ -600,6 +600,28 @@ func TestAdmitEndpointResolution(t *testing.T) {
 			},
 		},
 		{
+			// HAProxy would send requests for 0.0.0.0 or :: to where
+			// the client connected: the router itself.
+			name: "addresses no server can have, and a missing ip, are reported and skipped",
+			eps: []Endpoints{{
+				Meta: ObjectMeta{Name: "web", Namespace: "ns"},
+				Subsets: []EndpointSubset{{
+					Addresses: []EndpointAddress{{IP: "0.0.0.0"}, {IP: "::"}, {IP: "224.0.0.1"}, {IP: "255.255.255.255"}, {}, {IP: "10.0.0.1"}},
+					Ports:     []EndpointPort{{Name: "http", Port: 8080}},
+				}},
+				Source: testSource("ep.yaml", "subsets[0].addresses[0].ip", "subsets[0].addresses[1].ip", "subsets[0].addresses[2].ip",
+					"subsets[0].addresses[3].ip", "subsets[0].addresses[4].hostname"),
+			}},
+			servers: []string{"ep_10.0.0.1_8080 10.0.0.1:8080 256"},
+			diags: []string{
+				`ep.yaml:10:7: error: subsets[0].addresses[0].ip: address "0.0.0.0" is unspecified, multicast or broadcast: not an address a server can have`,
+				`ep.yaml:11:7: error: subsets[0].addresses[1].ip: address "::" is unspecified, multicast or broadcast: not an address a server can have`,
+				`ep.yaml:12:7: error: subsets[0].addresses[2].ip: address "224.0.0.1" is unspecified, multicast or broadcast: not an address a server can have`,
+				`ep.yaml:13:7: error: subsets[0].addresses[3].ip: address "255.255.255.255" is unspecified, multicast or broadcast: not an address a server can have`,
+				`ep.yaml:14:7: error: subsets[0].addresses[4].ip: ip is required: an address without one cannot be a server`,
+			},
+		},
+		{
 			name: "slice without service label",
 			slices: []EndpointSlice{{
 				Meta: ObjectMeta{Name: "orphan", Namespace: "ns"}, Source: testSource("sl.yaml", "metadata.labels"),

@@ -24,6 +24,19 @@ const (
 	maxHeaderValueSize = 16384
 )
 
+// setHeaderBytes is what one Set action adds to a message: its header
+// line. A list of actions may add as much as its one largest action can
+// (maxSetBytes): HAProxy adds them in the message's buffer (tune.bufsize,
+// 32 KiB by default), and beyond what the buffer holds beside the
+// message it answers 500 to every request of the route (three 16 KiB
+// values did). The fetches of a value may make it longer still; those
+// cannot be bounded here.
+func setHeaderBytes(name, value string) int { return len(name) + len(": ") + len(value) + len("\r\n") }
+
+// maxSetBytes is the most a list of Set actions may add: one action with
+// the longest name and value.
+func maxSetBytes(maxName, maxValue int) int { return maxName + maxValue + len(": \r\n") }
+
 var (
 	headerNameRE = regexp.MustCompile("^[-!#$%&'*+.0-9A-Z^_`a-z|~]+$")
 	// headerValueTemplate is OpenShift's; XYZ is req or res.
@@ -149,10 +162,25 @@ func headerList(c *routeCheck, field string, list []HTTPHeaderAction, valueRE *r
 			b.WriteString("Delete\t" + h.Name + "\n")
 		}
 	}
+	if size, limit := setBytes(list), maxSetBytes(maxHeaderNameSize, maxHeaderValueSize); size > limit && !bad {
+		bad = true
+		c.errorf(field, "the Set actions add %d bytes of headers, more than %d (one action with the longest name and value): HAProxy could not fit them into the message's buffer and would answer 500", size, limit)
+	}
 	if bad {
 		return ""
 	}
 	return HeaderActions(b.String())
+}
+
+// setBytes is what the Set actions of list add to a message.
+func setBytes(list []HTTPHeaderAction) int {
+	n := 0
+	for _, h := range list {
+		if h.Type == "Set" {
+			n += setHeaderBytes(h.Name, h.Value)
+		}
+	}
+	return n
 }
 
 func isNotAllowedHeader(name string) bool {

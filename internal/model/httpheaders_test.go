@@ -36,6 +36,13 @@ func TestHTTPHeaderActions(t *testing.T) {
 	}{
 		{name: "set and delete", spec: actions(set("X-Client-Host", "'%[req.hdr(host),lower]'")+del("X-Debug"), set("X-Frame-Options", "DENY")+del("Server")),
 			req: "Set\tX-Client-Host\t%[req.hdr(host),lower]\nDelete\tX-Debug\n", res: "Set\tX-Frame-Options\tDENY\nDelete\tServer\n"},
+		{name: "one largest value fits", spec: actions(set("X-Big", strings.Repeat("x", maxHeaderValueSize)), ""),
+			req: HeaderActions("Set\tX-Big\t" + strings.Repeat("x", maxHeaderValueSize) + "\n")},
+		// Three of them were admitted, and HAProxy answered every
+		// request of the route with 500.
+		{name: "more than one largest value", spec: actions(set("X-Big0", strings.Repeat("x", maxHeaderValueSize))+set("X-Big1", strings.Repeat("x", maxHeaderValueSize))+set("X-Big2", "x"), ""), want: []string{
+			`f.yaml:12:7: error: spec.httpHeaders.actions.request: the Set actions add 32799 bytes of headers, more than 16643 (one action with the longest name and value): HAProxy could not fit them into the message's buffer and would answer 500`,
+		}},
 		{name: "a literal percent is written %%", spec: actions(set("X-Rate", "'100%%'"), ""), req: "Set\tX-Rate\t100%%\n"},
 		{name: "forbidden header", spec: actions(del("Cookie"), set("Strict-Transport-Security", "max-age=1")), want: []string{
 			`f.yaml:13:15: error: spec.httpHeaders.actions.request[0].name: header "Cookie" may not be modified here (not Strict-Transport-Security, Proxy, Cookie or Set-Cookie)`,

@@ -464,6 +464,16 @@ func TestRouterConfigHeaderPolicyAndActions(t *testing.T) {
 				`rc.yaml:23:44: error: spec.httpHeaders.actions.response[0].action.set.value: value "%[req.hdr(host)]" is not allowed: literal text, %% and %[...] with res.hdr(name) and ssl_c_der, converted only by lower and base64`,
 			},
 		},
+		{
+			// HAProxy answered 500 to every request with these.
+			name: "more headers than a buffer holds",
+			spec: "  httpHeaders:\n    actions:\n      response:\n" +
+				"        - {name: X-A, action: {type: Set, set: {value: " + strings.Repeat("a", 16384) + "}}}\n" +
+				"        - {name: X-B, action: {type: Set, set: {value: " + strings.Repeat("b", 16384) + "}}}\n",
+			diags: []string{
+				"rc.yaml:8:7: error: spec.httpHeaders.actions.response: the Set actions add 32782 bytes of headers, more than 17412 (one action with the longest name and value): HAProxy could not fit them into the message's buffer and would answer 500",
+			},
+		},
 	})
 }
 

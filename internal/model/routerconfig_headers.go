@@ -152,6 +152,10 @@ func (v *rcCheck) headerActions(which string, as []HTTPHeaderAction) []HeaderAct
 			bad(fi+".action.type", "type %q is not one of Set, Delete", a.Type)
 		}
 	}
+	if size, limit := setBytes(as), maxSetBytes(maxHeaderActionName, maxHeaderActionValue); size > limit && ok {
+		v.errorf(f, "the Set actions add %d bytes of headers, more than %d (one action with the longest name and value): HAProxy could not fit them into the message's buffer and would answer 500", size, limit)
+		return nil
+	}
 	if !ok {
 		return nil
 	}

@@ -200,14 +200,25 @@ func ownKey(namespace, name string) serviceKey {
 // warning; anything else is an error.
 func endpointIP(s string, src Source, field string, ds *Diagnostics) (netip.Addr, bool) {
 	addr, err := netip.ParseAddr(s)
-	if err == nil && addr.Zone() == "" {
+	if err == nil && addr.Zone() == "" && serverAddress(addr.Unmap()) {
 		return addr.Unmap(), true
 	}
-	d := Diagnostic{Pos: src.At(field), Field: field}
+	// A missing ip is reported at its address (its other fields).
+	item, _ := strings.CutSuffix(field, ".ip")
+	d := Diagnostic{Pos: positionOf(src, field, item+".hostname", item+".nodeName", item+".targetRef.name", item), Field: field}
 	switch {
-	case err == nil:
+	case s == "":
+		d.Severity = SeverityError
+		d.Message = "ip is required: an address without one cannot be a server"
+	case err == nil && addr.Zone() != "":
 		d.Severity = SeverityError
 		d.Message = fmt.Sprintf("address %q has a zone; only plain IP addresses are supported", s)
+	case err == nil:
+		// Kubernetes refuses these in Endpoints too. HAProxy reads a
+		// server at 0.0.0.0 or :: as "connect to where the client
+		// connected": the router itself.
+		d.Severity = SeverityError
+		d.Message = fmt.Sprintf("address %q is unspecified, multicast or broadcast: not an address a server can have", s)
 	case looksLikeHostname(s):
 		d.Severity = SeverityWarning
 		d.Message = fmt.Sprintf("address %q is a hostname; only IP addresses are supported, skipped", s)
@@ -217,6 +228,12 @@ func endpointIP(s string, src Source, field string, ds *Diagnostics) (netip.Addr
 	}
 	*ds = append(*ds, d)
 	return netip.Addr{}, false
+}
+
+// serverAddress reports whether a server can be at addr: not unspecified,
+// multicast or the IPv4 broadcast address.
+func serverAddress(addr netip.Addr) bool {
+	return !addr.IsUnspecified() && !addr.IsMulticast() && addr != netip.AddrFrom4([4]byte{255, 255, 255, 255})
 }
 
 // looksLikeHostname: a DNS name whose last label is not all digits (no
