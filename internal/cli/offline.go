@@ -71,7 +71,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return parseErr(err)
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: haroute check DIR [--strict] [--limit-nofile N]")
+		fmt.Fprintln(stderr, "usage: haroute check DIR [--strict] [--limit-nofile N] [--haproxy PATH]")
 		return ExitUsage
 	}
 	res, err := loadDir(ctx, pos[0])
