@@ -162,8 +162,7 @@ func judgeRouterConfig(ctx context.Context, bin string, res model.Result) (model
 	}
 	var ds model.Diagnostics
 	for _, p := range problems {
-		ds = append(ds, model.Diagnostic{Pos: rc.Source.At(p.Field), Severity: model.SeverityError, Field: p.Field,
-			Message: "HAProxy refuses the configuration this value makes: " + p.Message})
+		ds = append(ds, model.Diagnostic{Pos: rc.Source.At(p.Field), Severity: model.SeverityError, Field: p.Field, Message: p.Message})
 	}
 	return ds, nil
 }

@@ -178,6 +178,13 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 			p = plan.Compute(base, next)
 		}
 	}
+	if p.Reload && d.applied.Desired != nil {
+		// Before anything is written: a reload HAProxy cannot bind
+		// would fail, and each failure closes every port for seconds.
+		if problems := unbindable(&d.applied.Desired.Router, &next.Desired.Router); len(problems) > 0 {
+			return []culprit{{settings: problems}}, nil
+		}
+	}
 	if len(p.Changes) == 0 && !d.throttle.pending {
 		// Nothing for HAProxy to do, but the generation may still differ
 		// in what status shows: a route rejected or gone stale.
@@ -558,6 +565,7 @@ func (d *Daemon) started(proc *haproxy.Process) {
 	d.startedAt = time.Now()
 	d.maxConnKept = false // HAProxy loaded files it accepted whole
 	d.throttle.clear()    // a fresh HAProxy loaded the newest files
+	d.throttle.succeeded()
 	d.metrics.ObserveStart(time.Now())
 	d.unchecked = false
 	d.loaded([]string{"haproxy started"}, false, 0)
@@ -599,9 +607,11 @@ func (d *Daemon) reload(ctx context.Context) {
 		d.status.Set(func(s *status.Status) {
 			s.LastReload = &status.Reload{Time: now, Duration: elapsed, Reasons: texts, OK: false, Error: err.Error()}
 		})
+		d.throttle.failed()
 		d.throttle.request(reasons...)
 		return
 	}
+	d.throttle.succeeded()
 	d.maxConnKept = false // the reload rendered a fresh fit
 	d.loaded(texts, true, elapsed)
 }

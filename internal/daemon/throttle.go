@@ -16,7 +16,17 @@ type throttle struct {
 	lastStart time.Time // zero: no reload yet
 	pending   bool
 	reasons   []plan.Reason
+	// failures counts the reloads that failed in a row (failed): each
+	// retry waits twice as long as the last, up to maxRetryWait. A failed
+	// reload is not free: HAProxy pauses the serving worker's listeners
+	// and retries a refused bind for about 2 s before giving up, so
+	// retries at the reload interval kept every port closed most of the
+	// time.
+	failures int
 }
+
+// maxRetryWait bounds the wait before retrying a reload that failed.
+const maxRetryWait = time.Minute
 
 // request records that a reload is needed for reasons.
 func (t *throttle) request(reasons ...plan.Reason) {
@@ -37,7 +47,11 @@ func (t *throttle) due(now time.Time) (at time.Time, ok bool) {
 	if t.lastStart.IsZero() {
 		return now, true
 	}
-	next := t.lastStart.Add(t.interval)
+	wait := t.interval
+	for range min(t.failures, 16) {
+		wait = min(2*wait, maxRetryWait)
+	}
+	next := t.lastStart.Add(max(wait, t.interval))
 	if next.Before(now) {
 		return now, true
 	}
@@ -50,6 +64,11 @@ func (t *throttle) start(now time.Time) []plan.Reason {
 	t.pending, t.reasons, t.lastStart = false, nil, now
 	return reasons
 }
+
+// failed records that the reload just started failed; succeeded that one
+// did.
+func (t *throttle) failed()    { t.failures++ }
+func (t *throttle) succeeded() { t.failures = 0 }
 
 // clear drops a pending reload that became moot (HAProxy restarted and
 // loaded the newest files anyway) without counting as a reload start.

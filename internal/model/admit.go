@@ -174,8 +174,7 @@ func admit(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *lastGoo
 func refusedSettings(rc *RouterConfig, problems []SettingsProblem, prev *Settings) (Settings, Diagnostics) {
 	var ds Diagnostics
 	for _, p := range problems {
-		ds = append(ds, Diagnostic{Pos: rc.Source.At(p.Field), Severity: SeverityError, Field: p.Field,
-			Message: "HAProxy refuses the configuration this value makes: " + p.Message})
+		ds = append(ds, Diagnostic{Pos: rc.Source.At(p.Field), Severity: SeverityError, Field: p.Field, Message: p.Message})
 	}
 	ds = append(ds, Diagnostic{Pos: rc.Source.Pos, Severity: SeverityNote, Message: routerConfigKept})
 	if prev != nil {

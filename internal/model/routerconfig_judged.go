@@ -7,8 +7,8 @@ package model
 // without each of them (JudgeSettings), and its refusal is reported at
 // the field (Loader.RefuseRouterConfig).
 
-// SettingsProblem is a RouterConfig field HAProxy refuses, with its
-// message.
+// SettingsProblem is a RouterConfig field HAProxy refuses, with why.
+// (A RouterConfig HAProxy cannot bind is one too: daemon.unbindable.)
 type SettingsProblem struct {
 	Field   string
 	Message string
@@ -21,6 +21,9 @@ type judgedSetting struct {
 	set     func(s *Settings) bool
 	without func(s Settings) Settings
 }
+
+// refusedBy starts the message of a value HAProxy refuses.
+const refusedBy = "HAProxy refuses the configuration this value makes: "
 
 var judgedSettings = []judgedSetting{
 	{
@@ -76,7 +79,7 @@ func JudgeSettings(s Settings, msg string, check func(Settings) (string, error))
 			base = j.without(base)
 		}
 	}
-	whole := []SettingsProblem{{Field: "spec", Message: msg}}
+	whole := []SettingsProblem{{Field: "spec", Message: refusedBy + msg}}
 	if len(present) == 0 {
 		return whole, nil
 	}
@@ -90,7 +93,7 @@ func JudgeSettings(s Settings, msg string, check func(Settings) (string, error))
 			return nil, err
 		}
 		if m != "" {
-			out = append(out, SettingsProblem{Field: j.field, Message: m})
+			out = append(out, SettingsProblem{Field: j.field, Message: refusedBy + m})
 		}
 	}
 	if len(out) == 0 {

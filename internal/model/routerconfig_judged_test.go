@@ -37,15 +37,15 @@ func TestJudgeSettings(t *testing.T) {
 		{"two bad values", with(func(s *Settings) {
 			s.AccessLog = &AccessLog{Target: "stdout", Format: "bad"}
 			s.UniqueID = &UniqueID{Header: "X-Id", Format: "bad"}
-		}), []SettingsProblem{{"spec.logging.access.httpLogFormat", "log"}, {"spec.httpHeaders.uniqueId.format", "unique-id"}}},
+		}), []SettingsProblem{{"spec.logging.access.httpLogFormat", refusedBy + "log"}, {"spec.httpHeaders.uniqueId.format", refusedBy + "unique-id"}}},
 		{"refused only together", with(func(s *Settings) {
 			s.TLS.Ciphers = "bad"
 			s.UniqueID = &UniqueID{Header: "X-Id", Format: "ok"}
-		}), []SettingsProblem{{"spec", "whole"}}},
+		}), []SettingsProblem{{"spec", refusedBy + "whole"}}},
 		{"not a judged setting", with(func(s *Settings) {
 			s.HTTPPort = 1
 			s.UniqueID = &UniqueID{Header: "X-Id", Format: "ok"}
-		}), []SettingsProblem{{"spec", "whole"}}},
+		}), []SettingsProblem{{"spec", refusedBy + "whole"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +24,7 @@ import (
 	"github.com/haroute/haroute/internal/status"
 	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
+	"github.com/haroute/haroute/test/testenv"
 )
 
 // Hostile input against a running router with a real HAProxy: whatever
@@ -344,5 +347,60 @@ func TestRouterConfigHAProxyRefusesIsPinnedOnTheField(t *testing.T) {
 	must(t, w.Publish(gen))
 	r.eventually(20*time.Second, "the refused cipher list reported at its field", errorNames("spec.tlsSecurityProfile"))
 	r.serves("b.e2e.test", "/", "one")
+	r.serves("a.e2e.test", "/", "one")
+}
+
+// A RouterConfig moving a listener onto a port another process holds
+// passes `haproxy -c`, which binds nothing. Reloading onto it failed, and
+// every failed reload closed every port for about 2 s (HAProxy pauses the
+// serving worker's listeners while it retries the bind), again at each
+// reload interval. The listener is now tried first: the RouterConfig is
+// refused at the port's field, no reload is attempted, and no request
+// fails. A port that is free is then applied.
+func TestRouterConfigOnATakenPortKeepsServing(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig(""), "a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	taken, err := net.Listen("tcp4", "127.0.0.1:0")
+	must(t, err)
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	reloads := r.reloads()
+
+	traffic := keepRequesting(r, "a.e2e.test", "one")
+	moved := func(stats int) []byte {
+		return []byte(testenv.RouterConfig(r.http, r.https, stats, ""))
+	}
+	gen["router.yaml"] = moved(port)
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "the taken port reported at its field", func() error {
+		for _, e := range r.store.Get().RecentErrors {
+			if e.Resolved.IsZero() && strings.Contains(e.Message, "spec.bindOptions.ports.stats: HAProxy cannot listen on 127.0.0.1:"+strconv.Itoa(port)+": another process listens there") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no standing error names the stats port: %+v", r.store.Get().RecentErrors)
+	})
+	time.Sleep(3 * time.Second) // past a reload interval: no retry either
+	traffic.noneFailed(t, "while the RouterConfig asked for a taken port")
+	if got := r.reloads(); got != reloads {
+		t.Fatalf("%d reloads were attempted onto a taken port", got-reloads)
+	}
+
+	free := testutil.FreePort(t)
+	gen["router.yaml"] = moved(free)
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "stats on the free port", func() error {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(free), time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
 	r.serves("a.e2e.test", "/", "one")
 }
