@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/haroute/haroute/internal/certgen"
+	"github.com/haroute/haroute/internal/fsutil"
 	"github.com/haroute/haroute/internal/haproxy"
 	"github.com/haroute/haroute/internal/metrics"
 	"github.com/haroute/haroute/internal/model"
@@ -34,6 +35,8 @@ import (
 const (
 	DefaultRunDir   = paths.RunDir
 	DefaultStateDir = paths.StateDir
+	// StateLockFile, in the state dir, is locked while a haroute uses it.
+	StateLockFile = "haroute.lock"
 )
 
 // Options configures a daemon. Zero values get the defaults noted.
@@ -292,6 +295,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer d.runLock.Close()
+	// The state dir too: two routers sharing one took each other's
+	// HAProxy over (its -f names the live config there) and overwrote
+	// each other's bundle and last good state.
+	stateLock, holder, err := fsutil.TryLock(filepath.Join(d.opts.StateDir, StateLockFile))
+	if errors.Is(err, fsutil.ErrLocked) {
+		return fmt.Errorf("state dir in use: %s is locked by another haroute (pid %s); give each router its own --state-dir", d.opts.StateDir, holder)
+	}
+	if err != nil {
+		return err
+	}
+	defer stateLock.Close()
 	if d.opts.MetricsAddress != "" {
 		ln, err := status.Listen(d.opts.MetricsAddress)
 		if err != nil {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/haroute/haroute/internal/fsutil"
 )
 
 // One HAProxy per run dir, owned by one haroute (DESIGN §7). Three parts:
@@ -57,22 +59,12 @@ func LockRunDir(runDir string) (*RunDirLock, error) {
 }
 
 func (l *RunDirLock) lock() error {
-	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, holder, err := fsutil.TryLock(l.path)
+	if errors.Is(err, fsutil.ErrLocked) {
+		return fmt.Errorf("%w: %s is locked by another haroute (pid %s); give each router its own --run-dir", ErrRunDirInUse, l.path, holder)
+	}
 	if err != nil {
-		return fmt.Errorf("lock run dir: %w", err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(l.path)
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return fmt.Errorf("%w: %s is locked by another haroute (pid %s); give each router its own --run-dir",
-				ErrRunDirInUse, l.path, strings.TrimSpace(string(holder)))
-		}
-		return fmt.Errorf("lock %s: %w", l.path, err)
-	}
-	// The pid is for the error message of the next haroute only.
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		return err
 	}
 	if l.f != nil {
 		l.f.Close()

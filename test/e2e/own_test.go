@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/status"
 	"github.com/haroute/haroute/internal/testutil"
@@ -279,4 +281,32 @@ func tookOver(t *testing.T, r *router, oldMaster int) int {
 		return nil
 	})
 	return newMaster
+}
+
+// Two routers sharing one state dir took each other's HAProxy over (its
+// -f names the live config there) and served each other's maps. The
+// second now refuses to start, naming the first; the first keeps serving.
+func TestSecondRouterOnTheSameStateDirRefuses(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(files("router.yaml", r.routerConfig(""), "a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one))))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+
+	other := newRouter(t)
+	must(t, publish.NewAtomicWriter(other.dir).Publish(files("router.yaml", other.routerConfig(""),
+		"b.yaml", routeYAML("b", "b.e2e.test", "", "one"), "endpoints.yaml", endpointsYAML("one", one))))
+	d, err := daemon.New(daemon.Options{ConfigDir: other.dir, RunDir: other.runDir, StateDir: r.stateDir,
+		HAProxy: testutil.HAProxy(t), Logger: slog.New(slog.DiscardHandler)})
+	must(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = d.Run(ctx)
+	want := fmt.Sprintf("state dir in use: %s is locked by another haroute (pid %d); give each router its own --state-dir", r.stateDir, os.Getpid())
+	if err == nil || err.Error() != want {
+		t.Fatalf("second router on the same state dir: %v, want %q", err, want)
+	}
+	r.serves("a.e2e.test", "/", "one")
 }
