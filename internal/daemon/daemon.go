@@ -146,9 +146,11 @@ type Daemon struct {
 	materialErr error
 	// store saves the last good state for restarts; anchors are the last
 	// good content of each path (persist.go); restored is what was read
-	// back at start, nil if nothing was.
+	// back at start, nil if nothing was. rcAnchor is the last good file
+	// of the RouterConfig in force, kept while the tree has none.
 	store    *lastGoodStore
 	anchors  map[string]model.SourceFile
+	rcAnchor *model.SourceFile
 	restored *saved
 	guard    deletionGuard
 	// served is what HAProxy runs, for the per-route metrics read on the

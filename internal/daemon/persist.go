@@ -359,7 +359,27 @@ func (d *Daemon) saveLastGood(gen generation) {
 			}
 		}
 	}
+	// A RouterConfig gone from the tree keeps its settings in force (ports
+	// never move because a file disappeared), so its last good file stays
+	// an anchor: without it, a restart came up on the default ports.
+	if rcs := gen.result.Objects.RouterConfigs; len(rcs) > 0 {
+		if a, ok := d.anchors[rcs[0].Source.Pos.Path]; ok {
+			d.rcAnchor = &a
+		}
+	} else if d.rcAnchor != nil {
+		req.anchors = append(req.anchors, *d.rcAnchor)
+	}
 	d.store.save(req)
+}
+
+// noteRouterConfig remembers the file of the RouterConfig res holds, if
+// any, among files, as saveLastGood would have.
+func (d *Daemon) noteRouterConfig(res model.Result, files map[string]model.SourceFile) {
+	if rcs := res.Objects.RouterConfigs; len(rcs) > 0 {
+		if f, ok := files[rcs[0].Source.Pos.Path]; ok {
+			d.rcAnchor = &f
+		}
+	}
 }
 
 // restore loads the saved last good state into the loader, so objects
@@ -386,9 +406,17 @@ func (d *Daemon) restore() {
 		for _, f := range byPath {
 			first = append(first, f)
 		}
-		d.loader.Load(first)
+		d.noteRouterConfig(d.loader.Load(first), byPath)
 	}
-	sv.routes = d.loader.Load(sv.files).Desired.Routes
+	res := d.loader.Load(sv.files)
+	sv.routes = res.Desired.Routes
+	if d.rcAnchor == nil {
+		byPath := make(map[string]model.SourceFile, len(sv.files))
+		for _, f := range sv.files {
+			byPath[f.Path] = f
+		}
+		d.noteRouterConfig(res, byPath)
+	}
 	for _, f := range sv.files {
 		d.lastFiles[f.Path] = f
 		if _, ok := d.anchors[f.Path]; !ok && !d.loader.Failed(f.Path) {

@@ -290,3 +290,28 @@ func TestStartOverEmptiedDirectoryServesSaved(t *testing.T) {
 		return nil
 	})
 }
+
+// A RouterConfig removed from the tree keeps its settings, ports included
+// (a file that disappeared never moves them), and so does a restart after
+// that: the saved state keeps the RouterConfig's last good file. It came
+// up on the default ports, on every address.
+func TestRestartAfterRouterConfigVanishedKeepsPorts(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := twoRoutes(r, one, two, "a.e2e.test")
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+
+	delete(gen, "router.yaml")
+	gen["c.yaml"] = []byte(routeYAML("c", "c.e2e.test", "", "one"))
+	must(t, w.Publish(gen))
+	r.serves("c.e2e.test", "/", "one") // applied, on the same ports
+	time.Sleep(500 * time.Millisecond) // the save runs off the loop
+	r.stop()
+
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	r.serves("c.e2e.test", "/", "one")
+}
