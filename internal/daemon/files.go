@@ -60,6 +60,25 @@ func newBundleDir(path string) *bundleDir {
 	return &bundleDir{path: path, written: map[string]render.File{}}
 }
 
+// forgetDrift forgets every file written that is no longer on disk as it
+// was written (deleted, or truncated, behind haroute's back), so the next
+// write puts it back. HAProxy reads these files only when it starts or
+// reloads, so that is when this runs: a map deleted from the live
+// directory made every reload fail, and a restarted HAProxy refuse to
+// start, until haroute itself was restarted. It reports whether anything
+// was forgotten.
+func (d *bundleDir) forgetDrift() bool {
+	drift := false
+	for name, f := range d.written {
+		fi, err := os.Lstat(filepath.Join(d.path, filepath.FromSlash(name)))
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(f.Size()) {
+			delete(d.written, name)
+			drift = true
+		}
+	}
+	return drift
+}
+
 // write makes the directory hold exactly b: changed files are replaced
 // atomically, files no longer in the bundle are removed, and every
 // directory touched is synced once at the end.

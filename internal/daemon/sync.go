@@ -281,6 +281,24 @@ func (d *Daemon) flushLive() error {
 	return nil
 }
 
+// flushForLoad makes the live directory hold d.desired whole before
+// HAProxy loads it: what is staged is committed, and files changed behind
+// haroute's back (bundleDir.forgetDrift) are written again.
+func (d *Daemon) flushForLoad() error {
+	if err := d.flushLive(); err != nil {
+		return err
+	}
+	if d.desired.Bundle == nil || !d.live.forgetDrift() {
+		return nil
+	}
+	d.log.Warn("live files were changed or removed behind haroute's back; writing them again", "dir", d.live.path)
+	if err := d.writeLive(d.desired); err != nil {
+		d.recordError(err)
+		return err
+	}
+	return nil
+}
+
 // touchesCertificates reports whether a runtime plan installs certificate
 // or CA files, or crt-list lines.
 func touchesCertificates(p plan.Plan) bool {
@@ -550,7 +568,7 @@ func (d *Daemon) start(ctx context.Context) error {
 	// HAProxy loads the files: they must hold what runtime built. Were
 	// the disk failing, a stale start still beats no HAProxy; the error is
 	// reported and the write retried.
-	_ = d.flushLive()
+	_ = d.flushForLoad()
 	proc, err := d.sup.Start(ctx)
 	if err != nil {
 		return fmt.Errorf("start haproxy: %w", err)
@@ -577,7 +595,7 @@ func (d *Daemon) reload(ctx context.Context) {
 		return
 	}
 	now := time.Now()
-	if err := d.flushLive(); err != nil {
+	if err := d.flushForLoad(); err != nil {
 		// A reload would load files that lack what runtime built: wait,
 		// spaced like any reload, until they are written.
 		d.throttle.request(d.throttle.start(now)...)

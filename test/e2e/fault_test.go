@@ -145,3 +145,35 @@ func TestUnwritableChangeIsRetried(t *testing.T) {
 	must(t, os.Rename(live+".away", live))
 	r.serves("web.e2e.test", "/", "two") // within a resync (2 s here)
 }
+
+// Files of the live bundle removed behind haroute's back (here the maps
+// directory) made a crashed HAProxy fail to start again, and every reload
+// fail, until haroute itself was restarted: haroute remembered having
+// written them. Before HAProxy loads the directory it is checked, and what
+// is missing is written again.
+func TestLiveFilesRemovedAreWrittenBeforeHAProxyLoads(t *testing.T) {
+	r := newRouter(t)
+	r.breaksHAProxy = true
+	one := startBackend(t, "one")
+	w := serveWeb(t, r, "", one)
+	pid := r.store.Get().HAProxy.PID
+	must(t, os.RemoveAll(filepath.Join(r.stateDir, "live", "maps")))
+	must(t, syscall.Kill(pid, syscall.SIGKILL))
+	r.eventually(30*time.Second, "a new HAProxy serving", func() error {
+		if st := r.store.Get(); st.HAProxy.PID == pid || !st.Ready {
+			return fmt.Errorf("pid %d ready %v", st.HAProxy.PID, st.Ready)
+		}
+		if got, err := r.get("web.e2e.test", "/"); err != nil || got != "one" {
+			return fmt.Errorf("answered %q, %v", got, err)
+		}
+		return nil
+	})
+
+	// And before a reload: a route that needs one is served.
+	must(t, os.RemoveAll(filepath.Join(r.stateDir, "live", "maps")))
+	gen := scaleFiles(r, "", []*backend{one})
+	gen["reload.yaml"] = []byte(reloadingRouteYAML("reload", "reload.e2e.test", "web"))
+	must(t, w.Publish(gen))
+	r.serves("reload.e2e.test", "/", "one")
+	r.serves("web.e2e.test", "/", "one")
+}
