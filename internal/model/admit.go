@@ -214,7 +214,7 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 	if m != nil {
 		routeMemos = m.routes
 	}
-	cands := validateRoutes(objs.Routes, routeMemos, &settings, &ds, sc)
+	cands := validateRoutes(objs.Routes, routeMemos, &settings, &ds, sc, lg)
 	if sc.external {
 		resolveExternalCertificates(cands, objs.Secrets)
 	}
@@ -354,10 +354,12 @@ func (c *candidate) statusOf() {
 }
 
 // validateRoutes validates every selected route, in namespace/name order.
-// Routes defined twice (same namespace and name) keep their first
-// definition by position; the others are errors. memos, when not nil, is
-// parallel to routes.
-func validateRoutes(routes []*Route, memos []*routeMemo, settings *Settings, ds *Diagnostics, sc *admitScratch) []*candidate {
+// Routes defined twice (same namespace and name) keep one definition: the
+// one from the file whose definition served last (lg), else the first by
+// position; the others are errors. A copy of a route file, edited, must
+// not silently replace the route that serves because its name sorts
+// first. memos, when not nil, is parallel to routes.
+func validateRoutes(routes []*Route, memos []*routeMemo, settings *Settings, ds *Diagnostics, sc *admitScratch, lg *lastGood) []*candidate {
 	if last := &sc.sorted; last.byKey != nil && sameSlice(routes, last.routes) && sameSlice(memos, last.memos) && (memos == nil) == (last.memos == nil) {
 		return validateSorted(last.byKey, last.memoByKey, settings, ds, sc)
 	}
@@ -384,6 +386,14 @@ func validateRoutes(routes []*Route, memos []*routeMemo, settings *Settings, ds 
 		}
 		if c := strings.Compare(a.Meta.Name, b.Meta.Name); c != 0 {
 			return c
+		}
+		if served := lg.servedPath(a.Meta.Namespace, a.Meta.Name); served != "" {
+			if as, bs := a.Source.Pos.Path == served, b.Source.Pos.Path == served; as != bs {
+				if as {
+					return -1
+				}
+				return 1
+			}
 		}
 		if positionLess(a.Source.Pos, b.Source.Pos) {
 			return -1

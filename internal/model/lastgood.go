@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Last good, per object (DESIGN §7). A file that fails to parse keeps its
@@ -39,6 +40,24 @@ type lastGood struct {
 	// refusedConfig is what HAProxy refused of the current RouterConfig
 	// (Loader.RefuseRouterConfig); not part of what is committed.
 	refusedConfig []SettingsProblem
+}
+
+// servedPath is the file the last good pass took route namespace/name
+// from; "" when it had none (or lg is nil).
+func (lg *lastGood) servedPath(namespace, name string) string {
+	if lg == nil {
+		return ""
+	}
+	i, found := slices.BinarySearchFunc(lg.byKey, RouteKey{Namespace: namespace, Name: name}, func(r *Route, k RouteKey) int {
+		if c := strings.Compare(r.Meta.Namespace, k.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(r.Meta.Name, k.Name)
+	})
+	if !found || lg.rejected[RouteKey{Namespace: namespace, Name: name}] {
+		return ""
+	}
+	return lg.byKey[i].Source.Pos.Path
 }
 
 // servedRoute is a route version: the object, its memo, and, for a

@@ -329,3 +329,40 @@ spec: {host: ` + young + `, to: {name: s}}
 		}
 	}
 }
+
+// A copy of a route's file, edited and named so that it sorts first ("r1
+// copy.yaml" before "r1.yaml"), defines the route twice. The definition
+// that was serving keeps serving, and the copy is the error; a route new
+// to the router keeps its first definition by position.
+func TestDuplicateRouteKeepsTheServingDefinition(t *testing.T) {
+	route := func(path, host string) SourceFile {
+		return SourceFile{Path: path, Data: []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: r1, namespace: ns}\nspec: {host: " + host + ", to: {name: svc}}\n")}
+	}
+	hostOf := func(res Result) string {
+		if len(res.Desired.Routes) != 1 {
+			t.Fatalf("routes %v, want one", res.Desired.Routes)
+		}
+		return res.Desired.Routes[0].Host
+	}
+	l := NewLoader()
+	if h := hostOf(l.Load([]SourceFile{route("routes/r1.yaml", "old.example.com")})); h != "old.example.com" {
+		t.Fatalf("host %q", h)
+	}
+	res := l.Load([]SourceFile{route("routes/r1 copy.yaml", "new.example.com"), route("routes/r1.yaml", "old.example.com")})
+	if h := hostOf(res); h != "old.example.com" {
+		t.Errorf("a copy sorting first took the route over: host %q, want old.example.com", h)
+	}
+	want := "routes/r1 copy.yaml:1:1: error: route ns/r1 is already defined at routes/r1.yaml:1:1; this definition is ignored"
+	found := false
+	for _, d := range res.Diagnostics {
+		found = found || d.String() == want
+	}
+	if !found {
+		t.Errorf("diagnostics %v, want %q", res.Diagnostics, want)
+	}
+
+	fresh := NewLoader().Load([]SourceFile{route("routes/r1 copy.yaml", "new.example.com"), route("routes/r1.yaml", "old.example.com")})
+	if h := hostOf(fresh); h != "new.example.com" {
+		t.Errorf("a new route: host %q, want its first definition's, new.example.com", h)
+	}
+}
