@@ -81,8 +81,11 @@ type lastGoodStore struct {
 	reqs chan saveRequest
 	// done is closed when the writer has stopped (tests wait on it).
 	done chan struct{}
-	// stored is the set of content hashes on disk (the writer's own).
+	// stored is the set of content hashes on disk (the writer's own);
+	// saved is the index last written, with whether there is one.
 	stored map[string]bool
+	saved  savedIndex
+	wrote  bool
 	// every is the least time between two saves: a burst of changes
 	// costs one save, and the index (a line per file) is not rewritten
 	// for every endpoint change at 10k routes.
@@ -112,12 +115,10 @@ func (s *lastGoodStore) save(r saveRequest) {
 // run writes queued states until ctx ends, then writes what is queued.
 func (s *lastGoodStore) run(ctx context.Context) {
 	defer close(s.done)
-	writes := 0
 	for {
 		select {
 		case r := <-s.reqs:
-			s.write(r, writes%100 == 0)
-			writes++
+			s.write(r)
 			select {
 			case <-time.After(s.every):
 			case <-ctx.Done():
@@ -125,7 +126,7 @@ func (s *lastGoodStore) run(ctx context.Context) {
 		case <-ctx.Done():
 			select {
 			case r := <-s.reqs:
-				s.write(r, false)
+				s.write(r)
 			default:
 			}
 			return
@@ -133,7 +134,11 @@ func (s *lastGoodStore) run(ctx context.Context) {
 	}
 }
 
-func (s *lastGoodStore) write(r saveRequest, prune bool) {
+// write saves r. Contents no index names any more are removed once they
+// are as many as the ones named (and after a failed save, which may have
+// found the disk full): an edited file's old versions piled up before,
+// until a small state disk was full for good.
+func (s *lastGoodStore) write(r saveRequest) {
 	objects := filepath.Join(s.dir, "objects")
 	if err := os.MkdirAll(objects, 0o700); err != nil {
 		s.log.Error("save last good state", "err", err)
@@ -208,22 +213,36 @@ func (s *lastGoodStore) write(r saveRequest, prune bool) {
 	}
 	if err != nil {
 		s.log.Error("save last good state", "err", err)
+		if s.wrote {
+			s.prune(named(s.saved)) // what the index on disk names stays
+		}
 		return
 	}
-	if prune {
-		s.prune(idx)
+	s.saved, s.wrote = idx, true
+	if keep := named(idx); len(s.stored) > 2*len(keep)+16 {
+		s.prune(keep)
 	}
 }
 
-// prune removes contents no longer named by the index.
-func (s *lastGoodStore) prune(idx savedIndex) {
-	keep := map[string]bool{idx.DefaultCertificate: true, idx.DefaultDestinationCA: true, idx.StatsCredentials: true, idx.ClientCA: true}
+// named is the set of content hashes idx names.
+func named(idx savedIndex) map[string]bool {
+	keep := map[string]bool{}
+	for _, h := range []string{idx.DefaultCertificate, idx.DefaultDestinationCA, idx.StatsCredentials, idx.ClientCA} {
+		if h != "" {
+			keep[h] = true
+		}
+	}
 	for _, h := range idx.ErrorPages {
 		keep[h] = true
 	}
 	for _, e := range append(idx.Files, idx.Anchors...) {
 		keep[e.Hash] = true
 	}
+	return keep
+}
+
+// prune removes the contents not in keep.
+func (s *lastGoodStore) prune(keep map[string]bool) {
 	objects := filepath.Join(s.dir, "objects")
 	entries, err := os.ReadDir(objects)
 	if err != nil {
