@@ -360,6 +360,14 @@ func (d *Daemon) observeProcs(ctx context.Context) bool {
 	return infoErr == nil || ctx.Err() == nil
 }
 
+// forgetProcs clears what observeProcs published once HAProxy has exited:
+// status and metrics went on naming the dead master and its worker while
+// a restart failed.
+func (d *Daemon) forgetProcs() {
+	d.metrics.SetProcesses(0, 0)
+	d.status.Set(func(s *status.Status) { s.HAProxy = status.HAProxy{} })
+}
+
 func pids(ps []haproxy.Proc) []int {
 	out := make([]int, 0, len(ps))
 	for _, p := range ps {

@@ -382,6 +382,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.log.Error("haproxy exited; restarting", "err", d.proc.Err(), "restarts", d.restarts)
 			d.proc = nil
 			d.setNotReady("haproxy exited")
+			d.forgetProcs()
 			restartAt = time.After(backoff(d.restarts))
 			d.restarts++
 		case <-restartAt:

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -176,4 +177,45 @@ func TestLiveFilesRemovedAreWrittenBeforeHAProxyLoads(t *testing.T) {
 	must(t, w.Publish(gen))
 	r.serves("reload.e2e.test", "/", "one")
 	r.serves("web.e2e.test", "/", "one")
+}
+
+// While HAProxy is down and cannot start again (here a wrapper refuses to
+// start it), status and metrics say so: they went on naming the dead
+// master and counting its worker, and the failed start is the last error.
+func TestStatusForgetsAnExitedHAProxy(t *testing.T) {
+	r := newRouter(t)
+	r.breaksHAProxy = true
+	flag := filepath.Join(t.TempDir(), "refuse")
+	r.haproxy = filepath.Join(t.TempDir(), "haproxy")
+	must(t, os.WriteFile(r.haproxy, []byte(fmt.Sprintf("#!/bin/sh\n[ -e %s ] && [ \"$1\" = -W ] && { echo '[ALERT] refused by the test' >&2; exit 1; }\nexec %s \"$@\"\n",
+		flag, testutil.HAProxy(t))), 0o755))
+	one := startBackend(t, "one")
+	serveWeb(t, r, "", one)
+	pid := r.store.Get().HAProxy.PID
+	must(t, os.WriteFile(flag, nil, 0o644))
+	must(t, syscall.Kill(pid, syscall.SIGKILL))
+	r.eventually(20*time.Second, "status and metrics without the dead HAProxy", func() error {
+		st := r.store.Get()
+		if st.Ready || st.HAProxy.PID != 0 || len(st.HAProxy.Workers) != 0 {
+			return fmt.Errorf("ready %v, haproxy %+v", st.Ready, st.HAProxy)
+		}
+		if st.LastError == nil || !strings.Contains(st.LastError.Message, "refused by the test") {
+			return fmt.Errorf("last error %+v", st.LastError)
+		}
+		m, err := r.scrapeMetrics()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(m, `haroute_haproxy_processes{role="current"} 0`) {
+			return errors.New("haroute_haproxy_processes still counts a current worker")
+		}
+		return nil
+	})
+	must(t, os.Remove(flag))
+	r.eventually(30*time.Second, "served again once HAProxy starts", func() error {
+		if got, err := r.get("web.e2e.test", "/"); err != nil || got != "one" {
+			return fmt.Errorf("answered %q, %v", got, err)
+		}
+		return nil
+	})
 }
