@@ -19,8 +19,9 @@ import (
 // first seen, and again after the quiet period, with the same content
 // hash. In plain mode, where files are edited in place and a file cut off
 // mid-write can read as fewer routes, any generation that drops a route
-// waits the same way. A route counts as dropped when it disappears or
-// loses its last server.
+// waits the same way, and so does one with a changed file that does not
+// end with a newline (cutOff). A route counts as dropped when it
+// disappears or loses its last server.
 
 // deletionGuard is what the guard holds back, if anything.
 type deletionGuard struct {
@@ -50,9 +51,16 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) bool {
 		return false
 	}
 	dropped, names := droppedRoutes(prev, next.Desired.Routes)
-	if dropped == 0 || !d.guarded(snap.Mode, dropped, len(prev)) {
+	cut := ""
+	if snap.Mode == snapshot.ModePlain {
+		cut = cutOff(snap, d.desiredFrom)
+	}
+	if (dropped == 0 || !d.guarded(snap.Mode, dropped, len(prev))) && cut == "" {
 		d.releaseGuard()
 		return false
+	}
+	if cut != "" {
+		names = "a file that may be cut off mid-write: " + cut + " changed and does not end with a newline"
 	}
 	now := time.Now()
 	g := &d.guard
@@ -67,10 +75,33 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) bool {
 	}
 	g.at = g.since.Add(d.opts.DeletionQuiet)
 	d.metrics.DeletionGuardHeld()
-	d.log.Warn("deletion guard: holding back a generation that drops routes until the directory is stable",
+	d.log.Warn("deletion guard: holding back a generation that drops routes, or has a file cut off, until the directory is stable",
 		"dropped", dropped, "of", len(prev), "routes", names, "until", g.at.Format(time.RFC3339))
 	d.setGuardStatus(g.since, dropped, len(prev))
 	return true
+}
+
+// cutOff names a file of snap, changed since prev (nil: every file), that
+// does not end with a newline, or returns "". In plain mode a writer may
+// stall mid-file, and what it wrote so far can still be valid YAML with
+// other values (a port cut from 29101 to 2910): such a file waits for the
+// quiet period too. Editors and serializers end YAML with a newline; a
+// file that really ends without one is applied after the quiet period.
+func cutOff(snap *snapshot.Snapshot, prev *snapshot.Snapshot) string {
+	var before map[string]string
+	if prev != nil {
+		before = make(map[string]string, len(prev.Files))
+		for _, f := range prev.Files {
+			before[f.Path] = f.Hash
+		}
+	}
+	for _, f := range snap.Files {
+		if len(f.Data) == 0 || f.Data[len(f.Data)-1] == '\n' || (before != nil && before[f.Path] == f.Hash) {
+			continue
+		}
+		return f.Path
+	}
+	return ""
 }
 
 // guarded reports whether dropping dropped of total routes needs the quiet

@@ -315,3 +315,39 @@ func TestRestartAfterRouterConfigVanishedKeepsPorts(t *testing.T) {
 	r.serves("a.e2e.test", "/", "one")
 	r.serves("c.e2e.test", "/", "one")
 }
+
+// Plain mode: a writer that stalls mid-file leaves what it wrote so far,
+// which can be valid YAML with other values: the endpoint's port cut from
+// 5 digits to 4 sent the route to a port nothing listens on. A changed
+// file that does not end with a newline now waits for the quiet period;
+// completed in time, nothing was applied. One that stays so is applied
+// after it.
+func TestPlainFileCutOffMidWriteIsHeld(t *testing.T) {
+	r := newRouter(t)
+	r.deletionQuiet = 4 * time.Second
+	one := startBackend(t, "one")
+	for name, data := range oneRoute(r, one) {
+		must(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
+	}
+	r.start("plain")
+	r.serves("one.e2e.test", "/", "one")
+	eps := filepath.Join(r.dir, "endpoints.yaml")
+	whole, err := os.ReadFile(eps)
+	must(t, err)
+	cut := whole[:len(whole)-2] // "port: 4xxxx" becomes "port: 4xxx", no newline
+	must(t, os.WriteFile(eps, cut, 0o644))
+	until := time.Now().Add(2 * time.Second)
+	for time.Now().Before(until) {
+		if got, err := r.get("one.e2e.test", "/"); err != nil || got != "one" {
+			t.Fatalf("a file cut off mid-write was applied: answered %q, %v", got, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	must(t, os.WriteFile(eps, whole, 0o644))
+	time.Sleep(5 * time.Second) // past the quiet period: nothing held is applied
+	r.serves("one.e2e.test", "/", "one")
+
+	two := startBackend(t, "two")
+	must(t, os.WriteFile(eps, []byte(strings.TrimSuffix(endpointsYAML("one", two), "\n")), 0o644))
+	r.serves("one.e2e.test", "/", "two") // held, then applied
+}
