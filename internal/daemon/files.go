@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
@@ -79,6 +80,17 @@ func (d *bundleDir) forgetDrift() bool {
 	return drift
 }
 
+// sameOnDisk reports whether path is a regular file holding f's content
+// with f's mode.
+func sameOnDisk(path string, f *render.File) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(f.Size()) || fi.Mode().Perm() != f.Mode.Perm() {
+		return false
+	}
+	data, err := os.ReadFile(path)
+	return err == nil && bytes.Equal(data, f.Bytes())
+}
+
 // write makes the directory hold exactly b: changed files are replaced
 // atomically, files no longer in the bundle are removed, and every
 // directory touched is synced once at the end.
@@ -112,6 +124,12 @@ func (d *bundleDir) stage(b *render.Bundle) (err error) {
 			continue
 		}
 		full := filepath.Join(d.path, filepath.FromSlash(f.Name))
+		if _, ok := d.written[f.Name]; !ok && sameOnDisk(full, f) {
+			// Left by the last run: a restart on a full disk still
+			// starts, and writes (and syncs) nothing it need not.
+			d.written[f.Name] = *f
+			continue
+		}
 		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
 			return fmt.Errorf("bundle dir: %w", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -249,5 +250,48 @@ func TestBundleDirFullDiskFailsTheStaging(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(dir, "haproxy.cfg")); got != "old\n" {
 		t.Fatalf("haproxy.cfg = %q, want the old content", got)
+	}
+}
+
+// A restart finds the files its last run wrote: those equal to the new
+// bundle are not written again (on a full disk a restart with the same
+// state still starts), the others are, and drift is found again after.
+func TestBundleDirKeepsWhatTheLastRunWrote(t *testing.T) {
+	dir := t.TempDir()
+	b := &render.Bundle{Files: []render.File{
+		{Name: "haproxy.cfg", Data: []byte("cfg\n"), Mode: 0o644},
+		{Name: "maps/http.map", Data: []byte("a b\n"), Mode: 0o644},
+		{Name: "certs/k.pem", Data: []byte("key\n"), Mode: 0o600},
+	}}
+	if _, err := newBundleDir(dir).write(b); err != nil {
+		t.Fatal(err)
+	}
+	next := &render.Bundle{Files: slices.Clone(b.Files)}
+	next.Files[1] = render.File{Name: "maps/http.map", Data: []byte("a c\n"), Mode: 0o644}
+	d := newBundleDir(dir)
+	if err := d.stage(next); err != nil {
+		t.Fatal(err)
+	}
+	var staged []string
+	for name := range d.staged.temps {
+		staged = append(staged, name)
+	}
+	if !slices.Equal(staged, []string{"maps/http.map"}) {
+		t.Fatalf("a restart stages %v, want only the changed maps/http.map", staged)
+	}
+	if _, err := d.commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "certs", "k.pem")); err != nil {
+		t.Fatal(err)
+	}
+	if !d.forgetDrift() {
+		t.Fatal("a removed file is not found as drift")
+	}
+	if _, err := d.write(next); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "certs", "k.pem")); err != nil || string(data) != "key\n" {
+		t.Fatalf("the removed file is not written again: %q, %v", data, err)
 	}
 }
