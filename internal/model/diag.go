@@ -3,6 +3,9 @@ package model
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
+	"unicode"
 )
 
 // Severity orders diagnostics: errors make `check` fail, warnings are shown
@@ -45,7 +48,13 @@ func positionLess(a, b Position) bool {
 }
 
 func (p Position) String() string {
-	return fmt.Sprintf("%s:%d:%d", p.Path, p.Line, p.Col)
+	path := p.Path
+	if strings.ContainsFunc(path, unicode.IsControl) {
+		// A file named with a newline must not forge a line of the
+		// log or of `haroute status`.
+		path = strconv.Quote(path)
+	}
+	return fmt.Sprintf("%s:%d:%d", path, p.Line, p.Col)
 }
 
 // Diagnostic is one problem found in the input. Its String form is the

@@ -178,3 +178,24 @@ func TestRouterUnsettled(t *testing.T) {
 		})
 	}
 }
+
+// A file that no longer decodes (a YAML error) keeps serving its last good
+// routes, and they are listed as stale with the file's error, as a route
+// whose new version is rejected is: status said admitted, and
+// haroute_stale_objects 0.
+func TestRoutesOfABrokenFileAreStale(t *testing.T) {
+	good := SourceFile{Path: "r.yaml", Data: []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: r, namespace: ns}\nspec: {host: r.example.com, to: {name: svc}}\n")}
+	l := NewLoader()
+	l.Load([]SourceFile{good})
+	res := l.Load([]SourceFile{{Path: "r.yaml", Data: []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: [r\n")}})
+	if len(res.Desired.Routes) != 1 || res.Desired.Routes[0].Host != "r.example.com" {
+		t.Fatalf("routes %v, want the last good r", res.Desired.Routes)
+	}
+	st := res.Desired.Statuses[0]
+	if st.State != RouteStale || len(st.Reasons) == 0 || !strings.HasPrefix(st.Reasons[0], "r.yaml:2:1: invalid YAML") {
+		t.Fatalf("status %+v, want stale with the file's error", st)
+	}
+	if res := l.Load([]SourceFile{good}); res.Desired.Statuses[0].State != RouteAdmitted {
+		t.Fatalf("fixed: status %+v, want admitted", res.Desired.Statuses[0])
+	}
+}

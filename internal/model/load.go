@@ -3,6 +3,7 @@ package model
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"regexp"
 	"slices"
 
@@ -181,6 +182,7 @@ func (l *Loader) Evaluate(files []SourceFile) Result {
 		}
 	}
 	desired, admitDiags, next := admit(objs, l.prev, m, &l.scratch, good)
+	l.markBrokenFiles(desired)
 	diags = append(diags, admitDiags...)
 	diags.Sort()
 	res := Result{Desired: desired, Objects: objs, Diagnostics: diags, next: next}
@@ -188,6 +190,40 @@ func (l *Loader) Evaluate(files []SourceFile) Result {
 		res.RouterUnsettled = l.routerUnsettled(objs, admitDiags)
 	}
 	return res
+}
+
+// markBrokenFiles marks stale the routes served from the last good
+// content of a file whose current content fails to decode (YAML, a file
+// too large): like a route whose new version is rejected, they serve
+// their last good version, and status and haroute_stale_objects say so,
+// with the file's errors.
+func (l *Loader) markBrokenFiles(d *Desired) {
+	broken := map[string][]string{}
+	for path, st := range l.files {
+		if !st.failed || st.good == nil {
+			continue
+		}
+		var reasons []string
+		for _, diag := range st.diags {
+			if diag.Severity == SeverityError {
+				reasons = append(reasons, fmt.Sprintf("%s: %s", diag.Pos, fieldMessage(diag)))
+			}
+		}
+		broken[path] = reasons
+	}
+	if len(broken) == 0 || d == nil {
+		return
+	}
+	d.Statuses = slices.Clone(d.Statuses) // shared with other loads
+	for i, st := range d.Statuses {
+		reasons, ok := broken[st.Source.Path]
+		if !ok || (st.State != RouteAdmitted && st.State != RouteAdmittedWithWarnings) {
+			continue
+		}
+		marked := *st
+		marked.State, marked.Reasons = RouteStale, reasons
+		d.Statuses[i] = &marked
+	}
 }
 
 // Commit makes res the last good state: its settings and the versions of
