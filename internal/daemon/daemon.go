@@ -153,6 +153,12 @@ type Daemon struct {
 	rcAnchor *model.SourceFile
 	restored *saved
 	guard    deletionGuard
+
+	// inputClean is set while the accepted generation has no input
+	// problem (clearErrorIfClean); readFailed while the last read of the
+	// directory failed.
+	inputClean, readFailed bool
+
 	// served is what HAProxy runs, for the per-route metrics read on the
 	// HTTP goroutine.
 	served atomic.Pointer[model.Desired]

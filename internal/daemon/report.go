@@ -42,10 +42,10 @@ func (d *Daemon) reportInput(res model.Result) {
 // clearErrorIfClean clears the last error once an accepted generation has
 // no errors: "last error" describes the present, the history the past.
 func (d *Daemon) clearErrorIfClean(res model.Result) {
-	if res.Diagnostics.HasErrors(false) || d.materialErr != nil || (d.desiredFrom != nil && len(d.desiredFrom.Errors) > 0) {
-		return
+	d.inputClean = !res.Diagnostics.HasErrors(false) && d.materialErr == nil && (d.desiredFrom == nil || len(d.desiredFrom.Errors) == 0)
+	if d.inputClean {
+		d.status.ClearError(time.Now())
 	}
-	d.status.ClearError(time.Now())
 }
 
 // setGuardStatus shows a generation held by the deletion guard, or none

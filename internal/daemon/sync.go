@@ -27,6 +27,8 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 	if err != nil && d.interrupted(err) {
 		return nil // the read was cut short by the shutdown
 	}
+	readFailed := d.readFailed // the read before this one
+	d.readFailed = err != nil
 	if err != nil {
 		d.metrics.SnapshotError()
 		d.recordError(fmt.Errorf("read %s: %w; the last good state keeps serving", d.opts.ConfigDir, err))
@@ -37,6 +39,12 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		return nil
 	}
 	if snap.Hash == d.lastHash && !force && d.desired.Desired != nil {
+		if readFailed && d.inputClean && len(snap.Errors) == 0 {
+			// The directory reads again as it did when it was clean
+			// (a ..data link pointed away and back): the read error
+			// recorded meanwhile is over.
+			d.status.ClearError(time.Now())
+		}
 		return nil
 	}
 	for _, fe := range snap.Errors {

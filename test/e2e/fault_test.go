@@ -33,6 +33,19 @@ func TestDirectoryVanishesAndLinkDangles(t *testing.T) {
 	must(t, os.Symlink("does-not-exist", link))
 	r.reportsError("read")
 	r.keepsServing("one.e2e.test", "one", 10, "dangling link")
+	// Pointed back at the same generation: the read error is over, though
+	// nothing changed to apply.
+	must(t, os.Remove(link))
+	must(t, os.Symlink(target, link))
+	r.eventually(10*time.Second, "the read error cleared", func() error {
+		if e := r.store.Get().LastError; e != nil {
+			return fmt.Errorf("last error still %q", e.Message)
+		}
+		return nil
+	})
+	must(t, os.Remove(link))
+	must(t, os.Symlink("does-not-exist", link))
+	r.reportsError("read")
 	// The target directory itself vanishes.
 	must(t, os.RemoveAll(filepath.Join(root, target)))
 	time.Sleep(300 * time.Millisecond) // no state to wait for: nothing should change
