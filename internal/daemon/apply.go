@@ -213,6 +213,11 @@ func (d *Daemon) housekeep(ctx context.Context) {
 		d.housekeepBackoff = 0
 		return
 	}
+	if pids := d.proc.ResumeStopped(); len(pids) > 0 {
+		// Stopped, not hung: it answers again once it runs.
+		d.log.Warn("haproxy processes were stopped (SIGSTOP); resumed them", "pids", pids)
+		return
+	}
 	d.housekeepBackoff = min(max(2*d.housekeepBackoff, time.Second), time.Minute)
 	d.housekeepAfter = now.Add(d.housekeepBackoff)
 	d.log.Warn("haproxy sockets did not answer housekeeping; backing off", "for", d.housekeepBackoff)

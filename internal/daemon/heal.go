@@ -121,6 +121,11 @@ func (d *Daemon) heal(ctx context.Context) {
 		d.linkAdminSocket()
 		return
 	}
+	if pids := d.proc.ResumeStopped(); len(pids) > 0 {
+		// Stopped, not gone: its sockets answer again once it runs.
+		d.log.Warn("haproxy processes were stopped (SIGSTOP); resumed them", "pids", pids)
+		return
+	}
 	reason := "haproxy sockets " + broken.Error()
 	d.setNotReady(reason)
 	if reason != d.healing.broken {

@@ -253,21 +253,57 @@ func (s *Supervisor) unnamedMaster() (pid int, running bool) {
 
 // parentOf returns pid's parent from /proc/<pid>/stat, or 0.
 func parentOf(pid int) int {
+	_, ppid := procStat(pid)
+	return ppid
+}
+
+// procStat returns pid's state letter and parent from /proc/<pid>/stat,
+// or 0 and 0.
+func procStat(pid int) (state byte, ppid int) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	// "pid (comm) state ppid …"; comm may hold spaces and parentheses.
 	i := strings.LastIndexByte(string(stat), ')')
 	if i < 0 {
-		return 0
+		return 0, 0
 	}
 	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 2 {
-		return 0
+	if len(fields) < 2 || len(fields[0]) != 1 {
+		return 0, 0
 	}
-	ppid, _ := strconv.Atoi(fields[1])
-	return ppid
+	ppid, _ = strconv.Atoi(fields[1])
+	return fields[0][0], ppid
+}
+
+// ResumeStopped sends SIGCONT to the master and to each of its workers
+// that is stopped (SIGSTOP, SIGTSTP: state T; not a debugger's tracing
+// stop), and returns their pids. A stopped worker answers nothing: its
+// sockets read as dead, and every reload fails because it cannot hand its
+// listeners over; nothing but SIGCONT brings it back.
+func (p *Process) ResumeStopped() []int {
+	master := p.PID()
+	var stopped []int
+	if state, _ := procStat(master); state == 'T' {
+		stopped = append(stopped, master)
+	}
+	entries, err := os.ReadDir("/proc")
+	if err == nil {
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if state, ppid := procStat(pid); ppid == master && state == 'T' {
+				stopped = append(stopped, pid)
+			}
+		}
+	}
+	for _, pid := range stopped {
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}
+	return stopped
 }
 
 // isOurs reports whether a /proc cmdline is an HAProxy master started for

@@ -15,6 +15,7 @@ import (
 	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
+	"github.com/haroute/haroute/test/testenv"
 )
 
 // The config directory vanishing, a link pointing nowhere, and then a new
@@ -231,4 +232,31 @@ func TestStatusForgetsAnExitedHAProxy(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A stopped HAProxy worker (SIGSTOP) answers nothing: its sockets read as
+// dead and every reload failed, since it cannot hand its listeners over,
+// until someone sent SIGCONT. The heal resumes it.
+func TestStoppedHAProxyWorkerIsResumed(t *testing.T) {
+	r := newRouter(t)
+	r.breaksHAProxy = true
+	one := startBackend(t, "one")
+	serveWeb(t, r, "", one)
+	workers := testenv.ShowProc(t, r.runDir).Workers
+	if len(workers) != 1 {
+		t.Fatalf("workers %+v", workers)
+	}
+	worker := workers[0].PID
+	must(t, syscall.Kill(worker, syscall.SIGSTOP))
+	t.Cleanup(func() { _ = syscall.Kill(worker, syscall.SIGCONT) })
+	r.eventually(30*time.Second, "served again", func() error {
+		if got, err := r.get("web.e2e.test", "/"); err != nil || got != "one" {
+			return fmt.Errorf("answered %q, %v", got, err)
+		}
+		return nil
+	})
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", worker))
+	if err == nil && strings.Contains(string(stat), ") T ") {
+		t.Fatalf("worker %d is still stopped", worker)
+	}
 }
