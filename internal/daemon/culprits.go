@@ -17,8 +17,10 @@ import (
 // culprits are among the routes that are new or changed since: the
 // candidate is checked with subsets of those, halving until each failure
 // is pinned on single routes, which are then rejected alone with HAProxy's
-// own message. A candidate that fails even without any changed route is
-// refused as a whole (its settings are at fault), as before.
+// own message. A candidate with new settings (or a first start's) that
+// fails even without any changed route has its settings at fault: the
+// refusal is pinned on the RouterConfig's fields (model.JudgeSettings).
+// One that fails so with the settings unchanged is refused as a whole.
 
 // culprit is a route HAProxy refused, with its message, or the settings
 // of the RouterConfig HAProxy refused, at their fields.
