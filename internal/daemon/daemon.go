@@ -146,13 +146,16 @@ type Daemon struct {
 	materialErr error
 	// store saves the last good state for restarts; anchors are the last
 	// good content of each path (persist.go); restored is what was read
-	// back at start, nil if nothing was. rcAnchor is the last good file
-	// of the RouterConfig in force, kept while the tree has none.
+	// back at start, nil if nothing was. rcAnchor is the file of the
+	// RouterConfig in force, saved apart (saveLastGood); rcAnchorBefore
+	// the one before it, for a RouterConfig found unloadable after it
+	// was accepted (unbindableNow).
 	store    *lastGoodStore
 	anchors  map[string]model.SourceFile
-	rcAnchor *model.SourceFile
 	restored *saved
 	guard    deletionGuard
+
+	rcAnchor, rcAnchorBefore *model.SourceFile
 
 	// inputClean is set while the accepted generation has no input
 	// problem (clearErrorIfClean); readFailed while the last read of the

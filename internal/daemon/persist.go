@@ -40,6 +40,11 @@ type savedIndex struct {
 	Version int          `json:"version"`
 	Files   []savedEntry `json:"files"`
 	Anchors []savedEntry `json:"anchors,omitempty"`
+	// RouterConfig is the file of the last RouterConfig whose settings
+	// were in force: loaded before anything else at start, so a
+	// RouterConfig that is missing, invalid, doubled or refused by
+	// HAProxy at that moment keeps its settings across a restart too.
+	RouterConfig *savedEntry `json:"routerConfig,omitempty"`
 	// DefaultCertificate and DefaultDestinationCA are content hashes of
 	// the TLS material in force.
 	DefaultCertificate   string `json:"defaultCertificate,omitempty"`
@@ -60,6 +65,7 @@ type savedEntry struct {
 // saved is the last good state read back at start.
 type saved struct {
 	files, anchors []model.SourceFile
+	routerConfig   *model.SourceFile
 	material       *certgen.Material
 	// routes are what the saved state admits: what a first generation
 	// read at start is compared with by the deletion guard.
@@ -71,6 +77,7 @@ type saved struct {
 // daemon's snapshot, which is never modified.
 type saveRequest struct {
 	files, anchors []model.SourceFile
+	routerConfig   *model.SourceFile
 	material       certgen.Material
 }
 
@@ -183,6 +190,12 @@ func (s *lastGoodStore) write(r saveRequest) {
 	if idx.Files, err = entries(r.files); err == nil {
 		idx.Anchors, err = entries(r.anchors)
 	}
+	if err == nil && r.routerConfig != nil {
+		var rc []savedEntry
+		if rc, err = entries([]model.SourceFile{*r.routerConfig}); err == nil {
+			idx.RouterConfig = &rc[0]
+		}
+	}
 	m := r.material
 	if err == nil && len(m.DefaultCertificate) > 0 {
 		idx.DefaultCertificate, err = store(m.DefaultCertificate)
@@ -237,6 +250,9 @@ func named(idx savedIndex) map[string]bool {
 	}
 	for _, e := range append(idx.Files, idx.Anchors...) {
 		keep[e.Hash] = true
+	}
+	if idx.RouterConfig != nil {
+		keep[idx.RouterConfig.Hash] = true
 	}
 	return keep
 }
@@ -302,6 +318,13 @@ func (s *lastGoodStore) load() (*saved, error) {
 	}
 	if sv.anchors, err = files(idx.Anchors); err != nil {
 		return nil, err
+	}
+	if idx.RouterConfig != nil {
+		rc, err := files([]savedEntry{*idx.RouterConfig})
+		if err != nil {
+			return nil, err
+		}
+		sv.routerConfig = &rc[0]
 	}
 	if idx.DefaultCertificate != "" {
 		m := certgen.Material{}
@@ -378,25 +401,31 @@ func (d *Daemon) saveLastGood(gen generation) {
 			}
 		}
 	}
-	// A RouterConfig gone from the tree keeps its settings in force (ports
-	// never move because a file disappeared), so its last good file stays
-	// an anchor: without it, a restart came up on the default ports.
-	if rcs := gen.result.Objects.RouterConfigs; len(rcs) > 0 {
-		if a, ok := d.anchors[rcs[0].Source.Pos.Path]; ok {
-			d.rcAnchor = &a
-		}
-	} else if d.rcAnchor != nil {
-		req.anchors = append(req.anchors, *d.rcAnchor)
-	}
+	// The RouterConfig whose settings are in force is saved on its own:
+	// one gone from the tree, invalid, doubled or refused by HAProxy
+	// keeps the last good settings while haroute runs, and must across a
+	// restart too (a restart came up on 0.0.0.0:80/443/1936, or started
+	// HAProxy on the refused settings).
+	d.noteRouterConfig(gen.result, gen.files)
+	req.routerConfig = d.rcAnchor
 	d.store.save(req)
 }
 
-// noteRouterConfig remembers the file of the RouterConfig res holds, if
-// any, among files, as saveLastGood would have.
-func (d *Daemon) noteRouterConfig(res model.Result, files map[string]model.SourceFile) {
-	if rcs := res.Objects.RouterConfigs; len(rcs) > 0 {
-		if f, ok := files[rcs[0].Source.Pos.Path]; ok {
+// noteRouterConfig remembers, from files, the file of the RouterConfig of
+// res when its settings are the ones in force.
+func (d *Daemon) noteRouterConfig(res model.Result, files []model.SourceFile) {
+	if !res.RouterConfigInForce() {
+		return
+	}
+	path := res.Objects.RouterConfigs[0].Source.Pos.Path
+	for i := range files {
+		if files[i].Path == path {
+			if d.rcAnchor == nil || d.rcAnchor.Hash != files[i].Hash || files[i].Hash == "" {
+				d.rcAnchorBefore = d.rcAnchor
+			}
+			f := files[i]
 			d.rcAnchor = &f
+			return
 		}
 	}
 }
@@ -412,6 +441,21 @@ func (d *Daemon) restore() {
 	if sv == nil {
 		return
 	}
+	var settings *model.Settings
+	if rc := sv.routerConfig; rc != nil {
+		// Its settings are the last good ones whatever the saved tree
+		// holds (see saveLastGood): loaded first, they are the fallback
+		// for a RouterConfig there that is invalid or doubled, and
+		// restored last, since loading the tree commits the settings of
+		// one that is valid but which HAProxy refused.
+		s := d.loader.Load([]model.SourceFile{*rc}).Desired.Router
+		settings, d.rcAnchor = &s, rc
+	}
+	defer func() {
+		if settings != nil {
+			d.loader.RestoreSettings(*settings)
+		}
+	}()
 	if len(sv.anchors) > 0 {
 		byPath := make(map[string]model.SourceFile, len(sv.files))
 		for _, f := range sv.files {
@@ -425,17 +469,9 @@ func (d *Daemon) restore() {
 		for _, f := range byPath {
 			first = append(first, f)
 		}
-		d.noteRouterConfig(d.loader.Load(first), byPath)
+		d.loader.Load(first)
 	}
-	res := d.loader.Load(sv.files)
-	sv.routes = res.Desired.Routes
-	if d.rcAnchor == nil {
-		byPath := make(map[string]model.SourceFile, len(sv.files))
-		for _, f := range sv.files {
-			byPath[f.Path] = f
-		}
-		d.noteRouterConfig(res, byPath)
-	}
+	sv.routes = d.loader.Load(sv.files).Desired.Routes
 	for _, f := range sv.files {
 		d.lastFiles[f.Path] = f
 		if _, ok := d.anchors[f.Path]; !ok && !d.loader.Failed(f.Path) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -67,6 +68,12 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			d.lastHash = ""
 			return nil
 		}
+		if problems := d.materialProblems(res); len(problems) > 0 && attempt < maxCulpritRounds && d.loader.RefuseRouterConfig(problems) {
+			for _, p := range problems {
+				d.log.Error("RouterConfig refused: a file it names cannot be used; the last good settings stay in force", "field", p.Field, "err", p.Message)
+			}
+			continue
+		}
 		loaded := time.Now()
 		gen, err := d.generationOf(res, snap, files)
 		if err != nil {
@@ -103,6 +110,25 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			d.log.Error("route refused by haproxy", "route", c.key.String(), "err", c.msg)
 		}
 	}
+}
+
+// materialProblems returns, as problems of the RouterConfig, the files
+// that new settings name and cannot be used (certgen.CheckFiles). New
+// settings go with their material or not at all: applied with the last
+// good material, a clientTLS whose CA file was empty left render refusing
+// every later change, and a port moved in the same edit as a broken
+// certificate applied half a RouterConfig. A file that breaks under
+// unchanged settings keeps its last good content (resolveMaterial).
+func (d *Daemon) materialProblems(res model.Result) []model.SettingsProblem {
+	prev := d.loader.Settings()
+	if prev == nil || res.Desired == nil || reflect.DeepEqual(*prev, res.Desired.Router) {
+		return nil
+	}
+	var out []model.SettingsProblem
+	for _, p := range certgen.CheckFiles(res.Desired.Router) {
+		out = append(out, model.SettingsProblem{Field: p.Field, Message: p.Err.Error()})
+	}
+	return out
 }
 
 // generationOf renders an evaluated snapshot: the TLS material it names
@@ -564,11 +590,35 @@ func (d *Daemon) coldStart(ctx context.Context, gen generation) ([]culprit, erro
 		if cerr := d.writeChecked(ctx, gen.state); cerr != nil {
 			return d.refusedBy(ctx, gen.state, cerr), nil
 		}
+		if ctx.Err() == nil {
+			if c := d.startRefusedSettings(gen, err); c != nil {
+				return []culprit{*c}, nil
+			}
+		}
 		return nil, fmt.Errorf("start haproxy: %w", err)
 	}
 	d.accept(gen)
 	d.started(proc)
 	return nil, nil
+}
+
+// startRefusedSettings pins on the RouterConfig a start that `haproxy -c`
+// would have passed (a port another process holds, an address the host
+// lacks) when its settings differ from the last good ones, restored from
+// the state dir: the restart then comes up on those, as a running router
+// would have kept them, rather than not at all. It returns nil when there
+// are no other settings to fall back on.
+func (d *Daemon) startRefusedSettings(gen generation, err error) *culprit {
+	prev := d.loader.Settings()
+	if prev == nil || reflect.DeepEqual(*prev, gen.state.Desired.Router) {
+		return nil
+	}
+	field := "spec"
+	if strings.Contains(err.Error(), "cannot bind") {
+		field = "spec.bindOptions"
+	}
+	return &culprit{settings: []model.SettingsProblem{{Field: field,
+		Message: "HAProxy could not start with these settings; the last good settings stay in force: " + err.Error()}}}
 }
 
 // start launches HAProxy on the live files, which equal d.desired.
@@ -609,6 +659,9 @@ func (d *Daemon) reload(ctx context.Context) {
 		d.throttle.request(d.throttle.start(now)...)
 		return
 	}
+	if d.unbindableNow(ctx) {
+		return
+	}
 	reasons := d.throttle.start(now)
 	kinds := reasonKinds(reasons)
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -640,6 +693,39 @@ func (d *Daemon) reload(ctx context.Context) {
 	d.throttle.succeeded()
 	d.maxConnKept = false // the reload rendered a fresh fit
 	d.loaded(texts, true, elapsed)
+}
+
+// unbindableNow checks, as the reload is about to run, the listeners the
+// pending settings add: the check when the change was planned can be a
+// reload interval old, and a port taken since made the reload fail, and
+// every retry close every port for seconds. When one cannot be bound, the
+// RouterConfig is refused at its field, the live files go back to what
+// runs, and the directory is read again with the refusal in force.
+func (d *Daemon) unbindableNow(ctx context.Context) bool {
+	if d.applied.Desired == nil || d.desired.Desired == nil {
+		return false
+	}
+	problems := unbindable(&d.applied.Desired.Router, &d.desired.Desired.Router)
+	if len(problems) == 0 || !d.loader.RefuseRouterConfig(problems) {
+		return false
+	}
+	// Accepted, so committed as last good: back to what HAProxy runs.
+	d.loader.RestoreSettings(d.applied.Desired.Router)
+	d.rcAnchor = d.rcAnchorBefore
+	for _, p := range problems {
+		d.log.Error("RouterConfig refused: haproxy cannot bind it; the last good settings stay in force", "field", p.Field, "err", p.Message)
+	}
+	d.throttle.clear()
+	if err := d.writeLive(d.applied); err != nil {
+		d.recordError(err)
+	} else {
+		d.desired = d.applied
+	}
+	d.lastHash = ""
+	if err := d.sync(ctx, true); err != nil {
+		d.recordError(err)
+	}
+	return true
 }
 
 // loaded records that HAProxy now runs d.desired (after a start or a

@@ -296,6 +296,21 @@ func (lg *lastGood) lastGoodEndpoints(key endpointsKey, g *groupsMemo) (*groupsM
 	return found, true
 }
 
+// RouterConfigInForce reports whether the tree holds exactly one
+// RouterConfig and its settings are the ones in force: not kept from an
+// earlier one because it is invalid, refused by HAProxy, or one of two.
+func (r Result) RouterConfigInForce() bool {
+	if len(r.Objects.RouterConfigs) != 1 {
+		return false
+	}
+	for _, d := range r.Diagnostics {
+		if d.Message == routerConfigKept {
+			return false
+		}
+	}
+	return true
+}
+
 // StaleCount is how many objects serve their last good version.
 func (r Result) StaleCount() int {
 	n := 0

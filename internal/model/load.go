@@ -226,6 +226,15 @@ func (l *Loader) markBrokenFiles(d *Desired) {
 	}
 }
 
+// Settings returns the last good settings (those of the last committed
+// result), or nil before any.
+func (l *Loader) Settings() *Settings { return l.prev }
+
+// RestoreSettings makes s the last good settings again: those of a
+// RouterConfig accepted and committed, then found unloadable before HAProxy
+// loaded it (a port taken meanwhile), are not.
+func (l *Loader) RestoreSettings(s Settings) { l.prev = &s }
+
 // Commit makes res the last good state: its settings and the versions of
 // the objects it served.
 func (l *Loader) Commit(res Result) {

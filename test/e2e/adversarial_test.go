@@ -404,3 +404,105 @@ func TestRouterConfigOnATakenPortKeepsServing(t *testing.T) {
 	})
 	r.serves("a.e2e.test", "/", "one")
 }
+
+// The listener check ran when a RouterConfig change was planned; with a
+// throttled reload, a port taken between then and the reload made the
+// reload fail, each retry closed every port for seconds, and the live
+// files held what could not load, so a restart then failed too. The check
+// runs again as the reload is about to start: the RouterConfig is refused
+// at the field, no reload is attempted, the live files go back to what
+// runs, and a restart keeps serving.
+func TestPortTakenBeforeAThrottledReloadKeepsServing(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	rc := func(stats int) []byte {
+		return []byte(strings.Replace(testenv.RouterConfig(r.http, r.https, stats, ""), "reloadInterval: 1s", "reloadInterval: 5s", 1))
+	}
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("a.yaml", routeYAML("a", "a.e2e.test", "", "one"), "endpoints.yaml", endpointsYAML("one", one))
+	gen["router.yaml"] = rc(r.stats)
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	// A reload now, so that the next one waits out the interval.
+	gen["b.yaml"] = []byte(reloadingRouteYAML("b", "b.e2e.test", "one"))
+	must(t, w.Publish(gen))
+	r.serves("b.e2e.test", "/", "one")
+	reloads := r.reloads()
+
+	port := testutil.FreePort(t)
+	gen["router.yaml"] = rc(port)
+	must(t, w.Publish(gen))
+	time.Sleep(300 * time.Millisecond) // planned, checked, throttled
+	taken, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(port))
+	must(t, err)
+	defer taken.Close()
+	traffic := keepRequesting(r, "a.e2e.test", "one")
+	r.eventually(20*time.Second, "the port refused at its field", func() error {
+		for _, e := range r.store.Get().RecentErrors {
+			if e.Resolved.IsZero() && strings.Contains(e.Message, "spec.bindOptions.ports.stats: HAProxy cannot listen on 127.0.0.1:"+strconv.Itoa(port)) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no standing error names the stats port: %+v", r.store.Get().RecentErrors)
+	})
+	time.Sleep(time.Second)
+	traffic.noneFailed(t, "while a throttled reload met a port taken since it was planned")
+	if got := r.reloads(); got != reloads {
+		t.Fatalf("%d reloads were attempted onto a taken port", got-reloads)
+	}
+	live, err := os.ReadFile(filepath.Join(r.stateDir, "live", "haproxy.cfg"))
+	must(t, err)
+	if strings.Contains(string(live), ":"+strconv.Itoa(port)) {
+		t.Fatal("the live haproxy.cfg still binds the taken port")
+	}
+	time.Sleep(1500 * time.Millisecond) // the save runs off the loop
+	r.stop()
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	r.serves("b.e2e.test", "/", "one")
+}
+
+// New settings go with the files they name, or not at all. A RouterConfig
+// that moved the stats port and named a broken default certificate in
+// one edit applied the port with the last good certificate; one that
+// asked for client certificates with an empty CA file left render
+// refusing every later change. Now each is refused at the file's field,
+// the last good settings stay whole, and later route changes apply.
+func TestRouterConfigWithABrokenFileIsRefusedWhole(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig(""), "a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+
+	empty := filepath.Join(t.TempDir(), "empty.pem")
+	must(t, os.WriteFile(empty, nil, 0o600))
+	moved := testutil.FreePort(t)
+	for i, tc := range []struct{ rc, field string }{
+		{testenv.RouterConfig(r.http, r.https, moved, "  defaultCertificate: "+empty+"\n"), "spec.defaultCertificate"},
+		{r.routerConfig("  clientTLS:\n    clientCertificatePolicy: Optional\n    clientCA: " + empty + "\n"), "spec.clientTLS.clientCA"},
+	} {
+		gen["router.yaml"] = []byte(tc.rc)
+		name := fmt.Sprintf("r%d", i)
+		gen[name+".yaml"] = []byte(routeYAML(name, name+".e2e.test", "", "one"))
+		must(t, w.Publish(gen))
+		r.serves(name+".e2e.test", "/", "one")
+		r.eventually(10*time.Second, "the broken file reported at "+tc.field, func() error {
+			for _, e := range r.store.Get().RecentErrors {
+				if e.Resolved.IsZero() && strings.Contains(e.Message, "router.yaml:") && strings.Contains(e.Message, tc.field+":") {
+					return nil
+				}
+			}
+			return fmt.Errorf("no standing error names %s: %+v", tc.field, r.store.Get().RecentErrors)
+		})
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(moved), time.Second); err == nil {
+			c.Close()
+			t.Fatalf("%s: the stats port moved without its certificate", tc.field)
+		}
+	}
+	r.serves("a.e2e.test", "/", "one")
+}

@@ -351,3 +351,35 @@ func TestPlainFileCutOffMidWriteIsHeld(t *testing.T) {
 	must(t, os.WriteFile(eps, []byte(strings.TrimSuffix(endpointsYAML("one", two), "\n")), 0o644))
 	r.serves("one.e2e.test", "/", "two") // held, then applied
 }
+
+// A RouterConfig that is invalid, or that HAProxy refuses, keeps the last
+// good settings while haroute runs, and now across a restart too: the
+// restart came up on the defaults (0.0.0.0:80/443/1936) for an invalid one,
+// and started HAProxy on a refused one, which it then could not load.
+func TestRestartKeepsSettingsOfARefusedRouterConfig(t *testing.T) {
+	for _, tc := range []struct{ name, extra string }{
+		{"invalid", "  logging:\n    access:\n      destination:\n        type: Container\n      httpLogFormat: \"%{+Z}ci\"\n"},
+		{"refused by haproxy", "  logging:\n    access:\n      destination:\n        type: Container\n      httpLogFormat: \"%ci %[nosuchfetch]\"\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRouter(t)
+			one, two := startBackend(t, "one"), startBackend(t, "two")
+			w := publish.NewAtomicWriter(r.dir)
+			gen := twoRoutes(r, one, two, "a.e2e.test")
+			must(t, w.Publish(gen))
+			r.start("atomic")
+			r.serves("a.e2e.test", "/", "one")
+
+			gen["router.yaml"] = []byte(r.routerConfig(tc.extra))
+			gen["c.yaml"] = []byte(routeYAML("c", "c.e2e.test", "", "one"))
+			must(t, w.Publish(gen))
+			r.serves("c.e2e.test", "/", "one")  // applied with the last good settings
+			time.Sleep(1500 * time.Millisecond) // the save runs off the loop
+			r.stop()
+
+			r.start("atomic")
+			r.serves("a.e2e.test", "/", "one")
+			r.serves("c.e2e.test", "/", "one")
+		})
+	}
+}
