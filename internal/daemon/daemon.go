@@ -156,6 +156,9 @@ type Daemon struct {
 	guard    deletionGuard
 
 	rcAnchor, rcAnchorBefore *model.SourceFile
+	// materialStamp is materialStamp of the settings whose material was
+	// last resolved.
+	materialStamp string
 
 	// inputClean is set while the accepted generation has no input
 	// problem (clearErrorIfClean); readFailed while the last read of the

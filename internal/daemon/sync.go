@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/haroute/haroute/internal/certgen"
@@ -39,7 +42,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		}
 		return nil
 	}
-	if snap.Hash == d.lastHash && !force && d.desired.Desired != nil {
+	if snap.Hash == d.lastHash && !force && d.desired.Desired != nil && materialStamp(d.desired.Desired.Router) == d.materialStamp {
 		if readFailed && d.inputClean && len(snap.Errors) == 0 {
 			// The directory reads again as it did when it was clean
 			// (a ..data link pointed away and back): the read error
@@ -502,6 +505,7 @@ func (d *Daemon) refillPool(ctx context.Context) error {
 // it names is broken, the last good material keeps serving (stale): a
 // bad certificate file must not block every other change.
 func (d *Daemon) resolveMaterial(s model.Settings) (certgen.Material, error) {
+	d.materialStamp = materialStamp(s)
 	m, err := certgen.Resolve(s, d.opts.StateDir, time.Now)
 	d.materialErr = err
 	if err == nil {
@@ -512,6 +516,39 @@ func (d *Daemon) resolveMaterial(s model.Settings) (certgen.Material, error) {
 	}
 	d.recordError(fmt.Errorf("RouterConfig: %w; the last good certificate material keeps serving", err))
 	return *d.material, nil
+}
+
+// materialStamp identifies the files s names (certificates, CAs, stats
+// credentials, error pages) by path, inode, size and modification time.
+// They live outside the config dir, so no event announces a rotation: the
+// periodic resync compares stamps, and reads them again when one moved.
+func materialStamp(s model.Settings) string {
+	paths := []string{s.DefaultCertificateFile, s.DefaultDestinationCAFile, s.StatsCredentialsFile}
+	if s.ClientTLS != nil {
+		paths = append(paths, s.ClientTLS.CAFile)
+	}
+	if s.ErrorPagesDir != "" {
+		for _, name := range model.ErrorPageFiles {
+			paths = append(paths, filepath.Join(s.ErrorPagesDir, name))
+		}
+		sort.Strings(paths[len(paths)-len(model.ErrorPageFiles):])
+	}
+	var b strings.Builder
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		b.WriteString(p)
+		if fi, err := os.Stat(p); err == nil {
+			var ino uint64
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				ino = st.Ino
+			}
+			fmt.Fprintf(&b, " %d %d %d", ino, fi.Size(), fi.ModTime().UnixNano())
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // writeChecked validates next with `haproxy -c` in the candidate directory

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -258,5 +259,50 @@ func TestStoppedHAProxyWorkerIsResumed(t *testing.T) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", worker))
 	if err == nil && strings.Contains(string(stat), ") T ") {
 		t.Fatalf("worker %d is still stopped", worker)
+	}
+}
+
+// The default certificate lives outside the config dir, so no event
+// announces its rotation: the periodic resync compares the files' stamps
+// and reads them again when one moved. It waited for an unrelated change
+// in the config dir (or a SIGHUP) before.
+func TestDefaultCertificateRotationIsPickedUpByTheResync(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	certFile := filepath.Join(t.TempDir(), "default.pem")
+	install := func(serial int64) {
+		cert, key := makeCert(t, "*.e2e.test", serial)
+		tmp := certFile + ".tmp"
+		must(t, os.WriteFile(tmp, []byte(cert+key), 0o600))
+		must(t, os.Rename(tmp, certFile))
+	}
+	install(7001)
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(files("router.yaml", r.routerConfig("  defaultCertificate: "+certFile+"\n"),
+		"edge.yaml", routeYAML("edge", "edge.e2e.test", "", "one")+"  tls:\n    termination: edge\n",
+		"endpoints.yaml", endpointsYAML("one", one))))
+	r.start("atomic")
+	served := func() (int64, error) {
+		c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", r.https), &tls.Config{InsecureSkipVerify: true, ServerName: "edge.e2e.test"})
+		if err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].SerialNumber.Int64(), nil
+	}
+	wantSerial := func(want int64) func() error {
+		return func() error {
+			got, err := served()
+			if err != nil || got != want {
+				return fmt.Errorf("serial %d, %v; want %d", got, err, want)
+			}
+			return nil
+		}
+	}
+	r.eventually(10*time.Second, "the first certificate", wantSerial(7001))
+	install(7002)
+	r.eventually(15*time.Second, "the rotated certificate, with no change in the config dir", wantSerial(7002))
+	if got, err := r.getTLS("edge.e2e.test"); err != nil || got != "one" {
+		t.Fatalf("edge route after the rotation: %q, %v", got, err)
 	}
 }
