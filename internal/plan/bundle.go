@@ -27,7 +27,7 @@ func (d *differ) bundles() {
 		}
 	}
 	d.mapFiles(a.Maps, b.Maps)
-	loads, unloads := d.certFiles(a.Certs, b.Certs, crt, runtimeCrt)
+	loads, unloads := d.certFiles(a.Certs, b.Certs, crt, runtimeCrt, func() map[string]bool { return sharedSNI(fileData(b, render.CrtListFile)) })
 	if runtimeCrt {
 		d.tlsOps(crt, loads, unloads)
 	}
@@ -185,7 +185,15 @@ func trimCommon(a, b []render.MapEntry) ([]render.MapEntry, []render.MapEntry) {
 // crt-list changes at runtime (crt), is loaded or unloaded with it: those
 // ops are returned for tlsOps to order. Any other file appearing or going
 // away needs a reload.
-func (d *differ) certFiles(olds, news []render.Cert, crt crtListOps, runtimeCrt bool) (loads, unloads []Op) {
+//
+// A certificate whose SNI another line shares (shared returns those
+// paths; the crt-list is parsed only once a certificate changed) is
+// replaced by a reload: at load the first line in the file wins the name,
+// but `set ssl cert` re-inserts the replaced one behind the other, which
+// then served the name until the next reload, the runtime state no longer
+// what the files give.
+func (d *differ) certFiles(olds, news []render.Cert, crt crtListOps, runtimeCrt bool, shared func() map[string]bool) (loads, unloads []Op) {
+	var sharedPaths map[string]bool
 	withLine := func(lines []crtLine, path string) bool {
 		for _, l := range lines {
 			if l.cert == path {
@@ -206,6 +214,14 @@ func (d *differ) certFiles(olds, news []render.Cert, crt crtListOps, runtimeCrt 
 		path := absPath(d.desired.Input.Dir, c.Name)
 		switch {
 		case ok && bytes.Equal(old.PEM, c.PEM):
+		case ok && func() bool {
+			if sharedPaths == nil {
+				sharedPaths = shared()
+			}
+			return sharedPaths[path]
+		}():
+			d.add(Change{Mode: ModeReload, Kind: KindCertificate, Subject: c.Name,
+				Detail: "another crt-list line serves its SNI too: which one wins is the file's order, which only a reload keeps"})
 		case len(certPayload(c.PEM)) > MaxPayload:
 			d.add(Change{Mode: ModeReload, Kind: KindCertificate, Subject: c.Name,
 				Detail: fmt.Sprintf("PEM of %d bytes exceeds the %d one runtime payload can carry", len(c.PEM), MaxPayload)})

@@ -41,6 +41,23 @@ func parseCrtList(data []byte) []crtLine {
 	return out
 }
 
+// sharedSNI returns the certificate paths of a crt-list whose SNI filter
+// another line has too.
+func sharedSNI(data []byte) map[string]bool {
+	lines := parseCrtList(data)
+	count := make(map[string]int, len(lines))
+	for _, l := range lines {
+		count[l.sni]++
+	}
+	out := map[string]bool{}
+	for _, l := range lines {
+		if l.sni != "" && count[l.sni] > 1 {
+			out[l.cert] = true
+		}
+	}
+	return out
+}
+
 // crtListOps is the runtime work of a crt-list change.
 type crtListOps struct {
 	// replaced are the lines deleted before the added ones are added (a

@@ -159,6 +159,25 @@ func TestCompute(t *testing.T) {
 			wantSummary: "plan: runtime (1 operation, no reload)",
 		},
 		{
+			// Two lines serve secure.example.com; the file's order
+			// decides, and `set ssl cert` would not keep it.
+			name: "certificate of a route whose SNI another route's certificate shares",
+			applied: func(t *testing.T, d *model.Desired) {
+				r := routeByName(t, d, "reen")
+				r.Host, r.Path = "secure.example.com", "/r"
+				r.TLS.Certificate, r.TLS.Key = testRouteCert, testRouteKey
+			},
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				r := routeByName(t, d, "reen")
+				r.Host, r.Path = "secure.example.com", "/r"
+				r.TLS.Certificate, r.TLS.Key = testRouteCert, testRouteKey
+				routeByName(t, d, "secure").TLS.Certificate = "-----BEGIN CERTIFICATE-----\nUk9UQVRFRA==\n-----END CERTIFICATE-----"
+			},
+			wantReasons: []string{"certificate changed: certs/default_secure.pem"},
+			wantChanges: []string{"reload | certificate changed | certs/default_secure.pem | another crt-list line serves its SNI too: which one wins is the file's order, which only a reload keeps"},
+			wantSummary: "plan: reload (1 reason: certificate changed: certs/default_secure.pem)",
+		},
+		{
 			name: "certificate too large for one runtime payload",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				in.DefaultCertificate = []byte("-----BEGIN CERTIFICATE-----\n" + strings.Repeat("QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB\n", 200) +
