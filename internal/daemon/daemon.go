@@ -172,6 +172,7 @@ type Daemon struct {
 	// when the last change arrived, lastRefill when the pool was last
 	// topped up on its own.
 	pool                 poolState
+	servedSlots          map[model.BackendName]bool // spares that served a route since HAProxy loaded (see poolState.free)
 	lastSync, lastRefill time.Time
 	refill               bool
 	// loggedDiags are the diagnostics already logged, by their text.
@@ -271,22 +272,23 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{
-		opts:       opts,
-		log:        opts.Logger,
-		metrics:    opts.Metrics,
-		status:     opts.Status,
-		loader:     model.NewLoader(),
-		live:       newBundleDir(live),
-		cand:       newBundleDir(filepath.Join(opts.StateDir, "candidate")),
-		sup:        sup,
-		lastFiles:  map[string]model.SourceFile{},
-		pending:    map[model.BackendName]map[model.ServerName]bool{},
-		lingering:  map[string]time.Time{},
-		drainWait:  map[model.BackendName]drainWait{},
-		hardNOFILE: nofileHardLimit(),
-		gc:         newIdleGC(),
-		store:      newLastGoodStore(opts.StateDir, opts.Logger),
-		anchors:    map[string]model.SourceFile{},
+		opts:        opts,
+		log:         opts.Logger,
+		metrics:     opts.Metrics,
+		status:      opts.Status,
+		loader:      model.NewLoader(),
+		live:        newBundleDir(live),
+		cand:        newBundleDir(filepath.Join(opts.StateDir, "candidate")),
+		sup:         sup,
+		lastFiles:   map[string]model.SourceFile{},
+		pending:     map[model.BackendName]map[model.ServerName]bool{},
+		servedSlots: map[model.BackendName]bool{},
+		lingering:   map[string]time.Time{},
+		drainWait:   map[model.BackendName]drainWait{},
+		hardNOFILE:  nofileHardLimit(),
+		gc:          newIdleGC(),
+		store:       newLastGoodStore(opts.StateDir, opts.Logger),
+		anchors:     map[string]model.SourceFile{},
 	}
 	if err := d.useSockets(initialSockets(opts)); err != nil {
 		return nil, err

@@ -171,6 +171,7 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 		i, found := model.FindRoute(desired.Routes, key)
 		if !found {
 			st = st.unbind(key, slot)
+			d.servedSlots[slot] = true
 			continue
 		}
 		desired.Routes[i] = withSlot(desired.Routes[i], slot)
@@ -210,7 +211,7 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 			st = st.bind(r.Key, k)
 			continue
 		}
-		if k := st.free(classOf(r), func(s model.AdmittedRoute) bool { return render.SameBackend(*r, s, in) }); k >= 0 {
+		if k := st.free(classOf(r), func(s model.AdmittedRoute) bool { return render.SameBackend(*r, s, in) }, d.servedSlots); k >= 0 {
 			desired.Routes[i] = withSlot(r, st.spares[k].Slot)
 			st = st.bind(r.Key, k)
 		}
@@ -275,19 +276,29 @@ func (st poolState) slotNamed(name model.BackendName) int {
 	return -1
 }
 
-// free returns the index of a free spare of termination t that fits, or
-// -1.
-func (st poolState) free(c spareClass, fits func(model.AdmittedRoute) bool) int {
+// free returns the index of a free spare of class c that fits, or -1.
+// Spares that have not served a route since HAProxy last loaded (served)
+// come first: HAProxy's counters of a spare carry the traffic of the
+// routes it served, and a route bound to one showed a deleted route's
+// requests as its own in the per-route metrics.
+func (st poolState) free(c spareClass, fits func(model.AdmittedRoute) bool, served map[model.BackendName]bool) int {
+	reused := -1
 	for k := range st.spares {
 		s := &st.spares[k]
-		if classOf(s) == c && !st.used[s.Slot] && !st.draining[s.Slot] {
-			if fits(*s) {
-				return k
-			}
+		if classOf(s) != c || st.used[s.Slot] || st.draining[s.Slot] {
+			continue
+		}
+		if !fits(*s) {
 			return -1 // every spare of a class renders alike
 		}
+		if !served[s.Slot] {
+			return k
+		}
+		if reused < 0 {
+			reused = k
+		}
 	}
-	return -1
+	return reused
 }
 
 // bind returns st with spare k bound to key.
@@ -305,7 +316,8 @@ func (st poolState) bind(key model.RouteKey, k int) poolState {
 	return st
 }
 
-// unbind returns st with the slot of key free again, draining.
+// unbind returns st with the slot of key free again, draining. (The
+// daemon notes the slot as served: see free.)
 func (st poolState) unbind(key model.RouteKey, slot model.BackendName) poolState {
 	st.bound, st.used, st.draining = cloneOr(st.bound), cloneOr(st.used), cloneOr(st.draining)
 	delete(st.bound, key)

@@ -770,6 +770,7 @@ func (d *Daemon) unbindableNow(ctx context.Context) bool {
 // where checks run (render.ServerArgs).
 func (d *Daemon) loaded(reasons []string, reload bool, elapsed time.Duration) {
 	d.applied, d.appliedFrom, d.appliedWant = d.desired, d.desiredFrom, d.desiredWant
+	clear(d.servedSlots) // a new worker counts from zero
 	d.pending = map[model.BackendName]map[model.ServerName]bool{}
 	clear(d.lingering)
 	clear(d.drainWait)

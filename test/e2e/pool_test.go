@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -410,5 +413,46 @@ func TestBalanceClassRoutesWithoutReload(t *testing.T) {
 				t.Fatalf("adding and deleting a second %s route took %d reloads, want 0", balance, got)
 			}
 		})
+	}
+}
+
+// A route bound to a spare that served a deleted route showed that
+// route's requests as its own: HAProxy's counters belong to the backend.
+// Spares that served nothing since HAProxy loaded are bound first.
+func TestNewRouteMetricsDoNotInheritADeletedRoutesTraffic(t *testing.T) {
+	one := startBackend(t, "one")
+	r, w, gen, before := poolRouter(t, one)
+	gen["ma.yaml"] = []byte(routeYAML("ma", "ma.e2e.test", "", "one"))
+	must(t, w.Publish(gen))
+	r.serves("ma.e2e.test", "/", "one")
+	for range 20 {
+		if _, err := r.get("ma.e2e.test", "/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	delete(gen, "ma.yaml")
+	must(t, w.Publish(gen))
+	r.eventually(10*time.Second, "ma gone", func() error {
+		if _, err := r.get("ma.e2e.test", "/"); err == nil {
+			return errors.New("ma still serves")
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second) // its spare drained and free again
+	gen["mb.yaml"] = []byte(routeYAML("mb", "mb.e2e.test", "", "one"))
+	must(t, w.Publish(gen))
+	r.serves("mb.e2e.test", "/", "one")
+	m, err := r.scrapeMetrics()
+	must(t, err)
+	re := regexp.MustCompile(`haroute_route_requests_total\{namespace="e2e",route="mb"\} (\d+)`)
+	got := re.FindStringSubmatch(m)
+	if got == nil {
+		t.Fatalf("no requests series for mb in:\n%s", m)
+	}
+	if n, _ := strconv.Atoi(got[1]); n > 5 {
+		t.Fatalf("mb shows %d requests: ma's traffic, on the spare they shared", n)
+	}
+	if after := r.reloads(); after != before {
+		t.Fatalf("%d reloads", after-before)
 	}
 }
