@@ -693,6 +693,8 @@ type sniCover struct {
 	hosts     map[string]*candidate // domain → oldest terminating route of a host in it
 }
 
+// newSNICover returns a tracker for cands, idle (claiming nothing) when
+// none of them is a wildcard passthrough route.
 func newSNICover(cands []*candidate) sniCover {
 	if !slices.ContainsFunc(cands, func(c *candidate) bool {
 		return c.admitted.Wildcard && c.admitted.Termination == TerminationPassthrough
