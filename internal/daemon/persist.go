@@ -451,11 +451,6 @@ func (d *Daemon) restore() {
 		s := d.loader.Load([]model.SourceFile{*rc}).Desired.Router
 		settings, d.rcAnchor = &s, rc
 	}
-	defer func() {
-		if settings != nil {
-			d.loader.RestoreSettings(*settings)
-		}
-	}()
 	if len(sv.anchors) > 0 {
 		byPath := make(map[string]model.SourceFile, len(sv.files))
 		for _, f := range sv.files {
@@ -472,6 +467,9 @@ func (d *Daemon) restore() {
 		d.loader.Load(first)
 	}
 	sv.routes = d.loader.Load(sv.files).Desired.Routes
+	if settings != nil {
+		d.loader.RestoreSettings(*settings)
+	}
 	for _, f := range sv.files {
 		d.lastFiles[f.Path] = f
 		if _, ok := d.anchors[f.Path]; !ok && !d.loader.Failed(f.Path) {

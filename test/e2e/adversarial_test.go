@@ -323,17 +323,7 @@ func TestRouterConfigHAProxyRefusesIsPinnedOnTheField(t *testing.T) {
 			t.Errorf("daemon: %v", err)
 		}
 	}()
-	errorNames := func(field string) func() error {
-		return func() error {
-			for _, e := range r.store.Get().RecentErrors {
-				if e.Resolved.IsZero() && strings.Contains(e.Message, "router.yaml:") && strings.Contains(e.Message, field+": HAProxy refuses") {
-					return nil
-				}
-			}
-			return fmt.Errorf("no standing error names %s: %+v", field, r.store.Get().RecentErrors)
-		}
-	}
-	r.eventually(20*time.Second, "the refused log format reported at its field", errorNames("spec.logging.access.httpLogFormat"))
+	r.reportsStanding(20*time.Second, "router.yaml:", "spec.logging.access.httpLogFormat: HAProxy refuses")
 	if st := r.store.Get(); st.Ready || st.HAProxy.PID != 0 {
 		t.Fatalf("started on a RouterConfig HAProxy refuses: ready %v, haproxy %+v", st.Ready, st.HAProxy)
 	}
@@ -345,7 +335,7 @@ func TestRouterConfigHAProxyRefusesIsPinnedOnTheField(t *testing.T) {
 	gen["router.yaml"] = []byte(r.routerConfig("  tlsSecurityProfile:\n    type: Custom\n    custom:\n      minTLSVersion: VersionTLS12\n      ciphers: [FOO]\n"))
 	gen["b.yaml"] = []byte(routeYAML("b", "b.e2e.test", "", "one"))
 	must(t, w.Publish(gen))
-	r.eventually(20*time.Second, "the refused cipher list reported at its field", errorNames("spec.tlsSecurityProfile"))
+	r.reportsStanding(20*time.Second, "router.yaml:", "spec.tlsSecurityProfile: HAProxy refuses")
 	r.serves("b.e2e.test", "/", "one")
 	r.serves("a.e2e.test", "/", "one")
 }
@@ -358,14 +348,7 @@ func TestRouterConfigHAProxyRefusesIsPinnedOnTheField(t *testing.T) {
 // refused at the port's field, no reload is attempted, and no request
 // fails. A port that is free is then applied.
 func TestRouterConfigOnATakenPortKeepsServing(t *testing.T) {
-	r := newRouter(t)
-	one := startBackend(t, "one")
-	w := publish.NewAtomicWriter(r.dir)
-	gen := files("router.yaml", r.routerConfig(""), "a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
-		"endpoints.yaml", endpointsYAML("one", one))
-	must(t, w.Publish(gen))
-	r.start("atomic")
-	r.serves("a.e2e.test", "/", "one")
+	r, w, gen, _ := poolRouter(t, startBackend(t, "one"))
 	taken, err := net.Listen("tcp4", "127.0.0.1:0")
 	must(t, err)
 	defer taken.Close()
@@ -378,14 +361,7 @@ func TestRouterConfigOnATakenPortKeepsServing(t *testing.T) {
 	}
 	gen["router.yaml"] = moved(port)
 	must(t, w.Publish(gen))
-	r.eventually(20*time.Second, "the taken port reported at its field", func() error {
-		for _, e := range r.store.Get().RecentErrors {
-			if e.Resolved.IsZero() && strings.Contains(e.Message, "spec.bindOptions.ports.stats: HAProxy cannot listen on 127.0.0.1:"+strconv.Itoa(port)+": another process listens there") {
-				return nil
-			}
-		}
-		return fmt.Errorf("no standing error names the stats port: %+v", r.store.Get().RecentErrors)
-	})
+	r.reportsStanding(20*time.Second, "spec.bindOptions.ports.stats: HAProxy cannot listen on 127.0.0.1:"+strconv.Itoa(port)+": another process listens there")
 	time.Sleep(3 * time.Second) // past a reload interval: no retry either
 	traffic.noneFailed(t, "while the RouterConfig asked for a taken port")
 	if got := r.reloads(); got != reloads {
@@ -438,14 +414,7 @@ func TestPortTakenBeforeAThrottledReloadKeepsServing(t *testing.T) {
 	must(t, err)
 	defer taken.Close()
 	traffic := keepRequesting(r, "a.e2e.test", "one")
-	r.eventually(20*time.Second, "the port refused at its field", func() error {
-		for _, e := range r.store.Get().RecentErrors {
-			if e.Resolved.IsZero() && strings.Contains(e.Message, "spec.bindOptions.ports.stats: HAProxy cannot listen on 127.0.0.1:"+strconv.Itoa(port)) {
-				return nil
-			}
-		}
-		return fmt.Errorf("no standing error names the stats port: %+v", r.store.Get().RecentErrors)
-	})
+	r.reportsStanding(20*time.Second, "spec.bindOptions.ports.stats: HAProxy cannot listen on 127.0.0.1:"+strconv.Itoa(port))
 	time.Sleep(time.Second)
 	traffic.noneFailed(t, "while a throttled reload met a port taken since it was planned")
 	if got := r.reloads(); got != reloads {
@@ -470,14 +439,7 @@ func TestPortTakenBeforeAThrottledReloadKeepsServing(t *testing.T) {
 // refusing every later change. Now each is refused at the file's field,
 // the last good settings stay whole, and later route changes apply.
 func TestRouterConfigWithABrokenFileIsRefusedWhole(t *testing.T) {
-	r := newRouter(t)
-	one := startBackend(t, "one")
-	w := publish.NewAtomicWriter(r.dir)
-	gen := files("router.yaml", r.routerConfig(""), "a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
-		"endpoints.yaml", endpointsYAML("one", one))
-	must(t, w.Publish(gen))
-	r.start("atomic")
-	r.serves("a.e2e.test", "/", "one")
+	r, w, gen, _ := poolRouter(t, startBackend(t, "one"))
 
 	empty := filepath.Join(t.TempDir(), "empty.pem")
 	must(t, os.WriteFile(empty, nil, 0o600))
@@ -491,14 +453,7 @@ func TestRouterConfigWithABrokenFileIsRefusedWhole(t *testing.T) {
 		gen[name+".yaml"] = []byte(routeYAML(name, name+".e2e.test", "", "one"))
 		must(t, w.Publish(gen))
 		r.serves(name+".e2e.test", "/", "one")
-		r.eventually(10*time.Second, "the broken file reported at "+tc.field, func() error {
-			for _, e := range r.store.Get().RecentErrors {
-				if e.Resolved.IsZero() && strings.Contains(e.Message, "router.yaml:") && strings.Contains(e.Message, tc.field+":") {
-					return nil
-				}
-			}
-			return fmt.Errorf("no standing error names %s: %+v", tc.field, r.store.Get().RecentErrors)
-		})
+		r.reportsStanding(10*time.Second, "router.yaml:", tc.field+":")
 		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(moved), time.Second); err == nil {
 			c.Close()
 			t.Fatalf("%s: the stats port moved without its certificate", tc.field)

@@ -211,6 +211,29 @@ func (r *router) reportsError(what string) {
 	})
 }
 
+// reportsStanding waits until a standing error in the status history
+// (not necessarily the last one) holds every one of parts.
+func (r *router) reportsStanding(within time.Duration, parts ...string) {
+	r.t.Helper()
+	r.eventually(within, fmt.Sprintf("a standing error with %q", parts), func() error {
+		for _, e := range r.store.Get().RecentErrors {
+			if e.Resolved.IsZero() && containsAll(e.Message, parts) {
+				return nil
+			}
+		}
+		return fmt.Errorf("recent errors %+v", r.store.Get().RecentErrors)
+	})
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
 // keepsServing asks for host n times and fails unless want answers each
 // time: the last good state still serves (why says after what).
 func (r *router) keepsServing(host, want string, n int, why string) {

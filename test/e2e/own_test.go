@@ -287,13 +287,8 @@ func tookOver(t *testing.T, r *router, oldMaster int) int {
 // -f names the live config there) and served each other's maps. The
 // second now refuses to start, naming the first; the first keeps serving.
 func TestSecondRouterOnTheSameStateDirRefuses(t *testing.T) {
-	r := newRouter(t)
 	one := startBackend(t, "one")
-	w := publish.NewAtomicWriter(r.dir)
-	must(t, w.Publish(files("router.yaml", r.routerConfig(""), "a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
-		"endpoints.yaml", endpointsYAML("one", one))))
-	r.start("atomic")
-	r.serves("a.e2e.test", "/", "one")
+	r, _, _, _ := poolRouter(t, one)
 
 	other := newRouter(t)
 	must(t, publish.NewAtomicWriter(other.dir).Publish(files("router.yaml", other.routerConfig(""),
