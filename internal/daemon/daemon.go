@@ -334,6 +334,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go d.store.run(storeCtx)
 	defer func() { stopStore(); <-d.store.done }()
 
+	// The collector rests until the first sync is done (startgc.go).
+	resumeGC := pauseGCForStart()
+	defer resumeGC()
 	changes := make(chan struct{}, 1)
 	changes <- struct{}{} // the first sync
 	go func() {
@@ -374,7 +377,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return d.shutdown()
 		case <-changes:
-			if err := d.sync(ctx, false); err != nil {
+			err := d.sync(ctx, false)
+			resumeGC()
+			if err != nil {
 				return err
 			}
 		case <-d.opts.Trigger:
