@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -86,7 +87,37 @@ func unbindable(applied, next *model.Settings) []model.SettingsProblem {
 			why = "binding it needs CAP_NET_BIND_SERVICE"
 		}
 		out = append(out, model.SettingsProblem{Field: l.field,
-			Message: fmt.Sprintf("HAProxy cannot listen on %s: %s (%v); fix the RouterConfig, or free the address and save it again", l.addr, why, err)})
+			Message: fmt.Sprintf("HAProxy cannot listen on %s: %s (%v); fix the RouterConfig, or free the address: it is applied once HAProxy can bind it", l.addr, why, err)})
 	}
 	return out
+}
+
+// retryUnbound tries again a RouterConfig refused only because listeners
+// could not be bound (d.unbound) once they can be: an operator who stops
+// the process holding the port expects the router to notice, not to have
+// to save the file again. Called each second; while the port is still
+// taken it costs a bind attempt, and nothing is logged or reloaded.
+func (d *Daemon) retryUnbound(ctx context.Context) error {
+	if d.unbound == nil || d.applied.Desired == nil {
+		return nil
+	}
+	problems := d.loader.RouterConfigRefusal()
+	if len(problems) == 0 {
+		d.unbound = nil // the file changed: it was tried afresh
+		return nil
+	}
+	for _, p := range problems {
+		if !strings.HasPrefix(p.Field, "spec.bindOptions") {
+			d.unbound = nil // HAProxy refused a value: refused until edited
+			return nil
+		}
+	}
+	if len(unbindable(&d.applied.Desired.Router, d.unbound)) > 0 {
+		return nil
+	}
+	d.unbound = nil
+	d.loader.RetryRouterConfig()
+	d.log.Info("the listeners of the refused RouterConfig can be bound now; applying it")
+	d.lastHash = ""
+	return d.sync(ctx, true)
 }

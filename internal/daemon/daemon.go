@@ -203,6 +203,10 @@ type Daemon struct {
 
 	// gc collects garbage between changes rather than during them.
 	gc *idleGC
+	// unbound are the settings of a RouterConfig refused because HAProxy
+	// could not bind its new listeners, retried once it can
+	// (retryUnbound).
+	unbound *model.Settings
 	// housekeepAfter and housekeepBackoff pause housekeeping while
 	// HAProxy's sockets do not answer.
 	housekeepAfter   time.Time
@@ -423,6 +427,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-drain.C:
 			d.heal(ctx)
 			d.housekeep(ctx)
+			if err := d.retryUnbound(ctx); err != nil {
+				return err
+			}
 			if err := d.refillPool(ctx); err != nil {
 				return err
 			}

@@ -219,6 +219,7 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 		// Before anything is written: a reload HAProxy cannot bind
 		// would fail, and each failure closes every port for seconds.
 		if problems := unbindable(&d.applied.Desired.Router, &next.Desired.Router); len(problems) > 0 {
+			d.unbound = &next.Desired.Router
 			return []culprit{{settings: problems}}, nil
 		}
 	}
@@ -653,6 +654,7 @@ func (d *Daemon) startRefusedSettings(gen generation, err error) *culprit {
 	field := "spec"
 	if strings.Contains(err.Error(), "cannot bind") {
 		field = "spec.bindOptions"
+		d.unbound = &gen.state.Desired.Router
 	}
 	return &culprit{settings: []model.SettingsProblem{{Field: field,
 		Message: "HAProxy could not start with these settings; the last good settings stay in force: " + err.Error()}}}
@@ -746,6 +748,7 @@ func (d *Daemon) unbindableNow(ctx context.Context) bool {
 	if len(problems) == 0 || !d.loader.RefuseRouterConfig(problems) {
 		return false
 	}
+	d.unbound = &d.desired.Desired.Router
 	// Accepted, so committed as last good: back to what HAProxy runs.
 	d.loader.RestoreSettings(d.applied.Desired.Router)
 	d.rcAnchor = d.rcAnchorBefore

@@ -262,6 +262,19 @@ func (l *Loader) RefuseRouterConfig(problems []SettingsProblem) bool {
 	return false
 }
 
+// RouterConfigRefusal returns what HAProxy refused of the current
+// RouterConfig version (RefuseRouterConfig), or nil.
+func (l *Loader) RouterConfigRefusal() []SettingsProblem {
+	if l.rcRefusal == nil {
+		return nil
+	}
+	return l.rcRefusal.problems
+}
+
+// RetryRouterConfig forgets the refusal of the current RouterConfig
+// version: the next Evaluate tries it afresh, as if its file had changed.
+func (l *Loader) RetryRouterConfig() { l.rcRefusal = nil }
+
 // rcRefusal is a RouterConfig version HAProxy refused.
 type rcRefusal struct {
 	path, hash string

@@ -381,6 +381,37 @@ func TestRouterConfigOnATakenPortKeepsServing(t *testing.T) {
 	r.serves("a.e2e.test", "/", "one")
 }
 
+// A RouterConfig refused for a taken port stayed refused until its file
+// changed, also once the port was free: an operator who stopped the
+// squatter had to save the file again. The resync tries it again; while
+// the port is taken, nothing reloads.
+func TestRouterConfigRefusedForATakenPortAppliesOnceFreed(t *testing.T) {
+	r, w, gen, _ := poolRouter(t, startBackend(t, "one"))
+	taken, err := net.Listen("tcp4", "127.0.0.1:0")
+	must(t, err)
+	port := taken.Addr().(*net.TCPAddr).Port
+	reloads := r.reloads()
+	gen["router.yaml"] = []byte(testenv.RouterConfig(r.http, r.https, port, ""))
+	must(t, w.Publish(gen))
+	r.reportsStanding(20*time.Second, "spec.bindOptions.ports.stats: HAProxy cannot listen on 127.0.0.1:"+strconv.Itoa(port))
+	time.Sleep(5 * time.Second) // two resyncs (2 s in this harness) with the port taken
+	if got := r.reloads(); got != reloads {
+		t.Fatalf("%d reloads were attempted onto a taken port", got-reloads)
+	}
+
+	traffic := keepRequesting(r, "a.e2e.test", "one")
+	must(t, taken.Close())
+	r.eventually(20*time.Second, "stats on the freed port, the file unchanged", func() error {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+	traffic.noneFailed(t, "while the freed port was taken over")
+	r.serves("a.e2e.test", "/", "one")
+}
+
 // The listener check ran when a RouterConfig change was planned; with a
 // throttled reload, a port taken between then and the reload made the
 // reload fail, each retry closed every port for seconds, and the live
