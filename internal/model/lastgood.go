@@ -322,6 +322,9 @@ func (r Result) StaleCount() int {
 	if r.next != nil {
 		n += len(r.next.endpoints.stale)
 	}
+	for _, k := range r.staleFiles {
+		n += k
+	}
 	return n
 }
 
@@ -340,6 +343,9 @@ func (r Result) StalePaths() map[string]bool {
 		for _, e := range r.next.endpoints.stale {
 			out[e.path] = true
 		}
+	}
+	for path := range r.staleFiles {
+		out[path] = true
 	}
 	return out
 }

@@ -199,3 +199,28 @@ func TestRoutesOfABrokenFileAreStale(t *testing.T) {
 		t.Fatalf("fixed: status %+v, want admitted", res.Desired.Statuses[0])
 	}
 }
+
+// The endpoints of a file that no longer decodes serve their last good
+// version too, and count as stale: haroute_stale_objects left them out.
+func TestEndpointsOfABrokenFileAreStale(t *testing.T) {
+	eps := "apiVersion: v1\nkind: Endpoints\nmetadata: {name: svc, namespace: ns}\nsubsets:\n- addresses: [{ip: 10.0.0.1}]\n  ports: [{port: 8080}]\n"
+	route := SourceFile{Path: "r.yaml", Data: []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: r, namespace: ns}\nspec: {host: r.example.com, to: {name: svc}}\n")}
+	l := NewLoader()
+	l.Load([]SourceFile{{Path: "eps.yaml", Data: []byte(eps)}, route})
+	res := l.Load([]SourceFile{{Path: "eps.yaml", Data: []byte(eps + "  - [broken\n")}, route})
+	if !res.Diagnostics.HasErrors(false) {
+		t.Fatal("the broken file reported no error")
+	}
+	if got := len(res.Desired.Routes[0].Services[0].Servers); got != 1 {
+		t.Fatalf("route serves %d endpoints, want the last good 1", got)
+	}
+	if got := res.StaleCount(); got != 1 {
+		t.Fatalf("StaleCount = %d, want 1 (the endpoints of the broken file)", got)
+	}
+	if !res.StalePaths()["eps.yaml"] {
+		t.Fatalf("StalePaths = %v, want eps.yaml", res.StalePaths())
+	}
+	if res := l.Load([]SourceFile{{Path: "eps.yaml", Data: []byte(eps)}, route}); res.StaleCount() != 0 {
+		t.Fatalf("fixed: StaleCount = %d, want 0", res.StaleCount())
+	}
+}

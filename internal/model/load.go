@@ -31,6 +31,10 @@ type Result struct {
 	// was ever good: the settings in force are the defaults only for lack
 	// of better, and a router must not start listening on them.
 	RouterUnsettled bool
+	// staleFiles count, by path, the Endpoints, EndpointSlices and
+	// Secrets served from the last good content of files that no longer
+	// decode (their routes are marked in Desired.Statuses).
+	staleFiles map[string]int
 }
 
 // routerConfigKind finds a `kind: RouterConfig` line (YAML or JSON) in a
@@ -182,10 +186,10 @@ func (l *Loader) Evaluate(files []SourceFile) Result {
 		}
 	}
 	desired, admitDiags, next := admit(objs, l.prev, m, &l.scratch, good)
-	l.markBrokenFiles(desired)
+	staleFiles := l.markBrokenFiles(desired)
 	diags = append(diags, admitDiags...)
 	diags.Sort()
-	res := Result{Desired: desired, Objects: objs, Diagnostics: diags, next: next}
+	res := Result{Desired: desired, Objects: objs, Diagnostics: diags, next: next, staleFiles: staleFiles}
 	if l.prev == nil {
 		res.RouterUnsettled = l.routerUnsettled(objs, admitDiags)
 	}
@@ -196,12 +200,20 @@ func (l *Loader) Evaluate(files []SourceFile) Result {
 // content of a file whose current content fails to decode (YAML, a file
 // too large): like a route whose new version is rejected, they serve
 // their last good version, and status and haroute_stale_objects say so,
-// with the file's errors.
-func (l *Loader) markBrokenFiles(d *Desired) {
+// with the file's errors. It returns how many other objects (endpoints,
+// secrets) each such file serves from its last good content.
+func (l *Loader) markBrokenFiles(d *Desired) map[string]int {
 	broken := map[string][]string{}
+	var others map[string]int
 	for path, st := range l.files {
 		if !st.failed || st.good == nil {
 			continue
+		}
+		if n := len(st.good.Endpoints) + len(st.good.EndpointSlices) + len(st.good.Secrets); n > 0 {
+			if others == nil {
+				others = map[string]int{}
+			}
+			others[path] = n
 		}
 		var reasons []string
 		for _, diag := range st.diags {
@@ -212,7 +224,7 @@ func (l *Loader) markBrokenFiles(d *Desired) {
 		broken[path] = reasons
 	}
 	if len(broken) == 0 || d == nil {
-		return
+		return others
 	}
 	d.Statuses = slices.Clone(d.Statuses) // shared with other loads
 	for i, st := range d.Statuses {
@@ -224,6 +236,7 @@ func (l *Loader) markBrokenFiles(d *Desired) {
 		marked.State, marked.Reasons = RouteStale, reasons
 		d.Statuses[i] = &marked
 	}
+	return others
 }
 
 // Settings returns the last good settings (those of the last committed
