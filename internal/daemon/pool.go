@@ -34,6 +34,10 @@ type poolState struct {
 	// draining are free spares whose last route's servers still drain:
 	// not bound again until they are gone.
 	draining map[model.BackendName]bool
+	// retired are the backends of deleted routes whose settings no spare
+	// has (retire): rendered, emptied, until the next reload drops them,
+	// and bound again only by the same route.
+	retired map[model.BackendName]bool
 	// settings are what the spares were made under.
 	settings model.Settings
 	seq      int // the last slot number used
@@ -217,7 +221,7 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 		}
 	}
 	if refill || d.applied.Desired == nil {
-		st = st.topUp(desired)
+		st = st.dropRetired().topUp(desired)
 	}
 	return st
 }
@@ -234,11 +238,13 @@ func withSlot(r *model.AdmittedRoute, slot model.BackendName) *model.AdmittedRou
 }
 
 // retire returns st with the backends of the routes prev has and desired
-// lacks kept as spares, where they read like one.
+// lacks kept: as spares where they read like one, else as they are,
+// emptied and retired, so that the deletion needs no reload either.
 func (st poolState) retire(prev []*model.AdmittedRoute, desired *model.Desired, in render.Input) poolState {
 	cur := desired.Routes
 	j := 0
 	var add []model.AdmittedRoute
+	var retired []model.BackendName
 	for _, p := range prev {
 		if j < len(cur) && cur[j].Key == p.Key {
 			j++
@@ -251,8 +257,13 @@ func (st poolState) retire(prev []*model.AdmittedRoute, desired *model.Desired, 
 			continue
 		}
 		sp := spareOf(classOf(p), p.BackendName(), &desired.Router)
-		if st.slotNamed(sp.Slot) < 0 && render.SameBackend(*p, sp, in) {
+		switch {
+		case st.slotNamed(sp.Slot) >= 0:
+		case render.SameBackend(*p, sp, in):
 			add = append(add, sp)
+		default:
+			add = append(add, emptied(p))
+			retired = append(retired, sp.Slot)
 		}
 	}
 	if len(add) == 0 {
@@ -263,7 +274,61 @@ func (st poolState) retire(prev []*model.AdmittedRoute, desired *model.Desired, 
 	for _, sp := range add {
 		st.draining[sp.Slot] = true
 	}
+	if len(retired) > 0 {
+		st.retired = cloneOr(st.retired)
+		for _, slot := range retired {
+			st.retired[slot] = true
+		}
+	}
 	return st
+}
+
+// emptied is route p as a slot named after its own backend: the same
+// backend text (settings, cookie name) without servers, map entries or
+// the route's comment. It names no file: only servers do (ca-file, crt).
+func emptied(p *model.AdmittedRoute) model.AdmittedRoute {
+	cp := *p
+	cp.Slot = p.BackendName()
+	cp.Key = model.RouteKey{Name: string(cp.Slot)}
+	cp.Host, cp.Path, cp.Wildcard = "", "", false
+	cp.Services = nil
+	return cp
+}
+
+// dropRetired returns st without the retired backends no route is bound
+// to: a reload loads the files without them. (Servers still draining in
+// them stay with the worker that has them.)
+func (st poolState) dropRetired() poolState {
+	if len(st.retired) == 0 {
+		return st
+	}
+	keep := make([]model.AdmittedRoute, 0, len(st.spares))
+	retired := map[model.BackendName]bool{}
+	draining := maps.Clone(st.draining)
+	for _, sp := range st.spares {
+		switch {
+		case !st.retired[sp.Slot]:
+		case st.used[sp.Slot]:
+			retired[sp.Slot] = true
+		default:
+			delete(draining, sp.Slot)
+			continue
+		}
+		keep = append(keep, sp)
+	}
+	st.spares, st.retired, st.draining = keep, retired, draining
+	return st
+}
+
+// hasRetired reports whether a retired backend waits for a reload to
+// drop it.
+func (st poolState) hasRetired() bool {
+	for slot := range st.retired {
+		if !st.used[slot] {
+			return true
+		}
+	}
+	return false
 }
 
 // slotNamed returns the index of the slot named name, or -1.
@@ -285,7 +350,7 @@ func (st poolState) free(c spareClass, fits func(model.AdmittedRoute) bool, serv
 	reused := -1
 	for k := range st.spares {
 		s := &st.spares[k]
-		if classOf(s) != c || st.used[s.Slot] || st.draining[s.Slot] {
+		if classOf(s) != c || st.used[s.Slot] || st.draining[s.Slot] || st.retired[s.Slot] {
 			continue
 		}
 		if !fits(*s) {
@@ -390,7 +455,7 @@ func (st poolState) freeCounts() map[spareClass]int {
 	free := map[spareClass]int{}
 	for i := range st.spares {
 		s := &st.spares[i]
-		if !st.used[s.Slot] && !st.draining[s.Slot] {
+		if !st.used[s.Slot] && !st.draining[s.Slot] && !st.retired[s.Slot] {
 			free[classOf(s)]++
 		}
 	}

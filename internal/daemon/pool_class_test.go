@@ -149,3 +149,45 @@ func TestTopUpMakesBalanceClassesInUse(t *testing.T) {
 		t.Errorf("%d random spares, want none", got)
 	}
 }
+
+// A deleted route's backend kept as it was (retire) is never bound to
+// another route, and does not stop the spares of its class from binding:
+// free took the first spare of a class to stand for all of them. A reload
+// (dropRetired) drops it unless its route came back to it.
+func TestRetiredBackendsStayOutOfThePool(t *testing.T) {
+	s := model.DefaultSettings()
+	s.DynamicConfigManager = true
+	in := render.Input{Desired: &model.Desired{Router: s}}
+	own := model.SpareRoute(model.TerminationNone, false, "x", &s)
+	own.Key, own.Slot = model.RouteKey{Namespace: "ns", Name: "old"}, ""
+	own.Backend.CookieName = "old_session" // no spare has it
+	prev := []*model.AdmittedRoute{&own}
+	st := poolState{settings: s}.topUp(&model.Desired{Router: s})
+	st = st.retire(prev, &model.Desired{Router: s}, in)
+	k := st.slotNamed(own.BackendName())
+	if k < 0 || !st.retired[own.BackendName()] {
+		t.Fatalf("the deleted route's backend was not kept retired: %v", st.retired)
+	}
+	if render.SameBackend(own, st.spares[k], in) == false {
+		t.Fatal("the retired backend does not read as the route's own did")
+	}
+	// First in its class, as if it sorted first: move it there.
+	st.spares[0], st.spares[k] = st.spares[k], st.spares[0]
+	st = st.drained(nil)
+	newRoute := model.SpareRoute(model.TerminationNone, false, "x", &s)
+	newRoute.Key, newRoute.Slot = model.RouteKey{Namespace: "ns", Name: "new"}, ""
+	got := st.free(classOf(&newRoute), func(sp model.AdmittedRoute) bool { return render.SameBackend(newRoute, sp, in) }, nil)
+	if got < 0 || st.spares[got].Slot == own.BackendName() {
+		t.Fatalf("free = %d, want a spare of the pool, not the retired backend", got)
+	}
+	if !st.hasRetired() {
+		t.Fatal("hasRetired = false with a retired backend unbound")
+	}
+	if dropped := st.dropRetired(); dropped.slotNamed(own.BackendName()) >= 0 || dropped.hasRetired() {
+		t.Fatal("dropRetired kept an unbound retired backend")
+	}
+	bound := st.bind(own.Key, 0)
+	if kept := bound.dropRetired(); kept.slotNamed(own.BackendName()) < 0 {
+		t.Fatal("dropRetired dropped the backend its route came back to")
+	}
+}

@@ -206,10 +206,10 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 	p := plan.Compute(base, next)
 	// Only a reload asks whether the pool is low: counting 10k routes by
 	// class is not for every runtime change.
-	if low := p.Reload && gen.pool.low(next.Desired); p.Reload && (low || gen.maxConnKept) {
-		// A reload anyway: it loads a fresh descriptor fit, and tops the
-		// pool up.
-		if g, err := d.withPool(gen, gen.fitted, low || d.refill); err == nil {
+	if low := p.Reload && gen.pool.low(next.Desired); p.Reload && (low || gen.maxConnKept || gen.pool.hasRetired()) {
+		// A reload anyway: it loads a fresh descriptor fit, tops the
+		// pool up and drops the backends of deleted routes.
+		if g, err := d.withPool(gen, gen.fitted, low || d.refill || gen.pool.hasRetired()); err == nil {
 			g.maxConnKept = false
 			gen, next = g, g.state
 			p = plan.Compute(base, next)

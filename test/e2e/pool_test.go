@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -455,4 +456,61 @@ func TestNewRouteMetricsDoNotInheritADeletedRoutesTraffic(t *testing.T) {
 	if after := r.reloads(); after != before {
 		t.Fatalf("%d reloads", after-before)
 	}
+}
+
+// A route loaded at start has a backend of its own; when it is deleted
+// and that backend reads like no spare (a cookie name of its own), it
+// reloaded. It stays rendered, emptied, out of the pool, until the next
+// reload drops it; the same route added again goes back to it.
+func TestDeletedRouteWithItsOwnSettingsDoesNotReload(t *testing.T) {
+	r := newRouter(t)
+	w := publish.NewAtomicWriter(r.dir)
+	one := startBackend(t, "one")
+	gen := files("router.yaml", r.routerConfig(""),
+		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"c.yaml", reloadingRouteYAML("c", "c.e2e.test", "one"),
+		"endpoints.yaml", endpointsYAML("one", one))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("c.e2e.test", "/", "one")
+	before := r.reloads()
+
+	traffic := keepRequesting(r, "a.e2e.test", "one")
+	route := gen["c.yaml"]
+	delete(gen, "c.yaml")
+	must(t, w.Publish(gen))
+	r.gone("c.e2e.test")
+	time.Sleep(1500 * time.Millisecond) // past the reload interval
+	if after := r.reloads(); after != before {
+		t.Fatalf("deleting c took %d reloads", after-before)
+	}
+	cfg := r.onDisk("haproxy.cfg", "backend be_http:e2e:c ")
+	if strings.Contains(cfg, "# route e2e/c\n") {
+		t.Fatal("haproxy.cfg still names route c")
+	}
+
+	gen["c.yaml"] = route
+	must(t, w.Publish(gen))
+	r.serves("c.e2e.test", "/", "one")
+	if after := r.reloads(); after != before {
+		t.Fatalf("adding c back took %d reloads", after-before)
+	}
+
+	// Deleted again, then a reload for another reason drops its backend.
+	delete(gen, "c.yaml")
+	gen["d.yaml"] = []byte(reloadingRouteYAML("d", "d.e2e.test", "one"))
+	must(t, w.Publish(gen))
+	r.serves("d.e2e.test", "/", "one")
+	r.gone("c.e2e.test")
+	r.eventually(20*time.Second, "c's backend dropped by the reload", func() error {
+		b, err := os.ReadFile(filepath.Join(r.stateDir, "live", "haproxy.cfg"))
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte("backend be_http:e2e:c ")) {
+			return errors.New("still rendered")
+		}
+		return nil
+	})
+	traffic.noneFailed(t, "while c was deleted, added back and deleted")
 }
