@@ -344,9 +344,41 @@ func (s *Supervisor) takeoverArgs(prevPID int) []string {
 	return append(args, "-sf", strconv.Itoa(prevPID))
 }
 
-// retire makes sure prev goes: the new master has sent it SIGUSR1 (soft
-// stop); if it is still there after softTTL it gets SIGTERM, then SIGKILL.
-// Its workers go with it (verified on 2.6.12, also after SIGKILL).
+// drain lets prev, which a new master has taken over and soft-stopped
+// (-sf), finish what it serves: HAProxy's master passes SIGUSR1 to its
+// workers, which close their listeners, finish their connections and
+// exit, and the master with them, as old workers do after a reload
+// (bounded only by hard-stop-after, which its own configuration sets).
+// The takeover used to SIGTERM it after SoftStopTimeout, which cut every
+// long-lived connection a restart of haroute found open. A master loses a
+// SIGUSR1 that comes while it re-executes, and one lost would leave its
+// workers accepting on the listeners both HAProxies now hold, so the
+// signal is repeated for a while (it is harmless to one that stops).
+func drain(prev *previous, log *slog.Logger) {
+	defer unix.Close(prev.pidfd)
+	for range drainResends {
+		if waitPidfd(prev.pidfd, drainResendEvery) {
+			log.Info("previous haproxy exited", "pid", prev.pid)
+			return
+		}
+		_ = unix.PidfdSendSignal(prev.pidfd, syscall.SIGUSR1, nil, 0)
+	}
+	log.Info("previous haproxy finishes its connections before it exits", "pid", prev.pid)
+	for !waitPidfd(prev.pidfd, time.Hour) {
+	}
+	log.Info("previous haproxy exited", "pid", prev.pid)
+}
+
+// drain repeats the soft stop every drainResendEvery, drainResends times.
+const (
+	drainResends     = 20
+	drainResendEvery = 500 * time.Millisecond
+)
+
+// retire makes sure prev goes: it has been sent SIGUSR1 (soft stop); if
+// it is still there after softTTL it gets SIGTERM, then SIGKILL. Its
+// workers go with it (verified on 2.6.12, also after SIGKILL). For a stop,
+// where nothing takes over what it serves.
 func retire(prev *previous, softTTL time.Duration, log *slog.Logger) {
 	defer unix.Close(prev.pidfd)
 	for _, st := range []struct {

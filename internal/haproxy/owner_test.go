@@ -333,6 +333,69 @@ func TestTakeoverDuringReloadKeepsConnections(t *testing.T) {
 	}
 }
 
+// A restarted haroute takes the earlier HAProxy over and soft-stops it;
+// the takeover then sent it SIGTERM after SoftStopTimeout (3 s here),
+// which cut every connection it still served. It drains instead, as old
+// workers do after a reload.
+func TestTakeoverLetsThePreviousHAProxyFinishItsConnections(t *testing.T) {
+	r := newRig(t)
+	entered := make(chan struct{}, 1)
+	slowSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		time.Sleep(6 * time.Second)
+		io.WriteString(w, "slow")
+	}))
+	t.Cleanup(slowSrv.Close)
+	cfg, err := os.ReadFile(r.Cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, r.Cfg, strings.ReplaceAll(string(cfg), fmt.Sprintf("127.0.0.1:%d", r.B0), slowSrv.Listener.Addr().String()))
+	r.start(t)
+	old := r.proc
+	inFlight := make(chan string, 1)
+	go func() {
+		client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", r.HTTP))
+		if err != nil {
+			inFlight <- err.Error()
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		inFlight <- fmt.Sprintf("%d %s", resp.StatusCode, body)
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request never reached the slow backend")
+	}
+
+	next, err := NewSupervisor(r.sup.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := next.Start(ctxT(t, 20*time.Second))
+	if err != nil {
+		t.Fatalf("start over a previous haproxy: %v", err)
+	}
+	t.Cleanup(func() { proc.Stop(context.Background()) })
+	if got := <-inFlight; got != "200 slow" {
+		t.Fatalf("request in flight across the takeover = %q, want %q", got, "200 slow")
+	}
+	select {
+	case <-old.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the previous haproxy %d still runs with nothing left to serve", old.PID())
+	}
+	if strings.Contains(r.log.String(), "signalling it") {
+		t.Errorf("the previous haproxy was signalled beyond its soft stop; log:\n%s", r.log)
+	}
+}
+
 func readCmdline(t *testing.T, pid int) string {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))

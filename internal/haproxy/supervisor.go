@@ -126,7 +126,8 @@ type Process struct {
 // When the pid file names a master an earlier haroute left running on
 // this run dir, Start takes over from it: the new HAProxy inherits its
 // listening sockets (`-x <admin socket>`) and soft-stops it (`-sf`), so
-// no request is refused; it is made to exit in the background.
+// no request is refused; it finishes its connections and exits in the
+// background (drain), as old workers do after a reload.
 //
 // `-S <path>,mode,600` is accepted by 2.6.12 and the socket is created
 // 0600 (checked in TestStartStop), so no chmod race is needed.
@@ -161,7 +162,7 @@ func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
 		return nil, err
 	}
 	if prev != nil {
-		go retire(prev, s.opts.SoftStopTimeout, s.log)
+		go drain(prev, s.log)
 	}
 	return p, nil
 }
