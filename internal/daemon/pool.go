@@ -171,20 +171,25 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 	// back to the pool, draining. desired.Routes is in key order: each
 	// bound route is found by a binary search, where a lookup of every
 	// route in the bindings cost a millisecond of every change at 10k.
+	var prev []*model.AdmittedRoute
+	if d.desired.Desired != nil {
+		prev = d.desired.Desired.Routes
+	}
 	for key, slot := range st.bound {
 		i, found := model.FindRoute(desired.Routes, key)
 		if !found {
 			st = st.unbind(key, slot)
 			d.servedSlots[slot] = true
+			// A route whose settings changed while bound (a reload) left
+			// its slot reading unlike the spare: kept as it reads.
+			if j, ok := model.FindRoute(prev, key); ok {
+				st = st.keepUnlike(prev[j], slot, in)
+			}
 			continue
 		}
 		desired.Routes[i] = withSlot(desired.Routes[i], slot)
 	}
 
-	var prev []*model.AdmittedRoute
-	if d.desired.Desired != nil {
-		prev = d.desired.Desired.Routes
-	}
 	// Routes deleted that had a backend of their own: when it reads like
 	// a spare, it stays as one (draining first), so the deletion needs no
 	// reload either.
@@ -283,9 +288,25 @@ func (st poolState) retire(prev []*model.AdmittedRoute, desired *model.Desired, 
 	return st
 }
 
+// keepUnlike returns st with slot, just unbound from route r, retired
+// with r's backend text when that no longer reads like the spare the slot
+// was made as: putting the spare's text back would take a reload.
+func (st poolState) keepUnlike(r *model.AdmittedRoute, slot model.BackendName, in render.Input) poolState {
+	k := st.slotNamed(slot)
+	if k < 0 || r.Slot != slot || render.SameBackend(*r, st.spares[k], in) {
+		return st
+	}
+	st.spares = slices.Clone(st.spares)
+	st.spares[k] = emptied(r)
+	st.retired = cloneOr(st.retired)
+	st.retired[slot] = true
+	return st
+}
+
 // emptied is route p as a slot named after its own backend: the same
 // backend text (settings, cookie name) without servers, map entries or
 // the route's comment. It names no file: only servers do (ca-file, crt).
+// (For a route bound to a pool slot, the slot is its backend.)
 func emptied(p *model.AdmittedRoute) model.AdmittedRoute {
 	cp := *p
 	cp.Slot = p.BackendName()

@@ -514,3 +514,28 @@ func TestDeletedRouteWithItsOwnSettingsDoesNotReload(t *testing.T) {
 	})
 	traffic.noneFailed(t, "while c was deleted, added back and deleted")
 }
+
+// A route bound to a spare whose settings then changed (a reload) left
+// the spare reading like the route; deleting the route put the spare's
+// text back, with another reload. The slot is kept as it reads instead.
+func TestDeletedRouteWhoseSettingsChangedOnASpareDoesNotReload(t *testing.T) {
+	r, w, gen, _ := poolRouter(t, startBackend(t, "one"))
+	gen["b.yaml"] = []byte(routeYAML("b", "b.e2e.test", "", "one"))
+	must(t, w.Publish(gen))
+	r.serves("b.e2e.test", "/", "one")
+	gen["b.yaml"] = []byte(annotated(routeYAML("b", "b.e2e.test", "", "one"), "haproxy.router.openshift.io/balance", "leastconn"))
+	must(t, w.Publish(gen))
+	r.onDisk("haproxy.cfg", "balance leastconn")
+	r.serves("b.e2e.test", "/", "one")
+	time.Sleep(1500 * time.Millisecond) // past the reload interval
+	before := r.reloads()
+
+	delete(gen, "b.yaml")
+	must(t, w.Publish(gen))
+	r.gone("b.e2e.test")
+	time.Sleep(1500 * time.Millisecond)
+	if after := r.reloads(); after != before {
+		t.Fatalf("deleting b took %d reloads", after-before)
+	}
+	r.serves("a.e2e.test", "/", "one")
+}
