@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"iter"
 	"sort"
@@ -267,6 +268,11 @@ func parseAnnotations(c *routeCheck, r *Route, term Termination, insecure Insecu
 			continue
 		}
 		if err := p.run(a.parse, v); err != nil {
+			var r refusal
+			if errors.As(err, &r) {
+				c.errorf(annotationField(a.Key), "%v", err)
+				continue
+			}
 			p.ignore(a.Key, "%v", err)
 		}
 	}
@@ -448,13 +454,27 @@ func parseHealthCheckInterval(p *annotationParse, v string) error {
 	return err
 }
 
+// An allowlist with an entry that cannot be read is an error of the
+// route, not an annotation to ignore: ignored, it served the route to
+// every client, and applied in part (as OpenShift does, dropping the bad
+// entry) it would lock out the clients that entry meant. The route's last
+// good version keeps serving; a new route is not served until it is fixed.
+// An empty value asks for no allowlist and is ignored.
 func parseAllowlist(p *annotationParse, v string) error {
 	list, err := parseIPAllowlist(v)
-	if err == nil {
+	switch {
+	case err == nil:
 		p.b.IPAllowlist = AddressList(strings.Join(list, " "))
+	case strings.TrimSpace(v) != "":
+		return refusal{fmt.Errorf("%w; the route is not served with an allowlist it cannot enforce", err)}
 	}
 	return err
 }
+
+// refusal is an annotation error that rejects the route's version rather
+// than leaving the annotation out: without it the route would be served
+// with less protection than its owner asked for.
+type refusal struct{ error }
 
 func parseHSTSAnnotation(p *annotationParse, v string) error {
 	h, err := parseHSTS(v)

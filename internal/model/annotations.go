@@ -148,9 +148,8 @@ func parseInterval(v string) (time.Duration, error) {
 	return d, nil
 }
 
-// parseIPAllowlist parses a space-separated list of IPs and CIDRs. One bad
-// entry voids the whole list: applying part of an allowlist would lock out
-// clients the operator meant to admit.
+// parseIPAllowlist parses a space-separated list of IPs and CIDRs; one
+// bad entry fails the whole list (see parseAllowlist).
 func parseIPAllowlist(v string) ([]string, error) {
 	fields := strings.Fields(v)
 	if len(fields) == 0 {

@@ -9,7 +9,7 @@ import (
 )
 
 // TestAnnotations checks each annotation: the settings a valid value gives,
-// and the exact warning an invalid one gives. Annotation n (sorted by key)
+// and the exact warning (or, for an allowlist, error) an invalid one gives. Annotation n (sorted by key)
 // is positioned on line 30+n of ns-r.yaml.
 func TestAnnotations(t *testing.T) {
 	const (
@@ -70,9 +70,13 @@ func TestAnnotations(t *testing.T) {
 			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.0.0.1" }), diag: []string{
 				`ns-r.yaml:31:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_whitelist: haproxy.router.openshift.io/ip_allowlist is set and takes precedence; annotation ignored`,
 			}},
-		{name: "allowlist with one bad entry is ignored whole", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.0/8 10.0.0.300"},
+		{name: "allowlist with one bad entry is an error", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.0/8 10.0.0.300"},
 			want: def(nil), diag: []string{
-				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_allowlist: "10.0.0.300" is not an IP address or CIDR; annotation ignored`,
+				`ns-r.yaml:30:5: error: metadata.annotations.haproxy.router.openshift.io/ip_allowlist: "10.0.0.300" is not an IP address or CIDR; the route is not served with an allowlist it cannot enforce`,
+			}},
+		{name: "empty allowlist is ignored", ann: map[string]string{AnnotationIPAllowlist: " "},
+			want: def(nil), diag: []string{
+				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_allowlist: value is empty; annotation ignored`,
 			}},
 		{name: "hsts", term: TerminationEdge, ann: map[string]string{AnnotationHSTSHeader: "max-age=31536000 ; includesubdomains;preload"},
 			want: def(func(b *BackendSettings) { b.HSTSHeader = "max-age=31536000;includeSubDomains;preload" })},
@@ -209,8 +213,11 @@ func TestAnnotations(t *testing.T) {
 				t.Errorf("settings:\n got %+v\nwant %+v", got, tt.want)
 			}
 			equalLines(t, c.diags, tt.diag)
-			if c.bad {
-				t.Errorf("annotations must never reject a route")
+			// Only an allowlist the route cannot be served without
+			// rejects it (parseAllowlist); every other bad value is
+			// left out with a warning.
+			if wantBad := strings.Contains(strings.Join(tt.diag, "\n"), ": error: "); c.bad != wantBad {
+				t.Errorf("route rejected = %v, want %v", c.bad, wantBad)
 			}
 		})
 	}
