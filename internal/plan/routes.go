@@ -25,7 +25,7 @@ func (d *differ) routes() {
 				// Its backend goes back to the pool: servers drained, map
 				// entries removed, at runtime.
 				d.add(Change{Mode: ModeRuntime, Kind: KindRouteUnbound, Subject: old.Key.String(), Detail: string(old.Slot)})
-				d.route(old, spare)
+				d.slotRoute(old, spare, old)
 			} else {
 				d.add(Change{Mode: ModeReload, Kind: KindRouteDeleted, Subject: old.Key.String()})
 			}
@@ -34,7 +34,7 @@ func (d *differ) routes() {
 				// Bound to a spare the running HAProxy has: servers and
 				// map entries added at runtime.
 				d.add(Change{Mode: ModeRuntime, Kind: KindRouteBound, Subject: cur.Key.String(), Detail: string(cur.Slot)})
-				d.route(spare, cur)
+				d.slotRoute(spare, cur, cur)
 			} else {
 				d.add(Change{Mode: ModeReload, Kind: KindRouteAdded, Subject: cur.Key.String()})
 				d.newBackends[cur.BackendName()] = true
@@ -56,7 +56,23 @@ func sortedRoutes(rs []*model.AdmittedRoute) []*model.AdmittedRoute {
 	return out
 }
 
-func (d *differ) route(old, cur *model.AdmittedRoute) {
+func (d *differ) route(old, cur *model.AdmittedRoute) { d.routeDiff(old, cur, false) }
+
+// slotRoute is route for a route bound to a spare or unbound from one. A
+// spare is bound only when route r's backend section reads like the
+// spare's (render.SameBackend): settings that differ without changing it
+// (the server arguments pod-concurrent-connections and the health check
+// interval set, forwarded headers equal to the router's policy) need no
+// reload, since every server of the route is added or removed anyway.
+func (d *differ) slotRoute(old, cur, r *model.AdmittedRoute) {
+	spare := old
+	if r == old {
+		spare = cur
+	}
+	d.routeDiff(old, cur, render.SameBackend(*r, *spare, d.desired.Input))
+}
+
+func (d *differ) routeDiff(old, cur *model.AdmittedRoute, sameSection bool) {
 	if old == cur || old.SameOutput(cur) {
 		return
 	}
@@ -78,6 +94,9 @@ func (d *differ) route(old, cur *model.AdmittedRoute) {
 		fields = append(fields, "cookie")
 		detail = append(detail, fmt.Sprintf("cookie Secure %t -> %t (insecureEdgeTerminationPolicy %s -> %s)",
 			render.SecureCookie(old), render.SecureCookie(cur), show(string(old.InsecurePolicy)), show(string(cur.InsecurePolicy))))
+	}
+	if sameSection {
+		fields, detail = nil, nil
 	}
 	if len(fields) > 0 {
 		d.add(Change{Mode: ModeReload, Kind: KindBackendSettings, Subject: key,

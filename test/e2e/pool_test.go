@@ -539,3 +539,24 @@ func TestDeletedRouteWhoseSettingsChangedOnASpareDoesNotReload(t *testing.T) {
 	}
 	r.serves("a.e2e.test", "/", "one")
 }
+
+// A route whose settings differ from a spare's only in its servers'
+// arguments (pod-concurrent-connections, the health check interval) or in
+// naming the router's own forwarded-header policy binds to the spare and
+// was then reloaded anyway: the plan compared settings, the pool the
+// backend's text. Its servers are added with their arguments instead.
+func TestRoutesWithServerSettingsBindWithoutReload(t *testing.T) {
+	r, w, gen, before := poolRouter(t, startBackend(t, "one"))
+	gen["p.yaml"] = []byte(annotated(routeYAML("p", "p.e2e.test", "", "one"), model.AnnotationPodConcurrentConnection, `"1"`))
+	gen["h.yaml"] = []byte(annotated(routeYAML("h", "h.e2e.test", "", "one"), model.AnnotationHealthCheckInterval, "3s"))
+	gen["f.yaml"] = []byte(annotated(routeYAML("f", "f.e2e.test", "", "one"), model.AnnotationSetForwardedHeaders, "append"))
+	must(t, w.Publish(gen))
+	for _, h := range []string{"p", "h", "f"} {
+		r.serves(h+".e2e.test", "/", "one")
+	}
+	r.onDisk("haproxy.cfg", " maxconn 1")
+	time.Sleep(1500 * time.Millisecond) // past the reload interval
+	if after := r.reloads(); after != before {
+		t.Fatalf("binding the three routes took %d reloads", after-before)
+	}
+}
