@@ -269,11 +269,15 @@ func parseAnnotations(c *routeCheck, r *Route, term Termination, insecure Insecu
 		}
 		if err := p.run(a.parse, v); err != nil {
 			var r refusal
-			if errors.As(err, &r) {
+			var n notice
+			switch {
+			case errors.As(err, &r):
 				c.errorf(annotationField(a.Key), "%v", err)
-				continue
+			case errors.As(err, &n):
+				c.warnf(annotationField(a.Key), "%v", err)
+			default:
+				p.ignore(a.Key, "%v", err)
 			}
-			p.ignore(a.Key, "%v", err)
 		}
 	}
 	unknownAnnotations(c, ann)

@@ -117,17 +117,28 @@ func parseHAProxyTime(v string) (time.Duration, error) {
 	}
 	n, err := strconv.ParseInt(s[:i], 10, 64)
 	if err != nil || n > int64(maxHAProxyTime/unit) {
-		return 0, fmt.Errorf("value %q is more than HAProxy's maximum of 2147483647ms", v)
+		return capped(v)
 	}
 	d := time.Duration(n) * unit
 	if d == 0 {
 		return 0, fmt.Errorf("value %q must be greater than zero", v)
 	}
 	if d > maxHAProxyTime {
-		return 0, fmt.Errorf("value %q is more than HAProxy's maximum of 2147483647ms", v)
+		return capped(v)
 	}
 	return d, nil
 }
+
+// capped is HAProxy's longest time for a value beyond it, with a warning
+// that says so: OpenShift caps such a timeout too (a route annotated 30d
+// for a long poll got the 30 s default when the annotation was ignored).
+func capped(v string) (time.Duration, error) {
+	return maxHAProxyTime, notice{fmt.Errorf("value %q is more than HAProxy's maximum; 2147483647ms is used", v)}
+}
+
+// notice is an annotation problem whose value is still used: a warning,
+// not "annotation ignored".
+type notice struct{ error }
 
 // parseInterval accepts an HAProxy time ("5s", "500ms", "500") or a Go
 // duration ("1m30s", "1.5s"), as the health check interval annotation does
@@ -143,7 +154,7 @@ func parseInterval(v string) (time.Duration, error) {
 	case d <= 0:
 		return 0, fmt.Errorf("value %q must be greater than zero", v)
 	case d > maxHAProxyTime:
-		return 0, fmt.Errorf("value %q is more than HAProxy's maximum of 2147483647ms", v)
+		return capped(v)
 	}
 	return d, nil
 }

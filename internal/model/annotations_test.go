@@ -59,9 +59,14 @@ func TestAnnotations(t *testing.T) {
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout: value "1m30s" is not an HAProxy time (digits with an optional unit us, ms, s, m, h, d); annotation ignored`,
 			`ns-r.yaml:31:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout-tunnel: value "0" must be greater than zero; annotation ignored`,
 		}},
-		{name: "timeout too large", ann: map[string]string{AnnotationTimeout: "25d"}, want: def(nil), diag: []string{
-			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout: value "25d" is more than HAProxy's maximum of 2147483647ms; annotation ignored`,
-		}},
+		{name: "timeout too large is capped, as OpenShift does", ann: map[string]string{AnnotationTimeout: "25d"},
+			want: def(func(b *BackendSettings) { b.Timeout = maxHAProxyTime }), diag: []string{
+				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout: value "25d" is more than HAProxy's maximum; 2147483647ms is used`,
+			}},
+		{name: "tunnel timeout beyond int64 is capped", ann: map[string]string{AnnotationTimeoutTunnel: "99999999999999999999d"},
+			want: def(func(b *BackendSettings) { b.TunnelTimeout = maxHAProxyTime }), diag: []string{
+				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout-tunnel: value "99999999999999999999d" is more than HAProxy's maximum; 2147483647ms is used`,
+			}},
 		{name: "allowlist", ann: map[string]string{AnnotationIPAllowlist: " 10.0.0.0/8  192.168.1.7 fd00::/64 "},
 			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.0.0.0/8 192.168.1.7 fd00::/64" })},
 		{name: "legacy whitelist", ann: map[string]string{AnnotationIPWhitelist: "10.1.2.3"},

@@ -273,6 +273,8 @@ func TestHostileValues(t *testing.T) {
 		{"metadata.annotations." + model.AnnotationPodConcurrentConnection, "2147483648", ignored}, // HAProxy would wrap it
 		{"metadata.annotations." + model.AnnotationPodConcurrentConnection, "2147483647", used},
 		{"metadata.annotations." + model.AnnotationRateLimitRateHTTP, "5'", ignored},
+		{"metadata.annotations." + model.AnnotationTimeout, "30d", ignored},       // capped at HAProxy's maximum, with a warning
+		{"metadata.annotations." + model.AnnotationTimeoutTunnel, "30d", ignored}, // the same
 	}
 	docs := make([]routeDoc, len(cases))
 	for i, c := range cases {

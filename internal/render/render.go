@@ -564,7 +564,11 @@ func allowPatterns(l model.AddressList) []string {
 	return out
 }
 
-func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+func millis(d time.Duration) string {
+	// Rounded up, as duration() writes a backend's own timeout: 500us was
+	// 0 here (no timeout set), and 1ms in the route's own backend.
+	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
+}
 
 // buildMaps computes every map, including empty ones: HAProxy needs each
 // map file the config names to exist.

@@ -364,6 +364,26 @@ func TestDuration(t *testing.T) {
 	}
 }
 
+// A spare reads its timeouts from a map in milliseconds; they round as a
+// route's own backend writes them (duration), so a route behaves alike on
+// either: 500us was 0 in the map (no timeout) and 1ms in the backend.
+func TestMillisRoundsAsDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d         time.Duration
+		want, own string
+	}{
+		{time.Microsecond, "1", "1ms"}, {500 * time.Microsecond, "1", "1ms"}, {1500 * time.Microsecond, "2", "2ms"},
+		{time.Second, "1000", "1s"}, {2147483647 * time.Millisecond, "2147483647", "2147483647ms"},
+	} {
+		if got := millis(tc.d); got != tc.want {
+			t.Errorf("millis(%s) = %s, want %s", tc.d, got, tc.want)
+		}
+		if got := duration(tc.d); got != tc.own {
+			t.Errorf("duration(%s) = %s, want %s", tc.d, got, tc.own)
+		}
+	}
+}
+
 func TestServerArgs(t *testing.T) {
 	tc := loadTestCerts(t)
 	srv := model.Server{Name: "ep_10.0.0.1_80", Address: "10.0.0.1", Port: 80, Weight: 7}
