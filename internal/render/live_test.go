@@ -112,6 +112,11 @@ func TestLiveRouting(t *testing.T) {
 		{"slash path itself", "http://hello.example.com/dir/", "", false, 200, "dirslash /dir/ "},
 		{"slash path below", "http://hello.example.com/dir/x", "", false, 200, "dirslash /dir/x "},
 		{"host case and port", "http://hello.example.com/foo", "HELLO.Example.COM:80", false, 200, "foo /foo "},
+		// A fully qualified name, as OpenShift's route expressions accept.
+		{"host with a final dot", "http://hello.example.com/foo", "hello.example.com.", false, 200, "foo /foo "},
+		{"host with a final dot and port", "http://hello.example.com/", "Hello.Example.com.:80", false, 200, "hello / "},
+		{"edge over https with a final dot", "https://secure.example.com/p", "secure.example.com.", true, 200, "secure /p "},
+		{"two final dots", "http://hello.example.com/", "hello.example.com..", false, 503, ""},
 		{"wildcard", "http://anything.wild.example.com/", "", false, 200, "wild / "},
 		{"wildcard parent itself", "http://www.wild.example.com/", "", false, 200, "wild / "},
 		{"exact before wildcard", "http://exact.wild.example.com/", "", false, 200, "exact / "},
