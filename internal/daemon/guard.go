@@ -31,15 +31,26 @@ type deletionGuard struct {
 	at time.Time
 }
 
-// holdDeletion reports whether next must wait, and arranges the second
-// read when it does.
+// hold is what the deletion guard holds back of a generation.
+type hold int
+
+const (
+	holdNothing hold = iota
+	// holdDrops: the routes it drops wait; the rest applies (withoutDrops).
+	holdDrops
+	// holdAll: all of it waits (a file that may be cut off mid-write).
+	holdAll
+)
+
+// holdDeletion reports what of next must wait, and arranges the second
+// read when anything does.
 //
 // At start, before anything was accepted, the saved last good state is
 // the baseline: a directory found empty while haroute was down is held
 // too (and the saved state served meanwhile; see sync).
-func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) bool {
+func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 	if d.opts.DeletionQuiet < 0 {
-		return false
+		return holdNothing
 	}
 	var prev []*model.AdmittedRoute
 	switch {
@@ -48,7 +59,7 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) bool {
 	case d.restored != nil:
 		prev = d.restored.routes
 	default:
-		return false
+		return holdNothing
 	}
 	dropped, names := droppedRoutes(prev, next.Desired.Routes)
 	cut := ""
@@ -57,9 +68,11 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) bool {
 	}
 	if (dropped == 0 || !d.guarded(snap.Mode, dropped, len(prev))) && cut == "" {
 		d.releaseGuard()
-		return false
+		return holdNothing
 	}
+	held := holdDrops
 	if cut != "" {
+		held = holdAll
 		names = "a file that may be cut off mid-write: " + cut + " changed and does not end with a newline"
 	}
 	now := time.Now()
@@ -71,14 +84,71 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) bool {
 		d.log.Warn("deletion guard: the directory stayed the same for the quiet period; applying",
 			"dropped", dropped, "of", len(prev), "stable_for", now.Sub(g.since).Round(time.Millisecond))
 		d.releaseGuard()
-		return false
+		return holdNothing
 	}
 	g.at = g.since.Add(d.opts.DeletionQuiet)
 	d.metrics.DeletionGuardHeld()
-	d.log.Warn("deletion guard: holding back a generation that drops routes, or has a file cut off, until the directory is stable",
+	d.log.Warn("deletion guard: holding back the routes a generation drops, or all of it when a file may be cut off, until the directory is stable",
 		"dropped", dropped, "of", len(prev), "routes", names, "until", g.at.Format(time.RFC3339))
 	d.setGuardStatus(g.since, dropped, len(prev))
-	return true
+	return held
+}
+
+// withoutDrops is gen with the routes it drops (droppedRoutes) kept as
+// they are served, where no route of gen claims their host and path:
+// while the guard holds a deletion, everything else in the directory
+// still applies. A whole generation held back kept endpoint removals
+// from applying for the quiet period, and changes that kept coming kept
+// resetting it. It reports false when nothing could be kept.
+func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
+	if d.desired.Desired == nil {
+		return gen, false
+	}
+	next := gen.state.Desired
+	claimed := make(map[string]bool, len(next.Routes))
+	for _, r := range next.Routes {
+		claimed[claimOf(r)] = true
+	}
+	// Both in key order: merged in key order, as a Desired's must be.
+	prev := d.desired.Desired.Routes
+	routes := make([]*model.AdmittedRoute, 0, len(next.Routes))
+	kept := 0
+	for i, j := 0, 0; i < len(prev) || j < len(next.Routes); {
+		var p, c *model.AdmittedRoute
+		switch {
+		case j == len(next.Routes) || i < len(prev) && prev[i].Key.Compare(next.Routes[j].Key) < 0:
+			p, i = prev[i], i+1
+		case i == len(prev) || prev[i].Key.Compare(next.Routes[j].Key) > 0:
+			c, j = next.Routes[j], j+1
+		default:
+			p, c, i, j = prev[i], next.Routes[j], i+1, j+1
+		}
+		switch {
+		case p != nil && c == nil && !claimed[claimOf(p)], p != nil && c != nil && servers(c) == 0 && servers(p) > 0:
+			routes = append(routes, p) // dropped: kept as served
+			kept++
+		case c != nil:
+			routes = append(routes, c)
+		}
+	}
+	if kept == 0 {
+		return gen, false
+	}
+	merged := *next
+	merged.Routes = routes
+	g, err := d.withPool(gen, &merged, d.refill)
+	if err != nil {
+		d.recordError(err)
+		return gen, false
+	}
+	g.fitted, g.held = &merged, true
+	return g, true
+}
+
+// claimOf names what a route claims in the maps: its host, wildcard or
+// not, and path.
+func claimOf(r *model.AdmittedRoute) string {
+	return fmt.Sprintf("%s|%t|%s", r.Host, r.Wildcard, r.Path)
 }
 
 // cutOff names a file of snap, changed since prev (nil: every file), that

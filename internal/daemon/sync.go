@@ -86,13 +86,17 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		d.log.Debug("snapshot prepared", "files", len(snap.Files), "attempts", snap.Attempts,
 			"read", read.Sub(began), "load", loaded.Sub(read), "render", time.Since(loaded))
 		d.lastHash = snap.Hash
-		if d.holdDeletion(snap, gen.state) {
+		if held := d.holdDeletion(snap, gen.state); held != holdNothing {
 			d.lastHash = "" // read again when the guard's timer fires
 			if d.applied.Desired == nil && d.restored != nil {
 				// Held at start: serve the saved state meanwhile.
 				return d.serveRestored(ctx)
 			}
-			return nil
+			g, ok := d.withoutDrops(gen)
+			if held == holdAll || !ok {
+				return nil
+			}
+			gen = g
 		}
 		refused, err := d.advance(ctx, gen)
 		if err != nil {
@@ -183,6 +187,10 @@ type generation struct {
 	// maxConnKept (keepingMaxConn).
 	fitted      *model.Desired
 	maxConnKept bool
+	// held is set when the deletion guard kept routes the directory
+	// drops (withoutDrops): what it serves is not the directory's, and
+	// is not saved as the last good state.
+	held bool
 }
 
 // advance moves HAProxy towards gen. When `haproxy -c` refuses gen, it
@@ -384,7 +392,11 @@ func (d *Daemon) accept(gen generation) {
 	d.loader.Commit(gen.result)
 	d.material = &gen.material
 	d.throttle.interval = gen.state.Desired.Router.ReloadInterval
-	d.saveLastGood(gen)
+	if !gen.held {
+		// A restart while the guard holds a deletion keeps the saved
+		// state that still has the routes as its baseline.
+		d.saveLastGood(gen)
+	}
 	d.clearErrorIfClean(gen.result)
 }
 

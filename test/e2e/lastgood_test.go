@@ -383,3 +383,42 @@ func TestRestartKeepsSettingsOfARefusedRouterConfig(t *testing.T) {
 		})
 	}
 }
+
+// The deletion guard held a whole generation back: while a route's
+// deletion waited for the quiet period, every other change in the
+// directory waited with it, and changes that kept coming (an endpoints
+// file a script rewrites) kept resetting the wait, so nothing applied at
+// all. The routes a held generation drops are kept as they were; the rest
+// applies at once, and the deletion once the directory is quiet.
+func TestDeletionGuardHoldsOnlyTheDeletion(t *testing.T) {
+	r := newRouter(t)
+	r.deletionQuiet = 4 * time.Second
+	one, two, three := startBackend(t, "one"), startBackend(t, "two"), startBackend(t, "three")
+	for name, data := range twoRoutes(r, one, two, "a.e2e.test") {
+		must(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
+	}
+	r.start("plain")
+	r.serves("a.e2e.test", "/", "one")
+	r.serves("b.e2e.test", "/", "two")
+
+	must(t, os.Remove(filepath.Join(r.dir, "b.yaml")))
+	time.Sleep(time.Second) // seen, and held
+	eps := filepath.Join(r.dir, "endpoints.yaml")
+	for i, b := range []*backend{three, one, three} {
+		must(t, os.WriteFile(eps, []byte(join(endpointsYAML("one", b), endpointsYAML("two", two))), 0o644))
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			got, err := r.get("a.e2e.test", "/")
+			if err == nil && got == b.Name {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("change %d: a answered %q, %v 2 s after its endpoints moved to %s, while b's deletion was held", i, got, err, b.Name)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		r.keepsServing("b.e2e.test", "two", 3, "b's deletion is held while the directory changes")
+	}
+	r.gone("b.e2e.test") // once quiet
+	r.serves("a.e2e.test", "/", "three")
+}
