@@ -34,11 +34,26 @@ bin/haroute run --config-dir examples/config --run-dir "$work/run" --state-dir "
   --metrics-address 127.0.0.1:9191 --handover-grace 0 &
 pids+=($!)
 
+# Ready means this haroute answers: another router on the same ports
+# would answer /readyz too, so both processes must still run after it.
+alive() {
+  if ! kill -0 "${pids[0]}" 2>/dev/null; then
+    echo "the demo backends exited (a port of 18081-18086, 18091, 18443, 18444 in use?):" >&2
+    cat "$work/backends.log" >&2
+    exit 1
+  fi
+  if ! kill -0 "${pids[1]}" 2>/dev/null; then
+    echo "haroute exited (ports 9080, 9443, 9936 or 9191 in use?); see its log above" >&2
+    exit 1
+  fi
+}
 for _ in $(seq 100); do
+  alive
   curl -fs http://127.0.0.1:9191/readyz >/dev/null 2>&1 && break
-  if ! kill -0 "${pids[1]}" 2>/dev/null; then echo "haroute exited; see its log above" >&2; exit 1; fi
   sleep 0.2
 done
+sleep 0.5
+alive
 
 # quote prints its arguments as one line a shell reads back the same:
 # anything beyond plain URL and flag characters goes in single quotes.

@@ -65,7 +65,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := newFlags("check", stderr)
 	strict := fs.Bool("strict", false, "treat warnings (unknown fields, ignored annotations) as errors")
 	nofile := fs.Uint64("limit-nofile", daemon.UnitNOFILE, "file-descriptor hard limit the router will run under (LimitNOFILE; the packaged unit's by default)")
-	bin := fs.String("haproxy", "", "haproxy binary that judges the RouterConfig's log formats, ciphers and patterns (default: haproxy from PATH)")
+	bin := fs.String("haproxy", "", "haproxy binary that judges the RouterConfig's log formats, ciphers and patterns (default: haproxy from PATH, else /usr/local/sbin or /usr/sbin)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseErr(err)

@@ -40,7 +40,7 @@ func (f *runFlags) register(fs interface {
 	fs.StringVar(&f.configDir, "config-dir", "", "directory of Route, Endpoints and RouterConfig YAML (required)")
 	fs.StringVar(&f.runDir, "run-dir", paths.RunDir, "directory for HAProxy's master and admin sockets (mode 0700)")
 	fs.StringVar(&f.stateDir, "state-dir", paths.StateDir, "directory for the rendered bundle and the generated default certificate")
-	fs.StringVar(&f.haproxy, "haproxy", "", "haproxy binary (default: haproxy from PATH)")
+	fs.StringVar(&f.haproxy, "haproxy", "", "haproxy binary (default: haproxy from PATH, else /usr/local/sbin or /usr/sbin)")
 	fs.StringVar(&f.metricsAddr, "metrics-address", defaultMetricsAddress, "address for /metrics, /healthz, /readyz and /status (empty disables)")
 	fs.StringVar(&f.watchMode, "watch-mode", "auto", "directory layout: auto, atomic (..data), link (git-sync) or plain")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")

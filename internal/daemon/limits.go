@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"syscall"
 
@@ -74,7 +76,11 @@ func (d *Daemon) fitted(desired *model.Desired) (*model.Desired, error) {
 		return nil, fdBudgetError(d.hardNOFILE, fit, b, desired.Router.MaxConnections)
 	}
 	if !d.warnedMaxConn || d.lastMaxConnFit != fit {
-		d.log.Warn("maxConnections lowered to fit the file-descriptor limit; raise LimitNOFILE to serve more",
+		msg, level := "maxConnections lowered to fit the file-descriptor limit; raise LimitNOFILE to serve more", slog.LevelWarn
+		if desired.Router.MaxConnectionsAuto {
+			msg, level = "maxConnections -1: as many as the file-descriptor limit allows", slog.LevelInfo
+		}
+		d.log.Log(context.Background(), level, msg,
 			"configured", desired.Router.MaxConnections, "used", fit, "nofile_hard_limit", d.hardNOFILE,
 			"checked_servers", b.CheckedServers)
 		d.warnedMaxConn, d.lastMaxConnFit = true, fit
@@ -116,6 +122,8 @@ func FDBudgetProblem(desired *model.Desired, hardLimit uint64) error {
 		return nil
 	case fit < minUsableConns:
 		return fdBudgetError(hardLimit, fit, b, desired.Router.MaxConnections)
+	case desired.Router.MaxConnectionsAuto:
+		return nil // -1 asks for what the limit allows
 	default:
 		r := b
 		r.CheckedServers = reservedChecks(b.CheckedServers)

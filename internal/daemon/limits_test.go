@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
@@ -84,6 +85,30 @@ func TestFittedRefusesUnusableLimit(t *testing.T) {
 	got, err := d.fitted(desired)
 	if err != nil || got.Router.MaxConnections < minUsableConns {
 		t.Fatalf("a small tree: %v, maxconn %d", err, got.Router.MaxConnections)
+	}
+}
+
+// maxConnections -1 (OpenShift's "automatic") takes what the descriptor
+// limit allows, at most OpenShift's bound, with no warning: an operator
+// asked for exactly that.
+func TestMaxConnectionsAutoFitsTheLimit(t *testing.T) {
+	var logs bytes.Buffer
+	d := &Daemon{hardNOFILE: 20000, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	desired := &model.Desired{Router: model.DefaultSettings()}
+	desired.Router.MaxConnections, desired.Router.MaxConnectionsAuto = 2_000_000, true
+	got, err := d.fitted(desired)
+	if err != nil || got.Router.MaxConnections < 9000 || got.Router.MaxConnections >= 10000 {
+		t.Fatalf("fitted = %v, %v; want about half of 20000 descriptors", got.Router.MaxConnections, err)
+	}
+	if strings.Contains(logs.String(), "WARN") {
+		t.Errorf("warned for maxConnections -1: %s", logs.String())
+	}
+	if err := FDBudgetProblem(desired, 20000); err != nil {
+		t.Errorf("check reports %v for maxConnections -1", err)
+	}
+	desired.Router.MaxConnectionsAuto = false
+	if err := FDBudgetProblem(desired, 20000); err == nil {
+		t.Error("check reports nothing for maxConnections 2000000 under 20000 descriptors")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -63,11 +64,25 @@ func resolveBinary(binary string) (string, error) {
 		return binary, nil
 	}
 	path, err := exec.LookPath(binary)
-	if err != nil {
-		return "", fmt.Errorf("haproxy binary %q not found in PATH: %w", binary, err)
+	if err == nil {
+		return path, nil
 	}
-	return path, nil
+	if binary == "haproxy" {
+		// Debian and RHEL install it in /usr/sbin, which a user's PATH
+		// often lacks (make run as a user found no haproxy).
+		for _, dir := range sbinDirs {
+			p := filepath.Join(dir, binary)
+			if fi, serr := os.Stat(p); serr == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				return p, nil
+			}
+		}
+		return "", fmt.Errorf("haproxy binary %q not found in PATH nor in %s: %w", binary, strings.Join(sbinDirs, ", "), err)
+	}
+	return "", fmt.Errorf("haproxy binary %q not found in PATH: %w", binary, err)
 }
+
+// sbinDirs are where packages install haproxy, tried after PATH.
+var sbinDirs = []string{"/usr/local/sbin", "/usr/sbin"}
 
 // logPrefix matches the "[ALERT]    (1234) : " HAProxy puts before each
 // message it prints on stderr.

@@ -1,6 +1,7 @@
 package haproxy
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -47,5 +48,22 @@ func TestBinaryVersion(t *testing.T) {
 	r.start(t)
 	if got := r.version(t); got != v {
 		t.Fatalf("show info says %v, haproxy -v says %v", got, v)
+	}
+}
+
+// Debian installs haproxy in /usr/sbin, which a user's PATH often lacks:
+// `make run` as a user failed with "not found in PATH".
+func TestBinaryFoundOutsidePATH(t *testing.T) {
+	testutil.HAProxy(t) // fails under CI=true when none is installed
+	if _, err := os.Stat("/usr/sbin/haproxy"); err != nil {
+		t.Skip("no /usr/sbin/haproxy here")
+	}
+	t.Setenv("PATH", t.TempDir())
+	got, err := Binary("")
+	if err != nil || got != "/usr/sbin/haproxy" {
+		t.Fatalf("Binary(\"\") with /usr/sbin outside PATH = %q, %v; want /usr/sbin/haproxy", got, err)
+	}
+	if _, err := Binary("haproxy-nosuch"); err == nil {
+		t.Fatal("a name found nowhere resolved")
 	}
 }

@@ -43,8 +43,12 @@ type Settings struct {
 	ReloadInterval      time.Duration
 	HealthCheckInterval time.Duration
 
-	MaxConnections   int
-	ThreadCount      int // 0 = HAProxy's default
+	MaxConnections int
+	// MaxConnectionsAuto is set by maxConnections -1 (OpenShift's
+	// "automatic"): MaxConnections is then the bound, fitted to the
+	// file-descriptor limit without a warning.
+	MaxConnectionsAuto bool
+	ThreadCount        int // 0 = HAProxy's default
 	ClientTimeout    time.Duration
 	ServerTimeout    time.Duration
 	ConnectTimeout   time.Duration

@@ -96,9 +96,14 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	}
 
 	if p := spec.TuningOptions.MaxConnections; p != nil {
+		// As the IngressController reads it: 0 is the default, -1 as many
+		// as the file-descriptor limit allows.
 		switch {
+		case *p == 0:
+		case *p == -1:
+			s.MaxConnections, s.MaxConnectionsAuto = maxMaxConnections, true
 		case *p < 1:
-			v.errorf("spec.tuningOptions.maxConnections", "maxConnections %d must be a positive integer", *p)
+			v.errorf("spec.tuningOptions.maxConnections", "maxConnections %d must be a positive integer, 0 (the default, %d) or -1 (as many as the file-descriptor limit allows)", *p, DefaultMaxConnections)
 		case *p > maxMaxConnections:
 			v.errorf("spec.tuningOptions.maxConnections", "maxConnections %d is more than %d", *p, maxMaxConnections)
 		default:

@@ -180,14 +180,27 @@ func TestRouterConfigSettings(t *testing.T) {
 		{
 			name: "maxConnections, threadCount and timeouts",
 			spec: RouterConfigSpec{TuningOptions: TuningOptions{
-				MaxConnections: ptr(0), ThreadCount: ptr(65), ClientTimeout: "30", HardStopAfter: "-1m", TunnelTimeout: "1000h",
+				MaxConnections: ptr(-2), ThreadCount: ptr(65), ClientTimeout: "30", HardStopAfter: "-1m", TunnelTimeout: "1000h",
 			}},
 			diags: []string{
-				`rc.yaml:16:7: error: spec.tuningOptions.maxConnections: maxConnections 0 must be a positive integer`,
+				`rc.yaml:16:7: error: spec.tuningOptions.maxConnections: maxConnections -2 must be a positive integer, 0 (the default, 50000) or -1 (as many as the file-descriptor limit allows)`,
 				`rc.yaml:17:7: error: spec.tuningOptions.threadCount: threadCount 65 is out of range 1-64 (0 or unset: HAProxy's default)`,
 				`rc.yaml:18:7: error: spec.tuningOptions.clientTimeout: clientTimeout "30" is not a duration (e.g. 30s, 1m, 1h)`,
 				`rc.yaml:19:7: error: spec.tuningOptions.hardStopAfter: hardStopAfter "-1m" must not be negative`,
 				`rc.yaml:26:7: error: spec.tuningOptions.tunnelTimeout: tunnelTimeout "1000h" is above HAProxy's maximum of 2147483647ms`,
+			},
+		},
+		{
+			name:  "maxConnections 0 is the default",
+			spec:  RouterConfigSpec{TuningOptions: TuningOptions{MaxConnections: ptr(0)}},
+			check: func(s Settings) Settings { return s },
+		},
+		{
+			name: "maxConnections -1 is as many as the descriptors allow",
+			spec: RouterConfigSpec{TuningOptions: TuningOptions{MaxConnections: ptr(-1)}},
+			check: func(s Settings) Settings {
+				s.MaxConnections, s.MaxConnectionsAuto = 2_000_000, true
+				return s
 			},
 		},
 		{
