@@ -153,3 +153,19 @@ func TestCheckAsksHAProxyAboutRouterConfig(t *testing.T) {
 		t.Fatalf("check without haproxy: exit %d, stdout %q, want exit 0 and a note", code, stdout)
 	}
 }
+
+// With a RouterConfig in error, routes are judged with the default
+// settings, and check says so: a wildcard route was reported "not
+// allowed" with no hint that the broken RouterConfig allowing it was why.
+func TestCheckSaysRoutesWereJudgedWithDefaultsWhenTheRouterConfigIsBroken(t *testing.T) {
+	rc := "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: r\nspec:\n  tuningOptions:\n    maxConnections: -5\n"
+	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute, "rc.yaml": rc})
+	code, stdout, _ := run(t, "check", dir)
+	if code != ExitInvalid || !strings.Contains(stdout, "routes were judged with the default settings") {
+		t.Fatalf("check: exit %d, stdout %q; want exit %d and the note", code, stdout, ExitInvalid)
+	}
+	dir = writeFiles(t, map[string]string{"routes.yaml": goodRoute})
+	if _, stdout, _ = run(t, "check", dir); strings.Contains(stdout, "judged with the default") {
+		t.Fatalf("the note without a RouterConfig: %q", stdout)
+	}
+}

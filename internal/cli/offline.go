@@ -94,6 +94,12 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	for _, d := range res.Diagnostics {
 		fmt.Fprintln(stdout, d.String())
 	}
+	if res.RouterUnsettled {
+		// A wildcard route was reported "not allowed" although the broken
+		// RouterConfig allows wildcards: say what the routes were judged by.
+		fmt.Fprintln(stdout, "note: the RouterConfig has errors, so the routes were judged with the default settings; "+
+			"a running router keeps its last good settings, and errors that depend on them (wildcards, namespaces, selectors) may not apply there")
+	}
 	admitted, rejected := 0, 0
 	for _, s := range res.Desired.Statuses {
 		if s.State == model.RouteRejected {
