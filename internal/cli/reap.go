@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -57,8 +58,14 @@ func reapCmd(_ context.Context, args []string, _, stderr io.Writer) int {
 	}
 	log, _ := newLogger(stderr, "text", "info")
 	time.Sleep(*after)
-	// A haroute holding the run dir has taken HAProxy over (or will).
+	// A haroute holding the run dir has taken HAProxy over (or will). So
+	// may another reaper, of a haroute that took this HAProxy over and
+	// stopped in turn: its lock says nothing of a haroute, so wait for it.
 	lock, err := haproxy.LockRunDir(*runDir)
+	for i := 0; errors.Is(err, haproxy.ErrRunDirInUse) && lockedByReaper(*runDir) && i < 60; i++ {
+		time.Sleep(time.Second)
+		lock, err = haproxy.LockRunDir(*runDir)
+	}
 	if errors.Is(err, haproxy.ErrRunDirInUse) {
 		return ExitOK
 	}
@@ -72,4 +79,23 @@ func reapCmd(_ context.Context, args []string, _, stderr io.Writer) int {
 		return ExitInvalid
 	}
 	return ExitOK
+}
+
+// lockedByReaper reports whether the run dir's lock is held by a `haroute
+// reap` (the lock file names its holder).
+func lockedByReaper(runDir string) bool {
+	b, err := os.ReadFile(filepath.Join(runDir, haproxy.LockFile))
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	return len(args) > 1 && args[1] == "reap"
 }

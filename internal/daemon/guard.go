@@ -25,7 +25,12 @@ import (
 
 // deletionGuard is what the guard holds back, if anything.
 type deletionGuard struct {
-	hash  string    // the held snapshot's content hash
+	// hash names what is held: the routes dropped, or the cut file and
+	// its content. The quiet period runs while it stays the same, however
+	// the rest of the directory changes: keyed on the whole directory, a
+	// deletion under steady churn (an endpoints file a script rewrites)
+	// never applied.
+	hash  string
 	since time.Time // when it was first seen
 	// at is when to read the directory again (zero: nothing held).
 	at time.Time
@@ -61,7 +66,7 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 	default:
 		return holdNothing
 	}
-	dropped, names := droppedRoutes(prev, next.Desired.Routes)
+	dropped, names, held := droppedRoutes(prev, next.Desired.Routes)
 	cut := ""
 	if snap.Mode == snapshot.ModePlain {
 		cut = cutOff(snap, d.desiredFrom)
@@ -70,15 +75,16 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 		d.releaseGuard()
 		return holdNothing
 	}
-	held := holdDrops
+	kind := holdDrops
 	if cut != "" {
-		held = holdAll
+		kind = holdAll
 		names = "a file that may be cut off mid-write: " + cut + " changed and does not end with a newline"
+		held = "cut " + cut + " " + fileHash(snap, cut)
 	}
 	now := time.Now()
 	g := &d.guard
-	if g.hash != snap.Hash {
-		*g = deletionGuard{hash: snap.Hash, since: now}
+	if g.hash != held {
+		*g = deletionGuard{hash: held, since: now}
 	}
 	if now.Sub(g.since) >= d.opts.DeletionQuiet {
 		d.log.Warn("deletion guard: the directory stayed the same for the quiet period; applying",
@@ -91,7 +97,17 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 	d.log.Warn("deletion guard: holding back the routes a generation drops, or all of it when a file may be cut off, until the directory is stable",
 		"dropped", dropped, "of", len(prev), "routes", names, "until", g.at.Format(time.RFC3339))
 	d.setGuardStatus(g.since, dropped, len(prev))
-	return held
+	return kind
+}
+
+// fileHash is the content hash of path in snap.
+func fileHash(snap *snapshot.Snapshot, path string) string {
+	for _, f := range snap.Files {
+		if f.Path == path {
+			return f.Hash
+		}
+	}
+	return ""
 }
 
 // withoutDrops is gen with the routes it drops (droppedRoutes) kept as
@@ -99,16 +115,13 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 // while the guard holds a deletion, everything else in the directory
 // still applies. A whole generation held back kept endpoint removals
 // from applying for the quiet period, and changes that kept coming kept
-// resetting it. It reports false when nothing could be kept.
+// resetting it. It reports false when the generation must wait whole.
 func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 	if d.desired.Desired == nil {
 		return gen, false
 	}
 	next := gen.state.Desired
-	claimed := make(map[string]bool, len(next.Routes))
-	for _, r := range next.Routes {
-		claimed[claimOf(r)] = true
-	}
+	claimed := claims(next.Routes)
 	// Both in key order: merged in key order, as a Desired's must be.
 	prev := d.desired.Desired.Routes
 	routes := make([]*model.AdmittedRoute, 0, len(next.Routes))
@@ -124,7 +137,7 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 			p, c, i, j = prev[i], next.Routes[j], i+1, j+1
 		}
 		switch {
-		case p != nil && c == nil && !claimed[claimOf(p)], p != nil && c != nil && servers(c) == 0 && servers(p) > 0:
+		case p != nil && c == nil && !claimed[p.Claim()], p != nil && c != nil && servers(c) == 0 && servers(p) > 0:
 			routes = append(routes, p) // dropped: kept as served
 			kept++
 		case c != nil:
@@ -132,7 +145,7 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 		}
 	}
 	if kept == 0 {
-		return gen, false
+		return gen, true // nothing it drops needs keeping: it applies as it is
 	}
 	merged := *next
 	merged.Routes = routes
@@ -145,10 +158,13 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 	return g, true
 }
 
-// claimOf names what a route claims in the maps: its host, wildcard or
-// not, and path.
-func claimOf(r *model.AdmittedRoute) string {
-	return fmt.Sprintf("%s|%t|%s", r.Host, r.Wildcard, r.Path)
+// claims is the set of what routes claim in the maps (AdmittedRoute.Claim).
+func claims(routes []*model.AdmittedRoute) map[string]bool {
+	out := make(map[string]bool, len(routes))
+	for _, r := range routes {
+		out[r.Claim()] = true
+	}
+	return out
 }
 
 // cutOff names a file of snap, changed since prev (nil: every file), that
@@ -191,26 +207,40 @@ func (d *Daemon) releaseGuard() {
 	d.setGuardStatus(time.Time{}, 0, 0)
 }
 
-// droppedRoutes counts the routes of prev that cur drops: absent, or with
-// no server left where they had one. Both are in namespace/name order, as
-// admission produces them. It names up to a few of them for the log.
-func droppedRoutes(prev, cur []*model.AdmittedRoute) (int, string) {
-	n := 0
-	var names []string
+// droppedRoutes counts the routes of prev that cur drops: absent, with
+// what they claimed served by no route of cur (a route renamed, or its
+// host moved to a new route, drops nothing), or with no server left where
+// they had one. Both are in namespace/name order, as admission produces
+// them. It names up to a few of them for the log, and all of them in key,
+// which stays the same while the same routes are dropped.
+func droppedRoutes(prev, cur []*model.AdmittedRoute) (n int, names, key string) {
+	var claimed map[string]bool
+	var shown []string
+	var all strings.Builder
 	for p, c := range model.ChangedByKey(prev, cur, model.RouteKeyOf) {
 		if p == nil || c != nil && (servers(p) == 0 || servers(c) > 0) {
 			continue // added, or still served
 		}
-		n++
-		if len(names) < 5 {
-			names = append(names, p.Key.String())
+		if c == nil {
+			if claimed == nil {
+				claimed = claims(cur) // only once something is gone
+			}
+			if claimed[p.Claim()] {
+				continue // another route serves what it did
+			}
 		}
+		n++
+		if len(shown) < 5 {
+			shown = append(shown, p.Key.String())
+		}
+		all.WriteString(p.Key.String())
+		all.WriteByte(' ')
 	}
-	out := strings.Join(names, ",")
-	if n > len(names) {
-		out += fmt.Sprintf(",… (%d more)", n-len(names))
+	names = strings.Join(shown, ",")
+	if n > len(shown) {
+		names += fmt.Sprintf(",… (%d more)", n-len(shown))
 	}
-	return n, out
+	return n, names, "drop " + all.String()
 }
 
 func servers(r *model.AdmittedRoute) int {

@@ -214,8 +214,9 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 		if !isNew || d.applied.Desired == nil {
 			continue
 		}
-		if k := st.slotNamed(r.BackendName()); k >= 0 {
-			// Its own backend, retired when it was deleted: back to it.
+		if k := st.slotNamed(r.BackendName()); k >= 0 && !st.used[st.spares[k].Slot] && render.SameBackend(*r, st.spares[k], in) {
+			// Its own backend, kept when it was deleted: back to it (with
+			// other settings, a spare of the pool may fit instead).
 			desired.Routes[i] = withSlot(r, st.spares[k].Slot)
 			st = st.bind(r.Key, k)
 			continue

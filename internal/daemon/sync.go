@@ -631,6 +631,17 @@ func (d *Daemon) writeLive(next plan.State) error {
 // port taken), which is returned as before. gen becomes last good only
 // once HAProxy loaded it.
 func (d *Daemon) coldStart(ctx context.Context, gen generation) ([]culprit, error) {
+	// Restored settings are what an HAProxy left running holds, and a
+	// start takes that HAProxy over: listeners the new settings add are
+	// bound here first. A takeover that failed to bind had already
+	// replaced the master socket, and the start then waited 30 s for an
+	// earlier master it could no longer reach.
+	if prev := d.loader.Settings(); prev != nil {
+		if problems := unbindable(prev, &gen.state.Desired.Router); len(problems) > 0 {
+			d.unbound = &gen.state.Desired.Router
+			return []culprit{{settings: problems}}, nil
+		}
+	}
 	if err := d.writeLive(gen.state); err != nil {
 		d.writeFailed(err)
 		return nil, nil

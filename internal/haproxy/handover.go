@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,6 +38,14 @@ func StopOrphan(pid int, runDir, configPath string, softTTL time.Duration, log *
 		}
 		return fmt.Errorf("pid %d is not the haproxy of %s; leaving it alone", pid, runDir)
 	}
+	// Only the run dir's current master is left to stop. One a later
+	// haroute took over (and stopped in turn) was soft-stopped by it and
+	// drains its connections on its own: stopped here, they were cut.
+	if cur := s.pidFileMaster(); cur != 0 && cur != pid {
+		unix.Close(fd)
+		log.Info("haproxy was taken over since; it finishes its connections on its own", "pid", pid, "current", cur)
+		return nil
+	}
 	log.Info("no haroute took over haproxy; stopping it", "pid", pid)
 	if err := unix.PidfdSendSignal(fd, syscall.SIGUSR1, nil, 0); err != nil {
 		unix.Close(fd)
@@ -43,4 +53,15 @@ func StopOrphan(pid int, runDir, configPath string, softTTL time.Duration, log *
 	}
 	retire(&previous{pid: pid, pidfd: fd}, softTTL, log)
 	return nil
+}
+
+// pidFileMaster is the master pid the run dir's pid file names, 0 if none.
+func (s *Supervisor) pidFileMaster() int {
+	b, err := os.ReadFile(s.PIDFile())
+	if err != nil {
+		return 0
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	pid, _ := strconv.Atoi(strings.TrimSpace(first))
+	return pid
 }

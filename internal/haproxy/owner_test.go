@@ -336,7 +336,8 @@ func TestTakeoverDuringReloadKeepsConnections(t *testing.T) {
 // A restarted haroute takes the earlier HAProxy over and soft-stops it;
 // the takeover then sent it SIGTERM after SoftStopTimeout (3 s here),
 // which cut every connection it still served. It drains instead, as old
-// workers do after a reload.
+// workers do after a reload, and the earlier haroute's reaper, should the
+// new haroute stop within its grace, leaves it to drain too.
 func TestTakeoverLetsThePreviousHAProxyFinishItsConnections(t *testing.T) {
 	r := newRig(t)
 	entered := make(chan struct{}, 1)
@@ -383,6 +384,12 @@ func TestTakeoverLetsThePreviousHAProxyFinishItsConnections(t *testing.T) {
 		t.Fatalf("start over a previous haproxy: %v", err)
 	}
 	t.Cleanup(func() { proc.Stop(context.Background()) })
+	// The reaper the earlier haroute left (haroute reap) wakes while its
+	// HAProxy drains: the pid file names the new master, so it must leave
+	// the earlier one alone. It stopped it, cutting the request.
+	if err := StopOrphan(old.PID(), r.Run, r.Cfg, time.Second, slog.New(slog.NewTextHandler(r.log, nil))); err != nil {
+		t.Fatalf("StopOrphan of a master taken over: %v", err)
+	}
 	if got := <-inFlight; got != "200 slow" {
 		t.Fatalf("request in flight across the takeover = %q, want %q", got, "200 slow")
 	}

@@ -538,6 +538,13 @@ func claimPath(path string) string {
 	return path
 }
 
+// Claim names what a route claims in the maps: its host or wildcard
+// domain, its path as the map keys it, and whether it is passthrough. Two
+// routes with one claim serve the same requests.
+func (a *AdmittedRoute) Claim() string {
+	return fmt.Sprintf("%s|%t|%s|%t", claimHostOf(a), a.Wildcard, claimPath(a.Path), a.Termination == TerminationPassthrough)
+}
+
 // conflictKeyOf is what decideConflicts decides a valid route's claim by.
 func conflictKeyOf(a *AdmittedRoute) conflictKey {
 	return conflictKey{key: a.Key, created: a.CreationTimestamp, host: claimHostOf(a),

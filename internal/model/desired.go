@@ -49,14 +49,14 @@ type Settings struct {
 	// file-descriptor limit without a warning.
 	MaxConnectionsAuto bool
 	ThreadCount        int // 0 = HAProxy's default
-	ClientTimeout    time.Duration
-	ServerTimeout    time.Duration
-	ConnectTimeout   time.Duration
-	TunnelTimeout    time.Duration
-	ClientFinTimeout time.Duration
-	ServerFinTimeout time.Duration
-	TLSInspectDelay  time.Duration
-	HardStopAfter    time.Duration // 0 = unset
+	ClientTimeout      time.Duration
+	ServerTimeout      time.Duration
+	ConnectTimeout     time.Duration
+	TunnelTimeout      time.Duration
+	ClientFinTimeout   time.Duration
+	ServerFinTimeout   time.Duration
+	TLSInspectDelay    time.Duration
+	HardStopAfter      time.Duration // 0 = unset
 
 	// HeaderBufferBytes and HeaderBufferMaxRewriteBytes are tune.bufsize
 	// and tune.maxrewrite.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -419,6 +420,36 @@ func TestDeletionGuardHoldsOnlyTheDeletion(t *testing.T) {
 		}
 		r.keepsServing("b.e2e.test", "two", 3, "b's deletion is held while the directory changes")
 	}
-	r.gone("b.e2e.test") // once quiet
+	// The wait is for the same routes dropped, not for the whole directory
+	// to be still: changes that go on do not put the deletion off.
+	gone := false
+	for range 8 {
+		must(t, os.WriteFile(eps, []byte(join(endpointsYAML("one", one, three), endpointsYAML("two", two))), 0o644))
+		time.Sleep(500 * time.Millisecond)
+		must(t, os.WriteFile(eps, []byte(join(endpointsYAML("one", three), endpointsYAML("two", two))), 0o644))
+		time.Sleep(500 * time.Millisecond)
+		if _, err := r.get("b.e2e.test", "/"); err != nil {
+			gone = true
+		}
+	}
+	if !gone {
+		t.Fatal("b's deletion waited on while other files kept changing, 8 s past a 4 s quiet period")
+	}
+	r.serves("a.e2e.test", "/", "three")
+
+	// A route renamed, with what it claimed moved to the new name, drops
+	// nothing: it applies at once, not after the quiet period.
+	a, err := os.ReadFile(filepath.Join(r.dir, "a.yaml"))
+	must(t, err)
+	must(t, os.Remove(filepath.Join(r.dir, "a.yaml")))
+	must(t, os.WriteFile(filepath.Join(r.dir, "a2.yaml"), []byte(strings.Replace(string(a), "name: a\n", "name: a2\n", 1)), 0o644))
+	r.eventually(2*time.Second, "the rename applied at once", func() error {
+		for _, rt := range r.store.Get().Routes {
+			if rt.Key == "e2e/a2" {
+				return nil
+			}
+		}
+		return errors.New("e2e/a2 not in status yet")
+	})
 	r.serves("a.e2e.test", "/", "three")
 }
