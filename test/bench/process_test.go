@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,6 +69,90 @@ func TestBenchControllerProcess(t *testing.T) {
 	if reloads != 0 {
 		t.Errorf("%d endpoint changes and %d route adds and deletes caused %d reloads, want 0", changes, 2*adds, reloads)
 	}
+}
+
+// Figure 1-process: start → serving of `haroute run` in a process of its
+// own, as an operator starts it (a fresh state dir each time: a cold
+// start, no saved state), against the hand-written config's start under a
+// master, in interleaved rounds. Figure 1-daemon runs the daemon inside
+// the harness, whose own heap (the generated tree) and goroutines share
+// the cores.
+func TestBenchStartProcess(t *testing.T) {
+	needBench(t)
+	const routes, rounds = 10000, 5
+	r := newRouter(t)
+	base := startBackend(t, "base")
+	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
+	r.publish(tr)
+	bin := buildHaroute(t)
+	host := hostName(routes - 1)
+	var mine, hand []time.Duration
+	for round := range rounds {
+		ownStart := func() {
+			at := time.Now()
+			stop := r.runProcess(t, bin)
+			if _, err := r.untilServed(host, "base", 2*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			mine = append(mine, time.Since(at))
+			stop()
+		}
+		handStart := func() {
+			at := time.Now()
+			h := runHandWritten(t, routes, base.Port, host, handOptions{master: true})
+			hand = append(hand, time.Since(at))
+			h.stop()
+		}
+		if round%2 == 0 {
+			ownStart()
+			handStart()
+		} else {
+			handStart()
+			ownStart()
+		}
+	}
+	m, h := percentile(mine, 50), percentile(hand, 50)
+	ratio := float64(m) / float64(h)
+	record(t, figure{"1-process", fmt.Sprintf("`haroute run` in its own process, start → serving, %d routes, cold (no saved state), against a hand-written config's start under a master on HAProxy's default threads (median of %d interleaved rounds each: haroute %s, hand-written %s)",
+		routes, rounds, durations(mine), durations(hand)),
+		"≤ 1.5× hand-written", fmt.Sprintf("%s vs %s (%.2f×)", ms(m), ms(h), ratio), verdict(ratio <= 1.5)})
+}
+
+// durations lists ds in milliseconds.
+func durations(ds []time.Duration) string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = strconv.FormatInt(d.Milliseconds(), 10)
+	}
+	return strings.Join(out, ", ") + " ms"
+}
+
+// runProcess starts `haroute run` on r's directory with a fresh state dir,
+// without waiting for it, and returns what stops it (HAProxy with it).
+func (r *router) runProcess(t *testing.T, bin string) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "--config-dir", r.dir, "--run-dir", r.runDir,
+		"--state-dir", filepath.Join(t.TempDir(), "state"), "--watch-mode", "atomic",
+		"--haproxy", testutil.HAProxy(t), "--metrics-address", "", "--handover-grace", "0")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // buildHaroute builds the haroute command into a temporary directory.
