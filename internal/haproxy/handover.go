@@ -42,6 +42,10 @@ func StopOrphan(pid int, runDir, configPath string, softTTL time.Duration, log *
 	// haroute took over (and stopped in turn) was soft-stopped by it and
 	// drains its connections on its own: stopped here, they were cut.
 	if cur := s.pidFileMaster(); cur != 0 && cur != pid {
+		// Soft-stopped once more, in case the takeover's signal came while
+		// it re-executed and was lost (harmless to one that stops): it
+		// must not go on accepting beside the current master.
+		_ = unix.PidfdSendSignal(fd, syscall.SIGUSR1, nil, 0)
 		unix.Close(fd)
 		log.Info("haproxy was taken over since; it finishes its connections on its own", "pid", pid, "current", cur)
 		return nil
