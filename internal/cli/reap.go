@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -62,7 +61,7 @@ func reapCmd(_ context.Context, args []string, _, stderr io.Writer) int {
 	// may another reaper, of a haroute that took this HAProxy over and
 	// stopped in turn: its lock says nothing of a haroute, so wait for it.
 	lock, err := haproxy.LockRunDir(*runDir)
-	for i := 0; errors.Is(err, haproxy.ErrRunDirInUse) && lockedByReaper(*runDir) && i < 60; i++ {
+	for i := 0; errors.Is(err, haproxy.ErrRunDirInUse) && haproxy.ReaperHolding(*runDir) > 0 && i < 60; i++ {
 		time.Sleep(time.Second)
 		lock, err = haproxy.LockRunDir(*runDir)
 	}
@@ -81,21 +80,3 @@ func reapCmd(_ context.Context, args []string, _, stderr io.Writer) int {
 	return ExitOK
 }
 
-// lockedByReaper reports whether the run dir's lock is held by a `haroute
-// reap` (the lock file names its holder).
-func lockedByReaper(runDir string) bool {
-	b, err := os.ReadFile(filepath.Join(runDir, haproxy.LockFile))
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return false
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	args := strings.Split(string(cmdline), "\x00")
-	return len(args) > 1 && args[1] == "reap"
-}

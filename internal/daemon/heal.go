@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/haroute/haroute/internal/haproxy"
@@ -96,6 +97,21 @@ func (d *Daemon) useSockets(s render.Sockets) error {
 // anything.
 func (d *Daemon) lockRunDir() error {
 	lock, err := haproxy.LockRunDir(d.opts.RunDir)
+	if pid := haproxy.ReaperHolding(d.opts.RunDir); errors.Is(err, haproxy.ErrRunDirInUse) && pid > 0 {
+		// A `haroute reap` left by the last haroute is stopping its
+		// HAProxy, whose listeners are closed: this haroute refused to
+		// start until the drain was over, every route down meanwhile.
+		// The reaper goes; the HAProxy it soft-stopped drains on its own,
+		// and Start takes over from it.
+		d.log.Info("a haroute reap holds the run dir, stopping a left HAProxy; taking over from it", "pid", pid)
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		for range 50 {
+			time.Sleep(100 * time.Millisecond)
+			if lock, err = haproxy.LockRunDir(d.opts.RunDir); !errors.Is(err, haproxy.ErrRunDirInUse) {
+				break
+			}
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -58,6 +58,27 @@ func LockRunDir(runDir string) (*RunDirLock, error) {
 	return l, nil
 }
 
+// ReaperHolding returns the pid of the `haroute reap` holding runDir's
+// lock (the lock file names its holder), or 0 when none does.
+func ReaperHolding(runDir string) int {
+	b, err := os.ReadFile(filepath.Join(runDir, LockFile))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return 0
+	}
+	if args := strings.Split(string(cmdline), "\x00"); len(args) > 1 && args[1] == "reap" {
+		return pid
+	}
+	return 0
+}
+
 func (l *RunDirLock) lock() error {
 	f, holder, err := fsutil.TryLock(l.path)
 	if errors.Is(err, fsutil.ErrLocked) {

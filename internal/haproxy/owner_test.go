@@ -574,3 +574,26 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A lock held by `haroute reap` is told apart from a haroute's: a haroute
+// starting while the reaper drains takes over rather than refusing to
+// start with every route down (daemon lockRunDir).
+func TestReaperHolding(t *testing.T) {
+	run := testutil.ShortTempDir(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "reap"), "sleep 30\nexit 0\n") // not exec'd into sleep
+	reaper := exec.Command("/bin/sh", "reap") // argv[1] is "reap", as `haroute reap …`'s
+	reaper.Dir = dir
+	if err := reaper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reaper.Process.Kill(); _ = reaper.Wait() })
+	writeFile(t, filepath.Join(run, LockFile), strconv.Itoa(reaper.Process.Pid)+"\n")
+	if got := ReaperHolding(run); got != reaper.Process.Pid {
+		t.Fatalf("ReaperHolding = %d, want the reaper %d", got, reaper.Process.Pid)
+	}
+	writeFile(t, filepath.Join(run, LockFile), strconv.Itoa(os.Getpid())+"\n")
+	if got := ReaperHolding(run); got != 0 {
+		t.Fatalf("ReaperHolding = %d for a lock this test holds, want 0", got)
+	}
+}
