@@ -79,4 +79,3 @@ func reapCmd(_ context.Context, args []string, _, stderr io.Writer) int {
 	}
 	return ExitOK
 }
-

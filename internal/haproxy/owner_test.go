@@ -582,7 +582,7 @@ func TestReaperHolding(t *testing.T) {
 	run := testutil.ShortTempDir(t)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "reap"), "sleep 30\nexit 0\n") // not exec'd into sleep
-	reaper := exec.Command("/bin/sh", "reap") // argv[1] is "reap", as `haroute reap …`'s
+	reaper := exec.Command("/bin/sh", "reap")                      // argv[1] is "reap", as `haroute reap …`'s
 	reaper.Dir = dir
 	if err := reaper.Start(); err != nil {
 		t.Fatal(err)
