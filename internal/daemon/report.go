@@ -62,10 +62,11 @@ func (d *Daemon) setGuardStatus(since time.Time, dropped, total int) {
 }
 
 // serveRestored starts serving the saved last good state when the config
-// dir cannot be read at start.
-func (d *Daemon) serveRestored(ctx context.Context) error {
+// dir cannot be read at start, or when the deletion guard holds what it
+// reads; why says which, in the log.
+func (d *Daemon) serveRestored(ctx context.Context, why string) error {
 	sv := d.restored
-	d.log.Warn("config dir unreadable at start; serving the saved last good state", "files", len(sv.files))
+	d.log.Warn(why+"; serving the saved last good state", "files", len(sv.files))
 	var h strings.Builder
 	for _, f := range sv.files {
 		h.WriteString(f.Path + "\x00" + f.Hash + "\x00")

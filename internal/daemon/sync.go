@@ -38,7 +38,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		d.recordError(fmt.Errorf("read %s: %w; the last good state keeps serving", d.opts.ConfigDir, err))
 		if d.proc == nil && d.applied.Desired == nil && d.restored != nil {
 			// Nothing to read at start: serve what was last good.
-			return d.serveRestored(ctx)
+			return d.serveRestored(ctx, "config dir unreadable at start")
 		}
 		return nil
 	}
@@ -90,7 +90,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			d.lastHash = "" // read again when the guard's timer fires
 			if d.applied.Desired == nil && d.restored != nil {
 				// Held at start: serve the saved state meanwhile.
-				return d.serveRestored(ctx)
+				return d.serveRestored(ctx, "the deletion guard holds the directory at start")
 			}
 			g, ok := d.withoutDrops(gen)
 			if held == holdAll || !ok {
