@@ -276,17 +276,8 @@ func slowLoading(t *testing.T, r *rig, b0 int) string {
 // refused the first request after the takeover (EOF).
 func TestTakeoverDuringReloadKeepsConnections(t *testing.T) {
 	r := newRig(t)
-	entered := make(chan struct{}, 1)
-	slowSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		select {
-		case entered <- struct{}{}:
-		default:
-		}
-		time.Sleep(3 * time.Second)
-		io.WriteString(w, "slow")
-	}))
-	t.Cleanup(slowSrv.Close)
-	slowPort := slowSrv.Listener.Addr().(*net.TCPAddr).Port
+	slowAddr, entered := slowBackend(t, 3*time.Second)
+	slowPort := slowAddr.Port
 
 	// The earlier haroute's HAProxy, serving a request that takes 3 s.
 	earlierSup, err := NewSupervisor(Options{Binary: testutil.HAProxy(t), ConfigPath: slowLoading(t, r, slowPort), RunDir: r.Run,
@@ -299,23 +290,7 @@ func TestTakeoverDuringReloadKeepsConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = earlier.Stop(context.Background()) })
-	inFlight := make(chan string, 1)
-	go func() {
-		client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", r.HTTP))
-		if err != nil {
-			inFlight <- err.Error()
-			return
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		inFlight <- fmt.Sprintf("%d %s", resp.StatusCode, body)
-	}()
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the request never reached the slow backend")
-	}
+	inFlight := requestInFlight(t, r, entered)
 
 	// Its reload starts, and the restarted haroute starts at once.
 	go func() { _, _ = earlier.Master().Reload(ctxT(t, 20*time.Second)) }()
@@ -340,40 +315,15 @@ func TestTakeoverDuringReloadKeepsConnections(t *testing.T) {
 // new haroute stop within its grace, leaves it to drain too.
 func TestTakeoverLetsThePreviousHAProxyFinishItsConnections(t *testing.T) {
 	r := newRig(t)
-	entered := make(chan struct{}, 1)
-	slowSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		select {
-		case entered <- struct{}{}:
-		default:
-		}
-		time.Sleep(6 * time.Second)
-		io.WriteString(w, "slow")
-	}))
-	t.Cleanup(slowSrv.Close)
+	slowAddr, entered := slowBackend(t, 6*time.Second)
 	cfg, err := os.ReadFile(r.Cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, r.Cfg, strings.ReplaceAll(string(cfg), fmt.Sprintf("127.0.0.1:%d", r.B0), slowSrv.Listener.Addr().String()))
+	writeFile(t, r.Cfg, strings.ReplaceAll(string(cfg), fmt.Sprintf("127.0.0.1:%d", r.B0), slowAddr.String()))
 	r.start(t)
 	old := r.proc
-	inFlight := make(chan string, 1)
-	go func() {
-		client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", r.HTTP))
-		if err != nil {
-			inFlight <- err.Error()
-			return
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		inFlight <- fmt.Sprintf("%d %s", resp.StatusCode, body)
-	}()
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the request never reached the slow backend")
-	}
+	inFlight := requestInFlight(t, r, entered)
 
 	next, err := NewSupervisor(r.sup.opts)
 	if err != nil {
@@ -401,6 +351,47 @@ func TestTakeoverLetsThePreviousHAProxyFinishItsConnections(t *testing.T) {
 	if strings.Contains(r.log.String(), "signalling it") {
 		t.Errorf("the previous haproxy was signalled beyond its soft stop; log:\n%s", r.log)
 	}
+}
+
+// slowBackend answers "slow" after d; entered receives when a request
+// has arrived.
+func slowBackend(t *testing.T, d time.Duration) (*net.TCPAddr, <-chan struct{}) {
+	entered := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		time.Sleep(d)
+		io.WriteString(w, "slow")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().(*net.TCPAddr), entered
+}
+
+// requestInFlight sends one request through r's HTTP port and returns
+// once it has reached the slow backend; its outcome ("200 slow", or the
+// error) comes on the channel.
+func requestInFlight(t *testing.T, r *rig, entered <-chan struct{}) <-chan string {
+	t.Helper()
+	inFlight := make(chan string, 1)
+	go func() {
+		client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", r.HTTP))
+		if err != nil {
+			inFlight <- err.Error()
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		inFlight <- fmt.Sprintf("%d %s", resp.StatusCode, body)
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request never reached the slow backend")
+	}
+	return inFlight
 }
 
 func readCmdline(t *testing.T, pid int) string {

@@ -267,14 +267,17 @@ frontend public
 
 // stop stops h and its workers (a master stops its own on SIGTERM) and
 // waits for it, so the next HAProxy starts on a quiet machine.
-func (h *handWritten) stop() {
-	_ = h.Process.Signal(syscall.SIGTERM)
+func (h *handWritten) stop() { terminate(h.Cmd, 10*time.Second) }
+
+// terminate sends cmd SIGTERM and waits for it, killing it after grace.
+func terminate(cmd *exec.Cmd, grace time.Duration) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
-	go func() { _ = h.Wait(); close(done) }()
+	go func() { _ = cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = h.Process.Kill()
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
 		<-done
 	}
 }
