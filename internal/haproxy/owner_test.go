@@ -261,7 +261,9 @@ func slowLoading(t *testing.T, r *rig, b0 int) string {
 	}
 	var slow strings.Builder
 	slow.WriteString(strings.ReplaceAll(string(cfg), fmt.Sprintf("127.0.0.1:%d", r.B0), fmt.Sprintf("127.0.0.1:%d", b0)))
-	for i := range 6000 {
+	// 20000 backends: with 6000, HAProxy 3.0 on a quiet machine wrote its
+	// pid file within the 100 ms TestStartTakesOverStartingHAProxy waits.
+	for i := range 20000 {
 		fmt.Fprintf(&slow, "backend slow%d\n    server s 127.0.0.1:%d\n", i, r.B1)
 	}
 	path := filepath.Join(r.Run, "slow.cfg")
