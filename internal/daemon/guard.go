@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/haroute/haroute/internal/model"
@@ -121,7 +122,7 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 		return gen, false
 	}
 	next := gen.state.Desired
-	claimed := claims(next.Routes)
+	claimed := sync.OnceValue(func() map[string]bool { return claims(next.Routes) })
 	// Both in key order: merged in key order, as a Desired's must be.
 	prev := d.desired.Desired.Routes
 	routes := make([]*model.AdmittedRoute, 0, len(next.Routes))
@@ -137,8 +138,8 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 			p, c, i, j = prev[i], next.Routes[j], i+1, j+1
 		}
 		switch {
-		case p != nil && c == nil && !claimed[p.Claim()], p != nil && c != nil && servers(c) == 0 && servers(p) > 0:
-			routes = append(routes, p) // dropped: kept as served
+		case p != nil && isDropped(p, c, claimed):
+			routes = append(routes, p) // kept as served
 			kept++
 		case c != nil:
 			routes = append(routes, c)
@@ -214,20 +215,12 @@ func (d *Daemon) releaseGuard() {
 // them. It names up to a few of them for the log, and all of them in key,
 // which stays the same while the same routes are dropped.
 func droppedRoutes(prev, cur []*model.AdmittedRoute) (n int, names, key string) {
-	var claimed map[string]bool
+	claimed := sync.OnceValue(func() map[string]bool { return claims(cur) }) // only once something is gone
 	var shown []string
 	var all strings.Builder
 	for p, c := range model.ChangedByKey(prev, cur, model.RouteKeyOf) {
-		if p == nil || c != nil && (servers(p) == 0 || servers(c) > 0) {
-			continue // added, or still served
-		}
-		if c == nil {
-			if claimed == nil {
-				claimed = claims(cur) // only once something is gone
-			}
-			if claimed[p.Claim()] {
-				continue // another route serves what it did
-			}
+		if p == nil || !isDropped(p, c, claimed) {
+			continue
 		}
 		n++
 		if len(shown) < 5 {
@@ -241,6 +234,16 @@ func droppedRoutes(prev, cur []*model.AdmittedRoute) (n int, names, key string) 
 		names += fmt.Sprintf(",… (%d more)", n-len(shown))
 	}
 	return n, names, "drop " + all.String()
+}
+
+// isDropped reports whether a generation drops route p, whose version in
+// it is c (nil: gone): gone, with what it claimed served by no route of
+// the generation (claimed), or left without a server where it had one.
+func isDropped(p, c *model.AdmittedRoute, claimed func() map[string]bool) bool {
+	if c != nil {
+		return servers(p) > 0 && servers(c) == 0
+	}
+	return !claimed()[p.Claim()]
 }
 
 func servers(r *model.AdmittedRoute) int {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -57,15 +55,4 @@ func StopOrphan(pid int, runDir, configPath string, softTTL time.Duration, log *
 	}
 	retire(&previous{pid: pid, pidfd: fd}, softTTL, log)
 	return nil
-}
-
-// pidFileMaster is the master pid the run dir's pid file names, 0 if none.
-func (s *Supervisor) pidFileMaster() int {
-	b, err := os.ReadFile(s.PIDFile())
-	if err != nil {
-		return 0
-	}
-	first, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
-	pid, _ := strconv.Atoi(strings.TrimSpace(first))
-	return pid
 }

@@ -135,17 +135,24 @@ type previous struct {
 	pidfd int
 }
 
+// pidFileMaster is the master pid the run dir's pid file names, 0 if none
+// (or what it holds is not a number).
+func (s *Supervisor) pidFileMaster() int {
+	b, err := os.ReadFile(s.PIDFile())
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
 // findPrevious returns the master named by the pid file if it still runs
 // and its command line names this run dir's master socket or this config:
 // a pid file outlives its process, and the pid may since belong to
 // anything. nil when there is none.
 func (s *Supervisor) findPrevious() *previous {
-	data, err := os.ReadFile(s.PIDFile())
-	if err != nil {
-		return nil
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 1 || pid == os.Getpid() {
+	pid := s.pidFileMaster()
+	if pid <= 1 || pid == os.Getpid() {
 		return nil
 	}
 	fd, err := unix.PidfdOpen(pid, 0)

@@ -542,7 +542,10 @@ func claimPath(path string) string {
 // domain, its path as the map keys it, and whether it is passthrough. Two
 // routes with one claim serve the same requests.
 func (a *AdmittedRoute) Claim() string {
-	return fmt.Sprintf("%s|%t|%s|%t", claimHostOf(a), a.Wildcard, claimPath(a.Path), a.Termination == TerminationPassthrough)
+	// Concatenated, not formatted: the deletion guard names every route's
+	// claim when one is deleted, 10k of them at 10k routes.
+	return claimHostOf(a) + "|" + strconv.FormatBool(a.Wildcard) + "|" + claimPath(a.Path) + "|" +
+		strconv.FormatBool(a.Termination == TerminationPassthrough)
 }
 
 // conflictKeyOf is what decideConflicts decides a valid route's claim by.
