@@ -108,7 +108,7 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 			continue
 		}
 		path := absPath(d.desired.Input.Dir, m.Name)
-		if edit, ok := safeEdit(path, old, m, byBackend(m.Name)); ok {
+		if edit, ok := safeEdit(path, old, m, render.ExactMap(m.Name)); ok {
 			d.maps = append(d.maps, edit)
 		} else {
 			d.maps = append(d.maps, MapReplace{Path: path, Entries: m.Entries})
@@ -314,9 +314,9 @@ const maxMapEdit = 64
 
 // safeEdit returns the change from old to new as single-entry edits,
 // when it is small and appending the added entries cannot change what a
-// lookup finds: the maps are matched by prefix (map_beg) with the longest
-// key first, so an added key must not have another key of the map as a
-// proper prefix (that one, earlier in the live map, would win).
+// lookup finds: a map matched by prefix (map_beg, exact false) takes the
+// longest key first, so an added key must not have another key of the
+// map as a proper prefix (that one, earlier in the live map, would win).
 //
 // Only the entries between the ends the two versions share are compared:
 // each key appears once in a rendered map (render.Map), so a key in the

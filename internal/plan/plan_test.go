@@ -11,11 +11,13 @@ import (
 )
 
 const (
-	beAB     = "be_http:default:ab"
-	beHello  = "be_http:default:hello"
-	bePair   = "be_http:default:pair"
-	httpMap  = testDir + "/maps/http.map"
-	certPath = testDir + "/certs/default_secure.pem"
+	beAB    = "be_http:default:ab"
+	beHello = "be_http:default:hello"
+	bePair  = "be_http:default:pair"
+	httpMap = testDir + "/maps/http.map"
+	// httpHostMap is httpMap's hosts that have no path (render.HTTPHostMap).
+	httpHostMap = testDir + "/maps/http_host.map"
+	certPath    = testDir + "/certs/default_secure.pem"
 )
 
 func cookieKey(be string) string { return render.DynamicCookieKey(model.BackendName(be)) }
@@ -105,13 +107,16 @@ func TestCompute(t *testing.T) {
 			wantCommands: []string{
 				"set map " + httpMap + " hello.example.com/ be_http:default:other",
 				"set map " + httpMap + " other.example.com/ be_http:default:hello",
+				"set map " + httpHostMap + " hello.example.com be_http:default:other",
+				"set map " + httpHostMap + " other.example.com be_http:default:hello",
 			},
 			wantChanges: []string{
 				"runtime | host/path changed | default/hello | hello.example.com -> other.example.com",
 				"runtime | host/path changed | default/other | other.example.com -> hello.example.com",
 				"runtime | map changed | maps/http.map | +2 -2 entries",
+				"runtime | map changed | maps/http_host.map | +2 -2 entries",
 			},
-			wantSummary: "plan: runtime (1 operation, no reload)",
+			wantSummary: "plan: runtime (2 operations, no reload)",
 		},
 		{
 			// Without sticky cookies: a cookie is Secure only without
@@ -126,12 +131,14 @@ func TestCompute(t *testing.T) {
 			},
 			wantCommands: []string{
 				"set map " + httpMap + " secure.example.com/ redirect-https",
+				"set map " + httpHostMap + " secure.example.com redirect-https",
 			},
 			wantChanges: []string{
 				"runtime | redirect policy changed | default/secure | Allow -> Redirect",
 				"runtime | map changed | maps/http.map | +1 -1 entries",
+				"runtime | map changed | maps/http_host.map | +1 -1 entries",
 			},
-			wantSummary: "plan: runtime (1 operation, no reload)",
+			wantSummary: "plan: runtime (2 operations, no reload)",
 		},
 		{
 			name: "redirect policy away from Allow makes the sticky cookie Secure",
@@ -143,6 +150,7 @@ func TestCompute(t *testing.T) {
 				"reload | backend settings changed | default/secure | (cookie) | cookie Secure false -> true (insecureEdgeTerminationPolicy Allow -> Redirect)",
 				"runtime | redirect policy changed | default/secure | Allow -> Redirect",
 				"runtime | map changed | maps/http.map | +1 -1 entries",
+				"runtime | map changed | maps/http_host.map | +1 -1 entries",
 			},
 			wantSummary: "plan: reload (1 reason: backend settings changed: default/secure (cookie))",
 		},
@@ -395,12 +403,15 @@ func TestCompute(t *testing.T) {
 				`daemon | router settings changed | domain | "" -> apps.example.com`,
 				"runtime | host/path changed | default/hello | hello.example.com -> hello-default.apps.example.com",
 				"runtime | map changed | maps/http.map | +1 -1 entries",
+				"runtime | map changed | maps/http_host.map | +1 -1 entries",
 			},
 			wantCommands: []string{
 				"add map /var/lib/haroute/bundle/maps/http.map hello-default.apps.example.com/ be_http:default:hello",
 				"del map /var/lib/haroute/bundle/maps/http.map hello.example.com/",
+				"add map /var/lib/haroute/bundle/maps/http_host.map hello-default.apps.example.com be_http:default:hello",
+				"del map /var/lib/haroute/bundle/maps/http_host.map hello.example.com",
 			},
-			wantSummary: "plan: runtime (1 operation, no reload)",
+			wantSummary: "plan: runtime (2 operations, no reload)",
 		},
 		{
 			name: "DCM turned off reloads a runtime change",
@@ -599,17 +610,23 @@ func TestCompute(t *testing.T) {
 				"runtime | host/path changed | default/secure | secure.example.com -> moved.example.com",
 				"runtime | crt-list changed | crt-list | +1 -1 lines",
 				"runtime | map changed | maps/http.map | +1 -1 entries",
+				"runtime | map changed | maps/http_host.map | +1 -1 entries",
 				"runtime | map changed | maps/https.map | +1 -1 entries",
+				"runtime | map changed | maps/https_host.map | +1 -1 entries",
 			},
 			wantCommands: []string{
 				"del ssl crt-list /var/lib/haroute/bundle/crt-list /var/lib/haroute/bundle/certs/default_secure.pem",
 				"add ssl crt-list /var/lib/haroute/bundle/crt-list <<\n/var/lib/haroute/bundle/certs/default_secure.pem moved.example.com\n",
 				"add map /var/lib/haroute/bundle/maps/http.map moved.example.com/ be_edge_http:default:secure",
 				"del map /var/lib/haroute/bundle/maps/http.map secure.example.com/",
+				"add map /var/lib/haroute/bundle/maps/http_host.map moved.example.com be_edge_http:default:secure",
+				"del map /var/lib/haroute/bundle/maps/http_host.map secure.example.com",
 				"add map /var/lib/haroute/bundle/maps/https.map moved.example.com/ be_edge_http:default:secure",
 				"del map /var/lib/haroute/bundle/maps/https.map secure.example.com/",
+				"add map /var/lib/haroute/bundle/maps/https_host.map moved.example.com be_edge_http:default:secure",
+				"del map /var/lib/haroute/bundle/maps/https_host.map secure.example.com",
 			},
-			wantSummary: "plan: runtime (4 operations, no reload)",
+			wantSummary: "plan: runtime (6 operations, no reload)",
 		},
 		{
 			name: "a second certificate for a name already in the crt-list",
@@ -626,6 +643,7 @@ func TestCompute(t *testing.T) {
 				"runtime | host/path changed | default/reen | reen.example.com -> secure.example.com/api",
 				`reload | crt-list changed | crt-list | /var/lib/haroute/bundle/certs/default_reen.pem: SNI "secure.example.com" is not unique in the list`,
 				"runtime | map changed | maps/https.map | +2 -1 entries",
+				"runtime | map changed | maps/https_host.map | +0 -2 entries",
 				"reload | certificate file changed | certs/default_reen.pem | added",
 			},
 			wantSummary: "plan: reload (2 reasons: crt-list changed: crt-list; certificate file changed: certs/default_reen.pem)",

@@ -127,7 +127,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	binds(w, &s, s.HTTPPort, acceptProxy(&s))
 	w.line("  mode http")
 	httpFrontendOptions(w, &s)
-	routingKey(w)
+	routingKey(w, in.Dir+"/"+HTTPHostMap)
 	clientCertHeaders(w, &s, false)
 	headerActions(w, &s)
 	exactLookup(w, in.Dir+"/"+HTTPMap)
@@ -196,7 +196,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	}
 	w.line("  mode http")
 	httpFrontendOptions(w, &s)
-	routingKey(w)
+	routingKey(w, in.Dir+"/"+HTTPSHostMap)
 	clientCertHeaders(w, &s, true)
 	headerActions(w, &s)
 	exactLookup(w, in.Dir+"/"+HTTPSMap)
@@ -463,21 +463,26 @@ const routingHost = "req.hdr(host),field(1,:),lower"
 // expression takes literally.
 var strippedHeaders = "^(" + strings.ToLower(strings.Join(append([]string{"Proxy"}, clientCertHeaderNames...), "|")) + ")$"
 
-// routingKey deletes the headers no client may send, and computes txn.key
-// = lowercased host without port + path + "?". A Host containing '/' could
-// otherwise forge a path prefix: refuse it.
+// routingKey deletes the headers no client may send, and routes the
+// request by its host alone when hostMap (hostEntries) has it. Otherwise
+// it computes txn.key = lowercased host without port + path + "?" for
+// the lookups by prefix (exactLookup, wildcardLookup). A Host containing
+// '/' could forge a path prefix there: it is refused. No route's host
+// holds a '/', so the host map never finds such a Host.
 //
 // Every request runs these rules, so each counts: one del-header rule for
 // all the names (rather than one a name), and the key formatted in one
 // set-var-fmt (rather than three set-var, each string variable being an
-// allocation).
-func routingKey(w *cfgWriter) {
+// allocation) and only where the host lookup found nothing.
+func routingKey(w *cfgWriter, hostMap string) {
 	w.line("  http-request del-header ", strippedHeaders, " -m reg")
-	w.line("  http-request deny deny_status 400 if { req.hdr(host),field(1,:) -m sub / }")
-	w.line(`  http-request set-var-fmt(txn.key) "%[`, routingHost, `]%[path]`, keyEnd, `"`)
+	w.line("  http-request set-var(txn.be) ", routingHost, ",map_str(", hostMap, ")")
+	w.line("  http-request deny deny_status 400 if !{ var(txn.be) -m found } { req.hdr(host),field(1,:) -m sub / }")
+	w.line(`  http-request set-var-fmt(txn.key) "%[`, routingHost, `]%[path]`, keyEnd, `" if !{ var(txn.be) -m found }`)
 }
 
-// exactLookup looks txn.key up in the exact map. A host written as a
+// exactLookup looks txn.key up in the exact map, when the host map found
+// nothing. A host written as a
 // fully qualified name (`app.example.com.`, which OpenShift's route
 // expressions accept) is looked up again without its final dot; like the
 // wildcard lookup this runs only when the first lookup found nothing, in
@@ -485,7 +490,7 @@ func routingKey(w *cfgWriter) {
 // about 300 instructions of a request's 52,000; the wildcard lookup does
 // not retry without the dot, which would take a second rule).
 func exactLookup(w *cfgWriter, mapPath string) {
-	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", mapPath, ")")
+	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", mapPath, ") if !{ var(txn.be) -m found }")
 	w.line(`  http-request set-var(txn.be) var(txn.key),regsub(\\./,/),map_beg(`, mapPath,
 		") if !{ var(txn.be) -m found } { var(txn.key),field(1,/) -m end . }")
 }
@@ -712,12 +717,16 @@ func forwardedHeaders(w *cfgWriter, policy string, ipv6 bool) {
 	// expression rather than a lookup of the header just added: the same
 	// headers with less work on every request.
 	const proto = "%[ssl_fc,iif(https,http)]"
+	// The port as log-format's own %fp, the connection's destination
+	// port as dst_port is (the PROXY protocol's on fe_sni), without a
+	// sample fetch and its conversion to a string.
+	const port = "%fp"
 	switch policy {
 	case "never":
 	case "replace":
-		w.line("  http-request set-header X-Forwarded-For %[src]")
+		w.line("  http-request set-header X-Forwarded-For ", clientAddr)
 		w.line("  http-request set-header X-Forwarded-Host %[req.hdr(host)]")
-		w.line("  http-request set-header X-Forwarded-Port %[dst_port]")
+		w.line("  http-request set-header X-Forwarded-Port ", port)
 		w.line("  http-request set-header X-Forwarded-Proto ", proto)
 		w.line("  http-request set-header X-Forwarded-Proto-Version h2 if { ssl_fc_alpn -i h2 }")
 		for _, f := range forwarded(ipv6, proto) {
@@ -726,7 +735,7 @@ func forwardedHeaders(w *cfgWriter, policy string, ipv6 bool) {
 	case "if-none":
 		w.line("  option forwardfor if-none")
 		w.line("  http-request set-header X-Forwarded-Host %[req.hdr(host)] if !{ req.hdr(X-Forwarded-Host) -m found }")
-		w.line("  http-request set-header X-Forwarded-Port %[dst_port] if !{ req.hdr(X-Forwarded-Port) -m found }")
+		w.line("  http-request set-header X-Forwarded-Port ", port, " if !{ req.hdr(X-Forwarded-Port) -m found }")
 		w.line("  http-request set-header X-Forwarded-Proto http if !{ ssl_fc } !{ req.hdr(X-Forwarded-Proto) -m found }")
 		w.line("  http-request set-header X-Forwarded-Proto https if { ssl_fc } !{ req.hdr(X-Forwarded-Proto) -m found }")
 		w.line("  http-request set-header X-Forwarded-Proto-Version h2 if { ssl_fc_alpn -i h2 } !{ req.hdr(X-Forwarded-Proto-Version) -m found }")
@@ -737,7 +746,7 @@ func forwardedHeaders(w *cfgWriter, policy string, ipv6 bool) {
 	default: // forwardedAppend
 		w.line("  option forwardfor")
 		w.line("  http-request add-header X-Forwarded-Host %[req.hdr(host)]")
-		w.line("  http-request add-header X-Forwarded-Port %[dst_port]")
+		w.line("  http-request add-header X-Forwarded-Port ", port)
 		w.line("  http-request add-header X-Forwarded-Proto ", proto)
 		w.line("  http-request add-header X-Forwarded-Proto-Version h2 if { ssl_fc_alpn -i h2 }")
 		for _, f := range forwarded(ipv6, proto) {
@@ -757,13 +766,18 @@ type forwardedRule struct{ value, cond string }
 func forwarded(ipv6 bool, proto string) []forwardedRule {
 	rest := `;host=%[req.hdr(host)];proto=` + proto
 	if !ipv6 {
-		return []forwardedRule{{value: "Forwarded for=%[src]" + rest}}
+		return []forwardedRule{{value: "Forwarded for=" + clientAddr + rest}}
 	}
 	return []forwardedRule{
-		{value: `Forwarded for=\"[%[src]]\"` + rest, cond: "{ src -m sub : }"},
-		{value: "Forwarded for=%[src]" + rest, cond: "!{ src -m sub : }"},
+		{value: `Forwarded for=\"[` + clientAddr + `]\"` + rest, cond: "{ src -m sub : }"},
+		{value: "Forwarded for=" + clientAddr + rest, cond: "!{ src -m sub : }"},
 	}
 }
+
+// clientAddr is the client's address in a header value: log-format's own
+// %ci, the address src fetches (the PROXY protocol's where a frontend
+// accepts it), formatted without a sample fetch's copy.
+const clientAddr = "%ci"
 
 // ifAll is " if " and the conditions that are set, or "" when none is.
 func ifAll(conds ...string) string {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestNoTrafficLogWithoutAccessLog(t *testing.T) {
 // when a client may be IPv6; otherwise the IPv4 Forwarded header is added
 // unconditionally.
 func TestForwardedIPv6TestOnlyWhereClientsMayBeIPv6(t *testing.T) {
-	const v4Only = "  http-request add-header Forwarded for=%[src];host=%[req.hdr(host)];proto=%[ssl_fc,iif(https,http)]\n"
+	const v4Only = "  http-request add-header Forwarded for=%ci;host=%[req.hdr(host)];proto=%[ssl_fc,iif(https,http)]\n"
 	for _, c := range []struct {
 		name string
 		set  func(*model.Settings)
@@ -70,5 +71,26 @@ func TestForwardedIPv6TestOnlyWhereClientsMayBeIPv6(t *testing.T) {
 				t.Errorf("unconditional IPv4 Forwarded header written: %v, want %v", got, !c.ipv6)
 			}
 		})
+	}
+}
+
+// TestHostEntries: a host goes to the host map only when its root is its
+// one entry; a host with paths, or with a path and no root, stays out, so
+// its requests take the prefix lookup.
+func TestHostEntries(t *testing.T) {
+	src, _ := sortEntries([]MapEntry{
+		{"alone.example.com/", "be_alone"},
+		{"paths.example.com/", "be_root"},
+		{"paths.example.com/api?", "be_api"},
+		{"paths.example.com/api/", "be_api"},
+		{"onlypath.example.com/x?", "be_x"},
+		{"onlypath.example.com/x/", "be_x"},
+		{"redirect.example.com/", RedirectValue},
+		{"dot.example.com./", "be_dot"},
+	})
+	got := hostEntries(src)
+	want := []MapEntry{{"alone.example.com", "be_alone"}, {"dot.example.com.", "be_dot"}, {"redirect.example.com", RedirectValue}}
+	if !slices.Equal(got, want) {
+		t.Errorf("hostEntries = %v, want %v", got, want)
 	}
 }

@@ -81,6 +81,11 @@ func mapsEdited(t *cacheTable, outs []*routeOut, routes []*model.AdmittedRoute) 
 		}
 		maps[k].Entries = slices.Insert(maps[k].Entries, n, e.MapEntry)
 	}
+	for _, h := range hostMaps {
+		if from, host := at(h.from), at(h.host); from >= 0 && host >= 0 && edited[from] {
+			maps[host].Entries, edited[host] = hostEntries(maps[from].Entries), true
+		}
+	}
 	for k := range maps {
 		if edited[k] {
 			data[k] = mapFileData(maps[k])

@@ -26,10 +26,17 @@ const (
 	// finds nothing, keyed on the parent domain of the request host.
 	HTTPMap         = "maps/http.map"
 	HTTPWildcardMap = "maps/http_wildcard.map"
+	// HTTPHostMap is HTTPMap's hosts that have one entry, their root:
+	// keyed by the host alone and matched exactly (map_str), it routes
+	// most requests with one tree lookup on the Host header, before the
+	// path key is built (see hostMaps).
+	HTTPHostMap = "maps/http_host.map"
 	// HTTPSMap and HTTPSWildcardMap route requests the fe_sni frontend
-	// decrypted (edge and reencrypt routes).
+	// decrypted (edge and reencrypt routes); HTTPSHostMap is HTTPSMap's
+	// as HTTPHostMap is HTTPMap's.
 	HTTPSMap         = "maps/https.map"
 	HTTPSWildcardMap = "maps/https_wildcard.map"
+	HTTPSHostMap     = "maps/https_host.map"
 	// SNIPassthroughMap routes TLS by SNI (map_str, exact) to passthrough
 	// backends; SNIPassthroughWildcardMap is keyed on the parent domain.
 	SNIPassthroughMap         = "maps/sni_passthrough.map"
@@ -573,8 +580,8 @@ func millis(d time.Duration) string {
 // buildMaps computes every map, including empty ones: HAProxy needs each
 // map file the config names to exist.
 func buildMaps(outs []*routeOut) ([]Map, map[string]bool) {
-	names := []string{HTTPMap, HTTPWildcardMap, HTTPSMap, HTTPSWildcardMap, SNIPassthroughMap, SNIPassthroughWildcardMap,
-		TimeoutServerMap, TimeoutTunnelMap, HSTSMap}
+	names := []string{HTTPMap, HTTPWildcardMap, HTTPHostMap, HTTPSMap, HTTPSWildcardMap, HTTPSHostMap,
+		SNIPassthroughMap, SNIPassthroughWildcardMap, TimeoutServerMap, TimeoutTunnelMap, HSTSMap}
 	sort.Strings(names)
 	at := make(map[string]int, len(names))
 	for i, name := range names {
@@ -622,7 +629,49 @@ func buildMaps(outs []*routeOut) ([]Map, map[string]bool) {
 			contested[name+" "+k] = true
 		}
 	}
+	for _, h := range hostMaps {
+		maps[at[h.host]].Entries = hostEntries(maps[at[h.from]].Entries)
+	}
 	return maps, contested
+}
+
+// ExactMap reports whether HAProxy matches a map's keys exactly (map_str):
+// the host, SNI, timeout and HSTS maps. The others are matched by prefix
+// (map_beg), where the longest key that begins the request's wins.
+func ExactMap(name string) bool {
+	switch name {
+	case HTTPHostMap, HTTPSHostMap, SNIPassthroughMap, SNIPassthroughWildcardMap, TimeoutServerMap, TimeoutTunnelMap, HSTSMap:
+		return true
+	}
+	return false
+}
+
+// hostMaps pairs each host map with the routing map it is derived from.
+var hostMaps = []struct{ from, host string }{{HTTPMap, HTTPHostMap}, {HTTPSMap, HTTPSHostMap}}
+
+// hostEntries returns, keyed by the host alone, the entries of a routing
+// map (sorted by sortEntries) whose host has no other entry: its root,
+// "host/". Such a host goes to that entry whatever the path, so the
+// frontend routes it with one exact lookup of the Host header, and builds
+// the path key and looks it up by prefix only when that finds nothing
+// (callgrind, one route on HAProxy 2.6.12: 3,000 fewer instructions of a
+// request's 52,700). A host with paths still takes the prefix lookup,
+// which picks its longest path.
+//
+// A host's entries are sorted longest path first, so its root, the
+// shortest key, ends its run: it is alone when the entry before it is of
+// another host.
+func hostEntries(src []MapEntry) []MapEntry {
+	var out []MapEntry
+	prev := ""
+	for _, e := range src {
+		host, path := splitKey(e.Key)
+		if path == "/" && host != prev {
+			out = append(out, MapEntry{Key: host, Value: e.Value})
+		}
+		prev = host
+	}
+	return out
 }
 
 // sortEntries orders a map so it reads like the routing decision: by host,

@@ -66,6 +66,7 @@ func dataPath(t *testing.T, wrk string, routes, backendPort int, backendKind str
 	host := hostName(routes / 2)
 	waitAnswer(t, r.http, host)
 	hand := startHandWritten(t, routes, backendPort)
+	handOS := startHandWrittenOpenShift(t, routes, backendPort)
 
 	// Pinned, when there is room: both HAProxies on the first core, the
 	// load and the backend on the last.
@@ -74,6 +75,7 @@ func dataPath(t *testing.T, wrk string, routes, backendPort int, backendKind str
 		if _, err := exec.LookPath("taskset"); err == nil {
 			pin(t, r.showProc().Workers[0].PID, "0")
 			pin(t, hand.Process.Pid, "0")
+			pin(t, handOS.Process.Pid, "0")
 			loadCPU = strconv.Itoa(runtime.NumCPU() - 1)
 		}
 	}
@@ -90,6 +92,7 @@ func dataPath(t *testing.T, wrk string, routes, backendPort int, backendKind str
 	}
 	configs := []config{
 		{"hand", hand.port, nil},
+		{"hand-openshift", handOS.port, []string{"Cookie: " + stickyCookie(t, handOS.port, host)}},
 		{"haroute", r.http, []string{"Cookie: " + cookie}},
 		{"haroute-no-cookie", r.http, nil},
 	}
@@ -106,15 +109,15 @@ func dataPath(t *testing.T, wrk string, routes, backendPort int, backendKind str
 		}
 	}
 
-	ratio := func(name string) float64 {
+	ratio := func(name, to string) float64 {
 		var rs []float64
 		for i, res := range results[name] {
-			rs = append(rs, res.rps/results["hand"][i].rps)
+			rs = append(rs, res.rps/results[to][i].rps)
 		}
 		return median(rs)
 	}
 	h, k, nc := summarize(results["hand"]), summarize(results["haroute"]), summarize(results["haroute-no-cookie"])
-	rk, rnc := ratio("haroute"), ratio("haroute-no-cookie")
+	rk, rnc := ratio("haroute", "hand"), ratio("haroute-no-cookie", "hand")
 	id := map[bool]string{true: "13a", false: "13b"}[routes == 1]
 	record(t, figure{id, fmt.Sprintf("Data path, %d route(s): haroute's HAProxy vs a hand-written map-routed config (one thread each on the same core; wrk -c%d, %d interleaved rounds of %s; backend %s; a client that keeps the sticky cookie)",
 		routes, dataPathConns, dataPathRounds, dataPathRun, backendKind),
@@ -122,6 +125,11 @@ func dataPath(t *testing.T, wrk string, routes, backendPort int, backendKind str
 		fmt.Sprintf("%.2f× (haroute %.0f req/s, p99 %s; hand-written %.0f req/s, p99 %s; median per-round ratio). Client without the cookie (Set-Cookie on every response): %.2f×, %.0f req/s, p99 %s",
 			rk, k.rps, ms(k.p99), h.rps, ms(h.p99), rnc, nc.rps, ms(nc.p99)),
 		verdict(rk >= 0.95 && k.p99 <= h.p99)})
+	ho := summarize(results["hand-openshift"])
+	record(t, figure{id + "-os", fmt.Sprintf("Data path, %d route(s): haroute's HAProxy vs a hand-written config that does to each request what OpenShift's template does (the Proxy header stripped, a sticky cookie, X-Forwarded-* and Forwarded headers; same runs as %s)",
+		routes, id), "—",
+		fmt.Sprintf("%.2f× (hand-written with OpenShift's headers %.0f req/s, p99 %s; it runs at %.2f× the plain hand-written config)",
+			ratio("haroute", "hand-openshift"), ho.rps, ms(ho.p99), ratio("hand-openshift", "hand")), "—"})
 }
 
 // startFastBackend serves a small constant answer: Debian's nginx when
@@ -212,17 +220,43 @@ func startHandWrittenMaster(t *testing.T, routes, backendPort int, host string) 
 	return runHandWritten(t, routes, backendPort, host, handOptions{master: true})
 }
 
+// startHandWrittenOpenShift is startHandWritten with what OpenShift's
+// router does to every request, written by hand as its template writes
+// it: the Proxy header stripped, a sticky cookie, and the X-Forwarded-*
+// and Forwarded headers. haroute does the same (and strips the client
+// certificate headers too); against this config the data path figure
+// shows what haroute's own rendering costs, apart from the behaviour.
+func startHandWrittenOpenShift(t *testing.T, routes, backendPort int) *handWritten {
+	return runHandWritten(t, routes, backendPort, hostName(0), handOptions{oneThread: true, openShift: true})
+}
+
 // handOptions say how a hand-written config runs: under a master process
-// or not, on one thread or on HAProxy's default (one per core).
-type handOptions struct{ master, oneThread bool }
+// or not, on one thread or on HAProxy's default (one per core), and with
+// OpenShift's per-request behaviour or without.
+type handOptions struct{ master, oneThread, openShift bool }
+
+// openShiftRequest is what OpenShift's template adds to a route's backend
+// for the default forwarded-headers policy and sticky cookie.
+const openShiftRequest = `  cookie SRV insert indirect nocache httponly
+  option forwardfor
+  http-request add-header X-Forwarded-Host %[req.hdr(host)]
+  http-request add-header X-Forwarded-Port %[dst_port]
+  http-request add-header X-Forwarded-Proto http if !{ ssl_fc }
+  http-request add-header X-Forwarded-Proto https if { ssl_fc }
+  http-request add-header X-Forwarded-Proto-Version h2 if { ssl_fc_alpn -i h2 }
+  http-request add-header Forwarded for=%[src];host=%[req.hdr(host)];proto=%[req.hdr(X-Forwarded-Proto)]
+`
 
 func runHandWritten(t *testing.T, routes, backendPort int, host string, o handOptions) *handWritten {
 	dir := t.TempDir()
 	port := testutil.FreePort(t)
 	var cfg, hosts strings.Builder
-	threads := ""
+	threads, strip, backend, srvCookie := "", "", "  option forwardfor\n", ""
 	if o.oneThread {
 		threads = "  nbthread 1\n"
+	}
+	if o.openShift {
+		strip, backend, srvCookie = "  http-request del-header Proxy\n", openShiftRequest, " cookie s"
 	}
 	fmt.Fprintf(&cfg, `global
 %s  maxconn 4096
@@ -235,11 +269,11 @@ defaults
 
 frontend public
   bind 127.0.0.1:%d
-  use_backend %%[req.hdr(host),field(1,:),lower,map(%s/hosts.map)]
-`, threads, port, dir)
+%s  use_backend %%[req.hdr(host),field(1,:),lower,map(%s/hosts.map)]
+`, threads, port, strip, dir)
 	for i := range routes {
 		fmt.Fprintf(&hosts, "%s be%d\n", hostName(i), i)
-		fmt.Fprintf(&cfg, "\nbackend be%d\n  option forwardfor\n  server s 127.0.0.1:%d\n", i, backendPort)
+		fmt.Fprintf(&cfg, "\nbackend be%d\n%s  server s 127.0.0.1:%d%s\n", i, backend, backendPort, srvCookie)
 	}
 	for name, data := range map[string]string{"haproxy.cfg": cfg.String(), "hosts.map": hosts.String()} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {

@@ -315,6 +315,45 @@ func TestHostMovedWithoutReload(t *testing.T) {
 	}
 }
 
+// A host routed by its host alone (render's host map) that gains a path
+// route sends the path to the new route and the rest to the old one, and
+// gets all of it back when the path route goes: the host map and the
+// path map are edited together at runtime.
+func TestPathRouteJoinsAndLeavesAHostWithoutReload(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	pub := func(routes ...string) {
+		must(t, w.Publish(files(
+			"router.yaml", r.routerConfig(""),
+			"routes.yaml", join(routes...),
+			"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("two", two)),
+		)))
+	}
+	root := routeYAML("root", "x.e2e.test", "", "one")
+	pub(root)
+	r.start("atomic")
+	r.serves("x.e2e.test", "/api", "one")
+	before := r.reloads()
+
+	pub(root, routeYAML("api", "x.e2e.test", "/api", "two"))
+	r.serves("x.e2e.test", "/api", "two")
+	for path, want := range map[string]string{"/": "one", "/api/v1": "two", "/apix": "one", "/other": "one"} {
+		if got, err := r.get("x.e2e.test", path); err != nil || got != want {
+			t.Errorf("with the path route, %s answered by %q (%v), want %s", path, got, err, want)
+		}
+	}
+
+	pub(root)
+	r.serves("x.e2e.test", "/api", "one")
+	if got, err := r.get("x.e2e.test", "/api/v1"); err != nil || got != "one" {
+		t.Errorf("without the path route, /api/v1 answered by %q (%v), want one", got, err)
+	}
+	if got := r.reloads() - before; got != 0 {
+		t.Errorf("adding and deleting a path route caused %d reloads, want 0", got)
+	}
+}
+
 // A replaced route certificate is served, checked with a TLS client,
 // without a reload.
 func TestCertificateReplacedWithoutReload(t *testing.T) {
