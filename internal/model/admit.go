@@ -328,6 +328,9 @@ type candidate struct {
 	// valid is the candidate's position among the valid ones, for
 	// decideConflicts.
 	valid int
+	// incumbent is set by decideConflicts when the candidate won its
+	// claim in the last decision and claims the same now (served).
+	incumbent bool
 	// st is the route's status (statusOf).
 	st *RouteStatus
 }
@@ -612,6 +615,11 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
 		sc.spare, sc.conflictIn, sc.conflictOut = sc.conflictIn, keys, losses
 		return
 	}
+	winners := sc.lastWinners()
+	for _, c := range byAge {
+		k, ok := winners[c.admitted.Key]
+		c.incumbent = ok && k == conflictKeyOf(c.admitted)
+	}
 	sc.spare, sc.conflictIn, sc.conflictInterNS = sc.conflictIn, keys, interNS
 	sc.claimants = countClaimants(keys)
 	var losses []conflictLoss
@@ -622,8 +630,19 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
 	}
 	// A total order: candidates have distinct keys (duplicates were
 	// dropped), so an unstable sort orders them as a stable one would.
+	// Routes that won their claim last time and claim the same rank
+	// first: on OpenShift the API server sets creationTimestamp when a
+	// route is created, so a route created later never takes a host from
+	// one that serves it. In a directory the timestamp is whatever a file
+	// says, or nothing (then namespace/name order would decide): a new
+	// file could take a served host, and its route down.
 	slices.SortFunc(byAge, func(a, b *candidate) int {
 		switch {
+		case a.incumbent != b.incumbent:
+			if a.incumbent {
+				return -1
+			}
+			return 1
 		case olderFirst(a.admitted, b.admitted):
 			return -1
 		case olderFirst(b.admitted, a.admitted):
@@ -655,8 +674,8 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
 			if hp.path != "" {
 				what += fmt.Sprintf(" path %q", hp.path)
 			}
-			lose(c, fmt.Sprintf("%s is already claimed by route %s, which wins (older creationTimestamp, then namespace/name order)",
-				what, w.admitted.Key))
+			lose(c, fmt.Sprintf("%s is already claimed by route %s, which wins (%s)",
+				what, w.admitted.Key, winsOrder))
 			continue
 		}
 		if !interNS {
@@ -671,8 +690,8 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
 			if passthrough {
 				kind = "non-passthrough route"
 			}
-			lose(c, fmt.Sprintf("host %q is already served by %s %s, which wins (older creationTimestamp, then namespace/name order): passthrough and non-passthrough routes cannot share a host, the SNI sends it one way",
-				host, kind, w.admitted.Key))
+			lose(c, fmt.Sprintf("host %q is already served by %s %s, which wins (%s): passthrough and non-passthrough routes cannot share a host, the SNI sends it one way",
+				host, kind, w.admitted.Key, winsOrder))
 			continue
 		}
 		if msg := cover.claim(c); msg != "" {
@@ -730,12 +749,12 @@ func (o *sniCover) claim(c *candidate) string {
 	switch {
 	case terminates(a):
 		if w := o.wildcards[domain]; w != nil {
-			return fmt.Sprintf("host %q is under *.%s, which passthrough wildcard route %s holds and wins (older creationTimestamp, then namespace/name order): the SNI would send its TLS connections to that route",
+			return fmt.Sprintf("host %q is under *.%s, which passthrough wildcard route %s holds and wins ("+winsOrder+"): the SNI would send its TLS connections to that route",
 				a.Host, domain, w.admitted.Key)
 		}
 	case a.Wildcard && a.Termination == TerminationPassthrough:
 		if h := o.hosts[domain]; h != nil {
-			return fmt.Sprintf("*.%s covers host %q of route %s, which terminates TLS and wins (older creationTimestamp, then namespace/name order): the SNI would send that host's TLS connections to this passthrough route",
+			return fmt.Sprintf("*.%s covers host %q of route %s, which terminates TLS and wins ("+winsOrder+"): the SNI would send that host's TLS connections to this passthrough route",
 				domain, h.admitted.Host, h.admitted.Key)
 		}
 	}
@@ -881,21 +900,21 @@ type domainClaimer struct {
 func (o *namespaceOwnership) claim(c, hostOwner *candidate) string {
 	ns := c.admitted.Key.Namespace
 	if hostOwner != nil && hostOwner.admitted.Key.Namespace != ns {
-		return fmt.Sprintf("host %q is owned by namespace %q (route %s is older); with routeAdmission.namespaceOwnership Strict, routes of other namespaces cannot claim any path on it",
-			c.claimHost(), hostOwner.admitted.Key.Namespace, hostOwner.admitted.Key)
+		return fmt.Sprintf("host %q is owned by namespace %q (route %s holds it: %s); with routeAdmission.namespaceOwnership Strict, routes of other namespaces cannot claim any path on it",
+			c.claimHost(), hostOwner.admitted.Key.Namespace, hostOwner.admitted.Key, winsOrder)
 	}
 	if o.wildcards == nil {
 		return ""
 	}
 	domain := parentDomainOf(c.admitted.Host)
 	if w := o.wildcards[domain]; w != nil && w.admitted.Key.Namespace != ns {
-		return fmt.Sprintf("wildcard route %s of namespace %q, which is older, holds *.%s; with routeAdmission.namespaceOwnership Strict, routes of other namespaces cannot claim hosts under it",
+		return fmt.Sprintf("wildcard route %s of namespace %q holds *.%s ("+winsOrder+"); with routeAdmission.namespaceOwnership Strict, routes of other namespaces cannot claim hosts under it",
 			w.admitted.Key, w.admitted.Key.Namespace, domain)
 	}
 	if c.admitted.Wildcard {
 		if h, ok := o.hosts[domain]; ok && (h.mixed || h.first.admitted.Key.Namespace != ns) {
 			other := h.first
-			return fmt.Sprintf("route %s of namespace %q, which is older, serves host %q under *.%s; with routeAdmission.namespaceOwnership Strict, a wildcard route cannot cover hosts of other namespaces",
+			return fmt.Sprintf("route %s of namespace %q serves host %q under *.%s ("+winsOrder+"); with routeAdmission.namespaceOwnership Strict, a wildcard route cannot cover hosts of other namespaces",
 				other.admitted.Key, other.admitted.Key.Namespace, other.admitted.Host, domain)
 		}
 	}
@@ -932,6 +951,31 @@ func parentDomainOf(host string) string {
 		return host[i+1:]
 	}
 	return ""
+}
+
+// winsOrder is why the winner of a conflict wins, as decideConflicts
+// ranks routes. It does not say which rule decided: a decision replayed
+// from an earlier one (conflictsFromLast) keeps that one's message, so
+// the message must not depend on which routes served at the time.
+const winsOrder = "a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order"
+
+// lastWinners returns the conflict keys of the candidates that won their
+// claims in the last decision (conflictIn less conflictOut), by route.
+func (sc *admitScratch) lastWinners() map[RouteKey]conflictKey {
+	if len(sc.conflictIn) == 0 {
+		return nil
+	}
+	lost := make(map[int]bool, len(sc.conflictOut))
+	for _, l := range sc.conflictOut {
+		lost[l.valid] = true
+	}
+	out := make(map[RouteKey]conflictKey, len(sc.conflictIn))
+	for i, k := range sc.conflictIn {
+		if !lost[i] {
+			out[k.key] = k
+		}
+	}
+	return out
 }
 
 // olderFirst orders routes for conflicts: older creationTimestamp first, a

@@ -220,8 +220,9 @@ spec: {host: b2.example.com, to: {name: b}}
 }
 
 // A route whose file stays the same changes status when another route
-// takes its host and gives it back: statuses kept from load to load
-// follow what decides them.
+// gives its host back, and keeps it when that route, although older,
+// claims it again: statuses kept from load to load follow what decides
+// them.
 func TestStatusFollowsConflictsOfUnchangedRoute(t *testing.T) {
 	route := func(path, name, host, created string) SourceFile {
 		return SourceFile{Path: path, Data: []byte(fmt.Sprintf("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: %s, namespace: ns, creationTimestamp: %q}\nspec: {host: %s, to: {name: svc}}\n", name, created, host))}
@@ -230,18 +231,22 @@ func TestStatusFollowsConflictsOfUnchangedRoute(t *testing.T) {
 	l := NewLoader()
 	for i, step := range []struct {
 		bHost string
-		want  RouteState
+		a, b  RouteState
 	}{
-		{"other.example.com", RouteAdmitted},
-		{"h.example.com", RouteRejected}, // b is older: it wins the host
-		{"h.example.com", RouteRejected},
-		{"other.example.com", RouteAdmitted},
-		{"other.example.com", RouteAdmitted},
-		{"h.example.com", RouteRejected},
+		{"h.example.com", RouteRejected, RouteAdmitted}, // both new: b is older, it wins the host
+		{"h.example.com", RouteRejected, RouteAdmitted},
+		{"other.example.com", RouteAdmitted, RouteAdmitted},
+		{"other.example.com", RouteAdmitted, RouteAdmitted},
+		// a serves the host: it keeps it, and b's last good version serves
+		{"h.example.com", RouteAdmitted, RouteStale},
+		{"h.example.com", RouteAdmitted, RouteStale},
 	} {
 		res := load(t, l, []SourceFile{a, route("b.yaml", "b", step.bHost, "2024-01-01T00:00:00Z")})
-		if got := statusOf(t, res.Desired, "a").State; got != step.want {
-			t.Errorf("step %d (b on %s): a is %s, want %s", i, step.bHost, got, step.want)
+		if got := statusOf(t, res.Desired, "a").State; got != step.a {
+			t.Errorf("step %d (b on %s): a is %s, want %s", i, step.bHost, got, step.a)
+		}
+		if got := statusOf(t, res.Desired, "b").State; got != step.b {
+			t.Errorf("step %d (b on %s): b is %s, want %s", i, step.bHost, got, step.b)
 		}
 	}
 }
@@ -364,5 +369,52 @@ func TestDuplicateRouteKeepsTheServingDefinition(t *testing.T) {
 	fresh := NewLoader().Load([]SourceFile{route("routes/r1 copy.yaml", "new.example.com"), route("routes/r1.yaml", "old.example.com")})
 	if h := hostOf(fresh); h != "new.example.com" {
 		t.Errorf("a new route: host %q, want its first definition's, new.example.com", h)
+	}
+}
+
+// A route that serves a host keeps it: a route of another namespace added
+// later, with no creationTimestamp (namespace/name order would put it
+// first) or one that backdates it, is rejected, with the error on its own
+// file. Without that history (a first load, as `haroute check` judges a
+// directory), the timestamps and names decide, as on OpenShift.
+func TestServedRouteKeepsItsHostFromNewerClaims(t *testing.T) {
+	route := func(path, ns, name, host, extra string) SourceFile {
+		return SourceFile{Path: path, Data: []byte(fmt.Sprintf("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: %s, namespace: %s%s}\nspec: {host: %s, to: {name: svc}}\n", name, ns, extra, host))}
+	}
+	shop := route("shop.yaml", "team5", "shop", "shop.example.test", "")
+	grab := route("grab.yaml", "team0", "grab", "shop.example.test, path: /login", "")
+	steal := route("steal.yaml", "team9", "steal", "shop.example.test", `, creationTimestamp: "2000-01-01T00:00:00Z"`)
+	errorsOf := func(res Result) []string {
+		var out []string
+		for _, d := range res.Diagnostics {
+			if d.Severity == SeverityError {
+				out = append(out, d.String())
+			}
+		}
+		return out
+	}
+
+	l := NewLoader()
+	l.Commit(load(t, l, []SourceFile{shop}))
+	for _, newer := range []SourceFile{grab, steal} {
+		res := load(t, l, []SourceFile{shop, newer})
+		name := strings.TrimSuffix(newer.Path, ".yaml")
+		if got := statusOf(t, res.Desired, "shop").State; got != RouteAdmitted {
+			t.Errorf("with %s added: shop is %s, want admitted", name, got)
+		}
+		if got := statusOf(t, res.Desired, name).State; got != RouteRejected {
+			t.Errorf("with %s added: %s is %s, want rejected", name, name, got)
+		}
+		if errs := errorsOf(res); len(errs) != 1 || !strings.HasPrefix(errs[0], newer.Path+":") || !strings.Contains(errs[0], "route team5/shop") {
+			t.Errorf("with %s added: errors %q, want one on %s naming team5/shop", name, errs, newer.Path)
+		}
+		l.Commit(res)
+	}
+
+	res := load(t, NewLoader(), []SourceFile{shop, grab, steal})
+	for name, want := range map[string]RouteState{"steal": RouteAdmitted, "grab": RouteRejected, "shop": RouteRejected} {
+		if got := statusOf(t, res.Desired, name).State; got != want {
+			t.Errorf("first load of all three: %s is %s, want %s (the oldest creationTimestamp wins)", name, got, want)
+		}
 	}
 }
