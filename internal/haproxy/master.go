@@ -274,9 +274,9 @@ func (m *Master) confirmReload(ctx context.Context, before ProcInfo) (ProcInfo, 
 		select {
 		case <-ctx.Done():
 			if lastErr != nil {
-				return ProcInfo{}, fmt.Errorf("reload not confirmed: %w (last error: %v)", ctx.Err(), lastErr)
+				return ProcInfo{}, fmt.Errorf("reload not confirmed: %w (last error: %v)", context.Cause(ctx), lastErr)
 			}
-			return ProcInfo{}, fmt.Errorf("reload not confirmed: %w", ctx.Err())
+			return ProcInfo{}, fmt.Errorf("reload not confirmed: %w", context.Cause(ctx))
 		case <-tick.C:
 		}
 	}

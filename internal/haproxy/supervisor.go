@@ -334,6 +334,8 @@ func (p *Process) Err() error {
 // When the master socket is gone, the reload is signalled (SIGUSR2) and
 // confirmed once the re-executed master has created the socket again.
 func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
+	ctx, stop := p.watchReload(ctx)
+	defer stop()
 	mark := p.out.mark()
 	var info ProcInfo
 	var err error
@@ -356,6 +358,41 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 		return info, fmt.Errorf("%w: %s", err, strings.Join(alerts, "; "))
 	}
 	return info, err
+}
+
+// errMasterExited ends a reload whose master exited before confirming it.
+var errMasterExited = errors.New("the HAProxy master exited during the reload")
+
+// reloadWatch is how often a reload in flight looks at its master.
+const reloadWatch = 250 * time.Millisecond
+
+// watchReload returns ctx ended as soon as the master exits: a reload is
+// confirmed by polling the master, which would otherwise go on until the
+// caller's deadline (minutes) while nothing serves and the daemon, busy
+// with the reload, restarts nothing. A master or worker stopped by a
+// signal (SIGSTOP, a debugger, a frozen cgroup) is resumed meanwhile, as
+// the daemon's housekeeping does between changes, since it waits behind
+// the reload too.
+func (p *Process) watchReload(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		tick := time.NewTicker(reloadWatch)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-p.done:
+				cancel(fmt.Errorf("%w: %v", errMasterExited, p.waitErr))
+				return
+			case <-tick.C:
+				if pids := p.ResumeStopped(); len(pids) > 0 {
+					p.log.Warn("stopped HAProxy processes resumed during a reload", "pids", pids)
+				}
+			}
+		}
+	}()
+	return ctx, func() { cancel(nil) }
 }
 
 // Stop stops HAProxy and its workers: SIGUSR1 (soft stop: listeners close,

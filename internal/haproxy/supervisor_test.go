@@ -301,3 +301,50 @@ func TestReload(t *testing.T) {
 		t.Errorf("show proc after fixed reload = %+v", fixed)
 	}
 }
+
+// A master that dies while a reload is in flight ends the reload at once:
+// polling it for a confirmation until the caller's deadline (two minutes
+// in the daemon) kept the daemon from restarting HAProxy, and every route
+// was down meanwhile.
+func TestReloadEndsWhenTheMasterDies(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	if err := os.Rename(slowLoading(t, r, r.B0), r.Cfg); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.proc.Reload(ctxT(t, 2*time.Minute))
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the master is loading the slow config
+	if err := syscall.Kill(r.proc.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, errMasterExited) {
+			t.Errorf("reload = %v, want errMasterExited", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reload still waits 30 s after its master died")
+	}
+}
+
+// A master stopped by a signal when a reload starts is resumed, and the
+// reload goes through: the daemon's housekeeping, which resumes stopped
+// processes, waits behind the reload.
+func TestReloadResumesAStoppedMaster(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	if err := syscall.Kill(r.proc.PID(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(r.proc.PID(), syscall.SIGCONT) })
+	if _, err := r.proc.Reload(ctxT(t, 30*time.Second)); err != nil {
+		t.Fatalf("reload with the master stopped: %v", err)
+	}
+	if got := r.get(t, ""); got != "200 b0" {
+		t.Errorf("GET after the reload = %q", got)
+	}
+}

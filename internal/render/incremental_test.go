@@ -354,7 +354,9 @@ func TestIncrementalMatchesFresh(t *testing.T) {
 			cache := &Cache{}
 			p := plainTree{clean: map[string][]byte{}}
 			fresh, clean, stale := 0, 0, 0
-			defer func() { t.Logf("%d of %d steps had stale objects or conflicts, %d compared with a fresh load", stale, steps, clean) }()
+			defer func() {
+				t.Logf("%d of %d steps had stale objects or conflicts, %d compared with a fresh load", stale, steps, clean)
+			}()
 			for step := range steps {
 				what := "initial tree"
 				if step > 0 {
