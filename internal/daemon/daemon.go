@@ -303,9 +303,42 @@ func New(opts Options) (*Daemon, error) {
 	return d, nil
 }
 
+// statusRetry is how often a metrics address that cannot be opened is
+// tried again.
+const statusRetry = 5 * time.Second
+
+// serveStatus serves the status and metrics address until ctx ends. One
+// that is taken (another process on the port, an earlier haroute still
+// closing) is tried again every statusRetry, with an error each time it
+// fails anew: the routes do not depend on it. Returning an error from Run
+// instead, on a restart, made the reaper stop the HAProxy this haroute
+// was to take over, and every route was down until the port was freed.
+func (d *Daemon) serveStatus(ctx context.Context) {
+	logged := ""
+	for {
+		ln, err := status.Listen(d.opts.MetricsAddress)
+		if err == nil {
+			if logged != "" {
+				d.log.Info("metrics address open", "address", d.opts.MetricsAddress)
+			}
+			if err := status.ServeListener(ctx, ln, status.Handler(d.status, d.metrics.Handler())); err != nil {
+				d.log.Error("status and metrics stopped; opening them again", "err", err)
+			}
+		} else if err.Error() != logged {
+			d.log.Error("cannot open the metrics address; /readyz, /metrics and haroute status are unavailable until it can, routing goes on", "err", err, "retry", statusRetry)
+			logged = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(statusRetry):
+		}
+	}
+}
+
 // Run serves until ctx ends, then stops HAProxy gracefully. It returns an
 // error only for failures an operator must fix at start-up (HAProxy missing,
-// a port in use, the metrics address taken).
+// a port in use).
 func (d *Daemon) Run(ctx context.Context) error {
 	// Everything started here stops when Run returns, error or not.
 	ctx, cancel := context.WithCancel(ctx)
@@ -327,11 +360,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	defer stateLock.Close()
 	if d.opts.MetricsAddress != "" {
-		ln, err := status.Listen(d.opts.MetricsAddress)
-		if err != nil {
-			return err
-		}
-		go status.ServeListener(ctx, ln, status.Handler(d.status, d.metrics.Handler()))
+		go d.serveStatus(ctx)
 	}
 
 	storeCtx, stopStore := context.WithCancel(context.Background())

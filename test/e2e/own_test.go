@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -304,4 +305,31 @@ func TestSecondRouterOnTheSameStateDirRefuses(t *testing.T) {
 		t.Fatalf("second router on the same state dir: %v, want %q", err, want)
 	}
 	r.serves("a.e2e.test", "/", "one")
+}
+
+// A metrics address another process holds does not keep haroute from
+// routing: it serves, and opens the address once it is free. Failing the
+// start instead, on a restart, had the reaper stop the HAProxy this
+// haroute was to take over, and every route was down until the port was
+// freed.
+func TestTakenMetricsAddressDoesNotStopRouting(t *testing.T) {
+	r := newRouter(t)
+	holder, err := net.Listen("tcp", r.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	one := startBackend(t, "one")
+	must(t, publish.NewAtomicWriter(r.dir).Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one),
+	)))
+	r.start("atomic")
+	r.serves("one.e2e.test", "/", "one")
+	holder.Close()
+	r.eventually(20*time.Second, "metrics address opened once free", func() error {
+		_, err := r.scrapeMetrics()
+		return err
+	})
 }
