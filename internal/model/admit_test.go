@@ -622,6 +622,32 @@ func TestAdmitEndpointResolution(t *testing.T) {
 			},
 		},
 		{
+			// As the API server: an address of the other family, or
+			// another address type, is refused; FQDN slices name hosts.
+			name: "slice address types",
+			slices: []EndpointSlice{
+				{Meta: ObjectMeta{Name: "v4", Namespace: "ns", Labels: map[string]string{ServiceNameLabel: "web"}}, AddressType: "IPv4",
+					Endpoints: []SliceEndpoint{{Addresses: []string{"10.0.0.1", "fd00::1"}}}, Ports: []EndpointPort{{Port: 8080}},
+					Source: testSource("v4.yaml", "endpoints[0].addresses[1]")},
+				{Meta: ObjectMeta{Name: "v6", Namespace: "ns", Labels: map[string]string{ServiceNameLabel: "web"}}, AddressType: "IPv6",
+					Endpoints: []SliceEndpoint{{Addresses: []string{"10.0.0.2", "fd00::2"}}}, Ports: []EndpointPort{{Port: 8080}},
+					Source: testSource("v6.yaml", "endpoints[0].addresses[0]")},
+				{Meta: ObjectMeta{Name: "fqdn", Namespace: "ns", Labels: map[string]string{ServiceNameLabel: "web"}}, AddressType: "FQDN",
+					Endpoints: []SliceEndpoint{{Addresses: []string{"10.0.0.3"}}}, Ports: []EndpointPort{{Port: 8080}},
+					Source: testSource("fqdn.yaml", "addressType")},
+				{Meta: ObjectMeta{Name: "foo", Namespace: "ns", Labels: map[string]string{ServiceNameLabel: "web"}}, AddressType: "Foo",
+					Endpoints: []SliceEndpoint{{Addresses: []string{"10.0.0.4"}}}, Ports: []EndpointPort{{Port: 8080}},
+					Source: testSource("foo.yaml", "addressType")},
+			},
+			servers: []string{"ck_10.0.0.1_8080 10.0.0.1:8080 128", "ck_fd00--2_8080 fd00::2:8080 128"},
+			diags: []string{
+				`foo.yaml:10:7: error: addressType: addressType "Foo" is not IPv4, IPv6 or FQDN`,
+				`fqdn.yaml:10:7: warning: addressType: FQDN endpoint slices name hosts, and haroute's servers are IP addresses; ignored`,
+				`v4.yaml:10:7: error: endpoints[0].addresses[1]: address fd00::1 is not of the slice's addressType IPv4`,
+				`v6.yaml:10:7: error: endpoints[0].addresses[0]: address 10.0.0.2 is not of the slice's addressType IPv6`,
+			},
+		},
+		{
 			name: "slice without service label",
 			slices: []EndpointSlice{{
 				Meta: ObjectMeta{Name: "orphan", Namespace: "ns"}, Source: testSource("sl.yaml", "metadata.labels"),

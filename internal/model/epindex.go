@@ -193,11 +193,18 @@ func (c *epIndexCache) update(objs *Objects, m *memos) ([]serviceKey, bool) {
 		// order; the first object's groups as they are (capacity-limited,
 		// so appending copies), the others appended.
 		var groups []endpointGroup
-		found := false
-		for _, memos := range [2][]*groupsMemo{c.ep, c.sl} {
+		found, endpoints := false, 0
+		for k, memos := range [2][]*groupsMemo{c.ep, c.sl} {
 			for _, g := range memos {
 				if !g.ok || g.key != key {
 					continue
+				}
+				if k == 0 {
+					// An Endpoints is named for its service: a second one
+					// is a duplicate, which buildEndpointIndex reports.
+					if endpoints++; endpoints > 1 {
+						return nil, false
+					}
 				}
 				if !found {
 					groups, found = g.groups, true

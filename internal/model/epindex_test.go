@@ -82,6 +82,22 @@ func TestEndpointIndexKeptMatchesFresh(t *testing.T) {
 	// index for each.
 	var inputs [][]SourceFile
 	bad := -1 // the object with a bad address, if any
+	// pick is a service for object k. An Endpoints is named for its
+	// service, and a second one of a service is a duplicate (reported,
+	// which keeps the index from being kept): an Endpoints object takes
+	// a service no other Endpoints has, or none ("").
+	pick := func(k int) string {
+		svc := fmt.Sprintf("s%02d", rng.IntN(services))
+		if objs[k].slice {
+			return svc
+		}
+		for i, o := range objs {
+			if i != k && !o.slice && o.service == svc {
+				return ""
+			}
+		}
+		return svc
+	}
 	for range steps {
 		k := rng.IntN(len(objs))
 		o := &objs[k]
@@ -92,12 +108,12 @@ func TestEndpointIndexKeptMatchesFresh(t *testing.T) {
 			o.ips = append(o.ips, fmt.Sprintf("10.9.%d.%d", rng.IntN(250), 1+rng.IntN(250)))
 		case 3:
 			if o.service == "" {
-				o.service = fmt.Sprintf("s%02d", rng.IntN(services))
+				o.service = pick(k)
 			} else {
 				o.service = ""
 			}
 		case 4:
-			o.service = fmt.Sprintf("s%02d", rng.IntN(services))
+			o.service = pick(k)
 		case 5:
 			if bad < 0 {
 				o.bad, bad = true, k

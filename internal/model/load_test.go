@@ -418,3 +418,35 @@ func TestServedRouteKeepsItsHostFromNewerClaims(t *testing.T) {
 		}
 	}
 }
+
+// A second Endpoints of one service in another file (a leftover copy) is
+// served with the first, as before, and now said, whether the index is
+// built afresh or kept from the last load.
+func TestDuplicateEndpointsWarned(t *testing.T) {
+	eps := func(path, ip string) SourceFile {
+		return SourceFile{Path: path, Data: []byte(fmt.Sprintf("apiVersion: v1\nkind: Endpoints\nmetadata: {name: svc, namespace: ns}\nsubsets: [{addresses: [{ip: %s}], ports: [{port: 8080}]}]\n", ip))}
+	}
+	route := SourceFile{Path: "r.yaml", Data: []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: r, namespace: ns}\nspec: {host: r.example.com, to: {name: svc}}\n")}
+	// Other services' Endpoints, enough for the index to be kept and
+	// updated for one object added.
+	var others strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&others, "---\napiVersion: v1\nkind: Endpoints\nmetadata: {name: other%d, namespace: ns}\nsubsets: [{addresses: [{ip: 10.1.0.%d}], ports: [{port: 8080}]}]\n", i, i+1)
+	}
+	base := []SourceFile{route, eps("eps.yaml", "10.0.0.1"), {Path: "others.yaml", Data: []byte(others.String())}}
+	l := NewLoader()
+	if res := load(t, l, base); len(res.Diagnostics) != 0 {
+		t.Fatalf("one Endpoints: %v", res.Diagnostics)
+	}
+	if l.scratch.epIndex.idx == nil {
+		t.Fatal("the endpoint index was not kept")
+	}
+	res := load(t, l, append(base, eps("zzz-old.yaml", "10.0.0.2")))
+	want := `zzz-old.yaml:3:18: warning: metadata.name: Endpoints ns/svc is also defined at eps.yaml:3:18; the addresses of both are served`
+	if got := lines(res.Diagnostics); !slices.Equal(got, []string{want}) {
+		t.Errorf("diagnostics %q, want %q", got, want)
+	}
+	if n := len(res.Desired.Routes[0].Servers()); n != 2 {
+		t.Errorf("%d servers, want both copies' 2", n)
+	}
+}

@@ -72,9 +72,26 @@ func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex, lg *lastGood
 		}
 		index(use)
 	}
+	// A second object of one kind, namespace and name (a leftover copy
+	// in another file) is served with the first, and said: the API server
+	// would hold only one.
+	seen := make(map[endpointsKey]Position, len(objs.Endpoints)+len(objs.EndpointSlices))
+	twice := func(key endpointsKey, src Source) {
+		if first, dup := seen[key]; dup {
+			kind := "Endpoints"
+			if key.slice {
+				kind = "EndpointSlice"
+			}
+			ds = append(ds, Diagnostic{Pos: src.At("metadata.name"), Severity: SeverityWarning, Field: "metadata.name",
+				Message: fmt.Sprintf("%s %s/%s is also defined at %s; the addresses of both are served", kind, key.namespace, key.name, first)})
+			return
+		}
+		seen[key] = src.At("metadata.name")
+	}
 	for i := range objs.Endpoints {
 		ep := objs.Endpoints[i]
 		key := endpointsKey{namespace: namespaceOrDefault(ep.Meta.Namespace), name: ep.Meta.Name}
+		twice(key, ep.Source)
 		if m == nil {
 			g := endpointsGroups(ep)
 			add(key, ep.Source.Pos, &g)
@@ -89,6 +106,7 @@ func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex, lg *lastGood
 	for i := range objs.EndpointSlices {
 		sl := &objs.EndpointSlices[i]
 		key := endpointsKey{slice: true, namespace: namespaceOrDefault(sl.Meta.Namespace), name: sl.Meta.Name}
+		twice(key, sl.Source)
 		if m == nil {
 			g := sliceGroups(sl)
 			add(key, sl.Source.Pos, &g)
@@ -141,20 +159,50 @@ func sliceGroups(sl *EndpointSlice) groupsMemo {
 	out.ok, out.key = true, ownKey(namespaceOrDefault(sl.Meta.Namespace), svc)
 	ds := &out.diags
 	g := endpointGroup{ports: validPorts(sl.Ports, sl.Source, "ports", ds)}
+	// The API server refuses a slice of another address type, or with an
+	// address not of its type; FQDN slices name hosts, which HAProxy
+	// servers added at runtime cannot resolve (see endpointIP).
+	switch sl.AddressType {
+	case "", addressIPv4, addressIPv6:
+	case addressFQDN:
+		*ds = append(*ds, Diagnostic{Pos: sl.Source.At("addressType"), Severity: SeverityWarning, Field: "addressType",
+			Message: "FQDN endpoint slices name hosts, and haroute's servers are IP addresses; ignored"})
+		out.groups = []endpointGroup{g}
+		return out
+	default:
+		*ds = append(*ds, Diagnostic{Pos: sl.Source.At("addressType"), Severity: SeverityError, Field: "addressType",
+			Message: fmt.Sprintf("addressType %q is not IPv4, IPv6 or FQDN", sl.AddressType)})
+		out.groups = []endpointGroup{g}
+		return out
+	}
 	for ei, e := range sl.Endpoints {
 		if e.Ready != nil && !*e.Ready {
 			continue
 		}
 		for ai, a := range e.Addresses {
 			field := "endpoints[" + strconv.Itoa(ei) + "].addresses[" + strconv.Itoa(ai) + "]"
-			if addr, ok := endpointIP(a, sl.Source, field, ds); ok {
-				g.addrs = append(g.addrs, addr)
+			addr, ok := endpointIP(a, sl.Source, field, ds)
+			if !ok {
+				continue
 			}
+			if t := sl.AddressType; (t == addressIPv4 && !addr.Unmap().Is4()) || (t == addressIPv6 && addr.Is4()) {
+				*ds = append(*ds, Diagnostic{Pos: positionOf(sl.Source, field, "endpoints["+strconv.Itoa(ei)+"]"), Severity: SeverityError, Field: field,
+					Message: fmt.Sprintf("address %s is not of the slice's addressType %s", a, t)})
+				continue
+			}
+			g.addrs = append(g.addrs, addr)
 		}
 	}
 	out.groups = []endpointGroup{g}
 	return out
 }
+
+// An EndpointSlice's addressType values (discovery.k8s.io/v1).
+const (
+	addressIPv4 = "IPv4"
+	addressIPv6 = "IPv6"
+	addressFQDN = "FQDN"
+)
 
 func namespaceOrDefault(ns string) string {
 	if ns == "" {
