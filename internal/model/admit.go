@@ -484,8 +484,8 @@ func selectRoutes(sorted []*Route, settings *Settings) *selection {
 	for i, r := range sorted {
 		if i > 0 && sorted[i-1].Meta.Namespace == r.Meta.Namespace && sorted[i-1].Meta.Name == r.Meta.Name {
 			key := RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}
-			sel.diags = append(sel.diags, Diagnostic{Pos: r.Source.Pos, Severity: SeverityError,
-				Message: fmt.Sprintf("route %s is already defined at %s; this definition is ignored", key, firstOf(sorted, i).Source.Pos)})
+			sel.diags = append(sel.diags, Diagnostic{Pos: r.Source.At("metadata.name"), Severity: SeverityError, Field: "metadata.name",
+				Message: fmt.Sprintf("route %s is already defined at %s; this definition is ignored", key, firstOf(sorted, i).Source.At("metadata.name"))})
 			continue
 		}
 		if len(allowed) > 0 && !allowed[r.Meta.Namespace] {

@@ -456,11 +456,11 @@ func TestAdmitStatuses(t *testing.T) {
 
 func TestAdmitDuplicateRouteDefinitions(t *testing.T) {
 	first := testRoute("ns", "r", "a.example.com")
-	first.Source.Pos = Position{Path: "a.yaml", Line: 1, Col: 1}
+	first.Source = testSource("a.yaml", "metadata.name")
 	second := testRoute("ns", "r", "b.example.com")
-	second.Source.Pos = Position{Path: "b.yaml", Line: 3, Col: 1}
+	second.Source = testSource("b.yaml", "metadata.name")
 	d, ds := Admit(Objects{Routes: refs(second, first), Endpoints: eprefs(testEndpoints("ns", "web", "10.0.0.1"))}, nil)
-	equalLines(t, ds, []string{`b.yaml:3:1: error: route ns/r is already defined at a.yaml:1:1; this definition is ignored`})
+	equalLines(t, ds, []string{`b.yaml:10:7: error: metadata.name: route ns/r is already defined at a.yaml:10:7; this definition is ignored`})
 	if len(d.Routes) != 1 || d.Routes[0].Host != "a.example.com" {
 		t.Errorf("routes = %+v, want the first definition only", d.Routes)
 	}

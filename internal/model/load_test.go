@@ -357,7 +357,7 @@ func TestDuplicateRouteKeepsTheServingDefinition(t *testing.T) {
 	if h := hostOf(res); h != "old.example.com" {
 		t.Errorf("a copy sorting first took the route over: host %q, want old.example.com", h)
 	}
-	want := "routes/r1 copy.yaml:1:1: error: route ns/r1 is already defined at routes/r1.yaml:1:1; this definition is ignored"
+	want := "routes/r1 copy.yaml:3:18: error: metadata.name: route ns/r1 is already defined at routes/r1.yaml:3:18; this definition is ignored"
 	found := false
 	for _, d := range res.Diagnostics {
 		found = found || d.String() == want
