@@ -55,6 +55,15 @@ type savedIndex struct {
 	ClientCA string `json:"clientCA,omitempty"`
 	// ErrorPages are the content hashes of custom error pages, by code.
 	ErrorPages map[int]string `json:"errorPages,omitempty"`
+	// ConflictWinners are the routes that served a claim another route
+	// lost: a restart keeps them (model.Loader.PreferWinners), where its
+	// history-free first decision would go by creationTimestamp.
+	ConflictWinners []savedRoute `json:"conflictWinners,omitempty"`
+}
+
+type savedRoute struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
 }
 
 type savedEntry struct {
@@ -69,7 +78,8 @@ type saved struct {
 	material       *certgen.Material
 	// routes are what the saved state admits: what a first generation
 	// read at start is compared with by the deletion guard.
-	routes []*model.AdmittedRoute
+	routes  []*model.AdmittedRoute
+	winners []model.RouteKey
 }
 
 // saveRequest is one state to save: the files as accepted, the anchors
@@ -79,6 +89,7 @@ type saveRequest struct {
 	files, anchors []model.SourceFile
 	routerConfig   *model.SourceFile
 	material       certgen.Material
+	winners        []model.RouteKey
 }
 
 // lastGoodStore saves states in the background.
@@ -160,6 +171,9 @@ func (s *lastGoodStore) write(r saveRequest) {
 		}
 	}
 	idx := savedIndex{Version: 1}
+	for _, k := range r.winners {
+		idx.ConflictWinners = append(idx.ConflictWinners, savedRoute{Namespace: k.Namespace, Name: k.Name})
+	}
 	store := func(data []byte) (string, error) {
 		hash := contentHash(data)
 		if s.stored[hash] {
@@ -313,6 +327,9 @@ func (s *lastGoodStore) load() (*saved, error) {
 		return out, nil
 	}
 	var sv saved
+	for _, r := range idx.ConflictWinners {
+		sv.winners = append(sv.winners, model.RouteKey{Namespace: r.Namespace, Name: r.Name})
+	}
 	if sv.files, err = files(idx.Files); err != nil {
 		return nil, err
 	}
@@ -372,7 +389,7 @@ func contentHash(b []byte) string {
 // a path whose content is good now is its own anchor.
 func (d *Daemon) saveLastGood(gen generation) {
 	stale := gen.result.StalePaths()
-	req := saveRequest{files: gen.files, material: gen.material}
+	req := saveRequest{files: gen.files, material: gen.material, winners: gen.result.ConflictWinners}
 	anchored := 0
 	for _, f := range gen.files {
 		if stale[f.Path] || d.loader.Failed(f.Path) {
@@ -441,6 +458,9 @@ func (d *Daemon) restore() {
 	if sv == nil {
 		return
 	}
+	// The saved state's own decisions: which routes served the claims
+	// they shared with others.
+	d.loader.PreferWinners(sv.winners)
 	var settings *model.Settings
 	if rc := sv.routerConfig; rc != nil {
 		// Its settings are the last good ones whatever the saved tree

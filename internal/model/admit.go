@@ -57,6 +57,9 @@ type admitScratch struct {
 	// claimants counts the conflictIn keys claiming each host; nil when
 	// a wildcard route was among them (see conflictsFromLast).
 	claimants map[string]int32
+	// preferred, when set, stands in for the last decision's winners in
+	// the next full decision (Loader.PreferWinners).
+	preferred map[RouteKey]bool
 
 	// external is set when a candidate of the last validateRoutes names
 	// an external certificate.
@@ -618,8 +621,9 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
 	winners := sc.lastWinners()
 	for _, c := range byAge {
 		k, ok := winners[c.admitted.Key]
-		c.incumbent = ok && k == conflictKeyOf(c.admitted)
+		c.incumbent = ok && k == conflictKeyOf(c.admitted) || winners == nil && sc.preferred[c.admitted.Key]
 	}
+	sc.preferred = nil
 	sc.spare, sc.conflictIn, sc.conflictInterNS = sc.conflictIn, keys, interNS
 	sc.claimants = countClaimants(keys)
 	var losses []conflictLoss
@@ -973,6 +977,32 @@ func (sc *admitScratch) lastWinners() map[RouteKey]conflictKey {
 	for i, k := range sc.conflictIn {
 		if !lost[i] {
 			out[k.key] = k
+		}
+	}
+	return out
+}
+
+// contestedWinners returns, in key order, the routes of the last decision
+// that won a claim another route lost: those on a loser's host, or in a
+// loser's domain (a wildcard and the hosts under it). nil when no route
+// lost, the common case, so that a restart's saved state costs nothing
+// then.
+func (sc *admitScratch) contestedWinners() []RouteKey {
+	if len(sc.conflictOut) == 0 {
+		return nil
+	}
+	lost := make(map[int]bool, len(sc.conflictOut))
+	hosts := make(map[string]bool, 2*len(sc.conflictOut))
+	for _, l := range sc.conflictOut {
+		lost[l.valid] = true
+		h := strings.TrimPrefix(sc.conflictIn[l.valid].host, "*.")
+		hosts[h], hosts[parentDomainOf(h)] = true, true
+	}
+	var out []RouteKey
+	for i, k := range sc.conflictIn {
+		h := strings.TrimPrefix(k.host, "*.")
+		if !lost[i] && (hosts[h] || hosts[parentDomainOf(h)]) {
+			out = append(out, k.key)
 		}
 	}
 	return out

@@ -35,6 +35,10 @@ type Result struct {
 	// Secrets served from the last good content of files that no longer
 	// decode (their routes are marked in Desired.Statuses).
 	staleFiles map[string]int
+	// ConflictWinners are the routes that won a contested claim (see
+	// admitScratch.contestedWinners), in key order: what a restart must
+	// know to keep them (Loader.PreferWinners).
+	ConflictWinners []RouteKey
 }
 
 // routerConfigKind finds a `kind: RouterConfig` line (YAML or JSON) in a
@@ -189,7 +193,8 @@ func (l *Loader) Evaluate(files []SourceFile) Result {
 	staleFiles := l.markBrokenFiles(desired)
 	diags = append(diags, admitDiags...)
 	diags.Sort()
-	res := Result{Desired: desired, Objects: objs, Diagnostics: diags, next: next, staleFiles: staleFiles}
+	res := Result{Desired: desired, Objects: objs, Diagnostics: diags, next: next, staleFiles: staleFiles,
+		ConflictWinners: l.scratch.contestedWinners()}
 	if l.prev == nil {
 		res.RouterUnsettled = l.routerUnsettled(objs, admitDiags)
 	}
@@ -242,6 +247,20 @@ func (l *Loader) markBrokenFiles(d *Desired) map[string]int {
 // Settings returns the last good settings (those of the last committed
 // result), or nil before any.
 func (l *Loader) Settings() *Settings { return l.prev }
+
+// PreferWinners makes routes keys the winners of the last decision for
+// the next admission that decides conflicts, as if they had served their
+// claims: a restart restores what the last run served, whose decisions
+// the new process has not seen (Result.ConflictWinners).
+func (l *Loader) PreferWinners(keys []RouteKey) {
+	if len(keys) == 0 {
+		return
+	}
+	l.scratch.preferred = make(map[RouteKey]bool, len(keys))
+	for _, k := range keys {
+		l.scratch.preferred[k] = true
+	}
+}
 
 // RestoreSettings makes s the last good settings again: those of a
 // RouterConfig accepted and committed, then found unloadable before HAProxy

@@ -453,3 +453,40 @@ func TestDeletionGuardHoldsOnlyTheDeletion(t *testing.T) {
 	})
 	r.serves("a.e2e.test", "/", "three")
 }
+
+// A route that serves a host keeps it against a newer route of another
+// namespace with an older creationTimestamp, and across a restart: the
+// restarted daemon's first decision has no history of its own, and would
+// go by the timestamps.
+func TestServedRouteKeepsItsHostAcrossRestart(t *testing.T) {
+	r := newRouter(t)
+	shop, steal := startBackend(t, "shop"), startBackend(t, "steal")
+	w := publish.NewAtomicWriter(r.dir)
+	shopYAML := strings.Replace(routeYAML("shop", "shop.e2e.test", "", "shop"), "namespace: e2e", "namespace: team5", 1)
+	// In namespace e2e, which also sorts before team5.
+	stealYAML := strings.Replace(routeYAML("steal", "shop.e2e.test", "", "steal"), "namespace: e2e",
+		"namespace: e2e\n  creationTimestamp: \"2000-01-01T00:00:00Z\"", 1)
+	eps := func(ns, name string, b *backend) string {
+		return strings.Replace(endpointsYAML(name, b), "namespace: e2e", "namespace: "+ns, 1)
+	}
+	pub := func(routes ...string) {
+		must(t, w.Publish(files(
+			"router.yaml", r.routerConfig(""),
+			"routes.yaml", join(routes...),
+			"endpoints.yaml", join(eps("team5", "shop", shop), endpointsYAML("steal", steal)),
+		)))
+	}
+	pub(shopYAML)
+	r.start("atomic")
+	r.serves("shop.e2e.test", "/", "shop")
+
+	pub(shopYAML, stealYAML)
+	r.routeStatus("steal", model.RouteRejected)
+	r.serves("shop.e2e.test", "/", "shop")
+	time.Sleep(500 * time.Millisecond) // the save runs off the loop
+	r.stop()
+
+	r.start("atomic")
+	r.routeStatus("steal", model.RouteRejected)
+	r.serves("shop.e2e.test", "/", "shop")
+}
