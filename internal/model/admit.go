@@ -57,8 +57,9 @@ type admitScratch struct {
 	// claimants counts the conflictIn keys claiming each host; nil when
 	// a wildcard route was among them (see conflictsFromLast).
 	claimants map[string]int32
-	// preferred, when set, stands in for the last decision's winners in
-	// the next full decision (Loader.PreferWinners).
+	// preferred, when set, are routes to take as served in the next full
+	// decision, besides those the last good state served: a restart's
+	// saved winners (Loader.PreferWinners).
 	preferred map[RouteKey]bool
 
 	// external is set when a candidate of the last validateRoutes names
@@ -221,7 +222,7 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 	if sc.external {
 		resolveExternalCertificates(cands, objs.Secrets)
 	}
-	decideConflicts(cands, sc, settings.InterNamespaceAllowed)
+	decideConflicts(cands, sc, settings.InterNamespaceAllowed, lg)
 
 	d := &Desired{
 		Router: settings,
@@ -331,8 +332,9 @@ type candidate struct {
 	// valid is the candidate's position among the valid ones, for
 	// decideConflicts.
 	valid int
-	// incumbent is set by decideConflicts when the candidate won its
-	// claim in the last decision and claims the same now (served).
+	// incumbent is set by decideConflicts when the route served, in the
+	// last committed admission, a version that claims what it claims now
+	// (lastGood.servedClaim).
 	incumbent bool
 	// st is the route's status (statusOf).
 	st *RouteStatus
@@ -579,7 +581,7 @@ func sameClaim(was, now *AdmittedRoute) bool {
 // other namespaces lose it, whatever their path, and a wildcard route and
 // a route for a host under its domain cannot come from two namespaces.
 // With InterNamespaceAllowed only the same host and path conflict.
-func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
+func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool, lg *lastGood) {
 	byAge := make([]*candidate, 0, len(cands))
 	from := sc.spareFrom[:0]
 	same := interNS == sc.conflictInterNS && sc.conflictIn != nil
@@ -618,10 +620,8 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
 		sc.spare, sc.conflictIn, sc.conflictOut = sc.conflictIn, keys, losses
 		return
 	}
-	winners := sc.lastWinners()
 	for _, c := range byAge {
-		k, ok := winners[c.admitted.Key]
-		c.incumbent = ok && k == conflictKeyOf(c.admitted) || winners == nil && sc.preferred[c.admitted.Key]
+		c.incumbent = lg.servedClaim(c.admitted) || sc.preferred[c.admitted.Key]
 	}
 	sc.preferred = nil
 	sc.spare, sc.conflictIn, sc.conflictInterNS = sc.conflictIn, keys, interNS
@@ -634,8 +634,8 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool) {
 	}
 	// A total order: candidates have distinct keys (duplicates were
 	// dropped), so an unstable sort orders them as a stable one would.
-	// Routes that won their claim last time and claim the same rank
-	// first: on OpenShift the API server sets creationTimestamp when a
+	// Routes that served the same claim in the last committed admission
+	// rank first: on OpenShift the API server sets creationTimestamp when a
 	// route is created, so a route created later never takes a host from
 	// one that serves it. In a directory the timestamp is whatever a file
 	// says, or nothing (then namespace/name order would decide): a new
@@ -962,25 +962,6 @@ func parentDomainOf(host string) string {
 // from an earlier one (conflictsFromLast) keeps that one's message, so
 // the message must not depend on which routes served at the time.
 const winsOrder = "a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order"
-
-// lastWinners returns the conflict keys of the candidates that won their
-// claims in the last decision (conflictIn less conflictOut), by route.
-func (sc *admitScratch) lastWinners() map[RouteKey]conflictKey {
-	if len(sc.conflictIn) == 0 {
-		return nil
-	}
-	lost := make(map[int]bool, len(sc.conflictOut))
-	for _, l := range sc.conflictOut {
-		lost[l.valid] = true
-	}
-	out := make(map[RouteKey]conflictKey, len(sc.conflictIn))
-	for i, k := range sc.conflictIn {
-		if !lost[i] {
-			out[k.key] = k
-		}
-	}
-	return out
-}
 
 // contestedWinners returns, in key order, the routes of the last decision
 // that won a claim another route lost: those on a loser's host, or in a

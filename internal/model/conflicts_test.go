@@ -10,12 +10,11 @@ import (
 )
 
 // Conflicts decided from the last decision (conflictsFromLast) must be
-// exactly those a full decision makes: random routes are added, deleted
+// exactly those a fresh decision makes: random routes are added, deleted
 // and moved between a few shared hosts, paths, namespaces, ages and
-// terminations, and after every change the losers are compared with a
-// full decision from a scratch that holds only the last
-// decision (which routes serve their claims rank first). Both the
-// incremental path and the fallback to a full decision must be exercised.
+// terminations, and after every change the losers and their messages are
+// compared with a decision from empty scratch. Both the incremental path
+// and the fallback to a full decision must be exercised.
 func TestConflictsFromLastMatchFullDecision(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	type route struct {
@@ -61,30 +60,18 @@ func TestConflictsFromLastMatchFullDecision(t *testing.T) {
 		slices.SortFunc(out, func(a, b *candidate) int { return a.admitted.Key.Compare(b.admitted.Key) })
 		return out
 	}
-	// The losers, not their messages: a decision replayed keeps the
-	// message it was made with, and a full one may give another true
-	// reason (the host's owner, or a route of it on the same path), as
-	// the routes that serve a host rank first.
 	losers := func(cands []*candidate) []string {
 		var out []string
 		for _, c := range cands {
-			if len(c.check.diags) > 0 {
-				out = append(out, c.admitted.Key.String())
+			for _, d := range c.check.diags {
+				out = append(out, c.admitted.Key.String()+": "+d.Message)
 			}
 		}
 		return out
 	}
 
 	kept := &admitScratch{}
-	decideConflicts(candidates(), kept, false)
-	// fullOnly is a scratch holding the last decision alone. Marked as
-	// made for the other namespace policy, it replays nothing: each
-	// decision is made in full.
-	fullOnly := func(last *admitScratch) *admitScratch {
-		return &admitScratch{conflictIn: last.conflictIn, conflictOut: last.conflictOut, conflictInterNS: true}
-	}
-	fresh := &admitScratch{}
-	decideConflicts(candidates(), fresh, false)
+	decideConflicts(candidates(), kept, false, nil)
 	incremental, full, lost := 0, 0, 0
 	for step := range 3000 {
 		keys := slices.Collect(maps.Keys(routes))
@@ -118,12 +105,11 @@ func TestConflictsFromLastMatchFullDecision(t *testing.T) {
 		} else {
 			full++
 		}
-		decideConflicts(got, kept, false)
+		decideConflicts(got, kept, false, nil)
 		want := candidates()
-		fresh = fullOnly(fresh)
-		decideConflicts(want, fresh, false)
+		decideConflicts(want, &admitScratch{}, false, nil)
 		if g, w := losers(got), losers(want); !slices.Equal(g, w) {
-			t.Fatalf("step %d: from the last decision:\n  %q\nin full:\n  %q", step, g, w)
+			t.Fatalf("step %d: from the last decision:\n  %q\nfrom scratch:\n  %q", step, g, w)
 		}
 		lost += len(losers(want))
 	}

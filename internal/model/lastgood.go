@@ -131,6 +131,26 @@ func (lg *lastGood) find(key RouteKey) (servedRoute, bool) {
 	return g, true
 }
 
+// servedClaim reports whether route a.Key was served by the last good
+// (committed) admission with a version that claims what a claims: the
+// same host, path and side of the SNI split. Its creationTimestamp may
+// have changed (a re-export adds one). Decided from the committed state,
+// not from admission's last call: a pass over a route's rejected version
+// (before its last good version stands in) or a generation not applied
+// must not hand its claim to a rival.
+func (lg *lastGood) servedClaim(a *AdmittedRoute) bool {
+	if lg == nil {
+		return false
+	}
+	g, ok := lg.find(a.Key)
+	if !ok || g.memo == nil || g.memo.admitted == nil || g.memo.bad {
+		return false
+	}
+	was := g.memo.admitted
+	return claimHostOf(was) == claimHostOf(a) && claimPath(was.Path) == claimPath(a.Path) &&
+		(was.Termination == TerminationPassthrough) == (a.Termination == TerminationPassthrough)
+}
+
 // selects reports whether settings select r for this router.
 func selects(s *Settings, r *Route) bool {
 	if len(s.Namespaces) > 0 && !slices.Contains(s.Namespaces, r.Meta.Namespace) {

@@ -450,3 +450,45 @@ func TestDuplicateEndpointsWarned(t *testing.T) {
 		t.Errorf("%d servers, want both copies' 2", n)
 	}
 }
+
+// A served route with a rival waiting on its host keeps the host when its
+// new version is rejected (it goes stale, its last good version serves),
+// when it gains a creationTimestamp (a re-export adds one), and when it
+// moves to another path: whatever admission saw in between, what decides
+// is what the committed state served.
+func TestServedRouteKeepsItsClaimWhileItChanges(t *testing.T) {
+	route := func(ns, name, spec, extra string) SourceFile {
+		return SourceFile{Path: name + ".yaml", Data: []byte(fmt.Sprintf("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: %s, namespace: %s%s}\nspec: {%s, to: {name: svc}}\n", name, ns, extra, spec))}
+	}
+	rival := route("nsa", "y", "host: h.example.test, path: /b", `, creationTimestamp: "2001-01-01T00:00:00Z"`)
+	for _, c := range []struct {
+		name string
+		x    SourceFile
+		want RouteState
+	}{
+		{"rejected version", route("nsb", "x", "host: h.example.test, path: /a, tls: {termination: bogus}", ""), RouteStale},
+		{"timestamp added", route("nsb", "x", "host: h.example.test, path: /a", `, creationTimestamp: "2026-11-27T00:00:00Z"`), RouteAdmitted},
+		{"path moved", route("nsb", "x", "host: h.example.test, path: /c", ""), RouteStale},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := NewLoader()
+			served := route("nsb", "x", "host: h.example.test, path: /a", "")
+			l.Commit(load(t, l, []SourceFile{served}))
+			res := load(t, l, []SourceFile{served, rival})
+			if got := statusOf(t, res.Desired, "y").State; got != RouteRejected {
+				t.Fatalf("the rival is %s, want rejected", got)
+			}
+			l.Commit(res)
+			for i := range 2 { // and again, from the state that committed
+				res = load(t, l, []SourceFile{c.x, rival})
+				if got := statusOf(t, res.Desired, "x").State; got != c.want {
+					t.Errorf("load %d: x is %s, want %s: %v", i, got, c.want, res.Diagnostics)
+				}
+				if got := statusOf(t, res.Desired, "y").State; got != RouteRejected {
+					t.Errorf("load %d: the rival is %s, want rejected", i, got)
+				}
+				l.Commit(res)
+			}
+		})
+	}
+}
