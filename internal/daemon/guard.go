@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -67,13 +68,14 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 	default:
 		return holdNothing
 	}
-	dropped, names, held := droppedRoutes(prev, next.Desired.Routes)
+	dropped, names, held := droppedRoutes(prev, next.Desired.Routes, d.rivals())
 	cut := ""
 	if snap.Mode == snapshot.ModePlain {
 		cut = cutOff(snap, d.desiredFrom)
 	}
 	if (dropped == 0 || !d.guarded(snap.Mode, dropped, len(prev))) && cut == "" {
 		d.releaseGuard()
+		d.loader.PreferWinners(nil) // what a hold kept is not served any more
 		return holdNothing
 	}
 	kind := holdDrops
@@ -91,6 +93,7 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 		d.log.Warn("deletion guard: the directory stayed the same for the quiet period; applying",
 			"dropped", dropped, "of", len(prev), "stable_for", now.Sub(g.since).Round(time.Millisecond))
 		d.releaseGuard()
+		d.loader.PreferWinners(nil)
 		return holdNothing
 	}
 	g.at = g.since.Add(d.opts.DeletionQuiet)
@@ -122,11 +125,14 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 		return gen, false
 	}
 	next := gen.state.Desired
-	claimed := sync.OnceValue(func() map[string]bool { return claims(next.Routes) })
+	rivals := d.rivals()
+	claimed := sync.OnceValue(func() map[string]bool { return claims(next.Routes, rivals) })
 	// Both in key order: merged in key order, as a Desired's must be.
 	prev := d.desired.Desired.Routes
 	routes := make([]*model.AdmittedRoute, 0, len(next.Routes))
 	kept := 0
+	var keptKeys []model.RouteKey
+	keptClaims := map[string]bool{}
 	for i, j := 0, 0; i < len(prev) || j < len(next.Routes); {
 		var p, c *model.AdmittedRoute
 		switch {
@@ -141,6 +147,8 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 		case p != nil && isDropped(p, c, claimed):
 			routes = append(routes, p) // kept as served
 			kept++
+			keptKeys = append(keptKeys, p.Key)
+			keptClaims[p.Claim()] = true
 		case c != nil:
 			routes = append(routes, c)
 		}
@@ -148,8 +156,34 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 	if kept == 0 {
 		return gen, true // nothing it drops needs keeping: it applies as it is
 	}
+	// A rival the served state rejected waits while the route it lost to
+	// is held, rather than share its host; and the next admission takes
+	// the held routes as served, so that one coming back (a teardown
+	// republished) keeps its claims.
+	waiting := map[model.RouteKey]bool{}
+	routes = slices.DeleteFunc(routes, func(r *model.AdmittedRoute) bool {
+		if rivals[r.Key] && keptClaims[r.Claim()] {
+			waiting[r.Key] = true
+			return true
+		}
+		return false
+	})
+	d.loader.PreferWinners(keptKeys)
 	merged := *next
 	merged.Routes = routes
+	if len(waiting) > 0 {
+		// Shown as what they are, rejected still: the next hold reads
+		// the rivals from these statuses.
+		merged.Statuses = slices.Clone(merged.Statuses)
+		for i, st := range merged.Statuses {
+			if waiting[st.Key] {
+				cp := *st
+				cp.State = model.RouteRejected
+				cp.Reasons = append(slices.Clip(cp.Reasons), "its host is held by the deletion guard for the route it lost to, deleted from the directory; it is served if that stays deleted for the quiet period")
+				merged.Statuses[i] = &cp
+			}
+		}
+	}
 	g, err := d.withPool(gen, &merged, d.refill)
 	if err != nil {
 		d.recordError(err)
@@ -159,11 +193,34 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 	return g, true
 }
 
-// claims is the set of what routes claim in the maps (AdmittedRoute.Claim).
-func claims(routes []*model.AdmittedRoute) map[string]bool {
+// claims is the set of what routes claim in the maps (AdmittedRoute.Claim),
+// rivals left out.
+func claims(routes []*model.AdmittedRoute, rivals map[model.RouteKey]bool) map[string]bool {
 	out := make(map[string]bool, len(routes))
 	for _, r := range routes {
-		out[r.Claim()] = true
+		if !rivals[r.Key] {
+			out[r.Claim()] = true
+		}
+	}
+	return out
+}
+
+// rivals are the routes the state served rejected: one that claims a
+// dropped route's host is no rename or move of it but a rival that lost
+// to it, and the drop is a deletion the guard holds (a teardown must not
+// hand a served host to its rival).
+func (d *Daemon) rivals() map[model.RouteKey]bool {
+	if d.desired.Desired == nil {
+		return nil
+	}
+	var out map[model.RouteKey]bool
+	for _, st := range d.desired.Desired.Statuses {
+		if st.State == model.RouteRejected {
+			if out == nil {
+				out = map[model.RouteKey]bool{}
+			}
+			out[st.Key] = true
+		}
 	}
 	return out
 }
@@ -214,8 +271,8 @@ func (d *Daemon) releaseGuard() {
 // they had one. Both are in namespace/name order, as admission produces
 // them. It names up to a few of them for the log, and all of them in key,
 // which stays the same while the same routes are dropped.
-func droppedRoutes(prev, cur []*model.AdmittedRoute) (n int, names, key string) {
-	claimed := sync.OnceValue(func() map[string]bool { return claims(cur) }) // only once something is gone
+func droppedRoutes(prev, cur []*model.AdmittedRoute, rivals map[model.RouteKey]bool) (n int, names, key string) {
+	claimed := sync.OnceValue(func() map[string]bool { return claims(cur, rivals) }) // only once something is gone
 	var shown []string
 	var all strings.Builder
 	for p, c := range model.ChangedByKey(prev, cur, model.RouteKeyOf) {

@@ -334,8 +334,12 @@ type candidate struct {
 	valid int
 	// incumbent is set by decideConflicts when the route served, in the
 	// last committed admission, a version that claims what it claims now
-	// (lastGood.servedClaim).
+	// (lastGood.servedClaim), or is preferred.
 	incumbent bool
+	// preferred is set for the routes the daemon says it serves
+	// (Loader.PreferWinners): ranked before the last good state's, which
+	// a deletion guard's hold or a restart leaves behind what serves.
+	preferred bool
 	// st is the route's status (statusOf).
 	st *RouteStatus
 }
@@ -621,7 +625,8 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool, lg *las
 		return
 	}
 	for _, c := range byAge {
-		c.incumbent = lg.servedClaim(c.admitted) || sc.preferred[c.admitted.Key]
+		c.preferred = sc.preferred[c.admitted.Key]
+		c.incumbent = c.preferred || lg.servedClaim(c.admitted)
 	}
 	sc.preferred = nil
 	sc.spare, sc.conflictIn, sc.conflictInterNS = sc.conflictIn, keys, interNS
@@ -642,6 +647,11 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool, lg *las
 	// file could take a served host, and its route down.
 	slices.SortFunc(byAge, func(a, b *candidate) int {
 		switch {
+		case a.preferred != b.preferred:
+			if a.preferred {
+				return -1
+			}
+			return 1
 		case a.incumbent != b.incumbent:
 			if a.incumbent {
 				return -1

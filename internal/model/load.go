@@ -250,10 +250,13 @@ func (l *Loader) Settings() *Settings { return l.prev }
 
 // PreferWinners makes routes keys the winners of the last decision for
 // the next admission that decides conflicts, as if they had served their
-// claims: a restart restores what the last run served, whose decisions
-// the new process has not seen (Result.ConflictWinners).
+// claims (none: forgets earlier ones): a restart restores what the last
+// run served, whose decisions the new process has not seen
+// (Result.ConflictWinners), and the deletion guard serves routes the
+// directory no longer has.
 func (l *Loader) PreferWinners(keys []RouteKey) {
 	if len(keys) == 0 {
+		l.scratch.preferred = nil
 		return
 	}
 	l.scratch.preferred = make(map[RouteKey]bool, len(keys))

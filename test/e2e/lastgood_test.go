@@ -490,3 +490,55 @@ func TestServedRouteKeepsItsHostAcrossRestart(t *testing.T) {
 	r.routeStatus("steal", model.RouteRejected)
 	r.serves("shop.e2e.test", "/", "shop")
 }
+
+// A tree published half (a teardown) without a served route's file, while
+// a rival of another namespace with an older creationTimestamp waits on
+// its host: the deletion guard holds the route, the rival stays out, and
+// the whole tree published again serves the route as before.
+func TestTeardownDoesNotHandAHostToItsRival(t *testing.T) {
+	r := newRouter(t)
+	r.deletionQuiet = 10 * time.Second
+	shop, steal, other := startBackend(t, "shop"), startBackend(t, "steal"), startBackend(t, "other")
+	w := publish.NewAtomicWriter(r.dir)
+	shopYAML := strings.Replace(routeYAML("shop", "shop.e2e.test", "", "shop"), "namespace: e2e", "namespace: team5", 1)
+	stealYAML := strings.Replace(routeYAML("steal", "shop.e2e.test", "", "steal"), "namespace: e2e",
+		"namespace: e2e\n  creationTimestamp: \"2000-01-01T00:00:00Z\"", 1)
+	// Half a tree lacks shop's file and other's: more than half the
+	// routes, which the guard holds in any watch mode.
+	tree := func(whole bool) map[string][]byte {
+		f := files(
+			"router.yaml", r.routerConfig(""),
+			"endpoints.yaml", join(strings.Replace(endpointsYAML("shop", shop), "namespace: e2e", "namespace: team5", 1),
+				endpointsYAML("steal", steal), endpointsYAML("other", other)),
+		)
+		if whole {
+			f["shop.yaml"] = []byte(shopYAML)
+			f["other.yaml"] = []byte(routeYAML("other", "other.e2e.test", "", "other"))
+		}
+		f["steal.yaml"] = []byte(stealYAML)
+		return f
+	}
+	first := tree(true)
+	delete(first, "steal.yaml")
+	must(t, w.Publish(first))
+	r.start("atomic")
+	r.serves("shop.e2e.test", "/", "shop")
+	must(t, w.Publish(tree(true)))
+	r.routeStatus("steal", model.RouteRejected)
+
+	must(t, w.Publish(tree(false)))
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if got, err := r.get("shop.e2e.test", "/"); err != nil || got != "shop" {
+			t.Fatalf("while the teardown is held: shop.e2e.test answered by %q (%v), want shop", got, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	must(t, w.Publish(tree(true)))
+	r.routeStatus("steal", model.RouteRejected)
+	r.serves("shop.e2e.test", "/", "shop")
+	time.Sleep(12 * time.Second) // past the quiet period
+	if got, err := r.get("shop.e2e.test", "/"); err != nil || got != "shop" {
+		t.Errorf("after the quiet period: shop.e2e.test answered by %q (%v), want shop", got, err)
+	}
+}
