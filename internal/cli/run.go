@@ -75,6 +75,15 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "haroute run: --watch-mode: %v\n", err)
 		return ExitUsage
 	}
+	// Absolute from here on: HAProxy's command line names them so, and
+	// the reaper left behind at a stop finds HAProxy by them. Relative,
+	// it found no HAProxy of that run dir and left it running for good.
+	for _, dir := range []*string{&f.configDir, &f.runDir, &f.stateDir} {
+		if *dir, err = filepath.Abs(*dir); err != nil {
+			fmt.Fprintf(stderr, "haroute run: %v\n", err)
+			return ExitUsage
+		}
+	}
 
 	// Signals become events here, at the edge: SIGTERM/SIGINT stop the
 	// daemon (see serve), SIGHUP asks for a resync on a capacity-1 channel.

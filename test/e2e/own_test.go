@@ -333,3 +333,33 @@ func TestTakenMetricsAddressDoesNotStopRouting(t *testing.T) {
 		return err
 	})
 }
+
+// A haroute started with a relative --run-dir leaves a reaper that finds
+// its HAProxy at the stop: relative, the reaper compared the path with
+// HAProxy's command line, found no HAProxy of that run dir, and left it
+// running (with the ports) for good.
+func TestReaperStopsHAProxyOfARelativeRunDir(t *testing.T) {
+	r := newRouter(t)
+	must(t, publish.NewAtomicWriter(r.dir).Publish(oneRoute(r, startBackend(t, "one"))))
+	bin := buildHaroute(t)
+	// Both relative to the run dir's parent (short, as the sockets' paths
+	// must be): the reaper is given the run dir and the config in it.
+	state := filepath.Base(r.runDir) + "-state"
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(filepath.Dir(r.runDir), state)) })
+	cmd := exec.Command(bin, "run", "--haproxy", testutil.HAProxy(t), "--config-dir", r.dir,
+		"--run-dir", filepath.Base(r.runDir), "--state-dir", state,
+		"--metrics-address", "", "--handover-grace", "1s")
+	cmd.Dir = filepath.Dir(r.runDir)
+	must(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	r.serves("one.e2e.test", "/", "one")
+	master := testenv.ShowProc(t, r.runDir).Master.PID
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	_ = cmd.Wait()
+	r.eventually(20*time.Second, "the reaper stops the HAProxy left behind", func() error {
+		if err := syscall.Kill(master, 0); err == nil {
+			return fmt.Errorf("master %d still running", master)
+		}
+		return nil
+	})
+}
