@@ -135,7 +135,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	if s.HTTPSPort == 443 {
 		// OpenShift's Location: the Host header without its port, and
 		// the request's URL.
-		w.line("  http-request redirect location https://%[req.hdr(host),regsub(:[0-9]+$,,)]%[url] code 302 if { var(txn.be) -m str ", RedirectValue, " }")
+		w.line("  http-request redirect location https://%[req.fhdr(host),regsub(:[0-9]+$,,)]%[url] code 302 if { var(txn.be) -m str ", RedirectValue, " }")
 	} else {
 		// HTTPS on another port: the Location names it, or the
 		// redirect would lead nowhere.
@@ -451,8 +451,10 @@ func noTrafficLog(w *cfgWriter, s *model.Settings) {
 }
 
 // routingHost is the request's host as routing sees it: the Host header
-// lowercased, without its port.
-const routingHost = "req.hdr(host),field(1,:),lower"
+// lowercased, without its port. Read whole (fhdr): hdr splits a value at
+// commas and returns the last part, so "Host: evil.test, app.test" was
+// routed to app.test, whose backend then saw the whole header.
+const routingHost = "req.fhdr(host),field(1,:),lower"
 
 // strippedHeaders matches, as one regular expression, the request headers
 // no client may send through, as OpenShift strips them: httpoxy's Proxy,
@@ -477,7 +479,7 @@ var strippedHeaders = "^(" + strings.ToLower(strings.Join(append([]string{"Proxy
 func routingKey(w *cfgWriter, hostMap string) {
 	w.line("  http-request del-header ", strippedHeaders, " -m reg")
 	w.line("  http-request set-var(txn.be) ", routingHost, ",map_str(", hostMap, ")")
-	w.line("  http-request deny deny_status 400 if !{ var(txn.be) -m found } { req.hdr(host),field(1,:) -m sub / }")
+	w.line("  http-request deny deny_status 400 if !{ var(txn.be) -m found } { req.fhdr(host),field(1,:) -m sub / }")
 	w.line(`  http-request set-var-fmt(txn.key) "%[`, routingHost, `]%[path]`, keyEnd, `" if !{ var(txn.be) -m found }`)
 }
 
@@ -493,6 +495,12 @@ func exactLookup(w *cfgWriter, mapPath string) {
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", mapPath, ") if !{ var(txn.be) -m found }")
 	w.line(`  http-request set-var(txn.be) var(txn.key),regsub(\\./,/),map_beg(`, mapPath,
 		") if !{ var(txn.be) -m found } { var(txn.key),field(1,/) -m end . }")
+	// A request without a path ("OPTIONS *", an absolute URI without
+	// one, CONNECT) goes to its host's root route, as on OpenShift,
+	// whether or not the host has other paths (the host map sends it
+	// there when it has none). Its key holds no path to match.
+	w.line("  http-request set-var(txn.be) ", routingHost, ",concat(/),map_beg(", mapPath,
+		") if !{ var(txn.be) -m found } !{ path_beg / }")
 }
 
 // wildcardLookup consults a wildcard map, keyed on the request host's

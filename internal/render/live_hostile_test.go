@@ -208,3 +208,42 @@ func TestLiveStatsPasswordQuoted(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveRequestsWithoutAPathAndHostLists: a request without a path
+// ("OPTIONS *", an absolute URI without one) goes to its host's root
+// route whether or not the host has other paths, as on OpenShift; a Host
+// header listing several names matches none (HAProxy's req.hdr took the
+// last one, and routed the request there).
+func TestLiveRequestsWithoutAPathAndHostLists(t *testing.T) {
+	named := func(name string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, name) }))
+		t.Cleanup(srv.Close)
+		return srv.Listener.Addr().String()
+	}
+	root, api := named("root"), named("api")
+	s := edgeSettings(t)
+	startEdge(t, s, nil,
+		route("t", "alone", "alone.example.com", "", svc("root", 100, root)),
+		route("t", "root", "paths.example.com", "", svc("root", 100, root)),
+		route("t", "api", "paths.example.com", "/api", svc("api", 100, api)))
+	for _, c := range []struct{ line, host, status, body string }{
+		{"OPTIONS * HTTP/1.1", "alone.example.com", "200", ""},
+		{"OPTIONS * HTTP/1.1", "paths.example.com", "200", ""},
+		{"GET http://paths.example.com HTTP/1.1", "paths.example.com", "200", "root"},
+		{"GET /api/x HTTP/1.1", "paths.example.com", "200", "api"},
+		{"GET /api/x HTTP/1.1", "evil.example.com, paths.example.com", "503", ""},
+		{"GET / HTTP/1.1", "evil.example.com, alone.example.com", "503", ""},
+	} {
+		resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(
+			rawRequest(t, s.HTTPPort, c.line+"\r\nHost: "+c.host+"\r\nConnection: close\r\n\r\n"))), nil)
+		if err != nil {
+			t.Fatalf("%s, Host %s: %v", c.line, c.host, err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		status, body := strconv.Itoa(resp.StatusCode), string(data)
+		if status != c.status || (c.body != "" && body != c.body) {
+			t.Errorf("%s, Host %s: %s %q, want %s %q", c.line, c.host, status, body, c.status, c.body)
+		}
+	}
+}

@@ -292,13 +292,13 @@ func readAll(t *testing.T, resp *http.Response) string {
 func TestRedirectLocationAsOpenShift(t *testing.T) {
 	in := baseInput(t)
 	cfg := string(mustRender(t, in).File(ConfigFile).Bytes())
-	want := "http-request redirect location https://%[req.hdr(host),regsub(:[0-9]+$,,)]%[url] code 302 if { var(txn.be) -m str " + RedirectValue + " }"
+	want := "http-request redirect location https://%[req.fhdr(host),regsub(:[0-9]+$,,)]%[url] code 302 if { var(txn.be) -m str " + RedirectValue + " }"
 	if !strings.Contains(cfg, want) {
 		t.Errorf("HTTPS port 443: no line %q", want)
 	}
 	in.Desired.Router.HTTPSPort = 8443
 	cfg = string(mustRender(t, in).File(ConfigFile).Bytes())
-	if want := "http-request redirect location https://%[req.hdr(host),field(1,:),lower]:8443%[capture.req.uri] code 302"; !strings.Contains(cfg, want) {
+	if want := "http-request redirect location https://%[req.fhdr(host),field(1,:),lower]:8443%[capture.req.uri] code 302"; !strings.Contains(cfg, want) {
 		t.Errorf("HTTPS port 8443: no line %q", want)
 	}
 }

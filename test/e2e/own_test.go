@@ -354,6 +354,7 @@ func TestReaperStopsHAProxyOfARelativeRunDir(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	r.serves("one.e2e.test", "/", "one")
 	master := testenv.ShowProc(t, r.runDir).Master.PID
+	t.Cleanup(func() { _ = syscall.Kill(master, syscall.SIGKILL) }) // should the reaper fail
 	must(t, cmd.Process.Signal(syscall.SIGTERM))
 	_ = cmd.Wait()
 	r.eventually(20*time.Second, "the reaper stops the HAProxy left behind", func() error {
