@@ -370,7 +370,7 @@ const reloadWatch = 250 * time.Millisecond
 // confirmed by polling the master, which would otherwise go on until the
 // caller's deadline (minutes) while nothing serves and the daemon, busy
 // with the reload, restarts nothing. A master or worker stopped by a
-// signal (SIGSTOP, a debugger, a frozen cgroup) is resumed meanwhile, as
+// signal (SIGSTOP, a debugger) is resumed meanwhile, as
 // the daemon's housekeeping does between changes, since it waits behind
 // the reload too.
 func (p *Process) watchReload(ctx context.Context) (context.Context, func()) {

@@ -59,7 +59,8 @@ type admitScratch struct {
 	claimants map[string]int32
 	// preferred, when set, are routes to take as served in the next full
 	// decision, besides those the last good state served: a restart's
-	// saved winners (Loader.PreferWinners).
+	// saved winners, the routes the deletion guard holds
+	// (Loader.PreferWinners).
 	preferred map[RouteKey]bool
 
 	// external is set when a candidate of the last validateRoutes names
@@ -337,8 +338,9 @@ type candidate struct {
 	// (lastGood.servedClaim), or is preferred.
 	incumbent bool
 	// preferred is set for the routes the daemon says it serves
-	// (Loader.PreferWinners): ranked before the last good state's, which
-	// a deletion guard's hold or a restart leaves behind what serves.
+	// (Loader.PreferWinners), ranked before the last good state's: at a
+	// restart, and while the deletion guard holds a route the directory
+	// dropped, that state lags behind what serves.
 	preferred bool
 	// st is the route's status (statusOf).
 	st *RouteStatus
