@@ -157,28 +157,33 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 		return gen, true // nothing it drops needs keeping: it applies as it is
 	}
 	// A rival the served state rejected waits while the route it lost to
-	// is held, rather than share its host; and the next admission takes
+	// is held, rather than share its host (one that was stale keeps
+	// serving the version it served); and the next admission takes
 	// the held routes as served, so that one coming back (a teardown
 	// republished) keeps its claims.
-	waiting := map[model.RouteKey]bool{}
-	routes = slices.DeleteFunc(routes, func(r *model.AdmittedRoute) bool {
-		if rivals[r.Key] && keptClaims[r.Claim()] {
-			waiting[r.Key] = true
-			return true
+	waiting := map[model.RouteKey]model.RouteState{}
+	for i, r := range routes {
+		if !rivals[r.Key] || !keptClaims[r.Claim()] {
+			continue
 		}
-		return false
-	})
+		waiting[r.Key] = model.RouteRejected
+		routes[i] = nil
+		if at, ok := slices.BinarySearchFunc(prev, r.Key, func(p *model.AdmittedRoute, k model.RouteKey) int { return p.Key.Compare(k) }); ok && !keptClaims[prev[at].Claim()] {
+			waiting[r.Key], routes[i] = model.RouteStale, prev[at]
+		}
+	}
+	routes = slices.DeleteFunc(routes, func(r *model.AdmittedRoute) bool { return r == nil })
 	d.loader.PreferWinners(keptKeys)
 	merged := *next
 	merged.Routes = routes
 	if len(waiting) > 0 {
-		// Shown as what they are, rejected still: the next hold reads
-		// the rivals from these statuses.
+		// Shown as what they are, rejected or stale still: the next
+		// hold reads the rivals from these statuses.
 		merged.Statuses = slices.Clone(merged.Statuses)
 		for i, st := range merged.Statuses {
-			if waiting[st.Key] {
+			if state, ok := waiting[st.Key]; ok {
 				cp := *st
-				cp.State = model.RouteRejected
+				cp.State = state
 				cp.Reasons = append(slices.Clip(cp.Reasons), "its host is held by the deletion guard for the route it lost to, deleted from the directory; it is served if that stays deleted for the quiet period")
 				merged.Statuses[i] = &cp
 			}
@@ -205,17 +210,26 @@ func claims(routes []*model.AdmittedRoute, rivals map[model.RouteKey]bool) map[s
 	return out
 }
 
-// rivals are the routes the state served rejected: one that claims a
-// dropped route's host is no rename or move of it but a rival that lost
-// to it, and the drop is a deletion the guard holds (a teardown must not
-// hand a served host to its rival).
+// rivals are the routes whose current version the state served rejected
+// (rejected or stale): one that claims a dropped route's host is no rename
+// or move of it but a rival that lost to it, and the drop is a deletion
+// the guard holds (a teardown must not hand a served host to its rival).
+// Before the first sync after a start, the saved state's.
 func (d *Daemon) rivals() map[model.RouteKey]bool {
-	if d.desired.Desired == nil {
-		return nil
+	switch {
+	case d.desired.Desired != nil:
+		return rivalsOf(d.desired.Desired.Statuses)
+	case d.restored != nil:
+		return d.restored.rivals
 	}
+	return nil
+}
+
+// rivalsOf returns the routes of statuses that are rejected or stale.
+func rivalsOf(statuses []*model.RouteStatus) map[model.RouteKey]bool {
 	var out map[model.RouteKey]bool
-	for _, st := range d.desired.Desired.Statuses {
-		if st.State == model.RouteRejected {
+	for _, st := range statuses {
+		if st.State == model.RouteRejected || st.State == model.RouteStale {
 			if out == nil {
 				out = map[model.RouteKey]bool{}
 			}

@@ -80,6 +80,9 @@ type saved struct {
 	// read at start is compared with by the deletion guard.
 	routes  []*model.AdmittedRoute
 	winners []model.RouteKey
+	// rivals are the saved state's rejected and stale routes (rivalsOf),
+	// for the deletion guard before the first sync.
+	rivals map[model.RouteKey]bool
 }
 
 // saveRequest is one state to save: the files as accepted, the anchors
@@ -486,7 +489,8 @@ func (d *Daemon) restore() {
 		}
 		d.loader.Load(first)
 	}
-	sv.routes = d.loader.Load(sv.files).Desired.Routes
+	res := d.loader.Load(sv.files)
+	sv.routes, sv.rivals = res.Desired.Routes, rivalsOf(res.Desired.Statuses)
 	if settings != nil {
 		d.loader.RestoreSettings(*settings)
 	}

@@ -481,6 +481,12 @@ func routingKey(w *cfgWriter, hostMap string) {
 	w.line("  http-request set-var(txn.be) ", routingHost, ",map_str(", hostMap, ")")
 	w.line("  http-request deny deny_status 400 if !{ var(txn.be) -m found } { req.fhdr(host),field(1,:) -m sub / }")
 	w.line(`  http-request set-var-fmt(txn.key) "%[`, routingHost, `]%[path]`, keyEnd, `" if !{ var(txn.be) -m found }`)
+	// A request without a path ("OPTIONS *", an absolute URI without
+	// one, CONNECT) is keyed as one for "/", so that it goes to its
+	// host's root route, exact, written with a final dot or wildcard, as
+	// on OpenShift (the host map sends it there when the host has no
+	// other path).
+	w.line(`  http-request set-var-fmt(txn.key) "%[`, routingHost, `]/`, keyEnd, `" if !{ var(txn.be) -m found } !{ path_beg / }`)
 }
 
 // exactLookup looks txn.key up in the exact map, when the host map found
@@ -495,12 +501,6 @@ func exactLookup(w *cfgWriter, mapPath string) {
 	w.line("  http-request set-var(txn.be) var(txn.key),map_beg(", mapPath, ") if !{ var(txn.be) -m found }")
 	w.line(`  http-request set-var(txn.be) var(txn.key),regsub(\\./,/),map_beg(`, mapPath,
 		") if !{ var(txn.be) -m found } { var(txn.key),field(1,/) -m end . }")
-	// A request without a path ("OPTIONS *", an absolute URI without
-	// one, CONNECT) goes to its host's root route, as on OpenShift,
-	// whether or not the host has other paths (the host map sends it
-	// there when it has none). Its key holds no path to match.
-	w.line("  http-request set-var(txn.be) ", routingHost, ",concat(/),map_beg(", mapPath,
-		") if !{ var(txn.be) -m found } !{ path_beg / }")
 }
 
 // wildcardLookup consults a wildcard map, keyed on the request host's

@@ -222,14 +222,19 @@ func TestLiveRequestsWithoutAPathAndHostLists(t *testing.T) {
 	}
 	root, api := named("root"), named("api")
 	s := edgeSettings(t)
+	s.AllowWildcardRoutes = true
 	startEdge(t, s, nil,
 		route("t", "alone", "alone.example.com", "", svc("root", 100, root)),
 		route("t", "root", "paths.example.com", "", svc("root", 100, root)),
-		route("t", "api", "paths.example.com", "/api", svc("api", 100, api)))
+		route("t", "api", "paths.example.com", "/api", svc("api", 100, api)),
+		route("t", "wild", "www.wild.example.com", "", svc("root", 100, root), wildcard))
 	for _, c := range []struct{ line, host, status, body string }{
 		{"OPTIONS * HTTP/1.1", "alone.example.com", "200", ""},
 		{"OPTIONS * HTTP/1.1", "paths.example.com", "200", ""},
+		{"OPTIONS * HTTP/1.1", "paths.example.com.", "200", ""},
+		{"OPTIONS * HTTP/1.1", "x.wild.example.com", "200", ""},
 		{"GET http://paths.example.com HTTP/1.1", "paths.example.com", "200", "root"},
+		{"GET http://x.wild.example.com HTTP/1.1", "x.wild.example.com", "200", "root"},
 		{"GET /api/x HTTP/1.1", "paths.example.com", "200", "api"},
 		{"GET /api/x HTTP/1.1", "evil.example.com, paths.example.com", "503", ""},
 		{"GET / HTTP/1.1", "evil.example.com, alone.example.com", "503", ""},

@@ -494,18 +494,33 @@ func TestServedRouteKeepsItsHostAcrossRestart(t *testing.T) {
 // A tree published half (a teardown) without a served route's file, while
 // a rival of another namespace with an older creationTimestamp waits on
 // its host: the deletion guard holds the route, the rival stays out, and
-// the whole tree published again serves the route as before.
+// the whole tree published again serves the route as before. The same
+// holds when haroute restarts during the hold, and when the rival is
+// stale (its last good version serves another host, its current version
+// claims this one): it keeps serving the other host.
 func TestTeardownDoesNotHandAHostToItsRival(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		restart, staleRv bool
+	}{{"rejected rival", false, false}, {"restart during the hold", true, false}, {"stale rival", false, true}} {
+		t.Run(c.name, func(t *testing.T) { teardownWithRival(t, c.restart, c.staleRv) })
+	}
+}
+
+func teardownWithRival(t *testing.T, restart, staleRival bool) {
 	r := newRouter(t)
 	r.deletionQuiet = 10 * time.Second
 	shop, steal, other := startBackend(t, "shop"), startBackend(t, "steal"), startBackend(t, "other")
 	w := publish.NewAtomicWriter(r.dir)
 	shopYAML := strings.Replace(routeYAML("shop", "shop.e2e.test", "", "shop"), "namespace: e2e", "namespace: team5", 1)
-	stealYAML := strings.Replace(routeYAML("steal", "shop.e2e.test", "", "steal"), "namespace: e2e",
-		"namespace: e2e\n  creationTimestamp: \"2000-01-01T00:00:00Z\"", 1)
+	// In namespace e2e, which also sorts before team5.
+	stealRoute := func(host string) string {
+		return strings.Replace(routeYAML("steal", host, "", "steal"), "namespace: e2e",
+			"namespace: e2e\n  creationTimestamp: \"2000-01-01T00:00:00Z\"", 1)
+	}
 	// Half a tree lacks shop's file and other's: more than half the
 	// routes, which the guard holds in any watch mode.
-	tree := func(whole bool) map[string][]byte {
+	tree := func(whole bool, stealHost string) map[string][]byte {
 		f := files(
 			"router.yaml", r.routerConfig(""),
 			"endpoints.yaml", join(strings.Replace(endpointsYAML("shop", shop), "namespace: e2e", "namespace: team5", 1),
@@ -515,27 +530,46 @@ func TestTeardownDoesNotHandAHostToItsRival(t *testing.T) {
 			f["shop.yaml"] = []byte(shopYAML)
 			f["other.yaml"] = []byte(routeYAML("other", "other.e2e.test", "", "other"))
 		}
-		f["steal.yaml"] = []byte(stealYAML)
+		if stealHost != "" {
+			f["steal.yaml"] = []byte(stealRoute(stealHost))
+		}
 		return f
 	}
-	first := tree(true)
-	delete(first, "steal.yaml")
-	must(t, w.Publish(first))
+	must(t, w.Publish(tree(true, "")))
 	r.start("atomic")
 	r.serves("shop.e2e.test", "/", "shop")
-	must(t, w.Publish(tree(true)))
-	r.routeStatus("steal", model.RouteRejected)
+	rivalState := model.RouteRejected
+	if staleRival {
+		// Served on a host of its own, then moved onto shop's: it loses,
+		// and its last good version serves on.
+		must(t, w.Publish(tree(true, "steal.e2e.test")))
+		r.serves("steal.e2e.test", "/", "steal")
+		rivalState = model.RouteStale
+	}
+	must(t, w.Publish(tree(true, "shop.e2e.test")))
+	r.routeStatus("steal", rivalState)
+	time.Sleep(500 * time.Millisecond) // the save runs off the loop
 
-	must(t, w.Publish(tree(false)))
+	must(t, w.Publish(tree(false, "shop.e2e.test")))
+	if restart {
+		time.Sleep(300 * time.Millisecond) // the hold begins
+		r.stop()
+		r.start("atomic")
+	}
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
 		if got, err := r.get("shop.e2e.test", "/"); err != nil || got != "shop" {
 			t.Fatalf("while the teardown is held: shop.e2e.test answered by %q (%v), want shop", got, err)
 		}
+		if staleRival {
+			if got, err := r.get("steal.e2e.test", "/"); err != nil || got != "steal" {
+				t.Fatalf("while the teardown is held: the stale rival's host answered by %q (%v), want steal", got, err)
+			}
+		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	must(t, w.Publish(tree(true)))
-	r.routeStatus("steal", model.RouteRejected)
+	must(t, w.Publish(tree(true, "shop.e2e.test")))
+	r.routeStatus("steal", rivalState)
 	r.serves("shop.e2e.test", "/", "shop")
 	time.Sleep(12 * time.Second) // past the quiet period
 	if got, err := r.get("shop.e2e.test", "/"); err != nil || got != "shop" {
