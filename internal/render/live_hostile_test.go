@@ -236,8 +236,9 @@ func TestLiveRequestsWithoutAPathAndHostLists(t *testing.T) {
 		{"GET http://paths.example.com HTTP/1.1", "paths.example.com", "200", "root"},
 		{"GET http://x.wild.example.com HTTP/1.1", "x.wild.example.com", "200", "root"},
 		{"GET /api/x HTTP/1.1", "paths.example.com", "200", "api"},
-		{"GET /api/x HTTP/1.1", "evil.example.com, paths.example.com", "503", ""},
-		{"GET / HTTP/1.1", "evil.example.com, alone.example.com", "503", ""},
+		// No route: 503 on HAProxy 2.6; 3.0 refuses such a Host itself (400).
+		{"GET /api/x HTTP/1.1", "evil.example.com, paths.example.com", "none", ""},
+		{"GET / HTTP/1.1", "evil.example.com, alone.example.com", "none", ""},
 	} {
 		resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(
 			rawRequest(t, s.HTTPPort, c.line+"\r\nHost: "+c.host+"\r\nConnection: close\r\n\r\n"))), nil)
@@ -247,6 +248,9 @@ func TestLiveRequestsWithoutAPathAndHostLists(t *testing.T) {
 		data, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		status, body := strconv.Itoa(resp.StatusCode), string(data)
+		if c.status == "none" && (status == "503" || status == "400") {
+			continue
+		}
 		if status != c.status || (c.body != "" && body != c.body) {
 			t.Errorf("%s, Host %s: %s %q, want %s %q", c.line, c.host, status, body, c.status, c.body)
 		}
