@@ -146,6 +146,15 @@ func (r *router) publish(tr *tree) time.Time {
 	return time.Now()
 }
 
+// publishOn publishes a tree of routes routes, each served by b alone,
+// and returns it.
+func (r *router) publishOn(routes int, b *backend) *tree {
+	r.t.Helper()
+	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(b)} })
+	r.publish(tr)
+	return tr
+}
+
 // start runs the daemon on what was published and waits until it is ready.
 // Logs go to the results directory, if any, else nowhere.
 func (r *router) start(name string) {

@@ -33,8 +33,7 @@ func TestBenchLeanChange10k(t *testing.T) {
 	}
 	r := newRouter(t)
 	base, added, raw := startBackend(t, "base"), startBackend(t, "added"), startBackend(t, "raw")
-	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
-	r.publish(tr)
+	tr := r.publishOn(routes, base)
 	r.start("lean10k")
 	if _, err := r.untilServed(hostName(routes-1), "base", 2*time.Minute); err != nil {
 		t.Fatal(err)

@@ -24,8 +24,7 @@ func TestBenchReloadPath(t *testing.T) {
 	const routes, swaps = 1000, 20
 	r := newRouter(t)
 	base := startBackend(t, "base")
-	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
-	r.publish(tr)
+	tr := r.publishOn(routes, base)
 	r.start("reload")
 	if _, err := r.untilServed(hostName(0), "base", 30*time.Second); err != nil {
 		t.Fatal(err)
@@ -94,8 +93,7 @@ func TestBenchRuntimePath1k(t *testing.T) {
 	const routes = 1000
 	r := newRouter(t)
 	base, added, batch := startBackend(t, "base"), startBackend(t, "added"), startBackend(t, "batch")
-	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
-	r.publish(tr)
+	tr := r.publishOn(routes, base)
 	r.start("runtime1k")
 	if _, err := r.untilServed(hostName(0), "base", 30*time.Second); err != nil {
 		t.Fatal(err)
@@ -150,8 +148,7 @@ func TestBenchRuntimePath10k(t *testing.T) {
 	// Default maxConnections: the daemon derives what fits the fd limit,
 	// leaving room for HAProxy's one descriptor per server.
 	base, added := startBackend(t, "base"), startBackend(t, "added")
-	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
-	r.publish(tr)
+	tr := r.publishOn(routes, base)
 	startAt := time.Now()
 	r.start("runtime10k")
 	if _, err := r.untilServed(hostName(routes-1), "base", 2*time.Minute); err != nil {
@@ -252,8 +249,7 @@ func TestBenchLongLivedWorkers(t *testing.T) {
 	const routes, conns, changes = 100, 500, 100
 	r := newRouter(t)
 	base, alt := startBackend(t, "base"), startBackend(t, "alt")
-	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
-	r.publish(tr)
+	tr := r.publishOn(routes, base)
 	r.start("longlived")
 	if _, err := r.untilServed(hostName(0), "base", 30*time.Second); err != nil {
 		t.Fatal(err)

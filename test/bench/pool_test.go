@@ -27,8 +27,7 @@ func TestBenchMixedChanges(t *testing.T) {
 	const routes, changes = 1000, 1000
 	r := newRouter(t)
 	base, alt := startBackend(t, "base"), startBackend(t, "alt")
-	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
-	r.publish(tr)
+	tr := r.publishOn(routes, base)
 	r.start("mixed")
 	if _, err := r.untilServed(hostName(routes-1), "base", time.Minute); err != nil {
 		t.Fatal(err)
@@ -123,8 +122,7 @@ func TestBenchRouteAddsLongLived(t *testing.T) {
 	const routes, conns, adds = 1000, 500, 100
 	r := newRouter(t)
 	base := startBackend(t, "base")
-	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
-	r.publish(tr)
+	tr := r.publishOn(routes, base)
 	r.start("routeadds")
 	if _, err := r.untilServed(hostName(0), "base", 30*time.Second); err != nil {
 		t.Fatal(err)

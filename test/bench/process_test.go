@@ -25,8 +25,7 @@ func TestBenchControllerProcess(t *testing.T) {
 	const routes, changes, every, adds = 10000, 1000, 100, 200
 	r := newRouter(t)
 	base, added := startBackend(t, "base"), startBackend(t, "added")
-	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
-	r.publish(tr)
+	tr := r.publishOn(routes, base)
 	bin := buildHaroute(t)
 	startAt := time.Now()
 	pid := r.startProcess(t, bin)
@@ -81,8 +80,7 @@ func TestBenchStartProcess(t *testing.T) {
 	const routes, rounds = 10000, 5
 	r := newRouter(t)
 	base := startBackend(t, "base")
-	tr := newTree("bench", routes, func(int) []endpoint { return []endpoint{endpointOf(base)} })
-	r.publish(tr)
+	r.publishOn(routes, base)
 	bin := buildHaroute(t)
 	host := hostName(routes - 1)
 	var mine, hand []time.Duration
