@@ -68,7 +68,7 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 	default:
 		return holdNothing
 	}
-	dropped, names, held := droppedRoutes(prev, next.Desired.Routes, d.rivals())
+	dropped, names, held := droppedRoutes(prev, next.Desired.Routes, d.rivals)
 	cut := ""
 	if snap.Mode == snapshot.ModePlain {
 		cut = cutOff(snap, d.desiredFrom)
@@ -285,8 +285,10 @@ func (d *Daemon) releaseGuard() {
 // they had one. Both are in namespace/name order, as admission produces
 // them. It names up to a few of them for the log, and all of them in key,
 // which stays the same while the same routes are dropped.
-func droppedRoutes(prev, cur []*model.AdmittedRoute, rivals map[model.RouteKey]bool) (n int, names, key string) {
-	claimed := sync.OnceValue(func() map[string]bool { return claims(cur, rivals) }) // only once something is gone
+func droppedRoutes(prev, cur []*model.AdmittedRoute, rivals func() map[model.RouteKey]bool) (n int, names, key string) {
+	// Only once something is gone: every change passes here, and both
+	// walk all the routes.
+	claimed := sync.OnceValue(func() map[string]bool { return claims(cur, rivals()) })
 	var shown []string
 	var all strings.Builder
 	for p, c := range model.ChangedByKey(prev, cur, model.RouteKeyOf) {
