@@ -57,6 +57,12 @@ type admitScratch struct {
 	// claimants counts the conflictIn keys claiming each host; nil when
 	// a wildcard route was among them (see conflictsFromLast).
 	claimants map[string]int32
+	// contested caches contestedWinners for the decision whose losses
+	// are contestedOf: a decision replayed at every change keeps its
+	// conflictOut slice, and every new decision makes a new one (the one
+	// held here cannot be reallocated under it).
+	contested   []RouteKey
+	contestedOf []conflictLoss
 	// preferred, when set, are routes to take as served in the next full
 	// decision, besides those the last good state served: a restart's
 	// saved winners, the routes the deletion guard holds
@@ -984,6 +990,9 @@ func (sc *admitScratch) contestedWinners() []RouteKey {
 	if len(sc.conflictOut) == 0 {
 		return nil
 	}
+	if sameSlice(sc.conflictOut, sc.contestedOf) {
+		return sc.contested
+	}
 	lost := make(map[int]bool, len(sc.conflictOut))
 	hosts := make(map[string]bool, 2*len(sc.conflictOut))
 	for _, l := range sc.conflictOut {
@@ -998,6 +1007,7 @@ func (sc *admitScratch) contestedWinners() []RouteKey {
 			out = append(out, k.key)
 		}
 	}
+	sc.contested, sc.contestedOf = out, sc.conflictOut
 	return out
 }
 
