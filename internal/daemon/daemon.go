@@ -127,6 +127,12 @@ type Daemon struct {
 	// file keeps its objects; lastHash is the last snapshot processed.
 	lastFiles map[string]model.SourceFile
 	lastHash  string
+	// writeRetryAt is when a generation that did not reach the disk (a
+	// full or read-only state dir) is tried again, zero when none waits:
+	// space that returns should not wait for the next resync.
+	// writeFailures counts the failures in a row.
+	writeRetryAt  time.Time
+	writeFailures int
 	// desiredFrom and appliedFrom are the snapshots behind desired and
 	// applied: status names what HAProxy runs, never a refused candidate.
 	desiredFrom, appliedFrom *snapshot.Snapshot
@@ -258,9 +264,13 @@ func New(opts Options) (*Daemon, error) {
 			return nil, fmt.Errorf("create %s: %w", dir, err)
 		}
 		// MkdirAll leaves an existing directory's mode alone; the sockets
-		// and keys inside must not be reachable by others.
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("chmod %s: %w", dir, err)
+		// and keys inside must not be reachable by others. A directory
+		// that has the mode already is left alone: on a read-only state
+		// disk a restart still takes HAProxy over on the files there.
+		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+			if err := os.Chmod(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("chmod %s: %w", dir, err)
+			}
 		}
 	}
 	live := filepath.Join(opts.StateDir, "live")
@@ -454,6 +464,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.restarts++
 			}
 		case <-drain.C:
+			if !d.writeRetryAt.IsZero() && time.Now().After(d.writeRetryAt) {
+				d.writeRetryAt = time.Time{}
+				if err := d.sync(ctx, true); err != nil {
+					return err
+				}
+			}
 			d.heal(ctx)
 			d.housekeep(ctx)
 			if err := d.retryUnbound(ctx); err != nil {

@@ -79,6 +79,7 @@ func (d *Daemon) serveRestored(ctx context.Context, why string) error {
 		d.recordError(err)
 		return nil
 	}
+	gen.saved = true
 	_, err = d.advance(ctx, gen)
 	return err
 }

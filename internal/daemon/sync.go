@@ -191,6 +191,9 @@ type generation struct {
 	// drops (withoutDrops): what it serves is not the directory's, and
 	// is not saved as the last good state.
 	held bool
+	// saved is set on the saved last good state served at start
+	// (serveRestored).
+	saved bool
 }
 
 // advance moves HAProxy towards gen. When `haproxy -c` refuses gen, it
@@ -383,6 +386,9 @@ func (d *Daemon) refusedBy(ctx context.Context, next plan.State, err error) []cu
 // written with the running maxconn (gen.maxConnKept) stay marked until a
 // start or reload loads a fresh fit.
 func (d *Daemon) accept(gen generation) {
+	if !gen.saved {
+		d.writeFailures = 0 // the directory's own state reached the disk
+	}
 	d.maxConnKept = d.maxConnKept || gen.maxConnKept
 	d.desired = gen.state
 	d.desiredFrom = gen.snap
@@ -608,8 +614,17 @@ func (d *Daemon) writeFailed(err error) {
 	d.recordError(err)
 	if !errors.As(err, new(rejected)) {
 		d.lastHash = ""
+		// 5 s, doubling up to the resync: a disk that stays full is
+		// not retried (and logged) every few seconds for hours.
+		wait := min(writeRetry<<min(d.writeFailures, 10), max(d.opts.Resync, writeRetry))
+		d.writeFailures++
+		d.writeRetryAt = time.Now().Add(wait)
 	}
 }
+
+// writeRetry is how soon a generation that could not be written is first
+// tried again.
+const writeRetry = 5 * time.Second
 
 func (d *Daemon) writeLive(next plan.State) error {
 	start := time.Now()
@@ -644,7 +659,17 @@ func (d *Daemon) coldStart(ctx context.Context, gen generation) ([]culprit, erro
 	}
 	if err := d.writeLive(gen.state); err != nil {
 		d.writeFailed(err)
-		return nil, nil
+		if d.restored == nil || gen.saved {
+			return nil, nil
+		}
+		// The saved last good state's files are on disk already (an
+		// earlier run wrote them, and stage writes nothing that is
+		// there): starting on them takes an earlier haroute's HAProxy
+		// over, where waiting for space left it serving unsupervised,
+		// or reaped after a stop, every route down.
+		serr := d.serveRestored(ctx, "the new state cannot be written at start")
+		d.recordError(err) // accepting the saved state cleared it
+		return nil, serr
 	}
 	proc, err := d.sup.Start(ctx)
 	if err != nil {

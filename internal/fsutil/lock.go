@@ -21,6 +21,11 @@ var ErrLocked = errors.New("locked by another process")
 // only.
 func TryLock(path string) (f *os.File, holder string, err error) {
 	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if errors.Is(err, unix.EROFS) {
+		// A read-only file system: an flock needs no write access, and
+		// the file is there when an earlier run used the directory.
+		f, err = os.Open(path)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("lock %s: %w", path, err)
 	}

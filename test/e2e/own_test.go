@@ -192,6 +192,89 @@ func TestTakeoverWithRefusedRouteKeepsServing(t *testing.T) {
 	})
 }
 
+// A restart on a full or read-only state disk, after the tree changed,
+// cannot write the new tree's files. haroute then takes the running
+// HAProxy over on the saved last good state, whose files are on disk
+// already, rather than leave it serving unsupervised (or, after a stop,
+// reaped: every route down); the new tree applies once the disk takes
+// writes again, without waiting for the next resync. A 4 MB tmpfs stands
+// for the state disk (root only: CI runs as root).
+func TestRestartOnABrokenStateDiskTakesOverHAProxy(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	for _, tc := range []struct {
+		name       string
+		harm, mend func(t *testing.T, disk string)
+		want       string
+	}{
+		{"full", func(t *testing.T, disk string) { fillDisk(t, filepath.Join(disk, "filler")) },
+			func(t *testing.T, disk string) { must(t, os.Remove(filepath.Join(disk, "filler"))) }, "no space left"},
+		{"read-only", func(t *testing.T, disk string) { mount(t, "-o", "remount,ro", disk) },
+			func(t *testing.T, disk string) { mount(t, "-o", "remount,rw", disk) }, "read-only file system"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			disk := t.TempDir()
+			mount(t, "-t", "tmpfs", "-o", "size=4m", "tmpfs", disk)
+			t.Cleanup(func() { _ = exec.Command("umount", "-l", disk).Run() })
+			r := newRouter(t)
+			o := killWhileServingOn(t, r, filepath.Join(disk, "state"))
+
+			o.gen["two.yaml"] = []byte(routeYAML("two", "two.e2e.test", "", "one"))
+			must(t, o.w.Publish(o.gen))
+			tc.harm(t, disk)
+			second := runHaroute(t, o.bin, o.args...)
+			tookOver(t, r, o.oldMaster)
+			time.Sleep(300 * time.Millisecond)
+			o.traffic.noneFailed(t, "across kill -9 and a restart on a "+tc.name+" state disk")
+			if got, err := r.get("two.e2e.test", "/"); err == nil {
+				t.Fatalf("two.e2e.test answered %q, want it waiting for the disk", got)
+			}
+			r.eventually(10*time.Second, "the write failure in /status", func() error {
+				st, err := status.Fetch(t.Context(), r.metrics)
+				if err != nil {
+					return err
+				}
+				if st.LastError == nil || !strings.Contains(st.LastError.Message, tc.want) {
+					return fmt.Errorf("last error %+v, want %q", st.LastError, tc.want)
+				}
+				return nil
+			})
+
+			tc.mend(t, disk)
+			r.serves("two.e2e.test", "/", "one")
+			r.serves("one.e2e.test", "/", "one")
+			if out, _ := os.ReadFile(second.logs); !strings.Contains(string(out), "serving the saved last good state") {
+				t.Errorf("the log does not say the saved state serves:\n%s", out)
+			}
+		})
+	}
+}
+
+func mount(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+		t.Fatalf("mount %v: %v: %s", args, err, out)
+	}
+}
+
+// fillDisk writes zeros to path until its file system is full.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	must(t, err)
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("fill %s: %v", path, err)
+			}
+			return
+		}
+	}
+}
+
 // orphaned is a router whose haroute was killed with SIGKILL while its
 // HAProxy served one route under traffic: what a restart needs.
 type orphaned struct {
@@ -207,10 +290,16 @@ type orphaned struct {
 // and kills haroute with SIGKILL, leaving its HAProxy serving.
 func killWhileServing(t *testing.T, r *router) *orphaned {
 	t.Helper()
+	return killWhileServingOn(t, r, filepath.Join(t.TempDir(), "state"))
+}
+
+// killWhileServingOn is killWhileServing with its state in stateDir.
+func killWhileServingOn(t *testing.T, r *router, stateDir string) *orphaned {
+	t.Helper()
 	o := &orphaned{w: publish.NewAtomicWriter(r.dir), gen: oneRoute(r, startBackend(t, "one"))}
 	must(t, o.w.Publish(o.gen))
 	o.bin = buildHaroute(t)
-	o.args = []string{"--config-dir", r.dir, "--run-dir", r.runDir, "--state-dir", filepath.Join(t.TempDir(), "state"), "--metrics-address", r.metrics}
+	o.args = []string{"--config-dir", r.dir, "--run-dir", r.runDir, "--state-dir", stateDir, "--metrics-address", r.metrics}
 	first := runHaroute(t, o.bin, o.args...)
 	r.serves("one.e2e.test", "/", "one")
 	o.oldMaster = testenv.ShowProc(t, r.runDir).Master.PID
