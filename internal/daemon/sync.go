@@ -826,6 +826,12 @@ func (d *Daemon) loaded(reasons []string, reload bool, elapsed time.Duration) {
 	clear(d.lingering)
 	clear(d.drainWait)
 	d.housekeepAfter, d.housekeepBackoff = time.Time{}, 0 // a new worker: ask again
+	if d.inputClean && d.writeRetryAt.IsZero() && !d.live.pending() && d.unbound == nil {
+		// HAProxy runs the accepted state, and nothing else stands: a
+		// start or reload that failed before is over. It stood as the
+		// last error until the next change.
+		d.status.ClearError(time.Now())
+	}
 	d.published(reasons, reload, elapsed)
 }
 

@@ -233,6 +233,14 @@ func TestStatusForgetsAnExitedHAProxy(t *testing.T) {
 		}
 		return nil
 	})
+	// The refusal is over once HAProxy runs the state again: it stood as
+	// the last error until the next change.
+	r.eventually(5*time.Second, "the refusal resolved", func() error {
+		if st := r.store.Get(); st.LastError != nil {
+			return fmt.Errorf("last error %+v", st.LastError)
+		}
+		return nil
+	})
 }
 
 // A stopped HAProxy worker (SIGSTOP) answers nothing: its sockets read as
