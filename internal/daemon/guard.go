@@ -176,6 +176,7 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 	d.loader.PreferWinners(keptKeys)
 	merged := *next
 	merged.Routes = routes
+	merged.Statuses = withHeld(merged.Statuses, d.desired.Desired.Statuses, keptKeys)
 	if len(waiting) > 0 {
 		// Shown as what they are, rejected or stale still: the next
 		// hold reads the rivals from these statuses.
@@ -196,6 +197,31 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 	}
 	g.fitted, g.held = &merged, true
 	return g, true
+}
+
+// heldReason is why a held route still serves.
+const heldReason = "deleted from the directory; served until the directory reads the same for the deletion guard's quiet period"
+
+// withHeld returns statuses with the routes of keys (sorted), which the
+// guard keeps serving, listed as held: they had vanished from status while
+// HAProxy still served them. Their served statuses come from prev.
+func withHeld(statuses, prev []*model.RouteStatus, keys []model.RouteKey) []*model.RouteStatus {
+	out := make([]*model.RouteStatus, 0, len(statuses)+len(keys))
+	out = append(out, statuses...)
+	for _, k := range keys {
+		i, ok := slices.BinarySearchFunc(prev, k, func(s *model.RouteStatus, k model.RouteKey) int { return s.Key.Compare(k) })
+		if !ok {
+			continue
+		}
+		if _, dup := slices.BinarySearchFunc(statuses, k, func(s *model.RouteStatus, k model.RouteKey) int { return s.Key.Compare(k) }); dup {
+			continue // still in the directory, under another claim
+		}
+		cp := *prev[i]
+		cp.State, cp.Reasons, cp.Warnings = model.RouteHeld, []string{heldReason}, nil
+		out = append(out, &cp)
+	}
+	slices.SortFunc(out, func(a, b *model.RouteStatus) int { return a.Key.Compare(b.Key) })
+	return out
 }
 
 // claims is the set of what routes claim in the maps (AdmittedRoute.Claim),

@@ -121,7 +121,7 @@ func New() *Metrics {
 		routes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace,
 			Name:      "routes",
-			Help:      "Routes in the last evaluated generation, by state: admitted, admitted-with-warnings, rejected (never good, not served), stale (serving its last good version).",
+			Help:      "Routes in the last evaluated generation, by state: admitted, admitted-with-warnings, rejected (never good, not served), stale (serving its last good version), held (deleted from the directory, served while the deletion guard holds it).",
 		}, []string{"status"}),
 		processes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace,
@@ -293,7 +293,7 @@ func (m *Metrics) SetRoutes(counts map[string]int) {
 
 // RouteStates are the states routes are counted by (model.RouteState
 // values); each has a series from the start.
-var RouteStates = []string{"admitted", "admitted-with-warnings", "rejected", "stale"}
+var RouteStates = []string{"admitted", "admitted-with-warnings", "rejected", "stale", "held"}
 
 // ReloadReasonKinds are the label values of reloads_total that haroute
 // produces today, each with a series from the start: the kinds of

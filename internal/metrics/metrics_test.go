@@ -241,7 +241,7 @@ func TestFreshRegistryShowsKnownSeriesAtZero(t *testing.T) {
 		{"haroute_reloads_total", len(ReloadReasonKinds)},
 		{"haroute_runtime_updates_total", len(RuntimeOps)},
 		{"haroute_runtime_fallbacks_total", len(FallbackKinds)},
-		{"haroute_routes", 4},
+		{"haroute_routes", 5},
 		{"haroute_input_problems", 3},
 	} {
 		n, err := testutil.GatherAndCount(m.Registry(), c.name)
@@ -252,7 +252,7 @@ func TestFreshRegistryShowsKnownSeriesAtZero(t *testing.T) {
 			t.Errorf("%s has %d series in a fresh registry, want %d", c.name, n, c.n)
 		}
 	}
-	for _, state := range []string{"admitted", "admitted-with-warnings", "rejected", "stale"} {
+	for _, state := range []string{"admitted", "admitted-with-warnings", "rejected", "stale", "held"} {
 		if !slices.Contains(RouteStates, state) {
 			t.Errorf("RouteStates lacks %q", state)
 		}

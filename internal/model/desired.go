@@ -577,6 +577,9 @@ const (
 	// RouteStale is a route whose current version is rejected and whose
 	// last good version keeps serving (Reasons say what is wrong now).
 	RouteStale RouteState = "stale"
+	// RouteHeld is a route the directory no longer has that keeps
+	// serving while the deletion guard holds its deletion.
+	RouteHeld RouteState = "held"
 )
 
 // RouteStatus is what `status` and metrics show for each route.

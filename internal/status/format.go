@@ -67,8 +67,11 @@ func formatRoutes(w io.Writer, routes []Route) {
 	// Details go after the table so long messages do not widen its columns.
 	for _, r := range routes {
 		label := "rejected"
-		if r.State == model.RouteStale {
+		switch r.State {
+		case model.RouteStale:
 			label = "stale, serving its last good version"
+		case model.RouteHeld:
+			label = "held, still served"
 		}
 		for _, reason := range r.Reasons {
 			fmt.Fprintf(w, "%s: %s: %s\n", r.Key, label, reason)
@@ -182,7 +185,7 @@ func formatRouteCounts(routes []Route) string {
 		counts[string(r.State)]++
 	}
 	var parts []string
-	for _, st := range []model.RouteState{model.RouteAdmitted, model.RouteAdmittedWithWarnings, model.RouteStale, model.RouteRejected} {
+	for _, st := range []model.RouteState{model.RouteAdmitted, model.RouteAdmittedWithWarnings, model.RouteStale, model.RouteHeld, model.RouteRejected} {
 		if n := counts[string(st)]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))
 		}

@@ -404,6 +404,18 @@ func TestDeletionGuardHoldsOnlyTheDeletion(t *testing.T) {
 
 	must(t, os.Remove(filepath.Join(r.dir, "b.yaml")))
 	time.Sleep(time.Second) // seen, and held
+	// Served, so listed: it had vanished from status while still served.
+	r.eventually(2*time.Second, "e2e/b held in status", func() error {
+		for _, rt := range r.store.Get().Routes {
+			if rt.Key == "e2e/b" {
+				if rt.State != model.RouteHeld || rt.Host != "b.e2e.test" {
+					return fmt.Errorf("state %s, host %s", rt.State, rt.Host)
+				}
+				return nil
+			}
+		}
+		return errors.New("e2e/b not in status")
+	})
 	eps := filepath.Join(r.dir, "endpoints.yaml")
 	for i, b := range []*backend{three, one, three} {
 		must(t, os.WriteFile(eps, []byte(join(endpointsYAML("one", b), endpointsYAML("two", two))), 0o644))
