@@ -43,12 +43,13 @@ func TestNoTrafficLogWithoutAccessLog(t *testing.T) {
 	}
 }
 
-// TestForwardedIPv6TestOnlyWhereClientsMayBeIPv6: the per-request test of
-// the client's address family (which formats the address) is written only
-// when a client may be IPv6; otherwise the IPv4 Forwarded header is added
-// unconditionally.
+// TestForwardedIPv6TestOnlyWhereClientsMayBeIPv6: the Forwarded header's
+// for= is formatted once a connection, and the test of the client's
+// address family is written only when a client may be IPv6; the header
+// itself is added unconditionally, with no test a request.
 func TestForwardedIPv6TestOnlyWhereClientsMayBeIPv6(t *testing.T) {
-	const v4Only = "  http-request add-header Forwarded for=%ci;host=%[req.hdr(host)];proto=%[ssl_fc,iif(https,http)]\n"
+	const header = "  http-request add-header Forwarded for=%[var(sess.fwd_for)];host=%[req.hdr(host)];proto=%[ssl_fc,iif(https,http)]\n"
+	const v4Only = "  tcp-request session set-var-fmt(sess.fwd_for) %ci\n"
 	for _, c := range []struct {
 		name string
 		set  func(*model.Settings)
@@ -68,7 +69,10 @@ func TestForwardedIPv6TestOnlyWhereClientsMayBeIPv6(t *testing.T) {
 				t.Errorf("IPv6 test written: %v, want %v", got, c.ipv6)
 			}
 			if got := strings.Contains(cfg, v4Only); got == c.ipv6 {
-				t.Errorf("unconditional IPv4 Forwarded header written: %v, want %v", got, !c.ipv6)
+				t.Errorf("unconditional IPv4 for= written: %v, want %v", got, !c.ipv6)
+			}
+			if !strings.Contains(cfg, header) {
+				t.Errorf("no unconditional line %q", header)
 			}
 		})
 	}

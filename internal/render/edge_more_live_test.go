@@ -40,7 +40,8 @@ func rawRequestTo(t *testing.T, host string, port int, req string) string {
 }
 
 // TestLiveBindAddresses: with an IPv4 and an IPv6 address listed, the
-// router answers on both, on every listener.
+// router answers on both, on every listener; the Forwarded header names
+// each client as RFC 7239 writes it, an IPv6 one quoted and bracketed.
 func TestLiveBindAddresses(t *testing.T) {
 	if ln, err := net.Listen("tcp", "[::1]:0"); err != nil {
 		testutil.Skip(t, "no IPv6 loopback: %v", err)
@@ -50,10 +51,13 @@ func TestLiveBindAddresses(t *testing.T) {
 	s := edgeSettings(t)
 	s.BindAddresses = []string{"127.0.0.1", "::1"}
 	startEdge(t, s, nil, route("t", "web", "web.example.com", "", svc("web", 100, echoBackend(t))))
-	for _, host := range []string{"127.0.0.1", "::1"} {
+	for host, forwarded := range map[string]string{"127.0.0.1": "for=127.0.0.1;", "::1": `for="[::1]";`} {
 		resp := rawRequestTo(t, host, s.HTTPPort, "GET /x HTTP/1.1\r\nHost: web.example.com\r\nConnection: close\r\n\r\n")
 		if got := statusLine(resp); got != "HTTP/1.1 200 OK" || !strings.Contains(resp, "path=/x") {
 			t.Errorf("HTTP on %s: %q, want 200 from the backend", host, got)
+		}
+		if want := "Forwarded: " + forwarded + "host=web.example.com;proto=http\n"; !strings.Contains(resp, want) {
+			t.Errorf("HTTP on %s: the backend saw no %q:\n%s", host, want, resp)
 		}
 		resp = rawRequestTo(t, host, s.StatsPort, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 		if got := statusLine(resp); got != "HTTP/1.1 200 OK" {
