@@ -161,6 +161,12 @@ type annotationParse struct {
 	b        BackendSettings
 }
 
+// surroundingSpace says why a value with white space around it is not
+// used.
+func surroundingSpace(v string) string {
+	return fmt.Sprintf("value %s has white space around it, which OpenShift's router does not match (a YAML block scalar ends with a newline)", shortQuote(v))
+}
+
 func (p *annotationParse) ignore(key, format string, args ...any) {
 	p.c.warnf(annotationField(key), format+"; annotation ignored", args...)
 }
@@ -258,10 +264,21 @@ func parseAnnotations(c *routeCheck, r *Route, term Termination, insecure Insecu
 			continue
 		}
 		if a.AliasOf != "" {
-			if _, main := ann[a.AliasOf]; main {
+			// As OpenShift's firstMatch ".+": an empty main spelling
+			// leaves the legacy one in force (an allowlist emptied by a
+			// template must not open the route to every client).
+			if mv, main := ann[a.AliasOf]; main && mv != "" {
 				p.ignore(a.Key, "%s is set and takes precedence", a.AliasOf)
 				continue
 			}
+		}
+		if v != strings.TrimSpace(v) && a.parse != pAllowlist && a.parse != pRateLimitMember {
+			// OpenShift's router matches each value whole (anchored
+			// patterns, ParseBool, Atoi): one with white space around
+			// it, such as the newline a YAML block scalar ends with,
+			// leaves its default in force. haroute did apply it.
+			p.ignore(a.Key, "%s", surroundingSpace(v))
+			continue
 		}
 		if a.Kinds&kind == 0 {
 			p.ignore(a.Key, "%s", a.Elsewhere)
@@ -430,7 +447,7 @@ func parseBalance(p *annotationParse, v string) error {
 }
 
 func parseTimeout(p *annotationParse, v string) error {
-	d, err := parseHAProxyTime(v)
+	d, err := parseTimeSpec(v)
 	if p.term == TerminationPassthrough {
 		// HAProxy relays a passthrough connection as a tunnel: as on
 		// OpenShift, timeout sets its tunnel timeout unless
@@ -445,13 +462,13 @@ func parseTimeout(p *annotationParse, v string) error {
 }
 
 func parseTunnelTimeout(p *annotationParse, v string) error {
-	d, err := parseHAProxyTime(v)
+	d, err := parseTimeSpec(v)
 	p.b.TunnelTimeout = d
 	return err
 }
 
 func parseHealthCheckInterval(p *annotationParse, v string) error {
-	d, err := parseInterval(v)
+	d, err := parseTimeSpec(v)
 	if err == nil {
 		p.b.HealthCheckInterval = d
 	}
@@ -467,6 +484,11 @@ func parseHealthCheckInterval(p *annotationParse, v string) error {
 func parseAllowlist(p *annotationParse, v string) error {
 	list, err := parseIPAllowlist(v)
 	switch {
+	case err == nil && v != strings.TrimSpace(v):
+		// OpenShift's parseIPList drops such a list, which serves the
+		// route to every client: haroute enforces it, and says so.
+		p.b.IPAllowlist = AddressList(strings.Join(list, " "))
+		return notice{fmt.Errorf("%s; haroute enforces the list, where OpenShift's router would drop it and serve every client", surroundingSpace(v))}
 	case err == nil:
 		p.b.IPAllowlist = AddressList(strings.Join(list, " "))
 	case strings.TrimSpace(v) != "":
@@ -496,8 +518,8 @@ func parseDisableCookies(p *annotationParse, v string) error {
 }
 
 func parseCookieName(p *annotationParse, v string) error {
-	if !isToken(v) {
-		return fmt.Errorf("cookie name %q must be non-empty and use only token characters (letters, digits and !#$%%&'*+-.^_`|~)", v)
+	if !isCookieName(v) {
+		return fmt.Errorf("cookie name %q must be non-empty and use only letters, digits, '_' and '-', as OpenShift's router requires", v)
 	}
 	p.b.CookieName = v
 	return nil
@@ -507,15 +529,12 @@ func parseCookieSameSite(p *annotationParse, v string) error {
 	if p.insecure == InsecurePolicyAllow {
 		return fmt.Errorf("has no effect on routes that also serve plain HTTP (insecureEdgeTerminationPolicy Allow), whose cookies are not Secure, as on OpenShift")
 	}
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "lax":
-		p.b.CookieSameSite = "Lax"
-	case "strict":
-		p.b.CookieSameSite = "Strict"
-	case "none":
-		p.b.CookieSameSite = "None"
+	// Spelled as OpenShift's router matches it, case included.
+	switch v {
+	case "Lax", "Strict", "None":
+		p.b.CookieSameSite = v
 	default:
-		return fmt.Errorf("value %q is not one of Lax, Strict, None", v)
+		return fmt.Errorf("value %q is not one of Lax, Strict, None (OpenShift's router matches them as written)", v)
 	}
 	return nil
 }
@@ -581,6 +600,10 @@ func parseRateLimit(p *annotationParse, v string) error {
 	for _, s := range subs {
 		sv, ok := p.ann[s.key]
 		if !ok {
+			continue
+		}
+		if sv != strings.TrimSpace(sv) {
+			p.ignore(s.key, "%s", surroundingSpace(sv))
 			continue
 		}
 		if s.http && p.term == TerminationPassthrough {

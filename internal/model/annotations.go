@@ -140,23 +140,20 @@ func capped(v string) (time.Duration, error) {
 // not "annotation ignored".
 type notice struct{ error }
 
-// parseInterval accepts an HAProxy time ("5s", "500ms", "500") or a Go
-// duration ("1m30s", "1.5s"), as the health check interval annotation does
-// in OpenShift.
-func parseInterval(v string) (time.Duration, error) {
-	if d, err := parseHAProxyTime(v); err == nil {
-		return d, nil
+// parseTimeSpec parses a route's time annotation as OpenShift's router
+// reads it (the template's timeSpecPattern, matched whole): a number
+// without leading zeros and an optional unit. Anything else ("05s", a Go
+// duration such as "1m30s") leaves the default in force there; haroute
+// used to apply it.
+func parseTimeSpec(v string) (time.Duration, error) {
+	i := 0
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
 	}
-	d, err := time.ParseDuration(strings.TrimSpace(v))
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("value %q is not a duration (e.g. 5s, 500ms, 1m30s)", v)
-	case d <= 0:
-		return 0, fmt.Errorf("value %q must be greater than zero", v)
-	case d > maxHAProxyTime:
-		return capped(v)
+	if i == 0 || v[0] == '0' {
+		return 0, fmt.Errorf("value %q is not a time as OpenShift's router reads it: digits not starting with 0, with an optional unit us, ms, s, m, h, d", v)
 	}
-	return d, nil
+	return parseHAProxyTime(v)
 }
 
 // parseIPAllowlist parses a space-separated list of IPs and CIDRs; one
@@ -223,6 +220,20 @@ func parseHSTS(v string) (string, error) {
 }
 
 // isToken reports whether s is an RFC 9110 token, what a cookie name must be.
+// isCookieName reports whether s matches the cookie names OpenShift's
+// router accepts (its template's cookieNamePattern).
+func isCookieName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
 func isToken(s string) bool {
 	if s == "" {
 		return false

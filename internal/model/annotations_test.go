@@ -36,15 +36,16 @@ func TestAnnotations(t *testing.T) {
 			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second}},
 		{name: "health check interval as HAProxy time", ann: map[string]string{hc: "500ms"},
 			want: def(func(b *BackendSettings) { b.HealthCheckInterval = 500 * time.Millisecond })},
-		{name: "health check interval as Go duration", ann: map[string]string{hc: "1m30s"},
-			want: def(func(b *BackendSettings) { b.HealthCheckInterval = 90 * time.Second })},
+		{name: "health check interval as Go duration is ignored, as OpenShift does", ann: map[string]string{hc: "1m30s"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/haproxy.health.check.interval: value "1m30s" is not an HAProxy time (digits with an optional unit us, ms, s, m, h, d); annotation ignored`,
+		}},
 		{name: "health check interval bare number is milliseconds", ann: map[string]string{hc: "2000"},
 			want: def(func(b *BackendSettings) { b.HealthCheckInterval = 2 * time.Second })},
 		{name: "health check interval invalid", ann: map[string]string{hc: "fast"}, want: def(nil), diag: []string{
-			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/haproxy.health.check.interval: value "fast" is not a duration (e.g. 5s, 500ms, 1m30s); annotation ignored`,
+			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/haproxy.health.check.interval: value "fast" is not a time as OpenShift's router reads it: digits not starting with 0, with an optional unit us, ms, s, m, h, d; annotation ignored`,
 		}},
 		{name: "health check interval zero", ann: map[string]string{hc: "0s"}, want: def(nil), diag: []string{
-			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/haproxy.health.check.interval: value "0s" must be greater than zero; annotation ignored`,
+			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/haproxy.health.check.interval: value "0s" is not a time as OpenShift's router reads it: digits not starting with 0, with an optional unit us, ms, s, m, h, d; annotation ignored`,
 		}},
 		{name: "balance leastconn", ann: map[string]string{bal: "leastconn"},
 			want: def(func(b *BackendSettings) { b.Balance = BalanceLeastConn })},
@@ -57,7 +58,10 @@ func TestAnnotations(t *testing.T) {
 			want: def(func(b *BackendSettings) { b.Timeout, b.TunnelTimeout = 1500*time.Millisecond, 24*time.Hour })},
 		{name: "timeout invalid", ann: map[string]string{AnnotationTimeout: "1m30s", AnnotationTimeoutTunnel: "0"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout: value "1m30s" is not an HAProxy time (digits with an optional unit us, ms, s, m, h, d); annotation ignored`,
-			`ns-r.yaml:31:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout-tunnel: value "0" must be greater than zero; annotation ignored`,
+			`ns-r.yaml:31:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout-tunnel: value "0" is not a time as OpenShift's router reads it: digits not starting with 0, with an optional unit us, ms, s, m, h, d; annotation ignored`,
+		}},
+		{name: "timeout with a leading zero is ignored, as OpenShift does", ann: map[string]string{AnnotationTimeout: "05s"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout: value "05s" is not a time as OpenShift's router reads it: digits not starting with 0, with an optional unit us, ms, s, m, h, d; annotation ignored`,
 		}},
 		{name: "timeout too large is capped, as OpenShift does", ann: map[string]string{AnnotationTimeout: "25d"},
 			want: def(func(b *BackendSettings) { b.Timeout = maxHAProxyTime }), diag: []string{
@@ -67,8 +71,23 @@ func TestAnnotations(t *testing.T) {
 			want: def(func(b *BackendSettings) { b.TunnelTimeout = maxHAProxyTime }), diag: []string{
 				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout-tunnel: value "99999999999999999999d" is more than HAProxy's maximum; 2147483647ms is used`,
 			}},
-		{name: "allowlist", ann: map[string]string{AnnotationIPAllowlist: " 10.0.0.0/8  192.168.1.7 fd00::/64 "},
+		{name: "allowlist", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.0/8  192.168.1.7 fd00::/64"},
 			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.0.0.0/8 192.168.1.7 fd00::/64" })},
+		{name: "allowlist with white space around it is enforced, with a warning", ann: map[string]string{AnnotationIPAllowlist: " 10.0.0.0/8\n"},
+			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.0.0.0/8" }), diag: []string{
+				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_allowlist: value " 10.0.0.0/8\n" has white space around it, which OpenShift's router does not match (a YAML block scalar ends with a newline); haroute enforces the list, where OpenShift's router would drop it and serve every client`,
+			}},
+		{name: "empty allowlist leaves the legacy whitelist in force, as on OpenShift", ann: map[string]string{AnnotationIPAllowlist: "", AnnotationIPWhitelist: "10.0.0.1"},
+			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.0.0.1" }), diag: []string{
+				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_allowlist: value is empty; annotation ignored`,
+			}},
+		{name: "values with white space around them are ignored, as OpenShift does", term: TerminationEdge, ann: map[string]string{
+			AnnotationSetForwardedHeaders: " never", AnnotationTimeout: "2s\n", AnnotationRateLimit: "true", AnnotationRateLimitRateTCP: " 2", AnnotationRateLimitRateHTTP: "5",
+		}, want: def(func(b *BackendSettings) { b.RateLimit = RateLimit{RateHTTP: 5} }), diag: []string{
+			`ns-r.yaml:32:5: warning: metadata.annotations.haproxy.router.openshift.io/rate-limit-connections.rate-tcp: value " 2" has white space around it, which OpenShift's router does not match (a YAML block scalar ends with a newline); annotation ignored`,
+			`ns-r.yaml:33:5: warning: metadata.annotations.haproxy.router.openshift.io/set-forwarded-headers: value " never" has white space around it, which OpenShift's router does not match (a YAML block scalar ends with a newline); annotation ignored`,
+			`ns-r.yaml:34:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout: value "2s\n" has white space around it, which OpenShift's router does not match (a YAML block scalar ends with a newline); annotation ignored`,
+		}},
 		{name: "legacy whitelist", ann: map[string]string{AnnotationIPWhitelist: "10.1.2.3"},
 			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.1.2.3" })},
 		{name: "allowlist wins over whitelist", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.1", AnnotationIPWhitelist: "10.0.0.2"},
@@ -97,15 +116,15 @@ func TestAnnotations(t *testing.T) {
 		{name: "hsts on plain http", ann: map[string]string{AnnotationHSTSHeader: "max-age=1"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: HSTS applies only to edge and reencrypt routes, where HAProxy writes the response headers; annotation ignored`,
 		}},
-		{name: "cookies", term: TerminationEdge, ann: map[string]string{AnnotationDisableCookies: "true", AnnotationCookieName: "SESSION_ID", AnnotationCookieSameSite: "strict"},
+		{name: "cookies", term: TerminationEdge, ann: map[string]string{AnnotationDisableCookies: "true", AnnotationCookieName: "SESSION_ID", AnnotationCookieSameSite: "Strict"},
 			want: def(func(b *BackendSettings) {
 				b.DisableCookies, b.CookieName, b.CookieSameSite = true, "SESSION_ID", "Strict"
 			})},
 		{name: "cookies invalid", term: TerminationReencrypt, ann: map[string]string{AnnotationDisableCookies: "yes", AnnotationCookieName: "my cookie", AnnotationCookieSameSite: "Sometimes"},
 			want: def(nil), diag: []string{
 				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/disable_cookies: value "yes" is not true or false; annotation ignored`,
-				`ns-r.yaml:31:5: warning: metadata.annotations.router.openshift.io/cookie-same-site: value "Sometimes" is not one of Lax, Strict, None; annotation ignored`,
-				`ns-r.yaml:32:5: warning: metadata.annotations.router.openshift.io/cookie_name: cookie name "my cookie" must be non-empty and use only token characters (letters, digits and !#$%&'*+-.^_` + "`" + `|~); annotation ignored`,
+				`ns-r.yaml:31:5: warning: metadata.annotations.router.openshift.io/cookie-same-site: value "Sometimes" is not one of Lax, Strict, None (OpenShift's router matches them as written); annotation ignored`,
+				`ns-r.yaml:32:5: warning: metadata.annotations.router.openshift.io/cookie_name: cookie name "my cookie" must be non-empty and use only letters, digits, '_' and '-', as OpenShift's router requires; annotation ignored`,
 			}},
 		{name: "cookies on passthrough", term: TerminationPassthrough, ann: map[string]string{AnnotationCookieName: "c"},
 			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second}, diag: []string{
@@ -176,8 +195,12 @@ func TestAnnotations(t *testing.T) {
 		}},
 		{name: "pod concurrent connections at the maximum", ann: map[string]string{AnnotationPodConcurrentConnection: "2147483647"},
 			want: def(func(b *BackendSettings) { b.PodConcurrentConnections = 2147483647 })},
-		{name: "cookie name with quote and hash is a token", ann: map[string]string{AnnotationCookieName: "a'b#c"},
-			want: def(func(b *BackendSettings) { b.CookieName = "a'b#c" })},
+		{name: "cookie name beyond OpenShift's pattern is ignored", ann: map[string]string{AnnotationCookieName: "my.cookie"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/cookie_name: cookie name "my.cookie" must be non-empty and use only letters, digits, '_' and '-', as OpenShift's router requires; annotation ignored`,
+		}},
+		{name: "cookie SameSite in lower case is ignored, as OpenShift does", term: TerminationEdge, ann: map[string]string{AnnotationCookieSameSite: "lax"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/cookie-same-site: value "lax" is not one of Lax, Strict, None (OpenShift's router matches them as written); annotation ignored`,
+		}},
 		{name: "rewrite target with space", ann: map[string]string{AnnotationRewriteTarget: "/a b"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/rewrite-target: rewrite target "/a b" must not contain whitespace or control characters; annotation ignored`,
 		}},

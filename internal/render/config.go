@@ -824,18 +824,20 @@ func rewriteTarget(w *cfgWriter, r *model.AdmittedRoute) {
 	if t == "" {
 		return
 	}
-	// The path and the target are literals (checked in checkRoute): the
-	// path is quoted as a regular expression, the target as a regular
+	// As OpenShift's template writes it: the route's path and what
+	// follows it become the target and the rest, the rest with its
+	// slash; for the target "/", a slash after the path is dropped
+	// too. So path /app with target /v2/ turns /app/x into /v2//x and
+	// path /app/ with target / turns /app//x into /x, as there. The
+	// path and the target are literals (checked in checkRoute): the path
+	// is quoted as a regular expression, the target as a regular
 	// expression replacement that is also a log-format string.
-	base := strings.TrimSuffix(r.Path, "/")
-	target := regexpReplacement(t)
-	if base != "" {
-		re, _ := singleQuoted("path", "^"+quoteRegexp(base)+"$", false)
-		rep, _ := singleQuoted("rewrite target", target, true)
-		w.line("  http-request replace-path ", re, " ", rep)
+	rest := "(.*)$"
+	if t == "/" {
+		rest = "/?(.*)$"
 	}
-	re, _ := singleQuoted("path", "^"+quoteRegexp(base)+"/(.*)$", false)
-	rep, _ := singleQuoted("rewrite target", strings.TrimSuffix(target, "/")+`/\1`, true)
+	re, _ := singleQuoted("path", "^"+quoteRegexp(r.Path)+rest, false)
+	rep, _ := singleQuoted("rewrite target", regexpReplacement(t)+`\1`, true)
 	w.line("  http-request replace-path ", re, " ", rep)
 }
 

@@ -439,3 +439,45 @@ func TestLiveHTTP2(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveRewriteTargetAsOpenShift: the path the backend sees for each
+// route path, rewrite target and request, as OpenShift's template
+// rewrites it (replace-path '^PATH(.*)$' 'TARGET\1', or for the target
+// "/" '^PATH/?(.*)$' '/\1'), the odd cases included: an audit found
+// haroute joining /v2/ and /x as /v2/x where OpenShift sends /v2//x.
+func TestLiveRewriteTargetAsOpenShift(t *testing.T) {
+	cases := []struct{ path, target, request, want string }{
+		{"/foo", "/", "/foo", "/"},
+		{"/foo", "/", "/foo/", "/"},
+		{"/foo", "/", "/foo/x", "/x"},
+		{"/foo", "/bar", "/foo", "/bar"},
+		{"/foo", "/bar", "/foo/", "/bar/"},
+		{"/foo", "/bar", "/foo/x?q=1", "/bar/x"},
+		{"/foo", "/bar/", "/foo", "/bar/"},
+		{"/foo", "/bar/", "/foo/x", "/bar//x"},
+		{"/foo/", "/", "/foo/x", "/x"},
+		{"/foo/", "/", "/foo//x", "/x"},
+		{"/foo/", "/bar", "/foo/x", "/barx"},
+	}
+	be := echoBackend(t)
+	var routes []model.AdmittedRoute
+	for i, c := range cases {
+		routes = append(routes, route("t", fmt.Sprintf("rw%d", i), fmt.Sprintf("rw%d.example.com", i), c.path, svc("web", 100, be),
+			backendSettings(func(b *model.BackendSettings) { b.RewriteTarget = c.target })))
+	}
+	s := edgeSettings(t)
+	startEdge(t, s, nil, routes...)
+	for i, c := range cases {
+		resp := rawRequestTo(t, "127.0.0.1", s.HTTPPort, fmt.Sprintf("GET %s HTTP/1.1\r\nHost: rw%d.example.com\r\nConnection: close\r\n\r\n", c.request, i))
+		if !strings.Contains(resp, "\npath="+c.want+"\n") {
+			t.Errorf("path %s, target %s, request %s: backend saw %q, want path=%s", c.path, c.target, c.request, firstBodyLine(resp), c.want)
+		}
+	}
+}
+
+// firstBodyLine is the first line of a raw response's body.
+func firstBodyLine(resp string) string {
+	_, body, _ := strings.Cut(resp, "\r\n\r\n")
+	line, _, _ := strings.Cut(body, "\n")
+	return line
+}

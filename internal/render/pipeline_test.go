@@ -249,7 +249,9 @@ func TestHostileValues(t *testing.T) {
 		// Never rendered: a name no port has is a warning, as OpenShift
 		// admits any non-empty name.
 		{"spec.port.targetPort", "h#ttp", ignored},
-		{"metadata.annotations." + model.AnnotationCookieName, "it's#a$cookie", used},
+		// OpenShift's cookieNamePattern: [a-zA-Z0-9_-]+.
+		{"metadata.annotations." + model.AnnotationCookieName, "Sticky_ID-2", used},
+		{"metadata.annotations." + model.AnnotationCookieName, "it's#a$cookie", ignored},
 		{"metadata.annotations." + model.AnnotationCookieName, `a"b`, ignored},
 		{"metadata.annotations." + model.AnnotationCookieName, `a\b`, ignored},
 		{"metadata.annotations." + model.AnnotationCookieName, "a b", ignored},
