@@ -130,7 +130,7 @@ type Daemon struct {
 	// writeRetryAt is when a generation that did not reach the disk (a
 	// full or read-only state dir) is tried again, zero when none waits:
 	// space that returns should not wait for the next resync.
-	// writeFailures counts the failures in a row.
+	// writeFailures counts the retries so far.
 	writeRetryAt  time.Time
 	writeFailures int
 	// desiredFrom and appliedFrom are the snapshots behind desired and
@@ -292,7 +292,7 @@ func New(opts Options) (*Daemon, error) {
 		status:      opts.Status,
 		loader:      model.NewLoader(),
 		live:        newBundleDir(live),
-		cand:        newBundleDir(filepath.Join(opts.StateDir, "candidate")),
+		cand:        &bundleDir{path: filepath.Join(opts.StateDir, "candidate"), written: map[string]render.File{}, recheck: true},
 		sup:         sup,
 		lastFiles:   map[string]model.SourceFile{},
 		pending:     map[model.BackendName]map[model.ServerName]bool{},
@@ -466,6 +466,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-drain.C:
 			if !d.writeRetryAt.IsZero() && time.Now().After(d.writeRetryAt) {
 				d.writeRetryAt = time.Time{}
+				d.writeFailures++ // reset when the directory's state is accepted
 				if err := d.sync(ctx, true); err != nil {
 					return err
 				}

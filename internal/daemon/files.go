@@ -38,6 +38,11 @@ type bundleDir struct {
 	written map[string]render.File
 	scanned bool // the directory was listed once for leftovers
 	staged  *stagedBundle
+	// recheck makes every write look for drift first (forgetDrift): for
+	// the candidate, which `haproxy -c` reads right after each write.
+	// The live directory is checked when HAProxy loads it instead, off
+	// the path of a runtime change.
+	recheck bool
 }
 
 // stagedBundle is a bundle whose changed files are written to temporary
@@ -95,6 +100,9 @@ func sameOnDisk(path string, f *render.File) bool {
 // atomically, files no longer in the bundle are removed, and every
 // directory touched is synced once at the end.
 func (d *bundleDir) write(b *render.Bundle) (changed int, err error) {
+	if d.recheck {
+		d.forgetDrift()
+	}
 	if err := d.stage(b); err != nil {
 		return 0, err
 	}

@@ -614,11 +614,14 @@ func (d *Daemon) writeFailed(err error) {
 	d.recordError(err)
 	if !errors.As(err, new(rejected)) {
 		d.lastHash = ""
-		// 5 s, doubling up to the resync: a disk that stays full is
-		// not retried (and logged) every few seconds for hours.
+		// 5 s, doubling with each retry that fails, up to the resync: a
+		// disk that stays full is not retried (and logged) every few
+		// seconds for hours. Changes that fail meanwhile neither put
+		// the retry off nor lengthen the wait.
 		wait := min(writeRetry<<min(d.writeFailures, 10), max(d.opts.Resync, writeRetry))
-		d.writeFailures++
-		d.writeRetryAt = time.Now().Add(wait)
+		if at := time.Now().Add(wait); d.writeRetryAt.IsZero() || at.Before(d.writeRetryAt) {
+			d.writeRetryAt = at
+		}
 	}
 }
 

@@ -194,6 +194,29 @@ func TestLiveFilesRemovedAreWrittenBeforeHAProxyLoads(t *testing.T) {
 	r.serves("web.e2e.test", "/", "one")
 }
 
+// The candidate directory removed behind haroute's back (a clean-up of
+// the state dir): the next candidate lacked the files haroute remembered
+// writing, `haproxy -c` refused it, the refusal was pinned on the
+// RouterConfig, and no change that needs a reload applied until haroute
+// was restarted. The candidate is checked for drift at every write.
+func TestRemovedCandidateIsWrittenWhole(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := serveWeb(t, r, "", one)
+	gen := scaleFiles(r, "", []*backend{one})
+	gen["reload.yaml"] = []byte(reloadingRouteYAML("reload", "reload.e2e.test", "web"))
+	must(t, w.Publish(gen))
+	r.serves("reload.e2e.test", "/", "one")
+
+	must(t, os.RemoveAll(filepath.Join(r.stateDir, "candidate")))
+	gen["reload2.yaml"] = []byte(reloadingRouteYAML("reload2", "reload2.e2e.test", "web"))
+	must(t, w.Publish(gen))
+	r.serves("reload2.e2e.test", "/", "one")
+	if st := r.store.Get(); st.LastError != nil {
+		t.Errorf("last error %q, want none", st.LastError.Message)
+	}
+}
+
 // While HAProxy is down and cannot start again (here a wrapper refuses to
 // start it), status and metrics say so: they went on naming the dead
 // master and counting its worker, and the failed start is the last error.
