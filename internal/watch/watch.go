@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -248,6 +249,9 @@ type watcher struct {
 
 	mode snapshot.Mode // the layout the current watches serve
 	lost bool          // the watches could not be set up; polling
+	// armed is the identity (device and inode) of the directory the
+	// watches were set on, to see it replaced without an event.
+	armed dirID
 	// polled is the polling state, while there are no watches.
 	polled polledState
 
@@ -295,6 +299,10 @@ func (w *watcher) run(ctx context.Context) error {
 			w.trigger()
 		case <-poll.C:
 			if !w.lost {
+				if w.replacedInPlace() {
+					w.log.Info("config dir replaced in place; watching it again", "dir", w.dir)
+					w.resetup()
+				}
 				continue
 			}
 			if err := w.setup(); err == nil {
@@ -365,8 +373,50 @@ func (w *watcher) setup() (err error) {
 	}
 	w.mode = mode
 	w.lost = false
+	w.armed = idOf(w.dir)
 	w.log.Debug("watching config dir", "dir", w.dir, "mode", mode)
 	return nil
+}
+
+// replacedInPlace reports whether the directory watched in atomic or plain
+// mode was unmounted or mounted over (a ConfigMap volume remounted when its
+// pod is recreated). The parent sees no entry change then, and inotify
+// drops the directory's watch without an event fsnotify passes on
+// (IN_UNMOUNT, IN_IGNORED): every later change waited for the resync. In
+// link mode the name is a link whose target moves at every swap, which
+// the parent's watch sees.
+func (w *watcher) replacedInPlace() bool {
+	if w.mode == snapshot.ModeLink {
+		return false
+	}
+	if idOf(w.dir) != w.armed {
+		return true
+	}
+	// A file system mounted anew can reuse the device number and root
+	// inode of the one before: the lost watch tells.
+	for _, p := range w.fw.WatchList() {
+		if p == w.dir {
+			return false
+		}
+	}
+	return true
+}
+
+// dirID identifies a directory: its device and inode.
+type dirID struct{ dev, ino uint64 }
+
+// idOf is the identity of the directory at path (followed, as the
+// snapshot reads it), zero when it cannot be read.
+func idOf(path string) dirID {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return dirID{}
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return dirID{}
+	}
+	return dirID{dev: uint64(st.Dev), ino: st.Ino}
 }
 
 // addTree watches dir and every directory below it, skipping dot names

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
@@ -376,4 +377,53 @@ func TestPollsWhenWatchesRunOut(t *testing.T) {
 	}
 	h.expect("a file written in an unwatchable tree")
 	h.expectNone(500*time.Millisecond, "a file already seen")
+}
+
+// A config dir that is a mount point, unmounted and mounted again (a
+// ConfigMap volume remounted when its pod is recreated): inotify says
+// nothing the parent's watch sees, and the watches were left on the old
+// file system, so every later change waited for the resync. The directory
+// is found replaced at the next poll and watched again. A tmpfs stands for
+// the volume (root only: CI runs as root).
+func TestRemountedDirIsWatchedAgain(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	for _, tc := range []struct {
+		name    string
+		publish func(dir string, n int) error
+	}{
+		{"plain", func(dir string, n int) error { return publish.NewPlain(dir).Publish(gen(n)) }},
+		{"atomic", func(dir string, n int) error { return publish.NewAtomicWriter(dir).Publish(gen(n)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "config")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			mount := func() {
+				if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+					t.Fatalf("mount: %v: %s", err, out)
+				}
+			}
+			mount()
+			t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+			if err := tc.publish(dir, 0); err != nil {
+				t.Fatal(err)
+			}
+			h := start(t, Options{Dir: dir, Debounce: 50 * time.Millisecond, Poll: 100 * time.Millisecond})
+			if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+				t.Fatalf("umount: %v: %s", err, out)
+			}
+			mount()
+			if err := tc.publish(dir, 1); err != nil {
+				t.Fatal(err)
+			}
+			h.settle(time.Second) // the remount found, whatever it triggered
+			if err := tc.publish(dir, 2); err != nil {
+				t.Fatal(err)
+			}
+			h.expect("a change in the remounted dir")
+		})
+	}
 }
