@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -133,6 +134,9 @@ type Daemon struct {
 	// writeFailures counts the retries so far.
 	writeRetryAt  time.Time
 	writeFailures int
+	// onDisk is set while HAProxy runs live files this daemon did not
+	// write (startOnDisk), until a whole state has been written.
+	onDisk bool
 	// desiredFrom and appliedFrom are the snapshots behind desired and
 	// applied: status names what HAProxy runs, never a refused candidate.
 	desiredFrom, appliedFrom *snapshot.Snapshot
@@ -260,6 +264,13 @@ func New(opts Options) (*Daemon, error) {
 		*p = abs
 	}
 	for _, dir := range []string{opts.RunDir, opts.StateDir} {
+		// HAProxy reads these paths inside its configuration and command
+		// line, where a ',' separates addresses and arguments (a state dir
+		// with one made every start fail) and white space, quotes and
+		// backslashes are syntax.
+		if strings.ContainsAny(dir, ", \t\n\"'\\") {
+			return nil, fmt.Errorf("path %q: HAProxy cannot be given a path with ',', white space, quotes or '\\'; choose another directory", dir)
+		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create %s: %w", dir, err)
 		}

@@ -215,6 +215,13 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 	base := d.applied
 	base.PendingDeletes = d.pending
 	p := plan.Compute(base, next)
+	if d.onDisk {
+		// HAProxy runs files haroute did not render from what it knows
+		// (startOnDisk): a change is written whole and loaded by a
+		// reload, never applied as a difference at runtime.
+		p.Reload = true
+		p.Reasons = append(p.Reasons, plan.Reason{Kind: plan.KindHeal, Subject: "haproxy runs the files left on disk"})
+	}
 	// Only a reload asks whether the pool is low: counting 10k routes by
 	// class is not for every runtime change.
 	if low := p.Reload && gen.pool.low(next.Desired); p.Reload && (low || gen.maxConnKept || gen.pool.hasRetired()) {
@@ -234,7 +241,7 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 			return []culprit{{settings: problems}}, nil
 		}
 	}
-	if len(p.Changes) == 0 && !d.throttle.pending {
+	if len(p.Changes) == 0 && !d.throttle.pending && !d.onDisk {
 		// Nothing for HAProxy to do, but the generation may still differ
 		// in what status shows: a route rejected or gone stale.
 		d.accept(gen)
@@ -594,6 +601,7 @@ func (d *Daemon) writeChecked(ctx context.Context, next plan.State) error {
 		return err
 	}
 	d.unchecked = false // the whole bundle on disk was just validated
+	d.onDisk = false    // and is what the next start or reload loads
 	return nil
 }
 
@@ -662,17 +670,18 @@ func (d *Daemon) coldStart(ctx context.Context, gen generation) ([]culprit, erro
 	}
 	if err := d.writeLive(gen.state); err != nil {
 		d.writeFailed(err)
-		if d.restored == nil || gen.saved {
-			return nil, nil
+		if d.restored != nil && !gen.saved {
+			// The saved last good state's files are on disk already (an
+			// earlier run wrote them, and stage writes nothing that is
+			// there): starting on them takes an earlier haroute's
+			// HAProxy over, where waiting for space left it serving
+			// unsupervised, or reaped after a stop, every route down.
+			serr := d.serveRestored(ctx, "the new state cannot be written at start")
+			d.recordError(err) // accepting the saved state cleared it
+			return nil, serr
 		}
-		// The saved last good state's files are on disk already (an
-		// earlier run wrote them, and stage writes nothing that is
-		// there): starting on them takes an earlier haroute's HAProxy
-		// over, where waiting for space left it serving unsupervised,
-		// or reaped after a stop, every route down.
-		serr := d.serveRestored(ctx, "the new state cannot be written at start")
-		d.recordError(err) // accepting the saved state cleared it
-		return nil, serr
+		d.startOnDisk(ctx, gen, err)
+		return nil, nil
 	}
 	proc, err := d.sup.Start(ctx)
 	if err != nil {
@@ -689,6 +698,31 @@ func (d *Daemon) coldStart(ctx context.Context, gen generation) ([]culprit, erro
 	d.accept(gen)
 	d.started(proc)
 	return nil, nil
+}
+
+// startOnDisk starts HAProxy on the live files as they are, when neither
+// gen nor the saved last good state can be written there (a full or
+// read-only state disk, and no saved state, or one that is stale or
+// unreadable, so that its files are not those on disk). Those files are
+// the last a haroute wrote and HAProxy loaded: starting on them takes an
+// earlier haroute's HAProxy over rather than leave it serving
+// unsupervised (or reaped after a stop: every route down). What they hold
+// is not known, so gen stands for it, and every change goes through a
+// whole write and a reload (d.onDisk) until one has been written.
+func (d *Daemon) startOnDisk(ctx context.Context, gen generation, werr error) {
+	if _, err := os.Stat(filepath.Join(d.live.path, render.ConfigFile)); err != nil {
+		return // nothing on disk to start on
+	}
+	d.log.Warn("the state cannot be written at start; starting haproxy on the files left on disk", "dir", d.live.path)
+	proc, err := d.sup.Start(ctx)
+	if err != nil {
+		d.recordError(fmt.Errorf("start haproxy on the files left on disk: %w", err))
+		return
+	}
+	d.accept(gen)
+	d.onDisk = true
+	d.started(proc)
+	d.recordError(werr) // accepting gen cleared it
 }
 
 // startRefusedSettings pins on the RouterConfig a start that `haproxy -c`

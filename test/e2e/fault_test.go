@@ -106,6 +106,14 @@ func TestStartupErrorsAreClear(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/haproxy") {
 		t.Fatalf("missing binary: error = %v; want one naming /nonexistent/haproxy", err)
 	}
+
+	// A ',' in the state dir's path split the paths HAProxy was given
+	// (bind lists, converter arguments): every start failed.
+	comma := filepath.Join(t.TempDir(), "a,b")
+	_, err = daemon.New(daemon.Options{ConfigDir: r.dir, RunDir: r.runDir, StateDir: comma, HAProxy: testutil.HAProxy(t)})
+	if err == nil || !strings.Contains(err.Error(), comma) || !strings.Contains(err.Error(), "','") {
+		t.Fatalf("state dir with a comma: error = %v; want one naming it and ','", err)
+	}
 }
 
 // HAProxy dying in the middle of a stream of endpoint changes: the router
