@@ -91,7 +91,7 @@ func TestBenchFDs(t *testing.T) {
 	record(t, figure{"14b", fmt.Sprintf("%d routes × 2 endpoints under LimitNOFILE %d", routes, hard),
 		"starts", "impossible: " + refusal.Error(), "NO (HAProxy reserves one fd per checked server)"})
 
-	t.Run("two endpoints, limit raised", func(t *testing.T) {
+	t.Run("two endpoints with the limit raised", func(t *testing.T) {
 		// The smallest limit that serves 1000 connections: what the
 		// refusal names for 100, plus 1800.
 		var need uint64
