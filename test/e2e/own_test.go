@@ -313,6 +313,10 @@ func killWhileServingOn(t *testing.T, r *router, stateDir string) *orphaned {
 	first := runHaroute(t, o.bin, o.args...)
 	r.serves("one.e2e.test", "/", "one")
 	o.oldMaster = testenv.ShowProc(t, r.runDir).Master.PID
+	// Taken over, it is gone by the end; a test that fails before the
+	// takeover left it serving, with its ports, after the run.
+	master := o.oldMaster
+	t.Cleanup(func() { _ = syscall.Kill(master, syscall.SIGTERM) })
 	o.traffic = keepRequesting(r, "one.e2e.test", "one")
 	time.Sleep(300 * time.Millisecond)
 	must(t, first.cmd.Process.Kill())
