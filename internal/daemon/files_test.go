@@ -3,13 +3,13 @@ package daemon
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/haroute/haroute/internal/render"
+	"github.com/haroute/haroute/internal/testutil"
 )
 
 func TestBundleDirWrite(t *testing.T) {
@@ -227,14 +227,8 @@ func TestBundleDirStagedContentLandsWhole(t *testing.T) {
 // leaves neither a temporary file nor a changed name behind. A 64 kB
 // tmpfs stands for the full disk (root only: CI runs as root).
 func TestBundleDirFullDiskFailsTheStaging(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small tmpfs needs root")
-	}
 	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", mnt).Run() })
+	testutil.Tmpfs(t, mnt, "64k")
 	dir := filepath.Join(mnt, "live")
 	d := newBundleDir(dir)
 	if _, err := d.write(&render.Bundle{Files: []render.File{{Name: "haproxy.cfg", Data: []byte("old\n"), Mode: 0o600}}}); err != nil {

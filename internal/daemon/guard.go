@@ -168,7 +168,7 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 		}
 		waiting[r.Key] = model.RouteRejected
 		routes[i] = nil
-		if at, ok := slices.BinarySearchFunc(prev, r.Key, func(p *model.AdmittedRoute, k model.RouteKey) int { return p.Key.Compare(k) }); ok && !keptClaims[prev[at].Claim()] {
+		if at, ok := model.FindRoute(prev, r.Key); ok && !keptClaims[prev[at].Claim()] {
 			waiting[r.Key], routes[i] = model.RouteStale, prev[at]
 		}
 	}
@@ -176,11 +176,11 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 	d.loader.PreferWinners(keptKeys)
 	merged := *next
 	merged.Routes = routes
+	// A copy (withHeld): admission shares its statuses between loads.
 	merged.Statuses = withHeld(merged.Statuses, d.desired.Desired.Statuses, keptKeys)
 	if len(waiting) > 0 {
 		// Shown as what they are, rejected or stale still: the next
 		// hold reads the rivals from these statuses.
-		merged.Statuses = slices.Clone(merged.Statuses)
 		for i, st := range merged.Statuses {
 			if state, ok := waiting[st.Key]; ok {
 				cp := *st
@@ -202,18 +202,19 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 // heldReason is why a held route still serves.
 const heldReason = "deleted from the directory; served until the directory reads the same for the deletion guard's quiet period"
 
-// withHeld returns statuses with the routes of keys (sorted), which the
-// guard keeps serving, listed as held: they had vanished from status while
-// HAProxy still served them. Their served statuses come from prev.
+// withHeld returns a copy of statuses with the routes of keys (sorted),
+// which the guard keeps serving, listed as held: they had vanished from
+// status while HAProxy still served them. Their served statuses come from
+// prev.
 func withHeld(statuses, prev []*model.RouteStatus, keys []model.RouteKey) []*model.RouteStatus {
 	out := make([]*model.RouteStatus, 0, len(statuses)+len(keys))
 	out = append(out, statuses...)
 	for _, k := range keys {
-		i, ok := slices.BinarySearchFunc(prev, k, func(s *model.RouteStatus, k model.RouteKey) int { return s.Key.Compare(k) })
+		i, ok := model.FindStatus(prev, k)
 		if !ok {
 			continue
 		}
-		if _, dup := slices.BinarySearchFunc(statuses, k, func(s *model.RouteStatus, k model.RouteKey) int { return s.Key.Compare(k) }); dup {
+		if _, dup := model.FindStatus(statuses, k); dup {
 			continue // still in the directory, under another claim
 		}
 		cp := *prev[i]

@@ -374,6 +374,12 @@ func FindRoute(routes []*AdmittedRoute, key RouteKey) (int, bool) {
 	return slices.BinarySearchFunc(routes, key, func(r *AdmittedRoute, k RouteKey) int { return r.Key.Compare(k) })
 }
 
+// FindStatus returns the index of the status with key in statuses, which
+// are in key order (as a Desired's are), and whether it is there.
+func FindStatus(statuses []*RouteStatus, key RouteKey) (int, bool) {
+	return slices.BinarySearchFunc(statuses, key, func(s *RouteStatus, k RouteKey) int { return s.Key.Compare(k) })
+}
+
 // ChangedByKey walks two slices in key order together and yields what
 // differs between them: an element of olds alone (new is the zero value),
 // of news alone (old is the zero value), or the two with the same key.

@@ -15,6 +15,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/haroute/haroute/internal/snapshot"
+	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 )
 
@@ -386,9 +387,6 @@ func TestPollsWhenWatchesRunOut(t *testing.T) {
 // is found replaced at the next poll and watched again. A tmpfs stands for
 // the volume (root only: CI runs as root).
 func TestRemountedDirIsWatchedAgain(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
 	for _, tc := range []struct {
 		name    string
 		publish func(dir string, n int) error
@@ -401,13 +399,7 @@ func TestRemountedDirIsWatchedAgain(t *testing.T) {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			mount := func() {
-				if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
-					t.Fatalf("mount: %v: %s", err, out)
-				}
-			}
-			mount()
-			t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+			testutil.Tmpfs(t, dir, "1m")
 			if err := tc.publish(dir, 0); err != nil {
 				t.Fatal(err)
 			}
@@ -415,7 +407,7 @@ func TestRemountedDirIsWatchedAgain(t *testing.T) {
 			if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
 				t.Fatalf("umount: %v: %s", err, out)
 			}
-			mount()
+			testutil.Tmpfs(t, dir, "1m")
 			if err := tc.publish(dir, 1); err != nil {
 				t.Fatal(err)
 			}

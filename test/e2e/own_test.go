@@ -202,9 +202,6 @@ func TestTakeoverWithRefusedRouteKeepsServing(t *testing.T) {
 // live files as they are. A 4 MB tmpfs stands for the state disk (root
 // only: CI runs as root).
 func TestRestartOnABrokenStateDiskTakesOverHAProxy(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small tmpfs needs root")
-	}
 	for _, tc := range []struct {
 		name       string
 		harm, mend func(t *testing.T, disk string)
@@ -212,8 +209,8 @@ func TestRestartOnABrokenStateDiskTakesOverHAProxy(t *testing.T) {
 	}{
 		{"full", func(t *testing.T, disk string) { fillDisk(t, filepath.Join(disk, "filler")) },
 			func(t *testing.T, disk string) { must(t, os.Remove(filepath.Join(disk, "filler"))) }, "no space left"},
-		{"read-only", func(t *testing.T, disk string) { mount(t, "-o", "remount,ro", disk) },
-			func(t *testing.T, disk string) { mount(t, "-o", "remount,rw", disk) }, "read-only file system"},
+		{"read-only", func(t *testing.T, disk string) { testutil.Mount(t, "-o", "remount,ro", disk) },
+			func(t *testing.T, disk string) { testutil.Mount(t, "-o", "remount,rw", disk) }, "read-only file system"},
 		// No saved state to start on: HAProxy is started on the live
 		// files as they are, and the new tree goes in whole, by a
 		// reload, once it can be written.
@@ -224,8 +221,7 @@ func TestRestartOnABrokenStateDiskTakesOverHAProxy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			disk := t.TempDir()
-			mount(t, "-t", "tmpfs", "-o", "size=4m", "tmpfs", disk)
-			t.Cleanup(func() { _ = exec.Command("umount", "-l", disk).Run() })
+			testutil.Tmpfs(t, disk, "4m")
 			r := newRouter(t)
 			o := killWhileServingOn(t, r, filepath.Join(disk, "state"))
 
@@ -258,13 +254,6 @@ func TestRestartOnABrokenStateDiskTakesOverHAProxy(t *testing.T) {
 				t.Errorf("the log says neither that the saved state serves nor that the files on disk do:\n%s", out)
 			}
 		})
-	}
-}
-
-func mount(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
-		t.Fatalf("mount %v: %v: %s", args, err, out)
 	}
 }
 
