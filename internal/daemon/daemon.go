@@ -290,6 +290,7 @@ func New(opts Options) (*Daemon, error) {
 		ConfigPath: filepath.Join(live, render.ConfigFile),
 		RunDir:     opts.RunDir,
 		Logger:     opts.Logger.With("component", "haproxy"),
+		Relocate:   hopRelocation(opts),
 
 		SpareBackendPrefix: model.PoolSlotPrefix,
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -55,17 +56,34 @@ type healState struct {
 }
 
 // initialSockets are the default socket names, and the backup hop in the
-// state dir unless its path is too long for a unix socket.
+// state dir unless its path cannot name a unix socket in HAProxy's
+// syntax.
 func initialSockets(opts Options) render.Sockets {
 	s := render.Sockets{Admin: render.AdminSocket, SNI: render.SNISocket}
 	backup := filepath.Join(opts.StateDir, render.SNISocket)
-	if len(backup) <= maxBackupSocketPath {
-		s.SNIBackup = backup
-	} else {
+	switch {
+	case len(backup) > maxBackupSocketPath:
 		opts.Logger.Warn("state dir path too long for the backup TLS hop socket; TLS routes fail while a deleted run dir is healed",
 			"path", backup, "max", maxBackupSocketPath)
+	case strings.ContainsAny(backup, "${}"):
+		opts.Logger.Warn("state dir path holds '$', '{' or '}'; no backup TLS hop socket, so TLS routes fail while a deleted run dir is healed",
+			"path", backup)
+	default:
+		s.SNIBackup = backup
 	}
 	return s
+}
+
+// hopRelocation lets a master started while the state dir takes no new
+// files (read-only, full) bind the backup hop in <run-dir>/hop instead:
+// else it would not start at all, and the live bundle naming the socket
+// sits on that same disk. Nil when that path is too long for a socket.
+func hopRelocation(opts Options) *haproxy.Relocation {
+	rel := &haproxy.Relocation{Env: render.HopDirEnv, Dir: opts.StateDir, Fallback: filepath.Join(opts.RunDir, "hop")}
+	if len(filepath.Join(rel.Fallback, render.SNISocket)) > maxBackupSocketPath {
+		return nil
+	}
+	return rel
 }
 
 // useSockets makes s the socket names of the next render, and points
@@ -183,7 +201,7 @@ func (d *Daemon) renameLost(missing []string) error {
 	s := d.sockets
 	runDirLost := slices.Contains(missing, d.opts.RunDir)
 	lost := func(path string) bool {
-		return slices.Contains(missing, path) || runDirLost && filepath.Dir(path) == d.opts.RunDir
+		return slices.Contains(missing, path) || runDirLost && strings.HasPrefix(d.proc.Where(path), d.opts.RunDir+"/")
 	}
 	if lost(filepath.Join(d.opts.RunDir, s.Admin)) {
 		s.Admin = haproxy.NextSocketName(s.Admin)

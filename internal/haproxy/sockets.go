@@ -102,7 +102,8 @@ func isLiveSocket(path string) bool {
 // dead; the daemon heals them.
 type SocketsError struct {
 	// Missing are the paths that do not exist or do not accept
-	// connections; the run dir alone when it is gone.
+	// connections, as the config declares them (see Process.Where); the
+	// run dir alone when it is gone.
 	Missing []string
 	// MasterOnly is set when only the master socket is missing: a reload
 	// signalled to the master brings it back.
@@ -124,7 +125,7 @@ func (p *Process) Sockets() error {
 	}
 	e := &SocketsError{}
 	for _, path := range append([]string{p.sup.MasterSocket(), p.sup.AdminSocket()}, p.sup.opts.ListenerSockets...) {
-		if !isLiveSocket(path) {
+		if !isLiveSocket(p.Where(path)) {
 			e.Missing = append(e.Missing, path)
 		}
 	}
@@ -142,4 +143,51 @@ func (p *Process) signalReload() error {
 		return fmt.Errorf("signal haproxy master %d: %w", p.PID(), err)
 	}
 	return nil
+}
+
+// relocate reports whether the next master binds Options.Relocate's
+// sockets in its Fallback: when Dir takes no new file. The probe creates
+// and removes a file, as binding a unix socket creates one; a bare
+// access(2) says nothing of a full disk. A master taking over from
+// another inherits the sockets it finds live, binding nothing: those stay
+// where they are, out of the run dir, whose loss they are there to
+// outlast.
+func (s *Supervisor) relocate(takeover bool) (bool, error) {
+	rel := s.opts.Relocate
+	if rel == nil {
+		return false, nil
+	}
+	if takeover && s.liveIn(rel.Dir) {
+		return false, nil
+	}
+	f, err := os.CreateTemp(rel.Dir, ".bind-probe-*")
+	if err == nil {
+		f.Close()
+		_ = os.Remove(f.Name())
+		return false, nil
+	}
+	if err := os.MkdirAll(rel.Fallback, 0o700); err != nil {
+		return false, fmt.Errorf("create %s: %w", rel.Fallback, err)
+	}
+	return true, nil
+}
+
+// liveIn reports whether every listener socket declared in dir answers.
+func (s *Supervisor) liveIn(dir string) bool {
+	for _, path := range s.opts.ListenerSockets {
+		if filepath.Dir(path) == dir && !isLiveSocket(path) {
+			return false
+		}
+	}
+	return true
+}
+
+// Where is the path at which this master binds the listener socket the
+// config declares at path: the same path, unless the socket was
+// relocated when the master was launched.
+func (p *Process) Where(path string) string {
+	if rel := p.sup.opts.Relocate; p.relocated && filepath.Dir(path) == rel.Dir {
+		return filepath.Join(rel.Fallback, filepath.Base(path))
+	}
+	return path
 }

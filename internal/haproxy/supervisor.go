@@ -43,6 +43,20 @@ type Options struct {
 	// and empties itself at runtime (its pool of spares): HAProxy's alerts
 	// about them are logged at debug.
 	SpareBackendPrefix string
+	// Relocate, when set, moves listener sockets out of a directory that
+	// takes no new files when a master is launched.
+	Relocate *Relocation
+}
+
+// Relocation moves the listener sockets the config binds in Dir to
+// Fallback, for one master, when Dir takes no new files at its launch (a
+// read-only or full disk): HAProxy binds a unix socket by creating it,
+// and a master that cannot bind one does not start at all. The config
+// names such sockets "unix@${Env-Dir}/<name>" (in double quotes), so the
+// master is pointed elsewhere by its environment alone; the config files
+// themselves, which may sit on that same disk, need not change.
+type Relocation struct {
+	Env, Dir, Fallback string
 }
 
 // Supervisor starts HAProxy master-worker processes for one configuration.
@@ -107,6 +121,9 @@ type Process struct {
 	// known is the last `show proc` read by Start or Reload: what a
 	// reload signalled without the master CLI is confirmed against.
 	known ProcInfo
+	// relocated is set when this master binds Options.Relocate's sockets
+	// in its Fallback (see Where).
+	relocated bool
 
 	done    chan struct{}
 	waitErr error // set before done is closed
@@ -181,6 +198,16 @@ func (s *Supervisor) masterArgs() []string {
 // launch starts HAProxy with extra arguments and waits until it is ready.
 func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, error) {
 	cmd := exec.Command(s.binary, append(s.masterArgs(), extra...)...)
+	relocated, err := s.relocate(len(extra) > 0)
+	if err != nil {
+		return nil, err
+	}
+	if relocated {
+		rel := s.opts.Relocate
+		cmd.Env = append(os.Environ(), rel.Env+"="+rel.Fallback)
+		s.log.Warn("directory takes no new files; haproxy binds its sockets elsewhere until its next start",
+			"dir", rel.Dir, "sockets", rel.Fallback)
+	}
 	// A process group of its own: signals to haroute's group (Ctrl-C in a
 	// terminal) do not hit HAProxy behind Stop's back, and Stop can sweep
 	// the group as a safety net.
@@ -208,6 +235,8 @@ func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, erro
 		log:     s.log,
 		softTTL: s.opts.SoftStopTimeout,
 		done:    make(chan struct{}),
+
+		relocated: relocated,
 	}
 	go p.wait()
 	s.log.Info("haproxy started", "pid", cmd.Process.Pid, "config", s.opts.ConfigPath)
@@ -336,6 +365,13 @@ func (p *Process) Err() error {
 func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 	ctx, stop := p.watchReload(ctx)
 	defer stop()
+	if p.relocated {
+		// A deleted run dir comes back without it; the re-executed master
+		// binds there again.
+		if err := os.MkdirAll(p.sup.opts.Relocate.Fallback, 0o700); err != nil {
+			return ProcInfo{}, fmt.Errorf("create %s: %w", p.sup.opts.Relocate.Fallback, err)
+		}
+	}
 	mark := p.out.mark()
 	var info ProcInfo
 	var err error

@@ -178,7 +178,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	}
 	w.line("  server ", SNIServer, " unix@", in.RunDir, "/", in.Sockets.sni(), " send-proxy-v2")
 	if in.Sockets.SNIBackup != "" {
-		w.line("  server ", SNIBackupServer, " unix@", in.Sockets.SNIBackup, " send-proxy-v2")
+		w.line("  server ", SNIBackupServer, " ", backupHop(in.Sockets.SNIBackup), " send-proxy-v2")
 	}
 	w.line("")
 
@@ -187,12 +187,12 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	// entry matches the SNI. ALPN offers http/1.1 alone unless a crt-list
 	// entry (a route's own certificate, with HTTP/2 on) says otherwise:
 	// HAProxy 2.8 and later would offer h2 on every ssl bind without one.
-	hops := []string{in.RunDir + "/" + in.Sockets.sni()}
+	hops := []string{"unix@" + in.RunDir + "/" + in.Sockets.sni()}
 	if in.Sockets.SNIBackup != "" {
-		hops = append(hops, in.Sockets.SNIBackup)
+		hops = append(hops, backupHop(in.Sockets.SNIBackup))
 	}
 	for _, hop := range hops {
-		w.line("  bind unix@", hop, " mode 600 accept-proxy ssl crt ", in.Dir, "/", DefaultCertFile,
+		w.line("  bind ", hop, " mode 600 accept-proxy ssl crt ", in.Dir, "/", DefaultCertFile,
 			" crt-list ", in.Dir, "/", CrtListFile, " alpn http/1.1", clientVerify(in))
 	}
 	w.line("  mode http")

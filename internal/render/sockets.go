@@ -51,6 +51,25 @@ func (s Sockets) check() error {
 		if !path.IsAbs(b) || path.Clean(b) != b {
 			return fmt.Errorf("backup hop socket %q must be an absolute, clean path", b)
 		}
+		if strings.ContainsAny(b, "${}") {
+			return fmt.Errorf("backup hop socket %q: '$', '{' and '}' would be read as an environment variable", b)
+		}
 	}
 	return nil
+}
+
+// HopDirEnv names the environment variable that moves the backup hop
+// socket out of its directory for one HAProxy master: when the state dir
+// takes no new files (read-only, full), a master could not bind the
+// socket there, and so would not start at all, while the config naming
+// it, on that same disk, cannot be rewritten. The supervisor sets it
+// (haproxy.Relocation); unset, the socket is where Sockets.SNIBackup says,
+// which is also what `haproxy -c` or an operator's own run sees.
+const HopDirEnv = "HAROUTE_HOP_DIR"
+
+// backupHop is the address of the backup hop socket at p, its directory
+// given through HopDirEnv (HAProxy expands "${NAME-default}" in double
+// quotes).
+func backupHop(p string) string {
+	return `"unix@${` + HopDirEnv + "-" + path.Dir(p) + "}/" + path.Base(p) + `"`
 }

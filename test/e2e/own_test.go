@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +64,10 @@ func runHaroute(t *testing.T, bin string, args ...string) *harouteProc {
 		case <-h.exited:
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
+		}
+		if t.Failed() {
+			out, _ := os.ReadFile(logs)
+			t.Logf("haroute %v log:\n%s", args, out)
 		}
 	})
 	return h
@@ -455,4 +460,88 @@ func TestReaperStopsHAProxyOfARelativeRunDir(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// HAProxy binds its backup TLS hop socket in the state dir, and a master
+// that cannot bind a socket does not start. When HAProxy died after a
+// restart of haroute on a read-only state disk, haroute could not start
+// it again: every route down until the disk was mended. The master it
+// starts now binds that socket in the run dir (the config names the
+// directory through an environment variable, since the config on that
+// disk cannot be rewritten), and a run dir deleted meanwhile is healed as
+// before. The disk is made read-only while haroute is down: a remount
+// refuses while a file on it is open for writing (haroute's lock).
+func TestHAProxyRestartsOnAReadOnlyStateDisk(t *testing.T) {
+	disk := t.TempDir()
+	testutil.Tmpfs(t, disk, "4m")
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	must(t, publish.NewAtomicWriter(r.dir).Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", join(routeYAML("one", "one.e2e.test", "", "one"), edgeRouteYAML("tls", "tls.e2e.test", "one")),
+		"endpoints.yaml", endpointsYAML("one", one),
+	)))
+	bin := buildHaroute(t)
+	args := []string{"--config-dir", r.dir, "--run-dir", r.runDir, "--state-dir", filepath.Join(disk, "state"), "--metrics-address", r.metrics}
+	first := runHaroute(t, bin, args...)
+	r.serves("one.e2e.test", "/", "one")
+	master := testenv.ShowProc(t, r.runDir).Master.PID
+	t.Cleanup(func() { _ = syscall.Kill(master, syscall.SIGTERM) })
+	must(t, first.cmd.Process.Kill())
+	first.waitExit(t)
+	testutil.Mount(t, "-o", "remount,ro", disk)
+	t.Cleanup(func() { _ = exec.Command("mount", "-o", "remount,rw", disk).Run() })
+	second := runHaroute(t, bin, args...)
+	master = tookOver(t, r, master)
+
+	for i := range 2 {
+		// Twice: the second time, the master killed is a relocated one.
+		must(t, syscall.Kill(master, syscall.SIGKILL))
+		r.eventually(30*time.Second, "a new HAProxy master", func() error {
+			if pid := testenv.ShowProc(t, r.runDir).Master.PID; pid == master {
+				return fmt.Errorf("master is still %d", pid)
+			}
+			return nil
+		})
+		master = testenv.ShowProc(t, r.runDir).Master.PID
+		r.serves("one.e2e.test", "/", "one")
+		r.eventually(20*time.Second, fmt.Sprintf("the TLS route served (kill %d)", i+1), func() error {
+			_, err := r.getTLS("tls.e2e.test")
+			return err
+		})
+	}
+	if _, err := os.Stat(filepath.Join(r.runDir, "hop", "fe_sni.sock")); err != nil {
+		t.Errorf("backup hop socket not in the run dir: %v", err)
+	}
+	// The relocated socket is checked where it is, so nothing is healed.
+	r.eventually(10*time.Second, "/readyz ready", func() error {
+		code, body, err := r.readyz()
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("/readyz = %d %q", code, body)
+		}
+		return err
+	})
+	reloads := r.reloads()
+	time.Sleep(2 * time.Second)
+	if got := r.reloads(); got != reloads {
+		t.Errorf("%d reloads while nothing changed, want none", got-reloads)
+	}
+
+	// With the disk mended, a deleted run dir (and the backup in it) is
+	// healed: the renamed backup is bound in the run dir again, where
+	// this master keeps it. (On the read-only disk the heal waits for the
+	// disk: it renders the config with the new socket names.)
+	testutil.Mount(t, "-o", "remount,rw", disk)
+	must(t, os.RemoveAll(r.runDir))
+	r.eventually(30*time.Second, "the TLS route served after the run dir was healed", func() error {
+		_, err := r.getTLS("tls.e2e.test")
+		return err
+	})
+	r.serves("one.e2e.test", "/", "one")
+	if _, err := os.Stat(filepath.Join(r.runDir, "hop", "fe_sni-1.sock")); err != nil {
+		t.Errorf("renamed backup hop socket not in the run dir: %v", err)
+	}
+	if out, _ := os.ReadFile(second.logs); !strings.Contains(string(out), "haproxy binds its sockets elsewhere") {
+		t.Errorf("the log does not say where the sockets went:\n%s", out)
+	}
 }
