@@ -443,13 +443,20 @@ func TestNewRouteMetricsDoNotInheritADeletedRoutesTraffic(t *testing.T) {
 	gen["mb.yaml"] = []byte(routeYAML("mb", "mb.e2e.test", "", "one"))
 	must(t, w.Publish(gen))
 	r.serves("mb.e2e.test", "/", "one")
-	m, err := r.scrapeMetrics()
-	must(t, err)
+	// HAProxy may answer before the daemon has recorded the binding that
+	// the scrape reads.
 	re := regexp.MustCompile(`haroute_route_requests_total\{namespace="e2e",route="mb"\} (\d+)`)
-	got := re.FindStringSubmatch(m)
-	if got == nil {
-		t.Fatalf("no requests series for mb in:\n%s", m)
-	}
+	var got []string
+	r.eventually(5*time.Second, "a requests series for mb", func() error {
+		m, err := r.scrapeMetrics()
+		if err != nil {
+			return err
+		}
+		if got = re.FindStringSubmatch(m); got == nil {
+			return fmt.Errorf("none in:\n%s", m)
+		}
+		return nil
+	})
 	if n, _ := strconv.Atoi(got[1]); n > 5 {
 		t.Fatalf("mb shows %d requests: ma's traffic, on the spare they shared", n)
 	}
