@@ -374,12 +374,19 @@ func (c *candidate) statusOf() {
 }
 
 // validateRoutes validates every selected route, in namespace/name order.
-// Routes defined twice (same namespace and name) keep one definition: the
-// one from the file whose definition served last (lg), else the first by
-// position; the others are errors. A copy of a route file, edited, must
+// Routes defined twice (same namespace and name) keep one definition: one
+// from a file that decodes over the last good copy of a broken one, then
+// the one from the file whose definition served last (lg), else the first
+// by position; the others are errors. A copy of a route file, edited, must
 // not silently replace the route that serves because its name sorts
 // first. memos, when not nil, is parallel to routes.
 func validateRoutes(routes []*Route, memos []*routeMemo, settings *Settings, ds *Diagnostics, sc *admitScratch, lg *lastGood) []*candidate {
+	if lg != nil && lg.stale != nil {
+		// Which duplicate wins depends on which files are broken, which
+		// the cached order does not record; broken files are rare and
+		// short-lived.
+		sc.sorted = sortedRoutes{}
+	}
 	if last := &sc.sorted; last.byKey != nil && sameSlice(routes, last.routes) && sameSlice(memos, last.memos) && (memos == nil) == (last.memos == nil) {
 		return validateSorted(last.byKey, last.memoByKey, settings, ds, sc)
 	}
@@ -406,6 +413,14 @@ func validateRoutes(routes []*Route, memos []*routeMemo, settings *Settings, ds 
 		}
 		if c := strings.Compare(a.Meta.Name, b.Meta.Name); c != 0 {
 			return c
+		}
+		// The last good copy kept for a broken file yields to a current
+		// definition (see lastGood.stale).
+		if as, bs := lg.isStale(a.Source.Pos.Path), lg.isStale(b.Source.Pos.Path); as != bs {
+			if bs {
+				return -1
+			}
+			return 1
 		}
 		if served := lg.servedPath(a.Meta.Namespace, a.Meta.Name); served != "" {
 			if as, bs := a.Source.Pos.Path == served, b.Source.Pos.Path == served; as != bs {

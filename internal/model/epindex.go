@@ -77,6 +77,11 @@ func (c *epIndexCache) index(objs *Objects, m *memos, lg *lastGood) (endpointInd
 	// Unique across caches, so that a memo never mistakes a cache made
 	// afresh (or another Loader's) for the one it resolved against.
 	gen := indexGens.Add(1)
+	if lg != nil && lg.stale != nil {
+		// Which copies are shadowed depends on which files are broken,
+		// which the cache does not record (see buildEndpointIndex).
+		*c = epIndexCache{}
+	}
 	if changed, ok := c.update(objs, m); ok {
 		// Named changes hold only against this cache's last index,
 		// which must be the generation just before (another cache's may

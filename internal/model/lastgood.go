@@ -40,7 +40,19 @@ type lastGood struct {
 	// refusedConfig is what HAProxy refused of the current RouterConfig
 	// (Loader.RefuseRouterConfig); not part of what is committed.
 	refusedConfig []SettingsProblem
+	// stale are the paths whose current content fails to decode, whose
+	// last good content stays in force; not part of what is committed.
+	// Such content yields to a definition of the same object in a file
+	// that decodes: an operator who moved a route to a new file, edited,
+	// and left the old file broken, meant the new one, which `check`
+	// (no history) admits; the old copy won as the incumbent, and the
+	// Endpoints of both were served together.
+	stale map[string]bool
 }
+
+// isStale reports whether path is a file whose last good content serves
+// in place of a current content that fails to decode.
+func (lg *lastGood) isStale(path string) bool { return lg != nil && lg.stale[path] }
 
 // servedPath is the file the last good pass took route namespace/name
 // from; "" when it had none (or lg is nil).

@@ -224,3 +224,53 @@ func TestEndpointsOfABrokenFileAreStale(t *testing.T) {
 		t.Fatalf("fixed: StaleCount = %d, want 0", res.StaleCount())
 	}
 }
+
+// A route and its Endpoints moved to a new file and edited there, the old
+// file left broken: the new definitions serve, as `check` (no history)
+// says, whether the move and the break come in one generation or two.
+// The last good copy of the broken file won as the incumbent, and the
+// Endpoints of both were served together.
+func TestBrokenFilesLastGoodYieldsToACurrentDefinition(t *testing.T) {
+	file := func(path, host string, ip string) SourceFile {
+		return SourceFile{Path: path, Data: []byte(routeYAML("app", host) +
+			"---\napiVersion: v1\nkind: Endpoints\nmetadata: {name: svc, namespace: ns}\nsubsets:\n- addresses: [{ip: " + ip + "}]\n  ports: [{port: 8080}]\n")}
+	}
+	old := file("a.yaml", "old.example.test", "10.0.0.1")
+	moved := file("b.yaml", "new.example.test", "10.0.0.2")
+	broken := SourceFile{Path: "a.yaml", Data: []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: [app\n")}
+	for _, tc := range []struct {
+		name  string
+		steps [][]SourceFile
+	}{
+		{"in one generation", [][]SourceFile{{old}, {broken, moved}}},
+		{"copied first, then the old file broken", [][]SourceFile{{old}, {old, moved}, {broken, moved}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := NewLoader()
+			var res Result
+			for _, step := range tc.steps {
+				res = l.Load(step)
+			}
+			if got := servedHost(res.Desired, "app"); got != "new.example.test" {
+				t.Fatalf("serves host %q, want b.yaml's new.example.test", got)
+			}
+			st := statusOf(t, res.Desired, "app")
+			if st.State != RouteAdmitted || st.Source.Path != "b.yaml" {
+				t.Fatalf("status %+v, want admitted from b.yaml", st)
+			}
+			var ips []string
+			for _, s := range res.Desired.Routes[0].Services[0].Servers {
+				ips = append(ips, s.Address)
+			}
+			if !slices.Equal(ips, []string{"10.0.0.2"}) {
+				t.Fatalf("serves endpoints %v, want b.yaml's 10.0.0.2 alone", ips)
+			}
+			// The broken file mended as it was: the duplicate is the
+			// copy again, and the route that serves keeps serving.
+			res = l.Load([]SourceFile{old, moved})
+			if got := servedHost(res.Desired, "app"); got != "new.example.test" {
+				t.Fatalf("mended: serves host %q, want new.example.test, which served", got)
+			}
+		})
+	}
+}

@@ -189,6 +189,11 @@ func (l *Loader) Evaluate(files []SourceFile) Result {
 			l.rcRefusal = nil // the RouterConfig changed: try it afresh
 		}
 	}
+	if stale := l.stalePaths(); stale != nil {
+		cp := *good
+		cp.stale = stale
+		good = &cp
+	}
 	desired, admitDiags, next := admit(objs, l.prev, m, &l.scratch, good)
 	staleFiles := l.markBrokenFiles(desired)
 	diags = append(diags, admitDiags...)
@@ -199,6 +204,21 @@ func (l *Loader) Evaluate(files []SourceFile) Result {
 		res.RouterUnsettled = l.routerUnsettled(objs, admitDiags)
 	}
 	return res
+}
+
+// stalePaths are the paths whose current content fails to decode and
+// whose last good content stays in force; nil when there are none.
+func (l *Loader) stalePaths() map[string]bool {
+	var stale map[string]bool
+	for path, st := range l.files {
+		if st.failed && st.good != nil {
+			if stale == nil {
+				stale = map[string]bool{}
+			}
+			stale[path] = true
+		}
+	}
+	return stale
 }
 
 // markBrokenFiles marks stale the routes served from the last good

@@ -88,9 +88,22 @@ func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex, lg *lastGood
 		}
 		seen[key] = src.At("metadata.name")
 	}
+	shadowed := currentEndpoints(objs, lg)
+	shadow := func(key endpointsKey, src Source) bool {
+		at, ok := shadowed[key]
+		if ok && lg.isStale(src.Pos.Path) {
+			ds = append(ds, Diagnostic{Pos: src.At("metadata.name"), Severity: SeverityNote, Field: "metadata.name",
+				Message: fmt.Sprintf("%s/%s is defined at %s too: that definition serves, not this file's last good one", key.namespace, key.name, at)})
+			return true
+		}
+		return false
+	}
 	for i := range objs.Endpoints {
 		ep := objs.Endpoints[i]
 		key := endpointsKey{namespace: namespaceOrDefault(ep.Meta.Namespace), name: ep.Meta.Name}
+		if shadow(key, ep.Source) {
+			continue
+		}
 		twice(key, ep.Source)
 		if m == nil {
 			g := endpointsGroups(ep)
@@ -106,6 +119,9 @@ func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex, lg *lastGood
 	for i := range objs.EndpointSlices {
 		sl := &objs.EndpointSlices[i]
 		key := endpointsKey{slice: true, namespace: namespaceOrDefault(sl.Meta.Namespace), name: sl.Meta.Name}
+		if shadow(key, sl.Source) {
+			continue
+		}
 		twice(key, sl.Source)
 		if m == nil {
 			g := sliceGroups(sl)
@@ -119,6 +135,28 @@ func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex, lg *lastGood
 		add(key, sl.Source.Pos, g)
 	}
 	return idx, ds, stale
+}
+
+// currentEndpoints maps the endpoint objects defined in files that decode
+// to where, when some file is broken and serves its last good content
+// (lg.stale): that content's copies of them yield (see lastGood.stale).
+// Nil otherwise.
+func currentEndpoints(objs *Objects, lg *lastGood) map[endpointsKey]Position {
+	if lg == nil || lg.stale == nil {
+		return nil
+	}
+	cur := map[endpointsKey]Position{}
+	for _, ep := range objs.Endpoints {
+		if !lg.isStale(ep.Source.Pos.Path) {
+			cur[endpointsKey{namespace: namespaceOrDefault(ep.Meta.Namespace), name: ep.Meta.Name}] = ep.Source.At("metadata.name")
+		}
+	}
+	for i := range objs.EndpointSlices {
+		if sl := &objs.EndpointSlices[i]; !lg.isStale(sl.Source.Pos.Path) {
+			cur[endpointsKey{slice: true, namespace: namespaceOrDefault(sl.Meta.Namespace), name: sl.Meta.Name}] = sl.Source.At("metadata.name")
+		}
+	}
+	return cur
 }
 
 // endpointsGroups validates one Endpoints: one group per subset.

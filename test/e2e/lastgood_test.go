@@ -588,3 +588,25 @@ func teardownWithRival(t *testing.T, restart, staleRival bool) {
 		t.Errorf("after the quiet period: shop.e2e.test answered by %q (%v), want shop", got, err)
 	}
 }
+
+// A route and its Endpoints moved to a new file and edited (another
+// backend), the old file left broken: the new definitions serve, as
+// `check` says. The broken file's last good copy served instead, and the
+// Endpoints of both files were served together.
+func TestBrokenFileYieldsToTheMovedRoute(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig(""),
+		"a.yaml", join(routeYAML("a", "a.e2e.test", "", "svc"), endpointsYAML("svc", one)))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+
+	gen["a.yaml"] = []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: [a\n")
+	gen["b.yaml"] = []byte(join(routeYAML("a", "a.e2e.test", "", "svc"), endpointsYAML("svc", two)))
+	must(t, w.Publish(gen))
+	r.serves("a.e2e.test", "/", "two")
+	r.keepsServing("a.e2e.test", "two", 10, "the moved route")
+	r.routeStatus("a", model.RouteAdmitted) // not stale: its current version serves
+}
