@@ -327,9 +327,13 @@ func validateTargetPort(c *routeCheck, port *RoutePort) {
 	}
 	tp := port.TargetPort
 	const field = "spec.port.targetPort"
-	// OpenShift requires only a non-zero number or a non-empty name; what
-	// matches no port leaves the route without endpoints, so it is a
-	// warning here, not a rejection.
+	// OpenShift requires only a non-zero number or a non-empty name; a
+	// name that matches no port leaves the route without endpoints, so it
+	// is a warning here, not a rejection (OpenShift admits "0" as a
+	// name). A number outside 1-65535 is no port at all: it is an error,
+	// so that a typo in a served route (80800 for 8080) keeps its last
+	// good version serving rather than answer 503, where OpenShift would
+	// admit it and serve nothing.
 	if tp.IsString {
 		if tp.Str == "" {
 			c.add(SeverityError, c.pos(field, "spec.port"), field, "targetPort name is empty")
@@ -342,7 +346,6 @@ func validateTargetPort(c *routeCheck, port *RoutePort) {
 	case tp.Int == 0:
 		c.add(SeverityError, c.pos(field, "spec.port"), field, "targetPort 0 is not a port: give a port number or name")
 	case tp.Int < 1 || tp.Int > 65535:
-		c.add(SeverityWarning, c.pos(field, "spec.port"), field,
-			fmt.Sprintf("targetPort %d is out of range 1-65535: it matches no endpoint port, so the route gets no endpoints", tp.Int))
+		c.add(SeverityError, c.pos(field, "spec.port"), field, fmt.Sprintf("targetPort %d is out of range 1-65535", tp.Int))
 	}
 }

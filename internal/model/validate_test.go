@@ -165,7 +165,10 @@ func TestValidateRoute(t *testing.T) {
 			`ns-r.yaml:24:7: error: spec.port.targetPort: targetPort 0 is not a port: give a port number or name`,
 		}},
 		{name: "targetPort out of range", edit: func(r *Route) { r.Spec.Port = &RoutePort{TargetPort: IntOrString{Int: 70000}} }, want: []string{
-			`ns-r.yaml:24:7: warning: spec.port.targetPort: targetPort 70000 is out of range 1-65535: it matches no endpoint port, so the route gets no endpoints`,
+			`ns-r.yaml:24:7: error: spec.port.targetPort: targetPort 70000 is out of range 1-65535`,
+		}},
+		{name: "targetPort negative", edit: func(r *Route) { r.Spec.Port = &RoutePort{TargetPort: IntOrString{Int: -1}} }, want: []string{
+			`ns-r.yaml:24:7: error: spec.port.targetPort: targetPort -1 is out of range 1-65535`,
 		}},
 		{name: "targetPort \"0\" is a port name", edit: func(r *Route) {
 			r.Spec.Port = &RoutePort{TargetPort: IntOrString{IsString: true, Str: "0"}}
