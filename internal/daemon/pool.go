@@ -307,12 +307,18 @@ func (st poolState) keepUnlike(r *model.AdmittedRoute, slot model.BackendName, i
 // emptied is route p as a slot named after its own backend: the same
 // backend text (settings, cookie name) without servers, map entries or
 // the route's comment. It names no file: only servers do (ca-file, crt).
-// (For a route bound to a pool slot, the slot is its backend.)
+// (For a route bound to a pool slot, the slot is its backend.) The path
+// stays where the backend's rewrite-target rule holds it: without it the
+// backend read unlike the running one, and the deletion reloaded. Map
+// entries need a host, so the path adds none.
 func emptied(p *model.AdmittedRoute) model.AdmittedRoute {
 	cp := *p
 	cp.Slot = p.BackendName()
 	cp.Key = model.RouteKey{Name: string(cp.Slot)}
-	cp.Host, cp.Path, cp.Wildcard = "", "", false
+	cp.Host, cp.Wildcard = "", false
+	if p.Backend.RewriteTarget == "" {
+		cp.Path = ""
+	}
 	cp.Services = nil
 	return cp
 }

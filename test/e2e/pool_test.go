@@ -470,12 +470,25 @@ func TestNewRouteMetricsDoNotInheritADeletedRoutesTraffic(t *testing.T) {
 // reloaded. It stays rendered, emptied, out of the pool, until the next
 // reload drops it; the same route added again goes back to it.
 func TestDeletedRouteWithItsOwnSettingsDoesNotReload(t *testing.T) {
+	for _, tc := range []struct{ name, route string }{
+		{"cookie name", reloadingRouteYAML("c", "c.e2e.test", "one")},
+		// The replace-path rule holds the route's path: the emptied
+		// backend lost it, and so read unlike the running one.
+		{"rewrite-target", annotated(routeYAML("c", "c.e2e.test", "/", "one"), "haproxy.router.openshift.io/rewrite-target", "/v2")},
+	} {
+		t.Run(tc.name, func(t *testing.T) { deleteOwnBackendRoute(t, tc.route) })
+	}
+}
+
+// deleteOwnBackendRoute is TestDeletedRouteWithItsOwnSettingsDoesNotReload
+// for route c, served at c.e2e.test/ from its own backend.
+func deleteOwnBackendRoute(t *testing.T, route string) {
 	r := newRouter(t)
 	w := publish.NewAtomicWriter(r.dir)
 	one := startBackend(t, "one")
 	gen := files("router.yaml", r.routerConfig(""),
 		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
-		"c.yaml", reloadingRouteYAML("c", "c.e2e.test", "one"),
+		"c.yaml", route,
 		"endpoints.yaml", endpointsYAML("one", one))
 	must(t, w.Publish(gen))
 	r.start("atomic")
@@ -483,7 +496,6 @@ func TestDeletedRouteWithItsOwnSettingsDoesNotReload(t *testing.T) {
 	before := r.reloads()
 
 	traffic := keepRequesting(r, "a.e2e.test", "one")
-	route := gen["c.yaml"]
 	delete(gen, "c.yaml")
 	must(t, w.Publish(gen))
 	r.gone("c.e2e.test")
@@ -496,7 +508,7 @@ func TestDeletedRouteWithItsOwnSettingsDoesNotReload(t *testing.T) {
 		t.Fatal("haproxy.cfg still names route c")
 	}
 
-	gen["c.yaml"] = route
+	gen["c.yaml"] = []byte(route)
 	must(t, w.Publish(gen))
 	r.serves("c.e2e.test", "/", "one")
 	if after := r.reloads(); after != before {
