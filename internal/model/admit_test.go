@@ -648,6 +648,26 @@ func TestAdmitEndpointResolution(t *testing.T) {
 			},
 		},
 		{
+			// The API server refuses these names; a route naming the
+			// service found nothing, with only a note at the route.
+			name: "endpoints names no service can have",
+			eps: []Endpoints{
+				{Meta: ObjectMeta{Name: "web", Namespace: "ns "}, Source: testSource("ns.yaml", "metadata.namespace"),
+					Subsets: []EndpointSubset{{Addresses: []EndpointAddress{{IP: "10.0.0.1"}}, Ports: []EndpointPort{{Port: 8080}}}}},
+				{Meta: ObjectMeta{Name: "we b", Namespace: "ns"}, Source: testSource("name.yaml", "metadata.name"),
+					Subsets: []EndpointSubset{{Addresses: []EndpointAddress{{IP: "10.0.0.2"}}, Ports: []EndpointPort{{Port: 8080}}}}},
+			},
+			slices: []EndpointSlice{{Meta: ObjectMeta{Name: "web-x1", Namespace: "ns", Labels: map[string]string{ServiceNameLabel: "Web"}},
+				Endpoints: []SliceEndpoint{{Addresses: []string{"10.0.0.3"}}}, Ports: []EndpointPort{{Port: 8080}},
+				Source: testSource("sl.yaml", "metadata.labels")}},
+			diags: []string{
+				`name.yaml:10:7: error: metadata.name: service name "we b" is not a valid DNS-1123 label (lowercase letters, digits and '-', at most 63, starting and ending alphanumeric)`,
+				`ns-r.yaml:14:7: note: spec.to.name: no Endpoints or EndpointSlice found for service "web"; the route answers 503 until one appears`,
+				`ns.yaml:10:7: error: metadata.namespace: namespace "ns " is not a valid DNS-1123 label (lowercase letters, digits and '-', starting and ending alphanumeric)`,
+				`sl.yaml:10:7: error: metadata.labels: service name "Web" is not a valid DNS-1123 label (lowercase letters, digits and '-', at most 63, starting and ending alphanumeric)`,
+			},
+		},
+		{
 			name: "slice without service label",
 			slices: []EndpointSlice{{
 				Meta: ObjectMeta{Name: "orphan", Namespace: "ns"}, Source: testSource("sl.yaml", "metadata.labels"),

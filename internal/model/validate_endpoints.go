@@ -159,10 +159,30 @@ func currentEndpoints(objs *Objects, lg *lastGood) map[endpointsKey]Position {
 	return cur
 }
 
+// endpointsNameProblem reports, as an error in ds, a namespace or service
+// name no Service could have: the API server refuses such an Endpoints
+// (or slice label), and a route that names the service would silently
+// find no endpoints. svc is at field.
+func endpointsNameProblem(meta ObjectMeta, svc string, src Source, field string, ds *Diagnostics) bool {
+	if msg := namespaceProblem(namespaceOrDefault(meta.Namespace)); msg != "" {
+		*ds = append(*ds, Diagnostic{Pos: src.At("metadata.namespace"), Severity: SeverityError, Field: "metadata.namespace", Message: msg})
+		return true
+	}
+	if msg := serviceNameProblem(svc); msg != "" {
+		*ds = append(*ds, Diagnostic{Pos: src.At(field), Severity: SeverityError, Field: field, Message: msg})
+		return true
+	}
+	return false
+}
+
 // endpointsGroups validates one Endpoints: one group per subset.
 func endpointsGroups(ep *Endpoints) groupsMemo {
 	out := groupsMemo{done: true, ok: true, key: ownKey(namespaceOrDefault(ep.Meta.Namespace), ep.Meta.Name)}
 	ds := &out.diags
+	if endpointsNameProblem(ep.Meta, ep.Meta.Name, ep.Source, "metadata.name", ds) {
+		out.ok = false
+		return out
+	}
 	for si, sub := range ep.Subsets {
 		prefix := "subsets[" + strconv.Itoa(si) + "]"
 		g := endpointGroup{ports: validPorts(sub.Ports, ep.Source, prefix+".ports", ds)}
@@ -194,8 +214,11 @@ func sliceGroups(sl *EndpointSlice) groupsMemo {
 			Message: fmt.Sprintf("EndpointSlice has no %s label, so it belongs to no service; ignored", ServiceNameLabel)}}
 		return out
 	}
-	out.ok, out.key = true, ownKey(namespaceOrDefault(sl.Meta.Namespace), svc)
 	ds := &out.diags
+	if endpointsNameProblem(sl.Meta, svc, sl.Source, "metadata.labels", ds) {
+		return out
+	}
+	out.ok, out.key = true, ownKey(namespaceOrDefault(sl.Meta.Namespace), svc)
 	g := endpointGroup{ports: validPorts(sl.Ports, sl.Source, "ports", ds)}
 	// The API server refuses a slice of another address type, or with an
 	// address not of its type; FQDN slices name hosts, which HAProxy
