@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +22,25 @@ func TestCheckWarnsAboutAMisspelledKind(t *testing.T) {
 	}
 	if code, stdout, _ = run(t, "check", "--strict", dir); code != ExitInvalid || stdout != want {
 		t.Fatalf("check --strict: exit %d, stdout %q, want exit %d and %q", code, stdout, ExitInvalid, want)
+	}
+}
+
+// TestCheckWarnsAboutALinkedDirectory: the routes below a symlink to a
+// directory are not read, and check says so rather than pass them over
+// without a word; --strict fails.
+func TestCheckWarnsAboutALinkedDirectory(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute})
+	other := writeFiles(t, map[string]string{"more.yaml": goodRoute})
+	if err := os.Symlink(other, filepath.Join(dir, "more")); err != nil {
+		t.Fatal(err)
+	}
+	want := "more:1:1: warning: symlink to a directory: not followed, so the files below it are not read; link each file, or move the directory into the tree\n"
+	code, stdout, stderr := run(t, "check", dir)
+	if code != ExitOK || !strings.Contains(stdout, want) {
+		t.Fatalf("check: exit %d, stdout %q, want exit %d and a line %q (stderr %q)", code, stdout, ExitOK, want, stderr)
+	}
+	if code, _, _ = run(t, "check", "--strict", dir); code != ExitInvalid {
+		t.Fatalf("check --strict: exit %d, want %d", code, ExitInvalid)
 	}
 }
 

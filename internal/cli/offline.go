@@ -38,6 +38,13 @@ func loadDir(ctx context.Context, dir string) (model.Result, error) {
 			Message:  fe.Err.Error(),
 		})
 	}
+	for _, fe := range snap.Warnings {
+		res.Diagnostics = append(res.Diagnostics, model.Diagnostic{
+			Pos:      model.Position{Path: fe.Path, Line: 1, Col: 1},
+			Severity: model.SeverityWarning,
+			Message:  fe.Err.Error(),
+		})
+	}
 	// Files the RouterConfig names are read as the daemon reads them, so
 	// what check admits, the daemon can load.
 	for _, p := range certgen.CheckFiles(res.Desired.Router) {

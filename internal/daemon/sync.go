@@ -55,6 +55,9 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		d.metrics.SnapshotError()
 		d.recordError(fmt.Errorf("%w; its last good content stays in force", fe))
 	}
+	for _, fe := range snap.Warnings {
+		d.log.Warn("config", "diag", fe.Error())
+	}
 	files := d.withLastGood(snap)
 	read := time.Now()
 	// A generation HAProxy refuses is split to find the routes responsible

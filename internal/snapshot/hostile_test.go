@@ -336,6 +336,13 @@ func TestReadLinkHostileEntries(t *testing.T) {
 	symlink(t, "../../beside.yaml", filepath.Join(worktree, "beside.yaml"))
 	symlink(t, "d/e.json", filepath.Join(worktree, "alias.json"))
 	mkfifo(t, filepath.Join(worktree, "d", "pipe.yml"))
+	// Links to directories are not followed, and say so: their routes
+	// were dropped without a word. A link to a file not named like a
+	// config file is passed over as such files are.
+	symlink(t, "d", filepath.Join(worktree, "shared"))
+	symlink(t, "d", filepath.Join(worktree, "linked.yaml"))
+	symlink(t, base, filepath.Join(worktree, "outside"))
+	symlink(t, "r.yaml", filepath.Join(worktree, "README"))
 
 	s, err := readPromptly(t, &Reader{}, g.Link(), ModeAuto)
 	if err != nil {
@@ -344,7 +351,10 @@ func TestReadLinkHostileEntries(t *testing.T) {
 	want := "alias.json=e\nd/e.json=e\nr.yaml=r\n" +
 		"!beside.yaml: symlink leads outside the config dir: " + filepath.Join(realpath(t, base), "beside.yaml") + "\n" +
 		"!d/pipe.yml: not a regular file: named pipe (FIFO)\n" +
-		"!passwd.yaml: symlink leads outside the config dir: " + realpath(t, "/etc/passwd") + "\n"
+		"!passwd.yaml: symlink leads outside the config dir: " + realpath(t, "/etc/passwd") + "\n" +
+		"?linked.yaml: " + errDirLink.Error() + "\n" +
+		"?outside: " + errDirLink.Error() + "\n" +
+		"?shared: " + errDirLink.Error() + "\n"
 	if s.Mode != ModeLink || s.Root != worktree {
 		t.Errorf("mode, root = %s, %s; want link, %s", s.Mode, s.Root, worktree)
 	}

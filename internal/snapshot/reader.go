@@ -344,6 +344,8 @@ func (w *walker) walk(rel string) error {
 		switch t := e.Type(); {
 		case t.IsDir():
 			err = w.walk(child)
+		case t&fs.ModeSymlink != 0 && !hasConfigExt(name):
+			w.dirLink(child)
 		case !hasConfigExt(name):
 			continue
 		case t&fs.ModeSymlink != 0:
@@ -404,6 +406,7 @@ func (w *walker) readFiles(rels []string) error {
 	for k := range subs {
 		w.snap.Files = append(w.snap.Files, subs[k].snap.Files...)
 		w.snap.Errors = append(w.snap.Errors, subs[k].snap.Errors...)
+		w.snap.Warnings = append(w.snap.Warnings, subs[k].snap.Warnings...)
 	}
 	w.scratch = subs[0].scratch
 	// A moved generation is read again whole; that outranks any other
@@ -486,12 +489,27 @@ func (w *walker) readLink(rel string) error {
 		w.fileError(rel, fmt.Errorf("resolve symlink: %w", err))
 		return nil
 	case fi.IsDir():
-		return nil // a directory named like a config file: not followed
+		w.snap.Warnings = append(w.snap.Warnings, FileError{Path: rel, Err: errDirLink})
+		return nil
 	case !fi.Mode().IsRegular():
 		w.fileError(rel, fmt.Errorf("symlink to %s: %w", target, fsutil.NotRegular(fi.Mode())))
 		return nil
 	}
 	return w.readFile(rel, inside, target)
+}
+
+// errDirLink says why the files below a symlinked directory are absent.
+var errDirLink = errors.New("symlink to a directory: not followed, so the files below it are not read; link each file, or move the directory into the tree")
+
+// dirLink passes over the symlink rel, which is not named like a config
+// file, with a warning when it leads to a directory: links to directories
+// are not followed (they could loop, or read one tree twice), and the
+// routes below one were dropped without a word. A link to anything else
+// (a README) is passed over in silence, as such files are.
+func (w *walker) dirLink(rel string) {
+	if fi, err := os.Stat(w.path(rel)); err == nil && fi.IsDir() {
+		w.snap.Warnings = append(w.snap.Warnings, FileError{Path: rel, Err: errDirLink})
+	}
 }
 
 // inside returns target (a physical path) relative to the root, slash

@@ -55,7 +55,12 @@ type Snapshot struct {
 	// Path may name a directory that could not be listed, in which case
 	// everything below it is unknown.
 	Errors []FileError
-	// Hash covers every path with its content hash and every error, so two
+	// Warnings lists paths passed over that may hold what the operator
+	// meant to be read (a symlink to a directory, which is not followed),
+	// sorted by Path. They change nothing that is served.
+	Warnings []FileError
+	// Hash covers every path with its content hash and every error and
+	// warning, so two
 	// snapshots with equal Hash need no further work.
 	Hash string
 	// Attempts is how many reads it took (1 unless a new generation was
@@ -80,6 +85,7 @@ func (e FileError) Unwrap() error { return e.Err }
 func (s *Snapshot) sortAndHash() {
 	sort.Slice(s.Files, func(i, j int) bool { return s.Files[i].Path < s.Files[j].Path })
 	sort.Slice(s.Errors, func(i, j int) bool { return s.Errors[i].Path < s.Errors[j].Path })
+	sort.Slice(s.Warnings, func(i, j int) bool { return s.Warnings[i].Path < s.Warnings[j].Path })
 	h := sha256.New()
 	for _, f := range s.Files {
 		// NUL cannot occur in a path, so the encoding is unambiguous.
@@ -87,6 +93,9 @@ func (s *Snapshot) sortAndHash() {
 	}
 	for _, e := range s.Errors {
 		fmt.Fprintf(h, "error\x00%s\x00%s\n", e.Path, e.Err)
+	}
+	for _, e := range s.Warnings {
+		fmt.Fprintf(h, "warning\x00%s\x00%s\n", e.Path, e.Err)
 	}
 	s.Hash = hex.EncodeToString(h.Sum(nil))
 }

@@ -68,6 +68,9 @@ func contents(t *testing.T, s *Snapshot) string {
 	for _, e := range s.Errors {
 		fmt.Fprintf(&b, "!%s\n", e)
 	}
+	for _, e := range s.Warnings {
+		fmt.Fprintf(&b, "?%s\n", e)
+	}
 	return b.String()
 }
 
@@ -253,7 +256,10 @@ func TestReadSymlinks(t *testing.T) {
 	want := "ok.yaml=real\nsub/real.yaml=real\n" +
 		"!dangling.yaml: dangling symlink to missing.yaml\n" +
 		"!evil.yaml: symlink leads outside the config dir: " + secret + "\n" +
-		"!evil2.yaml: symlink leads outside the config dir: " + secret + "\n"
+		"!evil2.yaml: symlink leads outside the config dir: " + secret + "\n" +
+		"?dirlink: " + errDirLink.Error() + "\n" +
+		"?dirlink.yaml: " + errDirLink.Error() + "\n" +
+		"?sub/loop: " + errDirLink.Error() + "\n"
 	if got := contents(t, s); got != want {
 		t.Errorf("snapshot:\n%s\nwant:\n%s", got, want)
 	}
