@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"encoding/base64"
 	"slices"
 	"strings"
@@ -34,6 +35,45 @@ func (w *walker) document(root *yaml.Node) {
 	w.object(root)
 }
 
+// maxMergeDepth bounds how deep typeNodes follows merge keys.
+const maxMergeDepth = 8
+
+// typeNodes finds the values of kind and apiVersion in the map m, or in
+// the maps it merges (`<<: *base`), its own keys first, as the fields
+// are decoded. A YAML library resolves such merges, and the object then
+// read as "kind: required".
+func typeNodes(m *yaml.Node, depth int) (kind, api *yaml.Node) {
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		switch k := resolve(m.Content[i]); {
+		case k.Tag == "!!merge":
+			merges = append(merges, m.Content[i+1])
+		case k.Value == "kind":
+			kind = m.Content[i+1]
+		case k.Value == "apiVersion":
+			api = m.Content[i+1]
+		}
+	}
+	if depth >= maxMergeDepth {
+		return kind, api
+	}
+	for _, src := range merges {
+		r := resolve(src)
+		maps := []*yaml.Node{r}
+		if r.Kind == yaml.SequenceNode {
+			maps = r.Content
+		}
+		for _, mm := range maps {
+			if mm = resolve(mm); mm.Kind != yaml.MappingNode {
+				continue
+			}
+			k, a := typeNodes(mm, depth+1)
+			kind, api = cmp.Or(kind, k), cmp.Or(api, a)
+		}
+	}
+	return kind, api
+}
+
 // object decodes one Kubernetes object (or a List of them) at n. Its field
 // paths are its own: those of a List's items do not start with "items".
 func (w *walker) object(n *yaml.Node) {
@@ -45,15 +85,7 @@ func (w *walker) object(n *yaml.Node) {
 		w.report(SeverityError, n, "expected a Kubernetes object (a map), got %s", describe(m))
 		return
 	}
-	var kindNode, apiNode *yaml.Node
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		switch resolve(m.Content[i]).Value {
-		case "kind":
-			kindNode = m.Content[i+1]
-		case "apiVersion":
-			apiNode = m.Content[i+1]
-		}
-	}
+	kindNode, apiNode := typeNodes(m, 0)
 	w.fields = w.fields[:0]
 	w.unknown = SeverityWarning
 	kind, apiVersion, ok := w.typeMeta(m, kindNode, apiNode)

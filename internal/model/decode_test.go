@@ -357,6 +357,13 @@ func TestDecodeDiagnostics(t *testing.T) {
 				"  alternateBackends:\n  - <<: *to\n    name: t\n",
 		},
 		{
+			// A YAML library resolves it, so kind and apiVersion are there.
+			name: "kind and apiVersion from a top-level merge",
+			in: "base: &b {apiVersion: route.openshift.io/v1}\n<<: [*b, {kind: Route}]\n" +
+				"metadata: {name: r, namespace: ns}\nspec:\n  to: {kind: Service, name: s}\n",
+			want: []string{"f.yaml:1:1: warning: base: unknown field"},
+		},
+		{
 			name:   "merge of a scalar",
 			in:     routeHead + "spec:\n  to:\n    <<: 5\n",
 			want:   []string{"f.yaml:7:9: error: spec.to.<<: expected a map or a list of maps to merge, got integer 5"},
