@@ -33,6 +33,10 @@ const (
 	// periods, so a file rewritten without pause cannot hold back a
 	// trigger forever.
 	maxDebounceFactor = 10
+	// maxWriterHold bounds how long a plain-mode change waits for a file
+	// still open for writing (see writing): a process that keeps one
+	// open for good must not hold every change back.
+	maxWriterHold = 30 * time.Second
 )
 
 // Options configure Watch.
@@ -258,6 +262,10 @@ type watcher struct {
 	// Trailing debounce state (plain mode).
 	debounce   *time.Timer
 	burstStart time.Time
+	// touched are the files written in the burst, checked for writers
+	// still at work when it ends; heldBy is the one last found open.
+	touched map[string]bool
+	heldBy  string
 }
 
 func (w *watcher) run(ctx context.Context) error {
@@ -295,7 +303,15 @@ func (w *watcher) run(ctx context.Context) error {
 		case <-resync.C:
 			w.trigger()
 		case <-w.debounce.C:
-			w.burstStart = time.Time{}
+			if path := w.writing(); path != "" {
+				if path != w.heldBy {
+					w.log.Info("config file still open for writing; waiting for its writer", "file", path, "at_most", maxWriterHold)
+					w.heldBy = path
+				}
+				w.debounce.Reset(w.opts.Debounce)
+				continue
+			}
+			w.burstStart, w.touched, w.heldBy = time.Time{}, nil, ""
 			w.trigger()
 		case <-poll.C:
 			if !w.lost {
@@ -541,6 +557,24 @@ func (w *watcher) vanished(ev fsnotify.Event) {
 	w.trigger()
 }
 
+// writing returns a file written in the burst that some process still
+// holds open for writing, "" when there is none or the burst has waited
+// maxWriterHold. A writer that pauses longer than the quiet period (scp
+// over a slow link, a tool that writes in chunks) left a file that ends
+// at a line boundary, which parses: the routes past the cut were
+// deleted, or their TLS settings lost, until the rest arrived.
+func (w *watcher) writing() string {
+	if time.Since(w.burstStart) >= maxWriterHold {
+		return ""
+	}
+	for path := range w.touched {
+		if openForWriting(path) {
+			return path
+		}
+	}
+	return ""
+}
+
 // plainEvent handles a change below a plain directory: new directories get
 // watches, and the trigger waits for a quiet period.
 func (w *watcher) plainEvent(ev fsnotify.Event) {
@@ -563,6 +597,12 @@ func (w *watcher) plainEvent(ev fsnotify.Event) {
 		}
 	}
 	w.counted()
+	if ev.Has(fsnotify.Write) || ev.Has(fsnotify.Create) {
+		if w.touched == nil {
+			w.touched = map[string]bool{}
+		}
+		w.touched[ev.Name] = true
+	}
 	now := time.Now()
 	if w.burstStart.IsZero() {
 		w.burstStart = now

@@ -419,3 +419,73 @@ func TestRemountedDirIsWatchedAgain(t *testing.T) {
 		})
 	}
 }
+
+// A plain-mode file whose writer pauses longer than the quiet period,
+// its descriptor still open, is not read until the writer closes it: the
+// part written so far may end at a line boundary and parse, and the
+// routes past the cut were deleted until the rest arrived.
+func TestPlainWaitsForAFileStillOpenForWriting(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "route.yaml")
+	if err := os.WriteFile(file, []byte("generation: 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, Options{Dir: dir, Mode: snapshot.ModePlain, Debounce: 50 * time.Millisecond})
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("generation: 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	h.expectNone(time.Second, "a write whose writer still holds the file")
+	if _, err := f.WriteString("more: 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The close is no event fsnotify passes on: the hold is looked at
+	// again each quiet period.
+	h.expect("the writer closed the file")
+}
+
+// openForWriting tells a file some process holds open for writing from
+// one nobody does.
+func TestOpenForWriting(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f.yaml")
+	if err := os.WriteFile(file, []byte("a: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if openForWriting(file) {
+		t.Fatal("a closed file reads as open for writing")
+	}
+	r, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if openForWriting(file) {
+		t.Fatal("a file open for reading reads as open for writing")
+	}
+	// Another process, as an editor or scp would be.
+	cmd := exec.Command("sh", "-c", "exec 3>>\"$1\"; exec sleep 30", "sh", file)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	deadline := time.Now().Add(patience)
+	for !openForWriting(file) {
+		if time.Now().After(deadline) {
+			t.Fatal("a file another process holds open for writing does not read as such")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if openForWriting(file) {
+		t.Fatal("still open for writing after its writer exited")
+	}
+}
