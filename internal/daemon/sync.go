@@ -441,12 +441,17 @@ func (d *Daemon) logDiagnostics(ds model.Diagnostics) {
 // does not take its routes down.
 func (d *Daemon) withLastGood(snap *snapshot.Snapshot) []model.SourceFile {
 	files := snap.Files
+	var unread []string
 	if len(snap.Errors) > 0 {
 		files = append([]model.SourceFile(nil), snap.Files...)
 		for _, fe := range snap.Errors {
-			files = append(files, d.lastGoodUnder(fe.Path)...)
+			for _, f := range d.lastGoodUnder(fe.Path) {
+				files = append(files, f)
+				unread = append(unread, f.Path)
+			}
 		}
 	}
+	d.loader.Unread(unread)
 	next := make(map[string]model.SourceFile, len(files))
 	for _, f := range files {
 		next[f.Path] = f

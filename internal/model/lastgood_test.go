@@ -274,3 +274,22 @@ func TestBrokenFilesLastGoodYieldsToACurrentDefinition(t *testing.T) {
 		})
 	}
 }
+
+// The same for a file that could not be read (its permissions changed),
+// whose last good content the daemon gives again (Loader.Unread).
+func TestUnreadFilesLastGoodYieldsToACurrentDefinition(t *testing.T) {
+	old := SourceFile{Path: "a.yaml", Data: []byte(routeYAML("app", "old.example.test"))}
+	moved := SourceFile{Path: "b.yaml", Data: []byte(routeYAML("app", "new.example.test"))}
+	l := NewLoader()
+	l.Load([]SourceFile{old})
+	l.Unread([]string{"a.yaml"})
+	res := l.Load([]SourceFile{old, moved})
+	if got := servedHost(res.Desired, "app"); got != "new.example.test" {
+		t.Fatalf("serves host %q, want b.yaml's new.example.test", got)
+	}
+	// Readable again, as it was: the route that serves keeps serving.
+	l.Unread(nil)
+	if got := servedHost(l.Load([]SourceFile{old, moved}).Desired, "app"); got != "new.example.test" {
+		t.Fatalf("readable again: serves host %q, want new.example.test, which served", got)
+	}
+}

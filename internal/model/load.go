@@ -82,6 +82,9 @@ type Loader struct {
 	good *lastGood
 	// rcRefusal is the RouterConfig version HAProxy refused, if any.
 	rcRefusal *rcRefusal
+	// unread are the paths whose content the caller gave again from the
+	// last good state, as the file could not be read (Unread).
+	unread []string
 	// routes, endpoints and slices are the last load's assembled objects
 	// of each kind, reused while every file that has some still holds
 	// the same decoded objects: at 10k routes most changes touch one
@@ -206,17 +209,31 @@ func (l *Loader) Evaluate(files []SourceFile) Result {
 	return res
 }
 
-// stalePaths are the paths whose current content fails to decode and
-// whose last good content stays in force; nil when there are none.
+// Unread names the paths whose content the caller gives from the last
+// good state because the file could not be read (permissions, the size
+// limit): like a broken file's last good content, it yields to a current
+// definition of the same object (lastGood.stale). It holds until the next
+// call.
+func (l *Loader) Unread(paths []string) { l.unread = paths }
+
+// stalePaths are the paths whose current content fails to decode, or
+// could not be read, and whose last good content stays in force; nil
+// when there are none.
 func (l *Loader) stalePaths() map[string]bool {
 	var stale map[string]bool
+	mark := func(path string) {
+		if stale == nil {
+			stale = map[string]bool{}
+		}
+		stale[path] = true
+	}
 	for path, st := range l.files {
 		if st.failed && st.good != nil {
-			if stale == nil {
-				stale = map[string]bool{}
-			}
-			stale[path] = true
+			mark(path)
 		}
+	}
+	for _, path := range l.unread {
+		mark(path)
 	}
 	return stale
 }
