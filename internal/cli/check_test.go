@@ -93,24 +93,30 @@ func TestCheckWarnsAboutUnsupportedOpenShiftAnnotation(t *testing.T) {
 
 // TestCheckWarnsAboutTheDescriptorBudget: before the router ever starts,
 // check says when HAProxy's descriptors under LimitNOFILE (one per
-// connection side, one per checked server) cannot hold maxConnections —
-// lowered, or no room at all — and names LimitNOFILE. Exit stays 0.
+// connection side, one per checked server) cannot hold maxConnections,
+// and names LimitNOFILE. Lowered, it is a warning (a failure under
+// --strict); no room at all, which the router refuses, an error.
 func TestCheckWarnsAboutTheDescriptorBudget(t *testing.T) {
 	dir := writeFiles(t, map[string]string{
 		"routes.yaml":    goodRoute,
 		"endpoints.yaml": strings.Replace(goodEndpoints, "      - ip: 10.0.0.1\n", "      - ip: 10.0.0.1\n      - ip: 10.0.0.2\n", 1),
 	})
 	for _, tc := range []struct {
-		limit string
-		want  []string // empty: no warning
+		limit            string
+		code, strictCode int
+		want             []string // empty: no warning
 	}{
-		{"1048576", nil},
-		{"5000", []string{"warning: maxConnections 50000 will be lowered to", "hard limit 5000", "2 checked servers", "raise LimitNOFILE to"}},
-		{"300", []string{"warning: the file-descriptor hard limit 300 leaves room for only 0 connections", "2 checked servers", "raise LimitNOFILE to at least"}},
+		{"1048576", ExitOK, ExitOK, nil},
+		{"5000", ExitOK, ExitInvalid, []string{"warning: maxConnections 50000 will be lowered to", "hard limit 5000", "2 checked servers", "raise LimitNOFILE to"}},
+		{"300", ExitInvalid, ExitInvalid, []string{"error: the file-descriptor hard limit 300 leaves room for only 0 connections", "2 checked servers",
+			"raise LimitNOFILE to at least 516 (100316 for maxConnections 50000)\n"}},
 	} {
 		code, stdout, stderr := run(t, "check", "--limit-nofile", tc.limit, dir)
-		if code != ExitOK {
-			t.Fatalf("--limit-nofile %s: exit %d, stdout %q, stderr %q", tc.limit, code, stdout, stderr)
+		if code != tc.code {
+			t.Fatalf("--limit-nofile %s: exit %d, want %d; stdout %q, stderr %q", tc.limit, code, tc.code, stdout, stderr)
+		}
+		if code, _, _ := run(t, "check", "--strict", "--limit-nofile", tc.limit, dir); code != tc.strictCode {
+			t.Errorf("--strict --limit-nofile %s: exit %d, want %d", tc.limit, code, tc.strictCode)
 		}
 		if len(tc.want) == 0 && strings.Contains(stdout, "LimitNOFILE") {
 			t.Errorf("--limit-nofile %s: unexpected warning %q", tc.limit, stdout)

@@ -120,9 +120,22 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return ExitInvalid
 	}
 	// The descriptor budget: a tree that starts fine in a test shell can
-	// leave HAProxy no room under the unit's LimitNOFILE.
-	if err := daemon.FDBudgetProblem(res.Desired, *nofile); res.Desired != nil && err != nil {
-		fmt.Fprintf(stdout, "warning: %v\n", err)
+	// leave HAProxy no room under the unit's LimitNOFILE, which the
+	// router refuses; one that only lowers maxconn is a warning.
+	if res.Desired != nil {
+		var noRoom *daemon.NoRoomError
+		switch err := daemon.FDBudgetProblem(res.Desired, *nofile); {
+		case errors.As(err, &noRoom):
+			fmt.Fprintf(stdout, "error: %v\n", err)
+			fmt.Fprintf(stderr, "%s: invalid under LimitNOFILE %d (%d routes admitted)\n", pos[0], *nofile, admitted)
+			return ExitInvalid
+		case err != nil:
+			fmt.Fprintf(stdout, "warning: %v\n", err)
+			if *strict {
+				fmt.Fprintf(stderr, "%s: invalid (a warning, under --strict)\n", pos[0])
+				return ExitInvalid
+			}
+		}
 	}
 	fmt.Fprintf(stderr, "%s: valid (%d routes admitted)\n", pos[0], admitted)
 	return ExitOK

@@ -73,7 +73,7 @@ func (d *Daemon) fitted(desired *model.Desired) (*model.Desired, error) {
 		return desired, nil
 	}
 	if fit < minUsableConns {
-		return nil, fdBudgetError(d.hardNOFILE, fit, b, desired.Router.MaxConnections)
+		return nil, fmt.Errorf("%w; the last good configuration keeps serving", fdBudgetError(d.hardNOFILE, fit, b, desired.Router.MaxConnections))
 	}
 	if !d.warnedMaxConn || d.lastMaxConnFit != fit {
 		msg, level := "maxConnections lowered to fit the file-descriptor limit; raise LimitNOFILE to serve more", slog.LevelWarn
@@ -90,17 +90,30 @@ func (d *Daemon) fitted(desired *model.Desired) (*model.Desired, error) {
 	return &cp, nil
 }
 
+// NoRoomError is a file-descriptor budget that leaves HAProxy no usable
+// maxconn: the router refuses the configuration (Daemon.fitted), so
+// `haroute check` fails on it.
+type NoRoomError struct{ msg string }
+
+func (e *NoRoomError) Error() string { return e.msg }
+
 // fdBudgetError names LimitNOFILE and the numbers: what the limit is, what
 // HAProxy reserves besides connections, and the limit that would serve
 // minUsableConns and the configured maxConnections.
 func fdBudgetError(hard uint64, fit int, b model.FDBudget, want int) error {
 	r := b
 	r.CheckedServers = reservedChecks(b.CheckedServers)
-	return fmt.Errorf("the file-descriptor hard limit %d leaves room for only %d connections: HAProxy reserves %d descriptors "+
+	lower := ""
+	if uint64(r.NeededLimit(minUsableConns)) <= hard {
+		// Fewer connections would fit; when not even the fewest usable
+		// do, lowering maxConnections cannot help.
+		lower = " or lower spec.tuningOptions.maxConnections"
+	}
+	return &NoRoomError{fmt.Sprintf("the file-descriptor hard limit %d leaves room for only %d connections: HAProxy reserves %d descriptors "+
 		"besides connections (%d checked servers, one each, plus %d reserved for checks added at runtime; %d listeners; %d threads) and 2 per connection: "+
-		"raise LimitNOFILE to at least %d (%d for maxConnections %d) or lower spec.tuningOptions.maxConnections; the last good configuration keeps serving",
+		"raise LimitNOFILE to at least %d (%d for maxConnections %d)%s",
 		hard, fit, r.Fixed(), b.CheckedServers, r.CheckedServers-b.CheckedServers, b.Listeners, b.Threads,
-		r.NeededLimit(minUsableConns), r.NeededLimit(want), want)
+		r.NeededLimit(minUsableConns), r.NeededLimit(want), want, lower)}
 }
 
 // minUsableConns is the fewest connections a router may be left with.
@@ -110,10 +123,10 @@ const minUsableConns = 100
 // check` assumes the router runs under unless told otherwise.
 const UnitNOFILE = 1048576
 
-// FDBudgetProblem is what `haroute check` warns about before the router
-// starts: nil when HAProxy can run desired's maxConnections under the hard
+// FDBudgetProblem is what `haroute check` says before the router starts:
+// nil when HAProxy can run desired's maxConnections under the hard
 // file-descriptor limit, else what the router would do about it — lower
-// maxconn (a warning) or refuse (the daemon's error).
+// maxconn (a warning) or refuse (a *NoRoomError).
 func FDBudgetProblem(desired *model.Desired, hardLimit uint64) error {
 	b := model.FDBudgetOf(desired, haproxyThreads(&desired.Router))
 	fit, lowered := fitMaxConn(desired.Router.MaxConnections, hardLimit, b)

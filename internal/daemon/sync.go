@@ -35,7 +35,12 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 	d.readFailed = err != nil
 	if err != nil {
 		d.metrics.SnapshotError()
-		d.recordError(fmt.Errorf("read %s: %w; the last good state keeps serving", d.opts.ConfigDir, err))
+		consequence := "the last good state keeps serving"
+		if d.proc == nil && d.applied.Desired == nil && d.restored == nil {
+			// A first start: there is nothing to keep serving.
+			consequence = "nothing is served until it can be read (there is no saved state to serve)"
+		}
+		d.recordError(fmt.Errorf("read %s: %w; %s", d.opts.ConfigDir, err, consequence))
 		if d.proc == nil && d.applied.Desired == nil && d.restored != nil {
 			// Nothing to read at start: serve what was last good.
 			return d.serveRestored(ctx, "config dir unreadable at start")

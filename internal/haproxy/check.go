@@ -58,8 +58,14 @@ func resolveBinary(binary string) (string, error) {
 		binary = "haproxy"
 	}
 	if strings.ContainsRune(binary, os.PathSeparator) {
-		if _, err := os.Stat(binary); err != nil {
+		fi, err := os.Stat(binary)
+		if err != nil {
 			return "", fmt.Errorf("haproxy binary %s: %w", binary, err)
+		}
+		// Else every `haproxy -c` failed to run, and the refusal was
+		// pinned on the RouterConfig while nothing started.
+		if !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("haproxy binary %s is not an executable file (mode %s)", binary, fi.Mode())
 		}
 		return binary, nil
 	}

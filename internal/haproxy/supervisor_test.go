@@ -50,6 +50,16 @@ func TestNewSupervisorMissingBinary(t *testing.T) {
 	if want := "haproxy binary /nonexistent/haproxy: stat /nonexistent/haproxy: no such file or directory"; err == nil || err.Error() != want {
 		t.Errorf("NewSupervisor(missing binary) = %v, want %q", err, want)
 	}
+	// A path that is there but runs nothing: every `haproxy -c` failed,
+	// and the failure was pinned on the RouterConfig.
+	file := filepath.Join(t.TempDir(), "haproxy")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewSupervisor(Options{Binary: file, ConfigPath: "x.cfg", RunDir: "/tmp/hrx"})
+	if want := "haproxy binary " + file + " is not an executable file (mode -rw-r--r--)"; err == nil || err.Error() != want {
+		t.Errorf("NewSupervisor(a file without x bits) = %v, want %q", err, want)
+	}
 }
 
 func TestStartStop(t *testing.T) {

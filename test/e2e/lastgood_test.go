@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -127,6 +129,29 @@ func TestStartWithoutConfigDirServesSaved(t *testing.T) {
 	r.start("auto")
 	r.serves("a.e2e.test", "/", "one")
 	r.serves("b.e2e.test", "/", "two")
+}
+
+// A missing config dir on a first start (a typo in --config-dir) said
+// "the last good state keeps serving" while nothing served: there is no
+// saved state yet.
+func TestFirstStartWithoutConfigDirSaysNothingServes(t *testing.T) {
+	r := newRouter(t)
+	store := &status.Store{}
+	d, err := daemon.New(daemon.Options{ConfigDir: filepath.Join(t.TempDir(), "typo"), RunDir: r.runDir,
+		StateDir: filepath.Join(t.TempDir(), "state"), HAProxy: testutil.HAProxy(t), Status: store,
+		Logger: slog.New(slog.DiscardHandler)})
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	r.eventually(10*time.Second, "the read error in status", func() error {
+		st := store.Get()
+		if st.LastError == nil || !strings.Contains(st.LastError.Message, "nothing is served until it can be read (there is no saved state to serve)") {
+			return fmt.Errorf("last error %+v", st.LastError)
+		}
+		return nil
+	})
 }
 
 // An emptied directory is applied only after it stayed empty for the quiet
