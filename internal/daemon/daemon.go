@@ -584,7 +584,7 @@ func (d *Daemon) routeStats(ctx context.Context) ([]metrics.RouteStat, error) {
 		s := stats[k]
 		out = append(out, metrics.RouteStat{Namespace: r.Key.Namespace, Route: r.Key.Name,
 			Sessions: s.Sessions, Requests: s.Requests, BytesIn: s.BytesIn, BytesOut: s.BytesOut, Responses: s.Responses,
-			CurSessions: s.CurSessions, Queued: s.Queued, Up: s.Up, Down: s.Down, Maintenance: s.Maintenance})
+			CurSessions: s.CurSessions, Queued: s.Queued, Up: s.Up, Down: s.Down, Maintenance: s.Maintenance, Unchecked: s.Unchecked})
 	}
 	return out, nil
 }

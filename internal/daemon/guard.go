@@ -218,7 +218,7 @@ func withHeld(statuses, prev []*model.RouteStatus, keys []model.RouteKey) []*mod
 			continue // still in the directory, under another claim
 		}
 		cp := *prev[i]
-		cp.State, cp.Reasons, cp.Warnings = model.RouteHeld, []string{heldReason}, nil
+		cp.State, cp.Reasons, cp.Warnings, cp.Notes = model.RouteHeld, []string{heldReason}, nil, nil
 		out = append(out, &cp)
 	}
 	slices.SortFunc(out, func(a, b *model.RouteStatus) int { return a.Key.Compare(b.Key) })

@@ -436,6 +436,10 @@ func (d *Daemon) logDiagnostics(ds model.Diagnostics) {
 			d.log.Error("config", "diag", line)
 		case model.SeverityWarning:
 			d.log.Warn("config", "diag", line)
+		default:
+			// Why a route answers 503 (no endpoints) or is not served
+			// at all (another router's namespace): once, when it appears.
+			d.log.Info("config", "diag", line)
 		}
 	}
 	d.loggedDiags = seen

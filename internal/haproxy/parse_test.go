@@ -213,7 +213,7 @@ func TestParseBackendStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := BackendStat{Name: "be_pool:http:3", Sessions: 5, Requests: 7, BytesIn: 100, BytesOut: 200,
-		Responses: [6]uint64{0, 6, 0, 1, 0, 0}, CurSessions: 1, Queued: 2, Up: 2, Down: 1, Maintenance: 1}
+		Responses: [6]uint64{0, 6, 0, 1, 0, 0}, CurSessions: 1, Queued: 2, Up: 1, Down: 1, Maintenance: 1, Unchecked: 1}
 	if len(stats) != 1 || stats[0] != want {
 		t.Fatalf("got %+v\nwant %+v", stats, want)
 	}

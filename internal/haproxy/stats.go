@@ -15,7 +15,10 @@ type BackendStat struct {
 	BytesIn, BytesOut     uint64
 	Responses             [6]uint64 // hrsp_1xx … hrsp_5xx, hrsp_other
 	CurSessions, Queued   int
-	Up, Down, Maintenance int // servers
+	// Servers by state. Unchecked ones ("no check": a route's only
+	// endpoint, which haroute does not health-check) are not known to be
+	// up, and were counted as up: a dead one read as healthy.
+	Up, Down, Maintenance, Unchecked int
 }
 
 // BackendStats reads every backend and its servers with one `show stat`
@@ -74,7 +77,7 @@ func parseBackendStats(out string) ([]BackendStat, error) {
 				s.Responses[k] = num(f, name)
 			}
 			if i, ok := byName[px]; ok {
-				s.Up, s.Down, s.Maintenance = stats[i].Up, stats[i].Down, stats[i].Maintenance
+				s.Up, s.Down, s.Maintenance, s.Unchecked = stats[i].Up, stats[i].Down, stats[i].Maintenance, stats[i].Unchecked
 				stats[i] = s
 				continue
 			}
@@ -90,7 +93,9 @@ func parseBackendStats(out string) ([]BackendStat, error) {
 			switch st := f[col["status"]]; {
 			case strings.HasPrefix(st, "MAINT"), strings.HasPrefix(st, "DRAIN"):
 				stats[i].Maintenance++
-			case strings.HasPrefix(st, "UP"), st == "no check", strings.HasPrefix(st, "NOLB"):
+			case st == "no check":
+				stats[i].Unchecked++
+			case strings.HasPrefix(st, "UP"), strings.HasPrefix(st, "NOLB"):
 				stats[i].Up++
 			default:
 				stats[i].Down++

@@ -21,7 +21,7 @@ type RouteStat struct {
 	BytesIn, BytesOut     uint64
 	Responses             [6]uint64 // 1xx … 5xx, other
 	CurSessions, Queued   int
-	Up, Down, Maintenance int
+	Up, Down, Maintenance, Unchecked int
 }
 
 // RouteStatsSource returns the current per-route traffic.
@@ -38,7 +38,7 @@ var (
 	routeBytesOut    = routeDesc("route_bytes_out_total", "Bytes sent to clients for the route.")
 	routeCurSessions = routeDesc("route_current_sessions", "Connections the route's backend carries now.")
 	routeQueued      = routeDesc("route_queued_requests", "Requests waiting for a free server of the route.")
-	routeServers     = prometheus.NewDesc(namespace+"_route_servers", "Servers of the route, by state (up, down, maint).", append(routeLabels, "state"), nil)
+	routeServers     = prometheus.NewDesc(namespace+"_route_servers", "Servers of the route, by state (up, down, maint, and unchecked: not health-checked, as a route's only endpoint is, so not known to be up).", append(routeLabels, "state"), nil)
 	routeScrapeError = prometheus.NewDesc(namespace+"_route_stats_up", "1 if HAProxy's per-route stats could be read at this scrape, 0 if not.", nil, nil)
 )
 
@@ -91,7 +91,7 @@ func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
 		for i, code := range responseCodes {
 			ch <- prometheus.MustNewConstMetric(routeResponses, prometheus.CounterValue, float64(s.Responses[i]), s.Namespace, s.Route, code)
 		}
-		for state, n := range map[string]int{"up": s.Up, "down": s.Down, "maint": s.Maintenance} {
+		for state, n := range map[string]int{"up": s.Up, "down": s.Down, "maint": s.Maintenance, "unchecked": s.Unchecked} {
 			ch <- prometheus.MustNewConstMetric(routeServers, prometheus.GaugeValue, float64(n), s.Namespace, s.Route, state)
 		}
 	}

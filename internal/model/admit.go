@@ -1135,6 +1135,8 @@ func (c *candidate) status() RouteStatus {
 			st.Reasons = append(st.Reasons, msg)
 		case SeverityWarning:
 			st.Warnings = append(st.Warnings, msg)
+		case SeverityNote:
+			st.Notes = append(st.Notes, msg)
 		}
 	}
 	switch {

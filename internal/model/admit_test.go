@@ -431,12 +431,18 @@ func TestAdmitStatuses(t *testing.T) {
 	warn.Meta.Annotations = map[string]string{AnnotationBalance: "fastest"}
 	warn.Source.Fields[annotationField(AnnotationBalance)] = Position{Path: "ns-warn.yaml", Line: 5, Col: 40}
 	bad := testRoute("ns", "bad", "bad.example.com:8080")
-	objs := Objects{Routes: refs(warn, bad, ok), Endpoints: eprefs(testEndpoints("ns", "web", "10.0.0.1"))}
+	// A service without endpoints: admitted, and its status says why it
+	// answers 503 (haroute status showed a bare "admitted").
+	empty := testRoute("ns", "empty", "empty.example.com")
+	empty.Spec.To.Name = "none"
+	objs := Objects{Routes: refs(warn, bad, ok, empty), Endpoints: eprefs(testEndpoints("ns", "web", "10.0.0.1"))}
 	d, ds := Admit(objs, nil)
 
 	want := []*RouteStatus{
 		{Key: RouteKey{"ns", "bad"}, Host: "bad.example.com:8080", State: RouteRejected,
 			Reasons: []string{"spec.host: host must not include a port"}, Source: bad.Source.Pos},
+		{Key: RouteKey{"ns", "empty"}, Host: "empty.example.com", State: RouteAdmitted,
+			Notes: []string{`spec.to.name: no Endpoints or EndpointSlice found for service "none"; the route answers 503 until one appears`}, Source: empty.Source.Pos},
 		{Key: RouteKey{"ns", "ok"}, Host: "ok.example.com", State: RouteAdmitted, Source: ok.Source.Pos},
 		{Key: RouteKey{"ns", "warn"}, Host: "warn.example.com", State: RouteAdmittedWithWarnings,
 			Warnings: []string{`metadata.annotations.haproxy.router.openshift.io/balance: balance "fastest" is not one of roundrobin, leastconn, source, random; annotation ignored`},
@@ -445,11 +451,12 @@ func TestAdmitStatuses(t *testing.T) {
 	if !reflect.DeepEqual(d.Statuses, want) {
 		t.Errorf("statuses:\n got %+v\nwant %+v", d.Statuses, want)
 	}
-	if got, want := admittedKeys(d), []string{"ns/ok", "ns/warn"}; !reflect.DeepEqual(got, want) {
+	if got, want := admittedKeys(d), []string{"ns/empty", "ns/ok", "ns/warn"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("admitted = %v, want %v", got, want)
 	}
 	equalLines(t, ds, []string{
 		`ns-bad.yaml:12:7: error: spec.host: host must not include a port`,
+		`ns-empty.yaml:14:7: note: spec.to.name: no Endpoints or EndpointSlice found for service "none"; the route answers 503 until one appears`,
 		`ns-warn.yaml:5:40: warning: metadata.annotations.haproxy.router.openshift.io/balance: balance "fastest" is not one of roundrobin, leastconn, source, random; annotation ignored`,
 	})
 }

@@ -596,12 +596,15 @@ type RouteStatus struct {
 	State    RouteState
 	Reasons  []string // why rejected
 	Warnings []string
-	Source   Position
+	// Notes say what the route serves that its file does not show: a
+	// service without endpoints, so the route answers 503.
+	Notes  []string
+	Source Position
 }
 
 // Same reports whether s and o are equal in every field;
 // TestRouteStatusSameCoversEveryField keeps it complete.
 func (s *RouteStatus) Same(o *RouteStatus) bool {
 	return s.Key == o.Key && s.Host == o.Host && s.Path == o.Path && s.State == o.State &&
-		s.Source == o.Source && slices.Equal(s.Reasons, o.Reasons) && slices.Equal(s.Warnings, o.Warnings)
+		s.Source == o.Source && slices.Equal(s.Reasons, o.Reasons) && slices.Equal(s.Warnings, o.Warnings) && slices.Equal(s.Notes, o.Notes)
 }

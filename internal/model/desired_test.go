@@ -87,12 +87,12 @@ func TestSourceOfBigObjectIsIndexed(t *testing.T) {
 // the last statuses when one changed: adding a field fails here until
 // Same (and this count) learn about it.
 func TestRouteStatusSameCoversEveryField(t *testing.T) {
-	if got := reflect.TypeFor[RouteStatus]().NumField(); got != 7 {
-		t.Errorf("RouteStatus has %d fields, Same knows 7", got)
+	if got := reflect.TypeFor[RouteStatus]().NumField(); got != 8 {
+		t.Errorf("RouteStatus has %d fields, Same knows 8", got)
 	}
 	base := func() RouteStatus {
 		return RouteStatus{Key: RouteKey{Namespace: "ns", Name: "r"}, Host: "h", Path: "/p", State: RouteAdmittedWithWarnings,
-			Reasons: []string{"r"}, Warnings: []string{"w"}, Source: Position{Path: "f.yaml", Line: 1, Col: 1}}
+			Reasons: []string{"r"}, Warnings: []string{"w"}, Notes: []string{"n"}, Source: Position{Path: "f.yaml", Line: 1, Col: 1}}
 	}
 	for i, change := range []func(*RouteStatus){
 		func(s *RouteStatus) { s.Key.Name = "x" },
@@ -101,6 +101,7 @@ func TestRouteStatusSameCoversEveryField(t *testing.T) {
 		func(s *RouteStatus) { s.State = RouteRejected },
 		func(s *RouteStatus) { s.Reasons = append(s.Reasons, "x") },
 		func(s *RouteStatus) { s.Warnings = nil },
+		func(s *RouteStatus) { s.Notes = nil },
 		func(s *RouteStatus) { s.Source.Line = 2 },
 	} {
 		a, b := base(), base()

@@ -79,6 +79,9 @@ func formatRoutes(w io.Writer, routes []Route) {
 		for _, warning := range r.Warnings {
 			fmt.Fprintf(w, "%s: warning: %s\n", r.Key, warning)
 		}
+		for _, note := range r.Notes {
+			fmt.Fprintf(w, "%s: note: %s\n", r.Key, note)
+		}
 	}
 }
 

@@ -63,6 +63,9 @@ type Route struct {
 	// version has the errors in Reasons).
 	State    model.RouteState `json:"state"`
 	Warnings []string         `json:"warnings,omitempty"`
+	// Notes say what the route serves that its file does not show (a
+	// service without endpoints: it answers 503).
+	Notes []string `json:"notes,omitempty"`
 	// Reasons say why the route is rejected or stale, each at
 	// file:line:col where the input has one.
 	Reasons []string `json:"reasons,omitempty"`
@@ -128,6 +131,7 @@ func routeFrom(s *model.RouteStatus) Route {
 		Path:     s.Path,
 		State:    s.State,
 		Warnings: slices.Clone(s.Warnings),
+		Notes:    slices.Clone(s.Notes),
 		Reasons:  slices.Clone(s.Reasons),
 		Source:   source(s),
 	}
@@ -319,6 +323,7 @@ func (s Status) clone() Status {
 		c.Routes = make([]Route, len(s.Routes))
 		for i, r := range s.Routes {
 			r.Warnings = slices.Clone(r.Warnings)
+			r.Notes = slices.Clone(r.Notes)
 			r.Reasons = slices.Clone(r.Reasons)
 			c.Routes[i] = r
 		}

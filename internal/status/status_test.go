@@ -30,7 +30,8 @@ func sample() Status {
 		ConfigHash: "sha256:abc123",
 		AppliedAt:  applied,
 		Routes: []Route{
-			{Key: "default/shop", Host: "shop.example.com", Path: "/", State: model.RouteAdmitted},
+			{Key: "default/shop", Host: "shop.example.com", Path: "/", State: model.RouteAdmitted,
+				Notes: []string{`spec.to.name: no Endpoints or EndpointSlice found for service "shop"; the route answers 503 until one appears`}},
 			{Key: "default/api", Host: "api.example.com", State: model.RouteAdmittedWithWarnings, Warnings: []string{"haproxy.router.openshift.io/balance: unknown algorithm \"fastest\", using leastconn"}},
 			{Key: "team/dup", Host: "shop.example.com", Path: "/", State: model.RouteRejected, Reasons: []string{"host shop.example.com path / is claimed by default/shop (older)"}, Source: "routes/dup.yaml:1:1"},
 			{Key: "default/cart", Host: "cart.example.com", State: model.RouteStale, Reasons: []string{"routes/cart.yaml:7:11: spec.host: must not contain a port"}, Source: "routes/cart.yaml:1:1"},
@@ -288,6 +289,7 @@ default/shop  shop.example.com  /     admitted                -
 default/api   api.example.com   -     admitted-with-warnings  -
 team/dup      shop.example.com  /     rejected                routes/dup.yaml:1:1
 default/cart  cart.example.com  -     stale                   routes/cart.yaml:1:1
+default/shop: note: spec.to.name: no Endpoints or EndpointSlice found for service "shop"; the route answers 503 until one appears
 default/api: warning: haproxy.router.openshift.io/balance: unknown algorithm "fastest", using leastconn
 team/dup: rejected: host shop.example.com path / is claimed by default/shop (older)
 default/cart: stale, serving its last good version: routes/cart.yaml:7:11: spec.host: must not contain a port
