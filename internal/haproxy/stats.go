@@ -10,11 +10,11 @@ import (
 // BackendStat is one backend's traffic as `show stat` reports it, with
 // its servers counted by state.
 type BackendStat struct {
-	Name                  string
-	Sessions, Requests    uint64 // stot, req_tot (HTTP backends; 0 for TCP)
-	BytesIn, BytesOut     uint64
-	Responses             [6]uint64 // hrsp_1xx … hrsp_5xx, hrsp_other
-	CurSessions, Queued   int
+	Name                string
+	Sessions, Requests  uint64 // stot, req_tot (HTTP backends; 0 for TCP)
+	BytesIn, BytesOut   uint64
+	Responses           [6]uint64 // hrsp_1xx … hrsp_5xx, hrsp_other
+	CurSessions, Queued int
 	// Servers by state. Unchecked ones ("no check": a route's only
 	// endpoint, which haroute does not health-check) are not known to be
 	// up, and were counted as up: a dead one read as healthy.

@@ -16,11 +16,11 @@ import (
 // RouteStat is one route's traffic. Counters are HAProxy's since its
 // current worker started.
 type RouteStat struct {
-	Namespace, Route      string
-	Sessions, Requests    uint64
-	BytesIn, BytesOut     uint64
-	Responses             [6]uint64 // 1xx … 5xx, other
-	CurSessions, Queued   int
+	Namespace, Route                 string
+	Sessions, Requests               uint64
+	BytesIn, BytesOut                uint64
+	Responses                        [6]uint64 // 1xx … 5xx, other
+	CurSessions, Queued              int
 	Up, Down, Maintenance, Unchecked int
 }
 
