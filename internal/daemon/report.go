@@ -29,6 +29,7 @@ func (d *Daemon) reportInput(res model.Result) {
 		}
 	}
 	stale := res.StaleCount()
+	d.inputCounts = inputCounts{errors: errs, warnings: warns, notes: notes, stale: stale}
 	d.metrics.SetInputProblems(errs, warns, notes)
 	d.metrics.SetStale(stale)
 	d.status.Set(func(s *status.Status) {
@@ -38,6 +39,10 @@ func (d *Daemon) reportInput(res model.Result) {
 		d.recordError(fmt.Errorf("%d problem(s) in %s; first: %s", errs, d.opts.ConfigDir, firstError(res.Diagnostics)))
 	}
 }
+
+// inputCounts are the counts reportInput last published, which a broken
+// certificate file found later in the same change adds to.
+type inputCounts struct{ errors, warnings, notes, stale int }
 
 // clearErrorIfClean clears the last error once an accepted generation has
 // no errors: "last error" describes the present, the history the past.

@@ -149,7 +149,7 @@ func (d *Daemon) materialProblems(res model.Result) []model.SettingsProblem {
 // generationOf renders an evaluated snapshot: the TLS material it names
 // (or the last good), the descriptor budget, the pool's bindings.
 func (d *Daemon) generationOf(res model.Result, snap *snapshot.Snapshot, files []model.SourceFile) (generation, error) {
-	material, err := d.resolveMaterial(res.Desired.Router)
+	material, err := d.resolveMaterial(res)
 	if err != nil {
 		return generation{}, err
 	}
@@ -544,21 +544,46 @@ func (d *Daemon) refillPool(ctx context.Context) error {
 	return d.sync(ctx, true)
 }
 
-// resolveMaterial reads the TLS material the settings name. When a file
+// resolveMaterial reads the TLS material res's settings name. When a file
 // it names is broken, the last good material keeps serving (stale): a
-// bad certificate file must not block every other change.
-func (d *Daemon) resolveMaterial(s model.Settings) (certgen.Material, error) {
+// bad certificate file must not block every other change. That counts
+// as an input error and a stale object, reported at the field naming
+// the file, as `haroute check` reports it: a failed rotation of the
+// default certificate raised none of the alerts on those.
+func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
+	s := res.Desired.Router
 	d.materialStamp = materialStamp(s)
 	m, err := certgen.Resolve(s, d.opts.StateDir, time.Now)
 	d.materialErr = err
 	if err == nil {
 		return m, nil
 	}
+	err = fmt.Errorf("%sRouterConfig: %w", materialPos(res), err)
 	if d.material == nil {
-		return m, fmt.Errorf("RouterConfig: %w", err)
+		return m, err
 	}
-	d.recordError(fmt.Errorf("RouterConfig: %w; the last good certificate material keeps serving", err))
+	d.recordError(fmt.Errorf("%w; the last good certificate material keeps serving", err))
+	c := d.inputCounts
+	d.metrics.SetInputProblems(c.errors+1, c.warnings, c.notes)
+	d.metrics.SetStale(c.stale + 1)
+	d.status.Set(func(st *status.Status) { st.InputProblems.Errors = c.errors + 1 })
 	return *d.material, nil
+}
+
+// materialPos is "file:line:col: " of the RouterConfig field naming the
+// first file its settings name that cannot be used, "" when none is
+// found.
+func materialPos(res model.Result) string {
+	ps := certgen.CheckFiles(res.Desired.Router)
+	if len(ps) == 0 || len(res.Objects.RouterConfigs) == 0 {
+		return ""
+	}
+	src := res.Objects.RouterConfigs[0].Source
+	pos, ok := src.Lookup(ps[0].Field)
+	if !ok {
+		pos = src.Pos
+	}
+	return pos.String() + ": "
 }
 
 // materialStamp identifies the files s names (certificates, CAs, stats

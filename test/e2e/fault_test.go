@@ -344,4 +344,38 @@ func TestDefaultCertificateRotationIsPickedUpByTheResync(t *testing.T) {
 	if got, err := r.getTLS("edge.e2e.test"); err != nil || got != "one" {
 		t.Fatalf("edge route after the rotation: %q, %v", got, err)
 	}
+
+	// A rotation that writes a broken file: the last good certificate
+	// keeps serving, and that is an input error and a stale object, at
+	// the field naming the file (no alert fired on it before).
+	tmp := certFile + ".tmp"
+	must(t, os.WriteFile(tmp, []byte("garbage\n"), 0o600))
+	must(t, os.Rename(tmp, certFile))
+	r.eventually(15*time.Second, "the broken certificate reported", func() error {
+		m, err := r.scrapeMetrics()
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{`haroute_input_problems{severity="error"} 1`, "haroute_stale_objects 1"} {
+			if !strings.Contains(m, want+"\n") {
+				return fmt.Errorf("metrics lack %s", want)
+			}
+		}
+		if st := r.store.Get(); st.InputProblems.Errors != 1 || st.LastError == nil ||
+			!strings.HasPrefix(st.LastError.Message, "router.yaml:") || !strings.Contains(st.LastError.Message, "spec.defaultCertificate") {
+			return fmt.Errorf("status: %d errors, last error %+v", st.InputProblems.Errors, st.LastError)
+		}
+		return nil
+	})
+	if got, err := served(); err != nil || got != 7002 {
+		t.Fatalf("after a broken rotation: serial %d, %v; want the last good 7002", got, err)
+	}
+	install(7003)
+	r.eventually(15*time.Second, "the mended certificate", wantSerial(7003))
+	r.eventually(10*time.Second, "no input error left", func() error {
+		if n := r.store.Get().InputProblems.Errors; n != 0 {
+			return fmt.Errorf("%d input errors", n)
+		}
+		return nil
+	})
 }
