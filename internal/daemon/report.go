@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -35,9 +36,16 @@ func (d *Daemon) reportInput(res model.Result) {
 	d.status.Set(func(s *status.Status) {
 		s.InputProblems = status.InputProblems{Errors: errs, Warnings: warns, Notes: notes}
 	})
+	summary := ""
 	if errs > 0 {
-		d.recordError(fmt.Errorf("%d problem(s) in %s; first: %s", errs, d.opts.ConfigDir, firstError(res.Diagnostics)))
+		summary = fmt.Sprintf("%d problem(s) in %s; first: %s", errs, d.opts.ConfigDir, firstError(res.Diagnostics))
+		d.recordError(errors.New(summary))
 	}
+	// The input's earlier summaries describe a tree that is gone: one
+	// fixed while another file broke stayed "standing" until every
+	// problem was.
+	marker := " problem(s) in " + d.opts.ConfigDir + "; first: "
+	d.status.ResolveErrors(time.Now(), func(msg string) bool { return msg != summary && strings.Contains(msg, marker) })
 }
 
 // inputCounts are the counts reportInput last published, which a broken

@@ -235,6 +235,19 @@ func (s *Store) RecordError(now time.Time, msg string) {
 	st.LastError = &last
 }
 
+// ResolveErrors records that the standing entries of the history for
+// which gone returns true are over, at now: a problem of the input that
+// was fixed while another still stands. LastError is left alone.
+func (s *Store) ResolveErrors(now time.Time, gone func(msg string) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.status.RecentErrors {
+		if e := &s.status.RecentErrors[i]; e.Standing() && gone(e.Message) {
+			e.Resolved = now
+		}
+	}
+}
+
 // ClearError records that no problem stands any more: every standing
 // entry of the history is resolved at now, and LastError becomes nil.
 func (s *Store) ClearError(now time.Time) {

@@ -131,6 +131,38 @@ func TestStartWithoutConfigDirServesSaved(t *testing.T) {
 	r.serves("b.e2e.test", "/", "two")
 }
 
+// A problem fixed while another file broke stayed "standing" in the
+// error history until every problem was fixed.
+func TestFixedProblemIsResolvedWhileAnotherStands(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := twoRoutes(r, one, two, "a.e2e.test")
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	good := maps.Clone(gen)
+	broken := []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: [x\n")
+
+	gen["a.yaml"] = broken
+	must(t, w.Publish(gen))
+	r.reportsError("first: a.yaml:")
+	gen["a.yaml"], gen["b.yaml"] = good["a.yaml"], broken
+	must(t, w.Publish(gen))
+	r.reportsError("first: b.yaml:")
+	r.eventually(10*time.Second, "a.yaml's problem resolved, b.yaml's standing", func() error {
+		for _, e := range r.store.Get().RecentErrors {
+			if strings.Contains(e.Message, "first: a.yaml:") && e.Standing() {
+				return fmt.Errorf("still standing: %s", e.Message)
+			}
+			if strings.Contains(e.Message, "first: b.yaml:") && !e.Standing() {
+				return fmt.Errorf("resolved while it stands: %s", e.Message)
+			}
+		}
+		return nil
+	})
+}
+
 // A missing config dir on a first start (a typo in --config-dir) said
 // "the last good state keeps serving" while nothing served: there is no
 // saved state yet.
