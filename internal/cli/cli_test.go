@@ -150,6 +150,11 @@ func TestUsageAndVersion(t *testing.T) {
 	if code, _, stderr := run(t, "run", "--config-dir", "x", "--watch-mode", "sideways"); code != ExitUsage || !strings.Contains(stderr, "sideways") {
 		t.Fatalf("bad watch mode: exit %d, stderr %q", code, stderr)
 	}
+	for _, share := range []string{"2", "0", "-0.5"} {
+		if code, _, stderr := run(t, "run", "--config-dir", "x", "--deletion-share", share); code != ExitUsage || !strings.Contains(stderr, "--deletion-share "+share+": ") {
+			t.Fatalf("--deletion-share %s: exit %d, stderr %q", share, code, stderr)
+		}
+	}
 	// Refused before the service manager is asked (no root needed).
 	if code, _, stderr := run(t, "service", "install", "--config-dir", "/x", "junk"); code != ExitUsage || !strings.Contains(stderr, `unexpected arguments ["junk"]`) {
 		t.Fatalf("service install with a stray argument: exit %d, stderr %q", code, stderr)

@@ -48,7 +48,7 @@ func (f *runFlags) register(fs interface {
 	fs.DurationVar(&f.resync, "resync", 60*time.Second, "periodic full resync, in case a change event was missed")
 	fs.DurationVar(&f.debounce, "debounce", 250*time.Millisecond, "quiet period before reading a plain directory")
 	fs.DurationVar(&f.deletionQuiet, "deletion-quiet", 15*time.Second,
-		"deletion guard: how long the directory must read the same before a generation dropping all routes, more than --deletion-share of them, or (plain mode) any route is applied; negative disables")
+		"deletion guard: how long the same routes must stay dropped before a generation dropping all routes, more than --deletion-share of them, or (plain mode) any route is applied; negative disables")
 	fs.DurationVar(&f.handoverGrace, "handover-grace", 10*time.Second,
 		"on stop, leave HAProxy serving this long for the next haroute to take over (a restart closes no port), then stop it; 0 stops it with haroute")
 	fs.Float64Var(&f.deletionShare, "deletion-share", 0.5, "deletion guard: share of routes (0-1] a generation may drop without waiting for --deletion-quiet")
@@ -73,6 +73,10 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	mode, err := snapshot.ParseMode(f.watchMode)
 	if err != nil {
 		fmt.Fprintf(stderr, "haroute run: --watch-mode: %v\n", err)
+		return ExitUsage
+	}
+	if !(f.deletionShare > 0 && f.deletionShare <= 1) {
+		fmt.Fprintf(stderr, "haroute run: --deletion-share %v: a share of the routes, more than 0 and at most 1\n", f.deletionShare)
 		return ExitUsage
 	}
 	// Absolute from here on: HAProxy's command line names them so, and

@@ -60,7 +60,7 @@ type Options struct {
 	// the checks set after a load; past it, the change goes through a
 	// reload. Default 15s: a plan of thousands of servers takes seconds.
 	RuntimeTimeout time.Duration
-	// DeletionQuiet is how long the directory must read the same before a
+	// DeletionQuiet is how long the same routes must stay dropped before a
 	// generation that drops all routes, or more than DeletionShare of
 	// them, is applied (guard.go). Default 15s; negative disables the
 	// guard.
@@ -265,16 +265,17 @@ func New(opts Options) (*Daemon, error) {
 		}
 		*p = abs
 	}
-	for _, dir := range []string{opts.RunDir, opts.StateDir} {
+	for _, d := range []struct{ flag, dir string }{{"--run-dir", opts.RunDir}, {"--state-dir", opts.StateDir}} {
+		dir := d.dir
 		// HAProxy reads these paths inside its configuration and command
 		// line, where a ',' separates addresses and arguments (a state dir
 		// with one made every start fail) and white space, quotes and
 		// backslashes are syntax.
 		if strings.ContainsAny(dir, ", \t\n\"'\\") {
-			return nil, fmt.Errorf("path %q: HAProxy cannot be given a path with ',', white space, quotes or '\\'; choose another directory", dir)
+			return nil, fmt.Errorf("%s %q: HAProxy cannot be given a path with ',', white space, quotes or '\\'; choose another directory", d.flag, dir)
 		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("create %s: %w", dir, err)
+			return nil, fmt.Errorf("%s: create %s: %w", d.flag, dir, err)
 		}
 		// MkdirAll leaves an existing directory's mode alone; the sockets
 		// and keys inside must not be reachable by others. A directory
@@ -282,7 +283,7 @@ func New(opts Options) (*Daemon, error) {
 		// disk a restart still takes HAProxy over on the files there.
 		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 			if err := os.Chmod(dir, 0o700); err != nil {
-				return nil, fmt.Errorf("chmod %s: %w", dir, err)
+				return nil, fmt.Errorf("%s: chmod %s: %w", d.flag, dir, err)
 			}
 		}
 	}
@@ -547,7 +548,7 @@ func (d *Daemon) shutdown() error {
 		// takes it over without closing a port.
 		err := d.opts.Handover(d.proc.PID())
 		if err == nil {
-			d.log.Info("leaving haproxy running for the next haroute to take over", "pid", d.proc.PID())
+			d.log.Info("leaving haproxy running for the next haroute to take over; a reaper stops it if none has by the hand-over grace", "pid", d.proc.PID())
 			return nil
 		}
 		d.log.Warn("cannot hand haproxy over; stopping it", "err", err)

@@ -17,9 +17,8 @@ import (
 // recreated) or reappears empty reads as a well-formed generation without
 // routes. Applying it would take every route down. So a generation that
 // would drop all routes, or more than DeletionShare of them, is applied
-// only once the directory has read the same for DeletionQuiet: read when
-// first seen, and again after the quiet period, with the same content
-// hash. In plain mode, where files are edited in place and a file cut off
+// only once the same routes have been dropped for DeletionQuiet: read
+// when first seen, and again after the quiet period, dropping the same. In plain mode, where files are edited in place and a file cut off
 // mid-write can read as fewer routes, any generation that drops a route
 // waits the same way, and so does one with a changed file that does not
 // end with a newline (cutOff). A route counts as dropped when it
@@ -90,7 +89,7 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 		*g = deletionGuard{hash: held, since: now}
 	}
 	if now.Sub(g.since) >= d.opts.DeletionQuiet {
-		d.log.Warn("deletion guard: the directory stayed the same for the quiet period; applying",
+		d.log.Warn("deletion guard: the same routes stayed dropped for the quiet period; applying",
 			"dropped", dropped, "of", len(prev), "stable_for", now.Sub(g.since).Round(time.Millisecond))
 		d.releaseGuard()
 		d.loader.PreferWinners(nil)
@@ -98,7 +97,7 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 	}
 	g.at = g.since.Add(d.opts.DeletionQuiet)
 	d.metrics.DeletionGuardHeld()
-	d.log.Warn("deletion guard: holding back the routes a generation drops, or all of it when a file may be cut off, until the directory is stable",
+	d.log.Warn("deletion guard: holding back the routes a generation drops, or all of it when a file may be cut off, until the drop has held for the quiet period",
 		"dropped", dropped, "of", len(prev), "routes", names, "until", g.at.Format(time.RFC3339))
 	d.setGuardStatus(g.since, dropped, len(prev))
 	return kind

@@ -70,7 +70,7 @@ func (d *Daemon) setGuardStatus(since time.Time, dropped, total int) {
 			return
 		}
 		s.DeletionGuard = &status.Guard{Since: since, Dropped: dropped, Of: total,
-			Reason: "the directory must stay the same for the quiet period before routes are dropped"}
+			Reason: "the same routes must stay dropped for the quiet period before they are"}
 	})
 }
 

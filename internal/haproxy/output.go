@@ -235,6 +235,10 @@ func lineLevel(line, spares string) slog.Level {
 			return slog.LevelWarn
 		}
 		return slog.LevelError
+	case strings.HasPrefix(msg, "Former worker (") && strings.HasSuffix(msg, "exited with code 0 (Exit)"):
+		// An old worker that finished its connections after a reload or
+		// a stop: HAProxy's warning for what every reload ends with.
+		return slog.LevelInfo
 	case strings.HasPrefix(line, "[WARNING]"):
 		if byCLI {
 			// A server put in or out of maintenance by haroute's own

@@ -85,19 +85,22 @@ func TestOutputLogSummarizesProxyStops(t *testing.T) {
 		"Proxy be_http:ns:a stopped (cumulated conns: FE: 0, BE: 3).",
 		"Proxy be_pool:http:1 stopped (cumulated conns: FE: 0, BE: 0).",
 		"[WARNING]  (7) : Former worker (8) exited with code 0 (Exit)",
+		"[WARNING]  (7) : Former worker (10) exited with code 139 (Segmentation fault)",
 		"[WARNING]  (9) : CLI : We generated two equal cookies for two different servers.",
 		"Please change the secret key for 'be_http:ns:a'.",
 		"[WARNING]  (9) : Proxy stats stopped (cumulated conns: FE: 1, BE: 0).",
 	})
 	want := []string{
 		`level=INFO msg=haproxy line="3 proxies stopped (public … be_pool:http:1); their one line each is not logged"`,
-		`level=WARN msg=haproxy line="[WARNING] Former worker (8) exited with code 0 (Exit)"`,
+		// What every reload ends with is not a warning; a crash is.
+		`level=INFO msg=haproxy line="[WARNING] Former worker (8) exited with code 0 (Exit)"`,
+		`level=WARN msg=haproxy line="[WARNING] Former worker (10) exited with code 139 (Segmentation fault)"`,
 		`level=INFO msg=haproxy line="proxy stats stopped"`,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("logged:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if tail := o.lines(); len(tail) != 5 || !strings.HasPrefix(tail[0], "3 proxies stopped") || tail[4] != "proxy stats stopped" {
+	if tail := o.lines(); len(tail) != 6 || !strings.HasPrefix(tail[0], "3 proxies stopped") || tail[5] != "proxy stats stopped" {
 		t.Errorf("kept for error messages: %q", tail)
 	}
 }

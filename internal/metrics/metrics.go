@@ -111,7 +111,7 @@ func New() *Metrics {
 		guardHolds: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "deletion_guard_holds_total",
-			Help:      "Generations held back by the deletion guard because they drop all routes or more than the allowed share (each held generation counts once).",
+			Help:      "Generations held back by the deletion guard: they drop all routes or more than the allowed share, or (plain mode) any route, or hold a changed file without a final newline (each held generation counts once).",
 		}),
 		snapshotErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace,

@@ -129,7 +129,7 @@ func Fetch(ctx context.Context, addr string) (Status, error) {
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			return Status{}, fmt.Errorf("haroute is not running at %s (%w)", addr, syscall.ECONNREFUSED)
+			return Status{}, fmt.Errorf("haroute is not running at %s (%w); give --address if its metrics address is another", addr, syscall.ECONNREFUSED)
 		}
 		return Status{}, fmt.Errorf("ask haroute at %s: %w", addr, err)
 	}

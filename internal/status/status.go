@@ -46,7 +46,7 @@ type Status struct {
 	// InputProblems counts the diagnostics of the last generation read.
 	InputProblems InputProblems `json:"inputProblems"`
 	// DeletionGuard is set while a generation that drops routes is held
-	// back until the directory is stable.
+	// back until the same routes have stayed dropped for the quiet period.
 	DeletionGuard *Guard `json:"deletionGuard,omitempty"`
 
 	HAProxy HAProxy `json:"haproxy"`

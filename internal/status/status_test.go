@@ -51,7 +51,7 @@ func sample() Status {
 			{Time: applied.Add(-time.Minute), LastSeen: applied, Message: "routes/cart.yaml:7:11: error: spec.host: must not contain a port"},
 		},
 		InputProblems: InputProblems{Errors: 1, Warnings: 2},
-		DeletionGuard: &Guard{Since: applied.Add(-10 * time.Second), Dropped: 3, Of: 4, Reason: "the directory must stay the same for the quiet period"},
+		DeletionGuard: &Guard{Since: applied.Add(-10 * time.Second), Dropped: 3, Of: 4, Reason: "the same routes must stay dropped for the quiet period before they are"},
 		HAProxy:       HAProxy{PID: 100, Workers: []int{120}, OldWorkers: []int{101, 110}},
 	}
 }
@@ -230,7 +230,7 @@ func TestFetchNotRunning(t *testing.T) {
 	ln.Close()
 
 	_, err = Fetch(context.Background(), addr)
-	want := "haroute is not running at " + addr + " (connection refused)"
+	want := "haroute is not running at " + addr + " (connection refused); give --address if its metrics address is another"
 	if err == nil || err.Error() != want {
 		t.Fatalf("Fetch = %v, want %q", err, want)
 	}
@@ -281,7 +281,7 @@ reloads:         3 (runtime updates 12, fallbacks 1)
 last reload:     2026-01-02T15:04:04Z ok in 123ms (route added: default/shop)
 last error:      since 2026-01-02T15:03:05Z routes/cart.yaml:7:11: error: spec.host: must not contain a port
 input problems:  1 error, 2 warnings, 0 notes
-deletion guard:  holding a generation since 2026-01-02T15:03:55Z that drops 3 of 4 routes (the directory must stay the same for the quiet period)
+deletion guard:  holding a generation since 2026-01-02T15:03:55Z that drops 3 of 4 routes (the same routes must stay dropped for the quiet period before they are)
 routes:          4 (1 admitted, 1 admitted-with-warnings, 1 stale, 1 rejected)
 
 ROUTE         HOST              PATH  STATE                   SOURCE

@@ -111,8 +111,18 @@ func TestStartupErrorsAreClear(t *testing.T) {
 	// (bind lists, converter arguments): every start failed.
 	comma := filepath.Join(t.TempDir(), "a,b")
 	_, err = daemon.New(daemon.Options{ConfigDir: r.dir, RunDir: r.runDir, StateDir: comma, HAProxy: testutil.HAProxy(t)})
-	if err == nil || !strings.Contains(err.Error(), comma) || !strings.Contains(err.Error(), "','") {
-		t.Fatalf("state dir with a comma: error = %v; want one naming it and ','", err)
+	if err == nil || !strings.Contains(err.Error(), comma) || !strings.Contains(err.Error(), "','") || !strings.HasPrefix(err.Error(), "--state-dir ") {
+		t.Fatalf("state dir with a comma: error = %v; want one naming --state-dir, it and ','", err)
+	}
+
+	// A file where a directory should be: the error says which flag.
+	file := filepath.Join(t.TempDir(), "afile")
+	must(t, os.WriteFile(file, nil, 0o600))
+	for _, tc := range []struct{ flag, run, state string }{{"--run-dir", file, t.TempDir()}, {"--state-dir", r.runDir, file}} {
+		_, err = daemon.New(daemon.Options{ConfigDir: r.dir, RunDir: tc.run, StateDir: tc.state, HAProxy: testutil.HAProxy(t)})
+		if want := tc.flag + ": create " + file + ": "; err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s is a file: error = %v; want one starting %q", tc.flag, err, want)
+		}
 	}
 }
 
