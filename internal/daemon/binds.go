@@ -61,11 +61,14 @@ func listeners(s *model.Settings) []listener {
 }
 
 // unbindable returns, as problems of the RouterConfig, the listeners of
-// next that applied does not have and that cannot be bound now.
+// next that applied (nil: none) does not have and that cannot be bound
+// now.
 func unbindable(applied, next *model.Settings) []model.SettingsProblem {
 	held := map[string]bool{}
-	for _, l := range listeners(applied) {
-		held[l.network+" "+l.addr] = true
+	if applied != nil {
+		for _, l := range listeners(applied) {
+			held[l.network+" "+l.addr] = true
+		}
 	}
 	var out []model.SettingsProblem
 	for _, l := range listeners(next) {

@@ -575,11 +575,20 @@ func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 // found.
 func materialPos(res model.Result) string {
 	ps := certgen.CheckFiles(res.Desired.Router)
-	if len(ps) == 0 || len(res.Objects.RouterConfigs) == 0 {
+	if len(ps) == 0 {
+		return ""
+	}
+	return fieldPos(res, ps[0].Field)
+}
+
+// fieldPos is "file:line:col: " of field in res's RouterConfig, "" when
+// it has none.
+func fieldPos(res model.Result, field string) string {
+	if len(res.Objects.RouterConfigs) == 0 {
 		return ""
 	}
 	src := res.Objects.RouterConfigs[0].Source
-	pos, ok := src.Lookup(ps[0].Field)
+	pos, ok := src.Lookup(field)
 	if !ok {
 		pos = src.Pos
 	}
@@ -733,6 +742,13 @@ func (d *Daemon) coldStart(ctx context.Context, gen generation) ([]culprit, erro
 		if ctx.Err() == nil {
 			if c := d.startRefusedSettings(gen, err); c != nil {
 				return []culprit{*c}, nil
+			}
+			// Nothing to fall back on: say which field names what could
+			// not be bound, as a running router does, rather than only
+			// the line of haproxy.cfg HAProxy names.
+			if problems := unbindable(nil, &gen.state.Desired.Router); len(problems) > 0 {
+				p := problems[0]
+				return nil, fmt.Errorf("start haproxy: %s%s: %s", fieldPos(gen.result, p.Field), p.Field, p.Message)
 			}
 		}
 		return nil, fmt.Errorf("start haproxy: %w", err)

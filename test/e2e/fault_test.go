@@ -98,8 +98,11 @@ func TestStartupErrorsAreClear(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	err = d.Run(ctx)
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d", r.http)) || !strings.Contains(err.Error(), "in use") {
-		t.Fatalf("port in use: error = %v; want one naming 127.0.0.1:%d and 'in use'", err, r.http)
+	// The field that names the port, as a running router says it (the
+	// message named only the line of haproxy.cfg).
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d", r.http)) || !strings.Contains(err.Error(), "in use") ||
+		!strings.Contains(err.Error(), "router.yaml:") || !strings.Contains(err.Error(), ": spec.bindOptions.ports.http: ") {
+		t.Fatalf("port in use: error = %v; want one naming router.yaml's spec.bindOptions.ports.http, 127.0.0.1:%d and 'in use'", err, r.http)
 	}
 
 	_, err = daemon.New(daemon.Options{ConfigDir: r.dir, RunDir: r.runDir, StateDir: t.TempDir(), HAProxy: "/nonexistent/haproxy"})
