@@ -33,8 +33,13 @@ func (d *Daemon) reportInput(res model.Result) {
 	d.inputCounts = inputCounts{errors: errs, warnings: warns, notes: notes, stale: stale}
 	d.metrics.SetInputProblems(errs, warns, notes)
 	d.metrics.SetStale(stale)
+	var others []string
+	if stale > 0 {
+		others = res.StaleOthers()
+	}
 	d.status.Set(func(s *status.Status) {
 		s.InputProblems = status.InputProblems{Errors: errs, Warnings: warns, Notes: notes}
+		s.StaleObjects = others
 	})
 	summary := ""
 	if errs > 0 {

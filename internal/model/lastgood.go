@@ -360,6 +360,28 @@ func (r Result) StaleCount() int {
 	return n
 }
 
+// StaleOthers describes the stale objects that are not routes (routes
+// have their own status): each Endpoints or EndpointSlice serving its
+// last good version, and each broken file whose last good endpoints or
+// secrets serve, with the file of the current version.
+func (r Result) StaleOthers() []string {
+	var out []string
+	if r.next != nil {
+		for _, e := range r.next.endpoints.stale {
+			kind := "Endpoints"
+			if e.key.slice {
+				kind = "EndpointSlice"
+			}
+			out = append(out, fmt.Sprintf("%s %s/%s: serving its last good version; the current one, in %s, has errors", kind, e.key.namespace, e.key.name, e.path))
+		}
+	}
+	for path, n := range r.staleFiles {
+		out = append(out, fmt.Sprintf("%s: its last good content serves %d Endpoints, EndpointSlice or Secret object(s); the file has errors", path, n))
+	}
+	slices.Sort(out)
+	return out
+}
+
 // StalePaths is the set of files holding the current, rejected version of
 // a stale object.
 func (r Result) StalePaths() map[string]bool {

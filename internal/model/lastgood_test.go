@@ -220,6 +220,9 @@ func TestEndpointsOfABrokenFileAreStale(t *testing.T) {
 	if !res.StalePaths()["eps.yaml"] {
 		t.Fatalf("StalePaths = %v, want eps.yaml", res.StalePaths())
 	}
+	if got, want := res.StaleOthers(), []string{"eps.yaml: its last good content serves 1 Endpoints, EndpointSlice or Secret object(s); the file has errors"}; !slices.Equal(got, want) {
+		t.Fatalf("StaleOthers = %q, want %q", got, want)
+	}
 	if res := l.Load([]SourceFile{{Path: "eps.yaml", Data: []byte(eps)}, route}); res.StaleCount() != 0 {
 		t.Fatalf("fixed: StaleCount = %d, want 0", res.StaleCount())
 	}

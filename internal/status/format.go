@@ -51,6 +51,13 @@ func (s Status) Format(w io.Writer) {
 		fmt.Fprintln(w)
 		formatRoutes(w, s.Routes)
 	}
+	if len(s.StaleObjects) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "STALE OBJECTS")
+		for _, o := range s.StaleObjects {
+			fmt.Fprintln(w, o)
+		}
+	}
 	if len(s.RecentErrors) > 0 {
 		fmt.Fprintln(w)
 		formatRecentErrors(w, s.RecentErrors)

@@ -45,6 +45,9 @@ type Status struct {
 
 	// InputProblems counts the diagnostics of the last generation read.
 	InputProblems InputProblems `json:"inputProblems"`
+	// StaleObjects lists the objects other than routes (which say so in
+	// Routes) that serve their last good version.
+	StaleObjects []string `json:"staleObjects,omitempty"`
 	// DeletionGuard is set while a generation that drops routes is held
 	// back until the same routes have stayed dropped for the quiet period.
 	DeletionGuard *Guard `json:"deletionGuard,omitempty"`
@@ -351,6 +354,7 @@ func (s Status) clone() Status {
 		c.LastError = &e
 	}
 	c.RecentErrors = slices.Clone(s.RecentErrors)
+	c.StaleObjects = slices.Clone(s.StaleObjects)
 	if s.DeletionGuard != nil {
 		g := *s.DeletionGuard
 		c.DeletionGuard = &g

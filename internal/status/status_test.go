@@ -51,6 +51,7 @@ func sample() Status {
 			{Time: applied.Add(-time.Minute), LastSeen: applied, Message: "routes/cart.yaml:7:11: error: spec.host: must not contain a port"},
 		},
 		InputProblems: InputProblems{Errors: 1, Warnings: 2},
+		StaleObjects:  []string{"Endpoints default/cart: serving its last good version; the current one, in endpoints/cart.yaml, has errors"},
 		DeletionGuard: &Guard{Since: applied.Add(-10 * time.Second), Dropped: 3, Of: 4, Reason: "the same routes must stay dropped for the quiet period before they are"},
 		HAProxy:       HAProxy{PID: 100, Workers: []int{120}, OldWorkers: []int{101, 110}},
 	}
@@ -293,6 +294,9 @@ default/shop: note: spec.to.name: no Endpoints or EndpointSlice found for servic
 default/api: warning: haproxy.router.openshift.io/balance: unknown algorithm "fastest", using leastconn
 team/dup: rejected: host shop.example.com path / is claimed by default/shop (older)
 default/cart: stale, serving its last good version: routes/cart.yaml:7:11: spec.host: must not contain a port
+
+STALE OBJECTS
+Endpoints default/cart: serving its last good version; the current one, in endpoints/cart.yaml, has errors
 
 RECENT ERRORS
 2026-01-02T14:04:05Z, resolved 2026-01-02T14:14:05Z: reload failed (will retry): haproxy -c: exit status 1

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,29 @@ func TestStartWithoutConfigDirServesSaved(t *testing.T) {
 	r.start("auto")
 	r.serves("a.e2e.test", "/", "one")
 	r.serves("b.e2e.test", "/", "two")
+}
+
+// An Endpoints whose new version has errors keeps serving its last good
+// version, and status lists it among the stale objects: it was counted
+// (haroute_stale_objects) but named nowhere, its route shown "admitted".
+func TestStaleEndpointsAreListed(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := oneRoute(r, one)
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("one.e2e.test", "/", "one")
+	gen["endpoints.yaml"] = []byte(strings.Replace(string(gen["endpoints.yaml"]), "ip: 127.0.0.1", "ip: 127.0.0.999", 1))
+	must(t, w.Publish(gen))
+	want := "Endpoints e2e/one: serving its last good version; the current one, in endpoints.yaml, has errors"
+	r.eventually(10*time.Second, "the stale Endpoints listed", func() error {
+		if got := r.store.Get().StaleObjects; !slices.Equal(got, []string{want}) {
+			return fmt.Errorf("stale objects %q", got)
+		}
+		return nil
+	})
+	r.keepsServing("one.e2e.test", "one", 5, "a broken Endpoints")
 }
 
 // A problem fixed while another file broke stayed "standing" in the
