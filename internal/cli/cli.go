@@ -22,6 +22,10 @@ const (
 	ExitOK      = 0
 	ExitInvalid = 1 // check: the directory is invalid; other commands: failure
 	ExitUsage   = 2
+	// service status, as LSB init scripts and systemctl say it: a script
+	// that tests the exit code must not read "not installed" as running.
+	ExitServiceStopped      = 3
+	ExitServiceNotInstalled = 4
 )
 
 const usage = `haroute — a declarative, file-driven HAProxy router
@@ -30,14 +34,20 @@ Usage:
   haroute run     --config-dir DIR [--run-dir DIR] [--state-dir DIR] [--haproxy PATH]
                   [--metrics-address ADDR] [--watch-mode auto|atomic|link|plain]
                   [--log-format text|json] [--log-level debug|info|warn|error]
-  haroute check   DIR [--strict]        exit 0 valid, 1 invalid; errors as path:line:col: message
-  haroute render  DIR --out OUTDIR [--allow-errors]
+                  [--handover-grace D] [--resync D] [--debounce D]
+                  [--deletion-quiet D] [--deletion-share F]
+  haroute check   DIR [--strict] [--haproxy PATH] [--limit-nofile N]
+                                        exit 0 valid, 1 invalid; errors as path:line:col: message
+  haroute render  DIR --out OUTDIR [--allow-errors] [--run-dir DIR]
                                         write haproxy.cfg, maps, crt-list and certificates;
                                         exit 1 without writing when DIR has errors
   haroute plan    --from DIR --to DIR   which changes apply at runtime and which reload, and why
   haroute status  [--address ADDR]      ask the running daemon for its state
   haroute service install|uninstall|start|stop|status [run flags]
+                                        status exits 0 running, 3 stopped, 4 not installed
   haroute version
+
+haroute CMD -h explains each flag.
 `
 
 type command func(ctx context.Context, args []string, stdout, stderr io.Writer) int

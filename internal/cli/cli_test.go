@@ -194,6 +194,12 @@ func TestServiceHelp(t *testing.T) {
 	if code, _, stderr := run(t, "service"); code != ExitUsage || !strings.Contains(stderr, "  status     say whether") {
 		t.Errorf("service without an action: exit %d, stderr %q", code, stderr)
 	}
+	// Not installed here (a unit file is what installs it): not exit 0,
+	// which a script would read as running.
+	code, stdout, _ := run(t, "service", "status")
+	if stdout == "haroute service: not installed\n" && code != ExitServiceNotInstalled {
+		t.Errorf("service status, not installed: exit %d, want %d", code, ExitServiceNotInstalled)
+	}
 }
 
 // render agrees with check: input with errors exits 1 and writes nothing,

@@ -95,6 +95,12 @@ func serviceCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		st, err = m.Status()
 		if err == nil {
 			fmt.Fprintf(stdout, "haroute service: %v\n", st)
+			switch st {
+			case service.StateStopped:
+				return ExitServiceStopped
+			case service.StateNotInstalled:
+				return ExitServiceNotInstalled
+			}
 		}
 	default:
 		fmt.Fprintf(stderr, "haroute service: unknown action %q\n", action)
