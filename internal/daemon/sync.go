@@ -744,11 +744,10 @@ func (d *Daemon) coldStart(ctx context.Context, gen generation) ([]culprit, erro
 				return []culprit{*c}, nil
 			}
 			// Nothing to fall back on: say which field names what could
-			// not be bound, as a running router does, rather than only
-			// the line of haproxy.cfg HAProxy names.
+			// not be bound, as a running router does, beside HAProxy's
+			// message, which names only a line of haproxy.cfg.
 			if problems := unbindable(nil, &gen.state.Desired.Router); len(problems) > 0 {
-				p := problems[0]
-				return nil, fmt.Errorf("start haproxy: %s%s: %s", fieldPos(gen.result, p.Field), p.Field, p.Message)
+				return nil, fmt.Errorf("start haproxy: %s%s: %w", fieldPos(gen.result, problems[0].Field), problems[0].Field, err)
 			}
 		}
 		return nil, fmt.Errorf("start haproxy: %w", err)
