@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/haroute/haroute/internal/parallel"
 )
@@ -416,6 +417,13 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 			l.files[changed[i].Path] = st
 		}
 		st.hash, st.diags, st.failed = hashes[i], r.diags, r.failed
+		if r.failed && len(r.objs.RouterConfigs) > 0 {
+			// The file contributes nothing, so its settings are never
+			// resolved: their own errors (a bad duration beside an
+			// unknown field) came one fix at a time. Judged here, they
+			// are reported with the rest.
+			st.diags = withSettingsDiags(st.diags, r.objs.RouterConfigs)
+		}
 		// A broken file that names the RouterConfig kind may be the
 		// router's settings: see Result.RouterUnsettled.
 		st.mayConfigure = r.failed && routerConfigKind.Match(changed[i].Data)
@@ -470,6 +478,31 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 		objs.Secrets = appendShared(objs.Secrets, st.good.Secrets)
 	}
 	return objs, m, diags
+}
+
+// withSettingsDiags adds to ds, the diagnostics of a file that failed to
+// decode, the errors and warnings of resolving its RouterConfigs, but not
+// those about a field ds already has an error on or in (a field that did
+// not decode reads as unset, and "required" would say it again), nor the
+// notes on what settings fall back on.
+func withSettingsDiags(ds Diagnostics, rcs []RouterConfig) Diagnostics {
+	_, more := resolveSettings(rcs, nil)
+	related := func(f string) bool {
+		for _, d := range ds {
+			if d.Severity == SeverityError && d.Field != "" && f != "" &&
+				(d.Field == f || strings.HasPrefix(d.Field, f+".") || strings.HasPrefix(f, d.Field+".")) {
+				return true
+			}
+		}
+		return false
+	}
+	out := slices.Clone(ds)
+	for _, d := range more {
+		if d.Severity != SeverityNote && !related(d.Field) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // withCap returns an empty slice with room for n, or nil for n = 0 (as

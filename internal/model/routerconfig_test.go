@@ -2,6 +2,7 @@ package model
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -389,5 +390,24 @@ func TestParseStatsCredentials(t *testing.T) {
 		if err != nil || got != tt.want || !got.Set() {
 			t.Errorf("ParseStatsCredentials(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
 		}
+	}
+}
+
+// A RouterConfig whose file fails to decode (an unknown field) had its
+// values' own errors reported only once that was fixed: one fix at a
+// time. They are now reported together, without repeating a field that
+// did not decode.
+func TestBrokenRouterConfigReportsAllItsErrors(t *testing.T) {
+	res := NewLoader().Load([]SourceFile{{Path: "router.yaml", Data: []byte(
+		"apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata: {name: router}\nspec:\n  tuningOptions:\n" +
+			"    reloadInterval: 2sec\n    maxConection: 5\n")}})
+	var errs []string
+	for _, d := range res.Diagnostics {
+		if d.Severity == SeverityError {
+			errs = append(errs, d.Pos.String()+" "+d.Field)
+		}
+	}
+	if want := []string{"router.yaml:6:21 spec.tuningOptions.reloadInterval", "router.yaml:7:5 spec.tuningOptions.maxConection"}; !slices.Equal(errs, want) {
+		t.Fatalf("errors at %q, want %q", errs, want)
 	}
 }
