@@ -198,13 +198,18 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 	return g, true
 }
 
-// heldReason is why a held route still serves.
-const heldReason = "deleted from the directory; served until the directory reads the same for the deletion guard's quiet period"
+// heldReason is why a held route still serves; heldServersReason, one
+// still in the directory whose service lost its last endpoint.
+const (
+	heldReason        = "deleted from the directory; served until it has stayed deleted for the deletion guard's quiet period"
+	heldServersReason = "its service lost its last endpoint; the last ones serve until that has held for the deletion guard's quiet period"
+)
 
 // withHeld returns a copy of statuses with the routes of keys (sorted),
 // which the guard keeps serving, listed as held: they had vanished from
-// status while HAProxy still served them. Their served statuses come from
-// prev.
+// status while HAProxy still served them (their served statuses come from
+// prev), or, still in the directory with the claim they serve, showed
+// "admitted" while the guard held the loss of their last endpoint.
 func withHeld(statuses, prev []*model.RouteStatus, keys []model.RouteKey) []*model.RouteStatus {
 	out := make([]*model.RouteStatus, 0, len(statuses)+len(keys))
 	out = append(out, statuses...)
@@ -213,8 +218,13 @@ func withHeld(statuses, prev []*model.RouteStatus, keys []model.RouteKey) []*mod
 		if !ok {
 			continue
 		}
-		if _, dup := model.FindStatus(statuses, k); dup {
-			continue // still in the directory, under another claim
+		if j, dup := model.FindStatus(statuses, k); dup {
+			if cur := statuses[j]; cur.Host == prev[i].Host && cur.Path == prev[i].Path && cur.State != model.RouteRejected {
+				cp := *cur
+				cp.State, cp.Reasons = model.RouteHeld, []string{heldServersReason}
+				out[j] = &cp
+			}
+			continue // else still in the directory, under another claim
 		}
 		cp := *prev[i]
 		cp.State, cp.Reasons, cp.Warnings, cp.Notes = model.RouteHeld, []string{heldReason}, nil, nil

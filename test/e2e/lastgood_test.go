@@ -503,6 +503,26 @@ func TestRestartKeepsSettingsOfARefusedRouterConfig(t *testing.T) {
 	}
 }
 
+// A route whose service lost its last endpoint is held by the deletion
+// guard (in plain mode); status showed it "admitted", and named it
+// nowhere but the log.
+func TestRouteThatLostItsLastEndpointIsShownHeld(t *testing.T) {
+	r := newRouter(t)
+	r.deletionQuiet = 4 * time.Second
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	for name, data := range twoRoutes(r, one, two, "a.e2e.test") {
+		must(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
+	}
+	r.start("plain")
+	r.serves("b.e2e.test", "/", "two")
+	must(t, os.WriteFile(filepath.Join(r.dir, "endpoints.yaml"), []byte(endpointsYAML("one", one)), 0o644))
+	st := r.routeStatus("b", model.RouteHeld)
+	if len(st.Reasons) != 1 || !strings.Contains(st.Reasons[0], "lost its last endpoint") {
+		t.Fatalf("held b's reasons %q, want one saying its service lost its last endpoint", st.Reasons)
+	}
+	r.keepsServing("b.e2e.test", "two", 3, "b's last endpoint is held")
+}
+
 // The deletion guard held a whole generation back: while a route's
 // deletion waited for the quiet period, every other change in the
 // directory waited with it, and changes that kept coming (an endpoints
