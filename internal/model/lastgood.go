@@ -40,8 +40,9 @@ type lastGood struct {
 	// refusedConfig is what HAProxy refused of the current RouterConfig
 	// (Loader.RefuseRouterConfig); not part of what is committed.
 	refusedConfig []SettingsProblem
-	// stale are the paths whose current content fails to decode, whose
-	// last good content stays in force; not part of what is committed.
+	// stale are the paths whose current content fails to decode (or could
+	// not be read: Loader.Unread), whose last good content stays in
+	// force; not part of what is committed.
 	// Such content yields to a definition of the same object in a file
 	// that decodes: an operator who moved a route to a new file, edited,
 	// and left the old file broken, meant the new one, which `check`
@@ -51,7 +52,7 @@ type lastGood struct {
 }
 
 // isStale reports whether path is a file whose last good content serves
-// in place of a current content that fails to decode.
+// in place of a current content that fails to decode or to be read.
 func (lg *lastGood) isStale(path string) bool { return lg != nil && lg.stale[path] }
 
 // servedPath is the file the last good pass took route namespace/name
