@@ -415,12 +415,19 @@ func validateRoutes(routes []*Route, memos []*routeMemo, settings *Settings, ds 
 			return c
 		}
 		// The last good copy kept for a broken file yields to a current
-		// definition (see lastGood.stale).
+		// definition that is new since the last good pass (see
+		// lastGood.stale).
 		if as, bs := lg.isStale(a.Source.Pos.Path), lg.isStale(b.Source.Pos.Path); as != bs {
-			if bs {
-				return -1
+			cur := a
+			if as {
+				cur = b
 			}
-			return 1
+			if !lg.routeDefinedIn(cur.Meta.Namespace, cur.Meta.Name, cur.Source.Pos.Path) {
+				if bs {
+					return -1
+				}
+				return 1
+			}
 		}
 		if served := lg.servedPath(a.Meta.Namespace, a.Meta.Name); served != "" {
 			if as, bs := a.Source.Pos.Path == served, b.Source.Pos.Path == served; as != bs {

@@ -43,12 +43,55 @@ type lastGood struct {
 	// stale are the paths whose current content fails to decode (or could
 	// not be read: Loader.Unread), whose last good content stays in
 	// force; not part of what is committed.
-	// Such content yields to a definition of the same object in a file
-	// that decodes: an operator who moved a route to a new file, edited,
-	// and left the old file broken, meant the new one, which `check`
-	// (no history) admits; the old copy won as the incumbent, and the
-	// Endpoints of both were served together.
+	// Such content yields to a definition of the same object that is new
+	// in a file that decodes (the last good pass had none from that
+	// file): an operator who moved a route to a new file, edited, and
+	// left the old file broken, meant the new one, which `check` (no
+	// history) admits; the old copy won as the incumbent, and the
+	// Endpoints of both were served together. A copy that was there
+	// already (a duplicate rejected, Endpoints served together) does not
+	// take over when the file that served breaks: a typo must not hand a
+	// host to a leftover copy, nor drop addresses that served.
 	stale map[string]bool
+}
+
+// routeDefinedIn reports whether the last good pass had a definition of
+// route namespace/name from path, served or not (a rejected duplicate
+// counts).
+func (lg *lastGood) routeDefinedIn(namespace, name, path string) bool {
+	if lg == nil {
+		return false
+	}
+	key := RouteKey{Namespace: namespace, Name: name}
+	i, _ := slices.BinarySearchFunc(lg.byKey, key, func(r *Route, k RouteKey) int {
+		return RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}.Compare(k)
+	})
+	for ; i < len(lg.byKey) && lg.byKey[i].Meta.Namespace == namespace && lg.byKey[i].Meta.Name == name; i++ {
+		if lg.byKey[i].Source.Pos.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// endpointsDefinedIn is the set of endpoint objects of the last good
+// pass, each with the file that defined it.
+func (lg *lastGood) endpointsDefinedIn() map[endpointsKey]map[string]bool {
+	out := map[endpointsKey]map[string]bool{}
+	add := func(k endpointsKey, path string) {
+		if out[k] == nil {
+			out[k] = map[string]bool{}
+		}
+		out[k][path] = true
+	}
+	for _, ep := range lg.endpoints.endpoints {
+		add(endpointsKey{namespace: namespaceOrDefault(ep.Meta.Namespace), name: ep.Meta.Name}, ep.Source.Pos.Path)
+	}
+	for i := range lg.endpoints.slices {
+		sl := &lg.endpoints.slices[i]
+		add(endpointsKey{slice: true, namespace: namespaceOrDefault(sl.Meta.Namespace), name: sl.Meta.Name}, sl.Source.Pos.Path)
+	}
+	return out
 }
 
 // isStale reports whether path is a file whose last good content serves

@@ -137,24 +137,28 @@ func buildEndpointIndex(objs *Objects, m *memos, idx endpointIndex, lg *lastGood
 	return idx, ds, stale
 }
 
-// currentEndpoints maps the endpoint objects defined in files that decode
-// to where, when some file is broken and serves its last good content
+// currentEndpoints maps the endpoint objects defined anew in files that
+// decode (the last good pass had none of that name from that file) to
+// where, when some file is broken and serves its last good content
 // (lg.stale): that content's copies of them yield (see lastGood.stale).
 // Nil otherwise.
 func currentEndpoints(objs *Objects, lg *lastGood) map[endpointsKey]Position {
 	if lg == nil || lg.stale == nil {
 		return nil
 	}
+	before := lg.endpointsDefinedIn()
 	cur := map[endpointsKey]Position{}
-	for _, ep := range objs.Endpoints {
-		if !lg.isStale(ep.Source.Pos.Path) {
-			cur[endpointsKey{namespace: namespaceOrDefault(ep.Meta.Namespace), name: ep.Meta.Name}] = ep.Source.At("metadata.name")
+	note := func(k endpointsKey, src Source) {
+		if !lg.isStale(src.Pos.Path) && !before[k][src.Pos.Path] {
+			cur[k] = src.At("metadata.name")
 		}
 	}
+	for _, ep := range objs.Endpoints {
+		note(endpointsKey{namespace: namespaceOrDefault(ep.Meta.Namespace), name: ep.Meta.Name}, ep.Source)
+	}
 	for i := range objs.EndpointSlices {
-		if sl := &objs.EndpointSlices[i]; !lg.isStale(sl.Source.Pos.Path) {
-			cur[endpointsKey{slice: true, namespace: namespaceOrDefault(sl.Meta.Namespace), name: sl.Meta.Name}] = sl.Source.At("metadata.name")
-		}
+		sl := &objs.EndpointSlices[i]
+		note(endpointsKey{slice: true, namespace: namespaceOrDefault(sl.Meta.Namespace), name: sl.Meta.Name}, sl.Source)
 	}
 	return cur
 }
