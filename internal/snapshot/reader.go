@@ -446,6 +446,10 @@ func (w *walker) list(rel string) ([]fs.DirEntry, error) {
 	return entries, err
 }
 
+// IsConfigName reports whether a file named name is one the snapshot
+// reads: *.yaml, *.yml or *.json, not starting with '.'.
+func IsConfigName(name string) bool { return !strings.HasPrefix(name, ".") && hasConfigExt(name) }
+
 func hasConfigExt(name string) bool {
 	switch strings.ToLower(path.Ext(name)) {
 	case ".yaml", ".yml", ".json":

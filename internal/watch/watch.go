@@ -266,6 +266,8 @@ type watcher struct {
 	// still at work when it ends; heldBy is the one last found open.
 	touched map[string]bool
 	heldBy  string
+	// leaseWarned is set once the lease check was found not to work.
+	leaseWarned bool
 }
 
 func (w *watcher) run(ctx context.Context) error {
@@ -301,6 +303,12 @@ func (w *watcher) run(ctx context.Context) error {
 				w.trigger()
 			}
 		case <-resync.C:
+			if !w.burstStart.IsZero() {
+				// A burst is under way: its trigger comes when it ends
+				// (and its writers are done); a read now could take a
+				// file half written.
+				continue
+			}
 			w.trigger()
 		case <-w.debounce.C:
 			if path := w.writing(); path != "" {
@@ -568,7 +576,13 @@ func (w *watcher) writing() string {
 		return ""
 	}
 	for path := range w.touched {
-		if openForWriting(path) {
+		open, err := openForWriting(path)
+		if err != nil && !w.leaseWarned {
+			w.leaseWarned = true
+			w.log.Warn("cannot tell whether config files are still being written (a read lease needs the file's owner or CAP_LEASE); a plain-mode change is read after the quiet period alone",
+				"file", path, "err", err)
+		}
+		if open {
 			return path
 		}
 	}
@@ -597,7 +611,9 @@ func (w *watcher) plainEvent(ev fsnotify.Event) {
 		}
 	}
 	w.counted()
-	if ev.Has(fsnotify.Write) || ev.Has(fsnotify.Create) {
+	if (ev.Has(fsnotify.Write) || ev.Has(fsnotify.Create)) && snapshot.IsConfigName(filepath.Base(ev.Name)) {
+		// Only files the snapshot reads: a log another process keeps
+		// open in the tree held every change for the full wait.
 		if w.touched == nil {
 			w.touched = map[string]bool{}
 		}

@@ -431,7 +431,9 @@ func TestPlainWaitsForAFileStillOpenForWriting(t *testing.T) {
 	if err := os.WriteFile(file, []byte("generation: 0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := start(t, Options{Dir: dir, Mode: snapshot.ModePlain, Debounce: 50 * time.Millisecond})
+	// A resync every 100 ms: one that read the file meanwhile took it
+	// half written (the deletion guard then applied its drops).
+	h := start(t, Options{Dir: dir, Mode: snapshot.ModePlain, Debounce: 50 * time.Millisecond, Resync: 100 * time.Millisecond})
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -440,6 +442,8 @@ func TestPlainWaitsForAFileStillOpenForWriting(t *testing.T) {
 	if _, err := f.WriteString("generation: 1\n"); err != nil {
 		t.Fatal(err)
 	}
+	// A resync may have fired before the write was seen; none after.
+	h.settle(40 * time.Millisecond)
 	h.expectNone(time.Second, "a write whose writer still holds the file")
 	if _, err := f.WriteString("more: 1\n"); err != nil {
 		t.Fatal(err)
@@ -452,6 +456,30 @@ func TestPlainWaitsForAFileStillOpenForWriting(t *testing.T) {
 	h.expect("the writer closed the file")
 }
 
+// A file the snapshot does not read (a log another process keeps open in
+// the tree) does not hold a change back.
+func TestPlainDoesNotWaitForOtherFilesWriters(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log, err := os.Create(filepath.Join(dir, "out.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	h := start(t, Options{Dir: dir, Mode: snapshot.ModePlain, Debounce: 50 * time.Millisecond})
+	if _, err := log.WriteString("still logging\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "route.yaml"), []byte("generation: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a change waited for a log file's writer")
+	}
+}
+
 // openForWriting tells a file some process holds open for writing from
 // one nobody does.
 func TestOpenForWriting(t *testing.T) {
@@ -459,16 +487,16 @@ func TestOpenForWriting(t *testing.T) {
 	if err := os.WriteFile(file, []byte("a: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if openForWriting(file) {
-		t.Fatal("a closed file reads as open for writing")
+	if open, err := openForWriting(file); open || err != nil {
+		t.Fatalf("a closed file: open for writing %v, %v", open, err)
 	}
 	r, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if openForWriting(file) {
-		t.Fatal("a file open for reading reads as open for writing")
+	if open, err := openForWriting(file); open || err != nil {
+		t.Fatalf("a file open for reading: open for writing %v, %v", open, err)
 	}
 	// Another process, as an editor or scp would be.
 	cmd := exec.Command("sh", "-c", "exec 3>>\"$1\"; exec sleep 30", "sh", file)
@@ -477,7 +505,7 @@ func TestOpenForWriting(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	deadline := time.Now().Add(patience)
-	for !openForWriting(file) {
+	for open, _ := openForWriting(file); !open; open, _ = openForWriting(file) {
 		if time.Now().After(deadline) {
 			t.Fatal("a file another process holds open for writing does not read as such")
 		}
@@ -485,7 +513,7 @@ func TestOpenForWriting(t *testing.T) {
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	if openForWriting(file) {
-		t.Fatal("still open for writing after its writer exited")
+	if open, err := openForWriting(file); open || err != nil {
+		t.Fatalf("after its writer exited: open for writing %v, %v", open, err)
 	}
 }
