@@ -269,10 +269,11 @@ func New(opts Options) (*Daemon, error) {
 		dir := d.dir
 		// HAProxy reads these paths inside its configuration and command
 		// line, where a ',' separates addresses and arguments (a state dir
-		// with one made every start fail) and white space, quotes and
-		// backslashes are syntax.
-		if strings.ContainsAny(dir, ", \t\n\"'\\") {
-			return nil, fmt.Errorf("%s %q: HAProxy cannot be given a path with ',', white space, quotes or '\\'; choose another directory", d.flag, dir)
+		// with one made every start fail) and white space, quotes,
+		// backslashes and '#' are syntax (a '#' left haroute running with
+		// nothing rendered).
+		if strings.ContainsFunc(dir, func(c rune) bool { return c <= ' ' || c == 0x7f || strings.ContainsRune(",#\"'\\", c) }) {
+			return nil, fmt.Errorf("%s %q: HAProxy cannot be given a path with ',', '#', white space, control characters, quotes or '\\'; choose another directory", d.flag, dir)
 		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("%s: create %s: %w", d.flag, dir, err)

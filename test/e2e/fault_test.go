@@ -117,6 +117,12 @@ func TestStartupErrorsAreClear(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), comma) || !strings.Contains(err.Error(), "','") || !strings.HasPrefix(err.Error(), "--state-dir ") {
 		t.Fatalf("state dir with a comma: error = %v; want one naming --state-dir, it and ','", err)
 	}
+	// A '#' starts a comment in haproxy.cfg: nothing rendered, and
+	// haroute ran on, not ready.
+	hash := filepath.Join(t.TempDir(), "a#b")
+	if _, err = daemon.New(daemon.Options{ConfigDir: r.dir, RunDir: r.runDir, StateDir: hash, HAProxy: testutil.HAProxy(t)}); err == nil || !strings.Contains(err.Error(), "'#'") {
+		t.Fatalf("state dir with a '#': error = %v; want one naming '#'", err)
+	}
 
 	// A file where a directory should be: the error says which flag.
 	file := filepath.Join(t.TempDir(), "afile")
