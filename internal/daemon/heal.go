@@ -13,6 +13,7 @@ import (
 	"github.com/haroute/haroute/internal/haproxy"
 	"github.com/haroute/haroute/internal/plan"
 	"github.com/haroute/haroute/internal/render"
+	"github.com/haroute/haroute/internal/status"
 )
 
 // The run dir is haroute's own: one haroute holds it (a lock file), and
@@ -36,6 +37,9 @@ import (
 //     path keeps working; a restart of haroute goes back to the default
 //     names.
 
+// socketsReason starts the reason /readyz gives while sockets are lost.
+const socketsReason = "haproxy sockets "
+
 // maxBackupSocketPath bounds the backup hop's path: HAProxy binds a unix
 // socket under "<path>.<pid>.tmp" first, which must fit in sun_path (108
 // bytes) with a pid of up to 7 digits, and a renamed socket is longer.
@@ -46,7 +50,11 @@ type healState struct {
 	broken string // the reason last found; "" when all is well
 	// renamed is set once the lost sockets have new names, until they
 	// serve: a reload that failed is tried again under the same names.
+	// before are the names they had, put back when the config with the
+	// new ones could not even be written (a read-only state disk): the
+	// HAProxy that runs, or is restarted, binds what is on disk.
 	renamed bool
+	before  render.Sockets
 	// after and backoff space out heals that fail (up to a minute), so a
 	// reload that cannot succeed is not retried every tick.
 	after   time.Time
@@ -150,6 +158,16 @@ func (d *Daemon) heal(ctx context.Context) {
 	if broken == nil {
 		if d.healing.broken != "" {
 			d.log.Info("haproxy sockets healed")
+			if d.applied.Desired != nil {
+				// Ready again, as the loss made it not ready, even when
+				// no change has been published since (the state disk
+				// refusing writes, say).
+				d.status.Set(func(s *status.Status) {
+					if strings.HasPrefix(s.NotReadyReason, socketsReason) {
+						s.Ready, s.NotReadyReason = true, ""
+					}
+				})
+			}
 		}
 		d.healing = healState{linkErr: d.healing.linkErr}
 		d.linkAdminSocket()
@@ -160,7 +178,7 @@ func (d *Daemon) heal(ctx context.Context) {
 		d.log.Warn("haproxy processes were stopped (SIGSTOP); resumed them", "pids", pids)
 		return
 	}
-	reason := "haproxy sockets " + broken.Error()
+	reason := socketsReason + broken.Error()
 	d.setNotReady(reason)
 	if reason != d.healing.broken {
 		d.recordError(fmt.Errorf("%s; healing", reason))
@@ -186,6 +204,7 @@ func (d *Daemon) heal(ctx context.Context) {
 		return
 	}
 	if !d.healing.renamed {
+		d.healing.before = d.sockets
 		if err := d.renameLost(se.Missing); err != nil {
 			d.healFailed(fmt.Errorf("heal: %w", err))
 			return
@@ -223,11 +242,15 @@ func (d *Daemon) renameLost(missing []string) error {
 // (TLS over the backup hop), and a later tick tries again.
 func (d *Daemon) rebind(ctx context.Context, reason string) {
 	next, err := d.prepare(d.desired.Desired, d.live.path, envOf(d.desired))
-	if err != nil {
-		d.healFailed(fmt.Errorf("heal: %w", err))
-		return
+	if err == nil {
+		err = d.writeChecked(ctx, next)
 	}
-	if err := d.writeChecked(ctx, next); err != nil {
+	if err != nil {
+		// The new names reached no file: back to those on disk, which
+		// a restarted HAProxy binds and the check must look for.
+		if uerr := d.useSockets(d.healing.before); uerr == nil {
+			d.healing.renamed = false
+		}
 		d.healFailed(fmt.Errorf("heal: %w", err))
 		return
 	}

@@ -527,10 +527,36 @@ func TestHAProxyRestartsOnAReadOnlyStateDisk(t *testing.T) {
 		t.Errorf("%d reloads while nothing changed, want none", got-reloads)
 	}
 
+	// On the read-only disk a deleted run dir cannot be healed: that
+	// renders the config with new socket names. Those names were kept
+	// anyway, so once HAProxy was started again on the names on disk,
+	// /readyz said they were missing for good. They are put back.
+	must(t, os.RemoveAll(r.runDir))
+	time.Sleep(2 * time.Second) // a heal tried, and failed on the disk
+	must(t, syscall.Kill(master, syscall.SIGKILL))
+	r.eventually(30*time.Second, "the TLS route served by a new master", func() error {
+		_, err := r.getTLS("tls.e2e.test")
+		return err
+	})
+	ready := func() error {
+		code, body, err := r.readyz()
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("/readyz = %d %q", code, body)
+		}
+		return err
+	}
+	r.eventually(20*time.Second, "/readyz ready again", ready)
+	for range 6 { // and it stays so: the heal finds what HAProxy binds
+		time.Sleep(500 * time.Millisecond)
+		if err := ready(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	master = testenv.ShowProc(t, r.runDir).Master.PID
+
 	// With the disk mended, a deleted run dir (and the backup in it) is
 	// healed: the renamed backup is bound in the run dir again, where
-	// this master keeps it. (On the read-only disk the heal waits for the
-	// disk: it renders the config with the new socket names.)
+	// this master keeps it.
 	testutil.Mount(t, "-o", "remount,rw", disk)
 	must(t, os.RemoveAll(r.runDir))
 	r.eventually(30*time.Second, "the TLS route served after the run dir was healed", func() error {
