@@ -154,8 +154,10 @@ type Daemon struct {
 	// materialErr is why the material named by the settings could not be
 	// used, while the last good material serves.
 	materialErr error
-	// inputCounts are the input problems last published (reportInput).
+	// inputCounts are the input problems last published (reportInput);
+	// readErrors, the files the last snapshot could not read.
 	inputCounts inputCounts
+	readErrors  int
 	// store saves the last good state for restarts; anchors are the last
 	// good content of each path (persist.go); restored is what was read
 	// back at start, nil if nothing was. rcAnchor is the file of the

@@ -30,6 +30,14 @@ func (d *Daemon) reportInput(res model.Result) {
 		}
 	}
 	stale := res.StaleCount()
+	summary := ""
+	if errs > 0 {
+		summary = fmt.Sprintf("%d problem(s) in %s; first: %s", errs, d.opts.ConfigDir, firstError(res.Diagnostics))
+	}
+	// Files that could not be read are errors too (recorded one by one
+	// in sync): an unreadable file serving its last good content showed
+	// "0 errors", and no alert fired.
+	errs += d.readErrors
 	d.inputCounts = inputCounts{errors: errs, warnings: warns, notes: notes, stale: stale}
 	d.metrics.SetInputProblems(errs, warns, notes)
 	d.metrics.SetStale(stale)
@@ -41,9 +49,7 @@ func (d *Daemon) reportInput(res model.Result) {
 		s.InputProblems = status.InputProblems{Errors: errs, Warnings: warns, Notes: notes}
 		s.StaleObjects = others
 	})
-	summary := ""
-	if errs > 0 {
-		summary = fmt.Sprintf("%d problem(s) in %s; first: %s", errs, d.opts.ConfigDir, firstError(res.Diagnostics))
+	if summary != "" {
 		d.recordError(errors.New(summary))
 	}
 	// The input's earlier summaries describe a tree that is gone: one

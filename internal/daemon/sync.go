@@ -56,6 +56,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		}
 		return nil
 	}
+	d.readErrors = len(snap.Errors)
 	for _, fe := range snap.Errors {
 		d.metrics.SnapshotError()
 		d.recordError(fmt.Errorf("%w; its last good content stays in force", fe))
@@ -457,13 +458,14 @@ func (d *Daemon) logDiagnostics(ds model.Diagnostics) {
 // does not take its routes down.
 func (d *Daemon) withLastGood(snap *snapshot.Snapshot) []model.SourceFile {
 	files := snap.Files
-	var unread []string
+	var unread map[string]string
 	if len(snap.Errors) > 0 {
 		files = append([]model.SourceFile(nil), snap.Files...)
+		unread = map[string]string{}
 		for _, fe := range snap.Errors {
 			for _, f := range d.lastGoodUnder(fe.Path) {
 				files = append(files, f)
-				unread = append(unread, f.Path)
+				unread[f.Path] = fe.Error()
 			}
 		}
 	}

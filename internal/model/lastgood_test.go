@@ -285,7 +285,7 @@ func TestUnreadFilesLastGoodYieldsToACurrentDefinition(t *testing.T) {
 	moved := SourceFile{Path: "b.yaml", Data: []byte(routeYAML("app", "new.example.test"))}
 	l := NewLoader()
 	l.Load([]SourceFile{old})
-	l.Unread([]string{"a.yaml"})
+	l.Unread(map[string]string{"a.yaml": "a.yaml: permission denied"})
 	res := l.Load([]SourceFile{old, moved})
 	if got := servedHost(res.Desired, "app"); got != "new.example.test" {
 		t.Fatalf("serves host %q, want b.yaml's new.example.test", got)

@@ -84,8 +84,8 @@ type Loader struct {
 	// rcRefusal is the RouterConfig version HAProxy refused, if any.
 	rcRefusal *rcRefusal
 	// unread are the paths whose content the caller gave again from the
-	// last good state, as the file could not be read (Unread).
-	unread []string
+	// last good state, as the file could not be read, with why (Unread).
+	unread map[string]string
 	// routes, endpoints and slices are the last load's assembled objects
 	// of each kind, reused while every file that has some still holds
 	// the same decoded objects: at 10k routes most changes touch one
@@ -212,10 +212,10 @@ func (l *Loader) Evaluate(files []SourceFile) Result {
 
 // Unread names the paths whose content the caller gives from the last
 // good state because the file could not be read (permissions, the size
-// limit): like a broken file's last good content, it yields to a current
-// definition of the same object (lastGood.stale). It holds until the next
-// call.
-func (l *Loader) Unread(paths []string) { l.unread = paths }
+// limit), each with why: like a broken file's last good content, it
+// yields to a new definition of the same object (lastGood.stale), and
+// what it serves is stale. It holds until the next call.
+func (l *Loader) Unread(why map[string]string) { l.unread = why }
 
 // stalePaths are the paths whose current content fails to decode, or
 // could not be read, and whose last good content stays in force; nil
@@ -233,7 +233,7 @@ func (l *Loader) stalePaths() map[string]bool {
 			mark(path)
 		}
 	}
-	for _, path := range l.unread {
+	for path := range l.unread {
 		mark(path)
 	}
 	return stale
@@ -249,6 +249,19 @@ func (l *Loader) markBrokenFiles(d *Desired) map[string]int {
 	broken := map[string][]string{}
 	var others map[string]int
 	for path, st := range l.files {
+		why, unread := l.unread[path]
+		if unread && st.good != nil {
+			// Given again from the last good state: what it serves is
+			// stale, as a broken file's is.
+			if n := len(st.good.Endpoints) + len(st.good.EndpointSlices) + len(st.good.Secrets); n > 0 {
+				if others == nil {
+					others = map[string]int{}
+				}
+				others[path] = n
+			}
+			broken[path] = []string{why}
+			continue
+		}
 		if !st.failed || st.good == nil {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/haroute/haroute/internal/daemon"
+	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 	"github.com/haroute/haroute/test/testenv"
@@ -81,6 +82,25 @@ func TestUnreadableFileKeepsItsRoutes(t *testing.T) {
 	if st := r.store.Get(); st.LastError == nil {
 		t.Fatal("no error reported for the oversized file")
 	}
+	// Counted and shown as what it is: a route serving its last good
+	// version, an input error (it read "admitted", 0 errors, 0 stale).
+	st := r.routeStatus("a", model.RouteStale)
+	if len(st.Reasons) != 1 || !strings.Contains(st.Reasons[0], "a.yaml: file is") {
+		t.Fatalf("stale a's reasons %q, want the read error", st.Reasons)
+	}
+	r.eventually(10*time.Second, "the read error counted", func() error {
+		m, err := r.scrapeMetrics()
+		if err != nil {
+			return err
+		}
+		// a's route and its Endpoints.
+		for _, want := range []string{`haroute_input_problems{severity="error"} 1`, "haroute_stale_objects 2"} {
+			if !strings.Contains(m, want+"\n") {
+				return fmt.Errorf("metrics lack %s", want)
+			}
+		}
+		return nil
+	})
 }
 
 // Start-up errors an operator must fix are clear: a port in use is named,
