@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -575,7 +576,11 @@ func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 	c := d.inputCounts
 	d.metrics.SetInputProblems(c.errors+1, c.warnings, c.notes)
 	d.metrics.SetStale(c.stale + 1)
-	d.status.Set(func(st *status.Status) { st.InputProblems.Errors = c.errors + 1 })
+	stale := fmt.Sprintf("%sRouterConfig: the last good content of the file it names serves", materialPos(res))
+	d.status.Set(func(st *status.Status) {
+		st.InputProblems.Errors = c.errors + 1
+		st.StaleObjects = append(slices.Clone(st.StaleObjects), stale)
+	})
 	return *d.material, nil
 }
 

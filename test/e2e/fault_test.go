@@ -401,8 +401,9 @@ func TestDefaultCertificateRotationIsPickedUpByTheResync(t *testing.T) {
 			}
 		}
 		if st := r.store.Get(); st.InputProblems.Errors != 1 || st.LastError == nil ||
-			!strings.HasPrefix(st.LastError.Message, "router.yaml:") || !strings.Contains(st.LastError.Message, "spec.defaultCertificate") {
-			return fmt.Errorf("status: %d errors, last error %+v", st.InputProblems.Errors, st.LastError)
+			!strings.HasPrefix(st.LastError.Message, "router.yaml:") || !strings.Contains(st.LastError.Message, "spec.defaultCertificate") ||
+			len(st.StaleObjects) != 1 || !strings.Contains(st.StaleObjects[0], "the last good content of the file it names serves") {
+			return fmt.Errorf("status: %d errors, last error %+v, stale objects %q", st.InputProblems.Errors, st.LastError, st.StaleObjects)
 		}
 		return nil
 	})
