@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/haroute/haroute/internal/certgen"
@@ -59,11 +60,18 @@ type savedIndex struct {
 	// lost: a restart keeps them (model.Loader.PreferWinners), where its
 	// history-free first decision would go by creationTimestamp.
 	ConflictWinners []savedRoute `json:"conflictWinners,omitempty"`
+	// Definitions are, for routes defined in more than one file, the file
+	// whose definition served: a restart keeps it
+	// (model.Loader.PreferDefinitions), where its first load would take
+	// the first by position (and a route went to a copy without
+	// endpoints).
+	Definitions []savedRoute `json:"definitions,omitempty"`
 }
 
 type savedRoute struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	Path      string `json:"path,omitempty"` // Definitions only
 }
 
 type savedEntry struct {
@@ -79,7 +87,8 @@ type saved struct {
 	// routes are what the saved state admits: what a first generation
 	// read at start is compared with by the deletion guard.
 	routes  []*model.AdmittedRoute
-	winners []model.RouteKey
+	winners     []model.RouteKey
+	definitions map[model.RouteKey]string
 	// rivals are the saved state's rejected and stale routes (rivalsOf),
 	// for the deletion guard before the first sync.
 	rivals map[model.RouteKey]bool
@@ -93,6 +102,7 @@ type saveRequest struct {
 	routerConfig   *model.SourceFile
 	material       certgen.Material
 	winners        []model.RouteKey
+	definitions    map[model.RouteKey]string
 }
 
 // lastGoodStore saves states in the background.
@@ -177,6 +187,12 @@ func (s *lastGoodStore) write(r saveRequest) {
 	for _, k := range r.winners {
 		idx.ConflictWinners = append(idx.ConflictWinners, savedRoute{Namespace: k.Namespace, Name: k.Name})
 	}
+	for k, path := range r.definitions {
+		idx.Definitions = append(idx.Definitions, savedRoute{Namespace: k.Namespace, Name: k.Name, Path: path})
+	}
+	slices.SortFunc(idx.Definitions, func(a, b savedRoute) int {
+		return model.RouteKey{Namespace: a.Namespace, Name: a.Name}.Compare(model.RouteKey{Namespace: b.Namespace, Name: b.Name})
+	})
 	store := func(data []byte) (string, error) {
 		hash := contentHash(data)
 		if s.stored[hash] {
@@ -333,6 +349,12 @@ func (s *lastGoodStore) load() (*saved, error) {
 	for _, r := range idx.ConflictWinners {
 		sv.winners = append(sv.winners, model.RouteKey{Namespace: r.Namespace, Name: r.Name})
 	}
+	for _, r := range idx.Definitions {
+		if sv.definitions == nil {
+			sv.definitions = map[model.RouteKey]string{}
+		}
+		sv.definitions[model.RouteKey{Namespace: r.Namespace, Name: r.Name}] = r.Path
+	}
 	if sv.files, err = files(idx.Files); err != nil {
 		return nil, err
 	}
@@ -392,7 +414,7 @@ func contentHash(b []byte) string {
 // a path whose content is good now is its own anchor.
 func (d *Daemon) saveLastGood(gen generation) {
 	stale := gen.result.StalePaths()
-	req := saveRequest{files: gen.files, material: gen.material, winners: gen.result.ConflictWinners}
+	req := saveRequest{files: gen.files, material: gen.material, winners: gen.result.ConflictWinners, definitions: gen.result.Definitions}
 	anchored := 0
 	for _, f := range gen.files {
 		if stale[f.Path] || d.loader.Failed(f.Path) {
@@ -464,6 +486,7 @@ func (d *Daemon) restore() {
 	// The saved state's own decisions: which routes served the claims
 	// they shared with others.
 	d.loader.PreferWinners(sv.winners)
+	d.loader.PreferDefinitions(sv.definitions)
 	var settings *model.Settings
 	if rc := sv.routerConfig; rc != nil {
 		// Its settings are the last good ones whatever the saved tree

@@ -68,6 +68,14 @@ type admitScratch struct {
 	// saved winners, the routes the deletion guard holds
 	// (Loader.PreferWinners).
 	preferred map[RouteKey]bool
+	// preferredDefs, when set, names for routes defined in more than one
+	// file the file whose definition serves, where the last good state
+	// has none: a restart's saved choice (Loader.PreferDefinitions).
+	preferredDefs map[RouteKey]string
+	// definitions are, for the routes of the last sorted view defined in
+	// more than one file, the file of the definition first in order, the
+	// one that serves (definitionsOf).
+	definitions map[RouteKey]string
 
 	// external is set when a candidate of the last validateRoutes names
 	// an external certificate.
@@ -429,7 +437,11 @@ func validateRoutes(routes []*Route, memos []*routeMemo, settings *Settings, ds 
 				return 1
 			}
 		}
-		if served := lg.servedPath(a.Meta.Namespace, a.Meta.Name); served != "" {
+		served := lg.servedPath(a.Meta.Namespace, a.Meta.Name)
+		if served == "" {
+			served = sc.preferredDefs[RouteKey{Namespace: a.Meta.Namespace, Name: a.Meta.Name}]
+		}
+		if served != "" {
 			if as, bs := a.Source.Pos.Path == served, b.Source.Pos.Path == served; as != bs {
 				if as {
 					return -1
@@ -457,7 +469,29 @@ func validateRoutes(routes []*Route, memos []*routeMemo, settings *Settings, ds 
 		}
 	}
 	sc.sorted = sortedRoutes{routes: routes, memos: memos, byKey: byKey, memoByKey: memoByKey}
+	sc.definitions = definitionsOf(byKey)
 	return validateSorted(byKey, memoByKey, settings, ds, sc)
+}
+
+// definitionsOf returns, for the routes of sorted (by key, the definition
+// that serves first) defined more than once, the file of the one that
+// serves; nil when none is.
+func definitionsOf(sorted []*Route) map[RouteKey]string {
+	var out map[RouteKey]string
+	for i := 1; i < len(sorted); i++ {
+		a, b := sorted[i-1], sorted[i]
+		if a.Meta.Namespace != b.Meta.Namespace || a.Meta.Name != b.Meta.Name {
+			continue
+		}
+		if out == nil {
+			out = map[RouteKey]string{}
+		}
+		k := RouteKey{Namespace: a.Meta.Namespace, Name: a.Meta.Name}
+		if _, ok := out[k]; !ok {
+			out[k] = a.Source.Pos.Path
+		}
+	}
+	return out
 }
 
 // validateSorted validates routes sorted by namespace, name and position;

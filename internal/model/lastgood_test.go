@@ -1,6 +1,7 @@
 package model
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -294,5 +295,31 @@ func TestUnreadFilesLastGoodYieldsToACurrentDefinition(t *testing.T) {
 	l.Unread(nil)
 	if got := servedHost(l.Load([]SourceFile{old, moved}).Desired, "app"); got != "new.example.test" {
 		t.Fatalf("readable again: serves host %q, want new.example.test, which served", got)
+	}
+}
+
+// Result.Definitions names the file whose definition of a doubled route
+// serves; a fresh loader told so (a restart) serves the same one, where
+// it would take the first by position.
+func TestDefinitionsSurviveAFreshLoader(t *testing.T) {
+	zz := SourceFile{Path: "zz.yaml", Data: []byte(routeYAML("app", "zz.example.test"))}
+	aa := SourceFile{Path: "aa.yaml", Data: []byte(routeYAML("app", "aa.example.test"))}
+	l := NewLoader()
+	l.Load([]SourceFile{zz})
+	res := l.Load([]SourceFile{aa, zz})
+	if got := servedHost(res.Desired, "app"); got != "zz.example.test" {
+		t.Fatalf("serves %q, want zz.yaml's, which served first", got)
+	}
+	want := map[RouteKey]string{{Namespace: "ns", Name: "app"}: "zz.yaml"}
+	if !reflect.DeepEqual(res.Definitions, want) {
+		t.Fatalf("Definitions = %v, want %v", res.Definitions, want)
+	}
+	fresh := NewLoader()
+	fresh.PreferDefinitions(res.Definitions)
+	if got := servedHost(fresh.Load([]SourceFile{aa, zz}).Desired, "app"); got != "zz.example.test" {
+		t.Fatalf("fresh loader serves %q, want zz.yaml's", got)
+	}
+	if got := servedHost(NewLoader().Load([]SourceFile{aa, zz}).Desired, "app"); got != "aa.example.test" {
+		t.Fatalf("without the preference, %q; the test needs the first by position to differ", got)
 	}
 }

@@ -36,6 +36,11 @@ type Result struct {
 	// Secrets served from the last good content of files that no longer
 	// decode (their routes are marked in Desired.Statuses).
 	staleFiles map[string]int
+	// Definitions are, for routes defined in more than one file, the file
+	// whose definition serves: what a restart must keep
+	// (Loader.PreferDefinitions), where its first load, without history,
+	// would take the first by position.
+	Definitions map[RouteKey]string
 	// ConflictWinners are the routes that won a contested claim (see
 	// admitScratch.contestedWinners), in key order: what a restart must
 	// know to keep them (Loader.PreferWinners).
@@ -203,7 +208,7 @@ func (l *Loader) Evaluate(files []SourceFile) Result {
 	diags = append(diags, admitDiags...)
 	diags.Sort()
 	res := Result{Desired: desired, Objects: objs, Diagnostics: diags, next: next, staleFiles: staleFiles,
-		ConflictWinners: l.scratch.contestedWinners()}
+		ConflictWinners: l.scratch.contestedWinners(), Definitions: l.scratch.definitions}
 	if l.prev == nil {
 		res.RouterUnsettled = l.routerUnsettled(objs, admitDiags)
 	}
@@ -315,6 +320,13 @@ func (l *Loader) PreferWinners(keys []RouteKey) {
 		l.scratch.preferred[k] = true
 	}
 }
+
+// PreferDefinitions names, for routes defined in more than one file, the
+// file whose definition is to serve where the loader has no history of
+// its own (a restart: the saved state's Result.Definitions). It is only
+// consulted where the last good state has no served definition of the
+// route.
+func (l *Loader) PreferDefinitions(defs map[RouteKey]string) { l.scratch.preferredDefs = defs }
 
 // RestoreSettings makes s the last good settings again: those of a
 // RouterConfig accepted and committed, then found unloadable before HAProxy

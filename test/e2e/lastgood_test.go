@@ -155,6 +155,30 @@ func TestStaleEndpointsAreListed(t *testing.T) {
 	r.keepsServing("one.e2e.test", "one", 5, "a broken Endpoints")
 }
 
+// A route defined in two files serves the definition that served first;
+// a restart, without that history, took the first by position, and the
+// route moved to the other copy (a 503 where that copy's service had no
+// endpoints). The saved state keeps the choice.
+func TestDuplicateDefinitionKeepsServingAcrossARestart(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig(""), "zz.yaml", routeYAML("d", "d.e2e.test", "", "one"),
+		"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("two", two)))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("d.e2e.test", "/", "one")
+	gen["aa.yaml"] = []byte(routeYAML("d", "d.e2e.test", "", "two")) // a copy, first by position
+	must(t, w.Publish(gen))
+	time.Sleep(time.Second)
+	r.keepsServing("d.e2e.test", "one", 3, "the copy added")
+	time.Sleep(1500 * time.Millisecond) // the save runs off the loop
+	r.stop()
+
+	r.start("atomic")
+	r.keepsServing("d.e2e.test", "one", 5, "a restart")
+}
+
 // A problem fixed while another file broke stayed "standing" in the
 // error history until every problem was fixed.
 func TestFixedProblemIsResolvedWhileAnotherStands(t *testing.T) {
