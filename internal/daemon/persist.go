@@ -86,7 +86,7 @@ type saved struct {
 	material       *certgen.Material
 	// routes are what the saved state admits: what a first generation
 	// read at start is compared with by the deletion guard.
-	routes  []*model.AdmittedRoute
+	routes      []*model.AdmittedRoute
 	winners     []model.RouteKey
 	definitions map[model.RouteKey]string
 	// rivals are the saved state's rejected and stale routes (rivalsOf),
