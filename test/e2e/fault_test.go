@@ -89,17 +89,8 @@ func TestUnreadableFileKeepsItsRoutes(t *testing.T) {
 		t.Fatalf("stale a's reasons %q, want the read error", st.Reasons)
 	}
 	r.eventually(10*time.Second, "the read error counted", func() error {
-		m, err := r.scrapeMetrics()
-		if err != nil {
-			return err
-		}
-		// a's route and its Endpoints.
-		for _, want := range []string{`haroute_input_problems{severity="error"} 1`, "haroute_stale_objects 2"} {
-			if !strings.Contains(m, want+"\n") {
-				return fmt.Errorf("metrics lack %s", want)
-			}
-		}
-		return nil
+		// a's route and its Endpoints are stale.
+		return r.metricsHave(`haroute_input_problems{severity="error"} 1`, "haroute_stale_objects 2")
 	})
 }
 
@@ -391,14 +382,8 @@ func TestDefaultCertificateRotationIsPickedUpByTheResync(t *testing.T) {
 	must(t, os.WriteFile(tmp, []byte("garbage\n"), 0o600))
 	must(t, os.Rename(tmp, certFile))
 	r.eventually(15*time.Second, "the broken certificate reported", func() error {
-		m, err := r.scrapeMetrics()
-		if err != nil {
+		if err := r.metricsHave(`haroute_input_problems{severity="error"} 1`, "haroute_stale_objects 1"); err != nil {
 			return err
-		}
-		for _, want := range []string{`haroute_input_problems{severity="error"} 1`, "haroute_stale_objects 1"} {
-			if !strings.Contains(m, want+"\n") {
-				return fmt.Errorf("metrics lack %s", want)
-			}
 		}
 		if st := r.store.Get(); st.InputProblems.Errors != 1 || st.LastError == nil ||
 			!strings.HasPrefix(st.LastError.Message, "router.yaml:") || !strings.Contains(st.LastError.Message, "spec.defaultCertificate") ||

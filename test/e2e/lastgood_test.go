@@ -24,6 +24,20 @@ import (
 // edit, a restart over a broken tree, an emptied or torn-down directory and
 // a vanished RouterConfig all leave the served routes serving.
 
+// servingTwoRoutes starts a router serving twoRoutes (a at a.e2e.test),
+// published by an AtomicWriter, and returns it all.
+func servingTwoRoutes(t *testing.T) (r *router, w *publish.AtomicWriter, gen map[string][]byte, one, two *backend) {
+	t.Helper()
+	r = newRouter(t)
+	one, two = startBackend(t, "one"), startBackend(t, "two")
+	w = publish.NewAtomicWriter(r.dir)
+	gen = twoRoutes(r, one, two, "a.e2e.test")
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	return r, w, gen, one, two
+}
+
 // twoRoutes is a generation with routes a (service one) and b (service
 // two); aHost is a's host as written, possibly invalid.
 func twoRoutes(r *router, one, two *backend, aHost string) map[string][]byte {
@@ -136,23 +150,18 @@ func TestStartWithoutConfigDirServesSaved(t *testing.T) {
 // version, and status lists it among the stale objects: it was counted
 // (haroute_stale_objects) but named nowhere, its route shown "admitted".
 func TestStaleEndpointsAreListed(t *testing.T) {
-	r := newRouter(t)
-	one := startBackend(t, "one")
-	w := publish.NewAtomicWriter(r.dir)
-	gen := oneRoute(r, one)
-	must(t, w.Publish(gen))
-	r.start("atomic")
-	r.serves("one.e2e.test", "/", "one")
+	r, w, gen, _, _ := servingTwoRoutes(t)
 	gen["endpoints.yaml"] = []byte(strings.Replace(string(gen["endpoints.yaml"]), "ip: 127.0.0.1", "ip: 127.0.0.999", 1))
 	must(t, w.Publish(gen))
 	want := "Endpoints e2e/one: serving its last good version; the current one, in endpoints.yaml, has errors"
+	r.serves("b.e2e.test", "/", "two")
 	r.eventually(10*time.Second, "the stale Endpoints listed", func() error {
 		if got := r.store.Get().StaleObjects; !slices.Equal(got, []string{want}) {
 			return fmt.Errorf("stale objects %q", got)
 		}
 		return nil
 	})
-	r.keepsServing("one.e2e.test", "one", 5, "a broken Endpoints")
+	r.keepsServing("a.e2e.test", "one", 5, "a broken Endpoints")
 }
 
 // A route defined in two files serves the definition that served first;
@@ -182,13 +191,7 @@ func TestDuplicateDefinitionKeepsServingAcrossARestart(t *testing.T) {
 // A problem fixed while another file broke stayed "standing" in the
 // error history until every problem was fixed.
 func TestFixedProblemIsResolvedWhileAnotherStands(t *testing.T) {
-	r := newRouter(t)
-	one, two := startBackend(t, "one"), startBackend(t, "two")
-	w := publish.NewAtomicWriter(r.dir)
-	gen := twoRoutes(r, one, two, "a.e2e.test")
-	must(t, w.Publish(gen))
-	r.start("atomic")
-	r.serves("a.e2e.test", "/", "one")
+	r, w, gen, _, _ := servingTwoRoutes(t)
 	good := maps.Clone(gen)
 	broken := []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: [x\n")
 
@@ -302,13 +305,7 @@ func tearDown(t *testing.T, dir string) {
 
 // A generation without the RouterConfig keeps its ports.
 func TestRouterConfigVanishingKeepsPorts(t *testing.T) {
-	r := newRouter(t)
-	one, two := startBackend(t, "one"), startBackend(t, "two")
-	w := publish.NewAtomicWriter(r.dir)
-	gen := twoRoutes(r, one, two, "a.e2e.test")
-	must(t, w.Publish(gen))
-	r.start("atomic")
-	r.serves("a.e2e.test", "/", "one")
+	r, w, gen, _, two := servingTwoRoutes(t)
 	delete(gen, "router.yaml")
 	gen["endpoints.yaml"] = []byte(join(endpointsYAML("one", two), endpointsYAML("two", two)))
 	must(t, w.Publish(gen))
@@ -402,13 +399,7 @@ func TestStartOverEmptiedDirectoryServesSaved(t *testing.T) {
 // that: the saved state keeps the RouterConfig's last good file. It came
 // up on the default ports, on every address.
 func TestRestartAfterRouterConfigVanishedKeepsPorts(t *testing.T) {
-	r := newRouter(t)
-	one, two := startBackend(t, "one"), startBackend(t, "two")
-	w := publish.NewAtomicWriter(r.dir)
-	gen := twoRoutes(r, one, two, "a.e2e.test")
-	must(t, w.Publish(gen))
-	r.start("atomic")
-	r.serves("a.e2e.test", "/", "one")
+	r, w, gen, _, _ := servingTwoRoutes(t)
 
 	delete(gen, "router.yaml")
 	gen["c.yaml"] = []byte(routeYAML("c", "c.e2e.test", "", "one"))

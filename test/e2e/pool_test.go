@@ -101,6 +101,21 @@ func (r *router) scrapeMetrics() (string, error) {
 	return readAll(resp), nil
 }
 
+// metricsHave returns nil when /metrics has each of lines, whole, else
+// which one it lacks.
+func (r *router) metricsHave(lines ...string) error {
+	m, err := r.scrapeMetrics()
+	if err != nil {
+		return err
+	}
+	for _, want := range lines {
+		if !strings.Contains(m, want+"\n") {
+			return fmt.Errorf("metrics lack %s", want)
+		}
+	}
+	return nil
+}
+
 // poolRouter starts a router serving a.e2e.test from the first backend,
 // with endpoints for every backend (each its own service, named as the
 // backend), and returns how to publish more and the reload count so far.
