@@ -89,8 +89,11 @@ type Loader struct {
 	// rcRefusal is the RouterConfig version HAProxy refused, if any.
 	rcRefusal *rcRefusal
 	// unread are the paths whose content the caller gave again from the
-	// last good state, as the file could not be read, with why (Unread).
+	// last good state, as the file could not be read, with why (Unread);
+	// broken, those whose current content fails to decode and whose last
+	// good content serves, as the last decode found them.
 	unread map[string]string
+	broken []string
 	// routes, endpoints and slices are the last load's assembled objects
 	// of each kind, reused while every file that has some still holds
 	// the same decoded objects: at 10k routes most changes touch one
@@ -226,20 +229,15 @@ func (l *Loader) Unread(why map[string]string) { l.unread = why }
 // could not be read, and whose last good content stays in force; nil
 // when there are none.
 func (l *Loader) stalePaths() map[string]bool {
-	var stale map[string]bool
-	mark := func(path string) {
-		if stale == nil {
-			stale = map[string]bool{}
-		}
+	if len(l.broken) == 0 && len(l.unread) == 0 {
+		return nil
+	}
+	stale := make(map[string]bool, len(l.broken)+len(l.unread))
+	for _, path := range l.broken {
 		stale[path] = true
 	}
-	for path, st := range l.files {
-		if st.failed && st.good != nil {
-			mark(path)
-		}
-	}
 	for path := range l.unread {
-		mark(path)
+		stale[path] = true
 	}
 	return stale
 }
@@ -475,11 +473,15 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 	var good []*fileState
 	var nc int
 	var diags Diagnostics
+	l.broken = nil
 	for _, path := range paths {
 		st := l.files[path]
 		diags = append(diags, st.diags...)
 		if st.failed {
 			diags = append(diags, keptNote(path, st.good != nil))
+			if st.good != nil {
+				l.broken = append(l.broken, path)
+			}
 		}
 		if st.good != nil {
 			good = append(good, st)
