@@ -568,7 +568,8 @@ func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 	if err == nil {
 		return m, nil
 	}
-	err = fmt.Errorf("%sRouterConfig: %w", materialPos(res), err)
+	pos := materialPos(res) // reads the files again: only on this path
+	err = fmt.Errorf("%sRouterConfig: %w", pos, err)
 	if d.material == nil {
 		return m, err
 	}
@@ -576,7 +577,7 @@ func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 	c := d.inputCounts
 	d.metrics.SetInputProblems(c.errors+1, c.warnings, c.notes)
 	d.metrics.SetStale(c.stale + 1)
-	stale := fmt.Sprintf("%sRouterConfig: the last good content of the file it names serves", materialPos(res))
+	stale := pos + "RouterConfig: the last good content of the file it names serves"
 	d.status.Set(func(st *status.Status) {
 		st.InputProblems.Errors = c.errors + 1
 		st.StaleObjects = append(slices.Clone(st.StaleObjects), stale)
