@@ -59,19 +59,7 @@ type lastGood struct {
 // route namespace/name from path, served or not (a rejected duplicate
 // counts).
 func (lg *lastGood) routeDefinedIn(namespace, name, path string) bool {
-	if lg == nil {
-		return false
-	}
-	key := RouteKey{Namespace: namespace, Name: name}
-	i, _ := slices.BinarySearchFunc(lg.byKey, key, func(r *Route, k RouteKey) int {
-		return RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}.Compare(k)
-	})
-	for ; i < len(lg.byKey) && lg.byKey[i].Meta.Namespace == namespace && lg.byKey[i].Meta.Name == name; i++ {
-		if lg.byKey[i].Source.Pos.Path == path {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(lg.defined(namespace, name), func(r *Route) bool { return r.Source.Pos.Path == path })
 }
 
 // endpointsDefinedIn is the set of endpoint objects of the last good
@@ -101,19 +89,32 @@ func (lg *lastGood) isStale(path string) bool { return lg != nil && lg.stale[pat
 // servedPath is the file the last good pass took route namespace/name
 // from; "" when it had none (or lg is nil).
 func (lg *lastGood) servedPath(namespace, name string) string {
-	if lg == nil {
+	defs := lg.defined(namespace, name)
+	if len(defs) == 0 || lg.rejected[RouteKey{Namespace: namespace, Name: name}] {
 		return ""
 	}
-	i, found := slices.BinarySearchFunc(lg.byKey, RouteKey{Namespace: namespace, Name: name}, func(r *Route, k RouteKey) int {
+	return defs[0].Source.Pos.Path // the definition that serves comes first
+}
+
+// defined is every definition of route namespace/name the last
+// good pass had, the one that served first (nil when lg is).
+func (lg *lastGood) defined(namespace, name string) []*Route {
+	if lg == nil {
+		return nil
+	}
+	cmp := func(r *Route, k RouteKey) int {
 		if c := strings.Compare(r.Meta.Namespace, k.Namespace); c != 0 {
 			return c
 		}
 		return strings.Compare(r.Meta.Name, k.Name)
-	})
-	if !found || lg.rejected[RouteKey{Namespace: namespace, Name: name}] {
-		return ""
 	}
-	return lg.byKey[i].Source.Pos.Path
+	k := RouteKey{Namespace: namespace, Name: name}
+	i, _ := slices.BinarySearchFunc(lg.byKey, k, cmp)
+	j := i
+	for j < len(lg.byKey) && cmp(lg.byKey[j], k) == 0 {
+		j++
+	}
+	return lg.byKey[i:j]
 }
 
 // servedRoute is a route version: the object, its memo, and, for a
