@@ -194,11 +194,16 @@ func TestServiceHelp(t *testing.T) {
 	if code, _, stderr := run(t, "service"); code != ExitUsage || !strings.Contains(stderr, "  status     say whether") {
 		t.Errorf("service without an action: exit %d, stderr %q", code, stderr)
 	}
-	// Not installed here (a unit file is what installs it): not exit 0,
-	// which a script would read as running.
-	code, stdout, _ := run(t, "service", "status")
-	if stdout == "haroute service: not installed\n" && code != ExitServiceNotInstalled {
-		t.Errorf("service status, not installed: exit %d, want %d", code, ExitServiceNotInstalled)
+	// The exit code says what the output says, as systemctl's does: "not
+	// installed" exited 0, which a script reads as running.
+	code, stdout, stderr := run(t, "service", "status")
+	want, ok := map[string]int{
+		"haroute service: running\n":       ExitOK,
+		"haroute service: stopped\n":       ExitServiceStopped,
+		"haroute service: not installed\n": ExitServiceNotInstalled,
+	}[stdout]
+	if !ok || code != want {
+		t.Errorf("service status: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
 

@@ -18,7 +18,8 @@ import (
 // routes. Applying it would take every route down. So a generation that
 // would drop all routes, or more than DeletionShare of them, is applied
 // only once the same routes have been dropped for DeletionQuiet: read
-// when first seen, and again after the quiet period, dropping the same. In plain mode, where files are edited in place and a file cut off
+// when first seen, and again after the quiet period, dropping the same.
+// In plain mode, where files are edited in place and a file cut off
 // mid-write can read as fewer routes, any generation that drops a route
 // waits the same way, and so does one with a changed file that does not
 // end with a newline (cutOff). A route counts as dropped when it
