@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/test/publish"
 )
 
@@ -41,6 +42,11 @@ func TestRapidSwapsNeverTorn(t *testing.T) {
 	last := fmt.Sprintf("-g%d.e2e.test", swaps)
 	r.serves("a"+last, "/", "one")
 	r.serves("c"+last, "/", "one")
+	// The last generation serves once its runtime commands are sent; the
+	// loop records it a moment later.
+	r.appliedSince(0, 10*time.Second, "the last generation recorded", func(d *model.Desired) bool {
+		return len(d.Routes) > 0 && d.Routes[0].Host == "a"+last
+	})
 
 	applied := r.appliedSnapshot()
 	if len(applied) < 2 {
