@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -67,6 +68,10 @@ type Supervisor struct {
 	opts   Options
 	binary string
 	log    *slog.Logger
+	// kept holds the running HAProxy's TCP listening sockets, so that
+	// the ports stay open while a killed one is started again
+	// (listeners.go).
+	kept keptListeners
 }
 
 // NewSupervisor checks opts and finds the binary.
@@ -82,7 +87,7 @@ func NewSupervisor(opts Options) (*Supervisor, error) {
 		// as an option separator.
 		return nil, fmt.Errorf("haproxy supervisor: run dir %q contains a comma", opts.RunDir)
 	}
-	if n := len(filepath.Join(opts.RunDir, "master.sock")); n > 107 {
+	if n := len(filepath.Join(opts.RunDir, handOverSocket)); n > 107 {
 		return nil, fmt.Errorf("haproxy supervisor: socket path in %q is %d bytes, unix sockets allow 107", opts.RunDir, n)
 	}
 	bin, err := resolveBinary(opts.Binary)
@@ -106,6 +111,11 @@ func (s *Supervisor) MasterSocket() string { return filepath.Join(s.opts.RunDir,
 
 // AdminSocket is the admin socket path.
 func (s *Supervisor) AdminSocket() string { return s.opts.AdminSocket }
+
+// handOverSocket is where a master started after a death fetches the
+// listening sockets the supervisor kept (-x); the longest name in the run
+// dir.
+const handOverSocket = "listeners.sock"
 
 // PIDFile is where HAProxy writes the master's PID.
 func (s *Supervisor) PIDFile() string { return filepath.Join(s.opts.RunDir, "haproxy.pid") }
@@ -132,6 +142,9 @@ type Process struct {
 	reaped   bool
 	stopOnce sync.Once
 	stopErr  error
+	// stopping is set once Stop begins: a fetch of the listening sockets
+	// still pending (keepListenersAfterReload) must not hold them again.
+	stopping atomic.Bool
 }
 
 // Start runs `haproxy -W -S <run>/master.sock,mode,600 -f <cfg> -p
@@ -196,12 +209,24 @@ func (s *Supervisor) masterArgs() []string {
 }
 
 // launch starts HAProxy with extra arguments and waits until it is ready.
+// Without a previous master to take over from, it hands the new one the
+// listening sockets kept from the last (-x <run>/listeners.sock).
 func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, error) {
-	cmd := exec.Command(s.binary, append(s.masterArgs(), extra...)...)
-	relocated, err := s.relocate(len(extra) > 0)
+	takeover := len(extra) > 0
+	relocated, err := s.relocate(takeover)
 	if err != nil {
 		return nil, err
 	}
+	var kept int
+	if !takeover {
+		var stop func()
+		kept, stop = s.handOverKept()
+		if stop != nil {
+			defer stop()
+			extra = []string{"-x", filepath.Join(s.opts.RunDir, handOverSocket)}
+		}
+	}
+	cmd := exec.Command(s.binary, append(s.masterArgs(), extra...)...)
 	if relocated {
 		rel := s.opts.Relocate
 		cmd.Env = append(os.Environ(), rel.Env+"="+rel.Fallback)
@@ -224,6 +249,7 @@ func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, erro
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()
+		s.kept.release() // nothing comes to accept on them
 		return nil, fmt.Errorf("start %s: %w", s.binary, err)
 	}
 	w.Close()
@@ -245,7 +271,42 @@ func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, erro
 		_ = p.Stop(context.Background())
 		return nil, err
 	}
+	if kept > 0 {
+		s.log.Info("haproxy adopted the listening sockets kept while it was down; connections that came meanwhile are served", "sockets", kept)
+	}
+	s.keepListeners(s.AdminSocket())
 	return p, nil
+}
+
+// handOverKept serves the kept listening sockets for a master about to be
+// launched, and returns how many and the function that stops serving them;
+// nil when none are kept or they cannot be served.
+func (s *Supervisor) handOverKept() (int, func()) {
+	n := s.kept.count()
+	if n == 0 {
+		return 0, nil
+	}
+	stop, err := s.kept.handOver(filepath.Join(s.opts.RunDir, handOverSocket))
+	if err != nil {
+		s.log.Warn("cannot hand the kept listening sockets to haproxy; it binds its own", "err", err)
+		s.kept.release()
+		return 0, nil
+	}
+	return n, stop
+}
+
+// keepListeners holds the listening sockets of the HAProxy behind admin
+// instead of those held so far. Without them (an admin socket lost or not
+// yet healed) none are held: a port that the config no longer binds must
+// not be kept open.
+func (s *Supervisor) keepListeners(admin string) {
+	n, err := s.kept.fetch(admin)
+	if err != nil {
+		s.kept.release()
+		s.log.Warn("cannot keep haproxy's listening sockets; a kill of haproxy refuses connections until it is back", "err", err)
+		return
+	}
+	s.log.Debug("kept haproxy's listening sockets", "sockets", n)
 }
 
 func (p *Process) wait() {
@@ -385,6 +446,7 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 	}
 	if err == nil {
 		p.known = info
+		p.keepListenersAfterReload()
 		return info, nil
 	}
 	// The master prints "Loading failure!" after its alerts; wait briefly
@@ -395,6 +457,28 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 	}
 	return info, err
 }
+
+// keepListenersAfterReload keeps the sockets of the reloaded HAProxy at
+// once, and again a moment later: until the old workers have closed their
+// listeners (at the SIGUSR1 that follows the new worker's start), one of
+// them may answer the first fetch with the sockets of the old config.
+func (p *Process) keepListenersAfterReload() {
+	admin := p.sup.AdminSocket()
+	p.sup.keepListeners(admin)
+	time.AfterFunc(keepAgainAfter, func() {
+		select {
+		case <-p.done:
+		default:
+			if !p.stopping.Load() {
+				p.sup.keepListeners(admin)
+			}
+		}
+	})
+}
+
+// keepAgainAfter is how long after a reload the kept sockets are fetched
+// again.
+const keepAgainAfter = time.Second
 
 // errMasterExited ends a reload whose master exited before confirming it.
 var errMasterExited = errors.New("the HAProxy master exited during the reload")
@@ -441,6 +525,10 @@ func (p *Process) Stop(ctx context.Context) error {
 }
 
 func (p *Process) stop(ctx context.Context) error {
+	// Nothing takes over a stopped HAProxy's ports: they must refuse
+	// connections, not queue them for nobody.
+	p.stopping.Store(true)
+	p.sup.kept.release()
 	steps := []struct {
 		sig   syscall.Signal
 		group bool

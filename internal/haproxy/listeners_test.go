@@ -1,0 +1,189 @@
+package haproxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// killGroup kills the master and its worker at once, as the OOM killer or
+// an operator's kill -9 of the group does, and waits for the supervisor
+// to see it.
+func killGroup(t *testing.T, p *Process) {
+	t.Helper()
+	if err := syscall.Kill(-p.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("haproxy did not exit after SIGKILL")
+	}
+}
+
+// sendGet opens a connection and writes a request on it, without reading.
+func sendGet(t *testing.T, port int) (net.Conn, error) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { c.Close() })
+	_, err = fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	return c, err
+}
+
+func readStatus(t *testing.T, c net.Conn) string {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	defer resp.Body.Close()
+	return resp.Status
+}
+
+func (r *rig) restart(t *testing.T) error {
+	t.Helper()
+	proc, err := r.sup.Start(ctxT(t, 20*time.Second))
+	if err != nil {
+		return err
+	}
+	r.proc = proc
+	t.Cleanup(func() { _ = proc.Stop(context.Background()) })
+	return nil
+}
+
+// While a killed HAProxy is down, its ports stay open on the sockets the
+// supervisor kept: a connection made meanwhile waits in the queue, and the
+// next master, handed those sockets (-x), answers it. Without them the
+// connection is refused.
+func TestKilledHAProxyRestartsOnKeptListeners(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	if got := r.sup.kept.count(); got != 2 {
+		t.Fatalf("%d listening sockets kept, want 2 (the config's two TCP binds)", got)
+	}
+	killGroup(t, r.proc)
+
+	c, err := sendGet(t, r.HTTP)
+	if err != nil {
+		t.Fatalf("a connection while haproxy is down: %v, want it queued", err)
+	}
+	if err := r.restart(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := readStatus(t, c); got != "200 OK" {
+		t.Fatalf("the queued connection got %q, want 200 OK", got)
+	}
+	if !strings.Contains(r.log.String(), "adopted the listening sockets") {
+		t.Errorf("the restart did not say it adopted the kept sockets; log:\n%s", r.log)
+	}
+	if got := r.get(t, ""); got != "200 b0" {
+		t.Errorf("GET after the restart = %q", got)
+	}
+	// The new master's own sockets are kept in turn.
+	if got := r.sup.kept.count(); got != 2 {
+		t.Errorf("%d listening sockets kept after the restart, want 2", got)
+	}
+
+	// A deliberate stop lets go of them: the port refuses, as it does
+	// with no HAProxy at all.
+	if err := r.proc.Stop(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sendGet(t, r.HTTP); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("a connection after a stop: %v, want connection refused", err)
+	}
+}
+
+// A master that does not come back (here, a config it refuses) must not
+// leave the ports queueing connections for nobody: the kept sockets are
+// let go, and the next start binds its own.
+func TestKeptListenersReleasedWhenHAProxyDoesNotComeBack(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	good, err := os.ReadFile(r.Cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killGroup(t, r.proc)
+	writeFile(t, r.Cfg, string(good)+"\nbogus_section\n")
+	if err := r.restart(t); err == nil {
+		t.Fatal("haproxy started on a config it should refuse")
+	}
+	if _, err := sendGet(t, r.HTTP); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("a connection after a failed restart: %v, want connection refused", err)
+	}
+	writeFile(t, r.Cfg, string(good))
+	if err := r.restart(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.get(t, ""); got != "200 b0" {
+		t.Errorf("GET after the restart = %q", got)
+	}
+}
+
+// A reload that moves a port leaves nothing kept on the old one: it
+// refuses connections, and the new port's socket is the one kept.
+func TestReloadKeepsTheNewPortsOnly(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	good, err := os.ReadFile(r.Cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := r.HTTP
+	r.HTTP = freePortOtherThan(t, old)
+	writeFile(t, r.Cfg, strings.Replace(string(good), fmt.Sprintf("127.0.0.1:%d\n", old), fmt.Sprintf("127.0.0.1:%d\n", r.HTTP), 1))
+	if _, err := r.proc.Reload(ctxT(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the old port refuses", func() bool {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", old), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return errors.Is(err, syscall.ECONNREFUSED)
+	})
+	// Past the second fetch too.
+	time.Sleep(keepAgainAfter + 500*time.Millisecond)
+	if _, err := sendGet(t, old); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("the old port after the reload: %v, want connection refused", err)
+	}
+	killGroup(t, r.proc)
+	c, err := sendGet(t, r.HTTP)
+	if err != nil {
+		t.Fatalf("the new port while haproxy is down: %v, want it queued", err)
+	}
+	if err := r.restart(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := readStatus(t, c); got != "200 OK" {
+		t.Fatalf("the queued connection got %q, want 200 OK", got)
+	}
+}
+
+func freePortOtherThan(t *testing.T, port int) int {
+	t.Helper()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if p != port {
+			return p
+		}
+	}
+}
