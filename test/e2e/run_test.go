@@ -2,13 +2,17 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/haroute/haroute/internal/snapshot"
 	"github.com/haroute/haroute/test/publish"
+	"github.com/haroute/haroute/test/testenv"
 )
 
 func snapshotMode(m string) snapshot.Mode {
@@ -127,6 +131,63 @@ func TestHAProxyKilledComesBack(t *testing.T) {
 		return nil
 	})
 	r.serves("one.e2e.test", "/", "one")
+}
+
+// HAProxy killed outright, master and worker at once (the OOM killer, a
+// kill -9 of its group): its ports stay open on the listening sockets
+// haroute keeps, so every connection made while it is down waits and is
+// answered by the next HAProxy. None is refused.
+func TestKilledHAProxyRefusesNoConnection(t *testing.T) {
+	r := newRouter(t)
+	r.breaksHAProxy = true
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(oneRoute(r, one)))
+	r.start("atomic")
+	r.serves("one.e2e.test", "/", "one")
+	pid := r.store.Get().HAProxy.PID
+	if pid == 0 {
+		t.Fatal("status has no HAProxy pid")
+	}
+	// The master leads its own process group.
+	must(t, syscall.Kill(-pid, syscall.SIGKILL))
+
+	// Fresh connections, one request each, from the kill until the next
+	// HAProxy is ready.
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	back := func() bool {
+		st := r.store.Get()
+		return st.Ready && st.HAProxy.PID != 0 && st.HAProxy.PID != pid
+	}
+	var wg sync.WaitGroup
+	var answered atomic.Int64
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				got, err := testenv.Get(client, r.http, "one.e2e.test", "/")
+				if err == nil && got != "one" {
+					err = fmt.Errorf("answered by %q", got)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				answered.Add(1)
+				if back() {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a request made while haproxy was down: %v", err)
+	}
+	t.Logf("%d requests made while haproxy was down or coming back, all answered", answered.Load())
 }
 
 func must(t testing.TB, err error) {
