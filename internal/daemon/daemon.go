@@ -400,6 +400,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer resumeGC()
 	changes := make(chan struct{}, 1)
 	changes <- struct{}{} // the first sync
+	// settling is set by the watcher while a plain-mode burst of writes
+	// settles; forceNext makes the read that ends it a forced resync.
+	var settling atomic.Bool
+	forceNext := false
 	go func() {
 		// Without a watcher nothing triggers again, not even the resync:
 		// one that fails (its event streams closed under it) is started
@@ -409,6 +413,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				Dir: d.opts.ConfigDir, Mode: d.opts.WatchMode,
 				Debounce: d.opts.Debounce, Resync: d.opts.Resync,
 				Logger: d.log.With("component", "watch"), OnEvent: d.metrics.WatchEvent,
+				Settling: &settling,
 			}, changes)
 			if err == nil || ctx.Err() != nil {
 				return
@@ -438,12 +443,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return d.shutdown()
 		case <-changes:
-			err := d.sync(ctx, false)
+			err := d.sync(ctx, forceNext)
+			forceNext = false
 			resumeGC()
 			if err != nil {
 				return err
 			}
 		case <-d.opts.Trigger:
+			if settling.Load() {
+				// Files are being written in plain mode: the burst's own
+				// trigger reads them once their writers are done.
+				d.log.Info("resync requested; it follows the change being written")
+				forceNext = true
+				break
+			}
 			d.log.Info("resync requested")
 			if err := d.sync(ctx, true); err != nil {
 				return err

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -60,6 +61,11 @@ type Options struct {
 	// OnEvent, when set, is called once for every filesystem event that
 	// counts as a change (for metrics); not for resyncs or ignored events.
 	OnEvent func()
+	// Settling, when set, is true while a plain-mode burst of changes has
+	// not yet triggered (its quiet period, or a file still open for
+	// writing): a resync the daemon is asked for (SIGHUP) waits for the
+	// burst's trigger rather than read files half written.
+	Settling *atomic.Bool
 }
 
 // Watch sends on out whenever the config directory may have changed, until
@@ -271,6 +277,8 @@ type watcher struct {
 }
 
 func (w *watcher) run(ctx context.Context) error {
+	// A burst this watcher leaves behind triggers with the next one.
+	defer w.settling(false)
 	if err := w.setup(); err != nil {
 		w.log.Warn("config dir not watchable yet; polling", "dir", w.dir, "err", err)
 	}
@@ -320,6 +328,7 @@ func (w *watcher) run(ctx context.Context) error {
 				continue
 			}
 			w.burstStart, w.touched, w.heldBy = time.Time{}, nil, ""
+			w.settling(false)
 			w.trigger()
 		case <-poll.C:
 			if !w.lost {
@@ -565,6 +574,12 @@ func (w *watcher) vanished(ev fsnotify.Event) {
 	w.trigger()
 }
 
+func (w *watcher) settling(on bool) {
+	if w.opts.Settling != nil {
+		w.opts.Settling.Store(on)
+	}
+}
+
 // writing returns a file written in the burst that some process still
 // holds open for writing, "" when there is none or the burst has waited
 // maxWriterHold. A writer that pauses longer than the quiet period (scp
@@ -622,6 +637,7 @@ func (w *watcher) plainEvent(ev fsnotify.Event) {
 	now := time.Now()
 	if w.burstStart.IsZero() {
 		w.burstStart = now
+		w.settling(true)
 	}
 	wait := w.opts.Debounce
 	if limit := w.burstStart.Add(maxDebounceFactor * w.opts.Debounce).Sub(now); limit < wait {

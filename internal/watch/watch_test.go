@@ -433,7 +433,8 @@ func TestPlainWaitsForAFileStillOpenForWriting(t *testing.T) {
 	}
 	// A resync every 100 ms: one that read the file meanwhile took it
 	// half written (the deletion guard then applied its drops).
-	h := start(t, Options{Dir: dir, Mode: snapshot.ModePlain, Debounce: 50 * time.Millisecond, Resync: 100 * time.Millisecond})
+	var settling atomic.Bool
+	h := start(t, Options{Dir: dir, Mode: snapshot.ModePlain, Debounce: 50 * time.Millisecond, Resync: 100 * time.Millisecond, Settling: &settling})
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -445,6 +446,9 @@ func TestPlainWaitsForAFileStillOpenForWriting(t *testing.T) {
 	// A resync may have fired before the write was seen; none after.
 	h.settle(40 * time.Millisecond)
 	h.expectNone(time.Second, "a write whose writer still holds the file")
+	if !settling.Load() {
+		t.Error("not settling while the writer holds the file: a requested resync would read it half written")
+	}
 	if _, err := f.WriteString("more: 1\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -454,6 +458,9 @@ func TestPlainWaitsForAFileStillOpenForWriting(t *testing.T) {
 	// The close is no event fsnotify passes on: the hold is looked at
 	// again each quiet period.
 	h.expect("the writer closed the file")
+	if settling.Load() {
+		t.Error("still settling after the burst triggered: a requested resync would wait for the next change")
+	}
 }
 
 // A file the snapshot does not read (a log another process keeps open in

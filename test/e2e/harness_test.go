@@ -52,6 +52,8 @@ type router struct {
 	// socket on purpose: a read-back may then fail because of that, not
 	// for a bug (noReadBackMismatch).
 	breaksHAProxy bool
+	// trigger asks the daemon for a resync, as SIGHUP does.
+	trigger chan struct{}
 }
 
 // newRouter prepares a config dir and ports; publish a first generation
@@ -65,6 +67,7 @@ func newRouter(t testing.TB) *router {
 		http: testutil.FreePort(t), https: testutil.FreePort(t), stats: testutil.FreePort(t),
 		metrics: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)),
 		store:   &status.Store{},
+		trigger: make(chan struct{}, 1),
 		client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 16,
 		}},
@@ -95,6 +98,7 @@ func (r *router) startWith(mode, dir string) {
 		Resync: 2 * time.Second, Debounce: 100 * time.Millisecond,
 		DeletionQuiet: r.deletionQuiet, HAProxy: r.haproxy,
 		RuntimeTimeout: r.runtimeTimeout, Logger: logger, Status: r.store,
+		Trigger: r.trigger,
 		OnApply: func(a daemon.Applied) {
 			r.mu.Lock()
 			r.applied = append(r.applied, a)

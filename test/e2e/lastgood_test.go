@@ -454,35 +454,44 @@ func TestPlainFileCutOffMidWriteIsHeld(t *testing.T) {
 // written so far parses, and applied at once, it dropped the edge route's
 // tls block, so HTTPS to it failed until the rest arrived (deletions the
 // deletion guard holds; this is a change). The change now waits for the
-// writer to close the file.
+// writer to close the file, and so does a resync asked for meanwhile
+// (SIGHUP), which read the directory at once.
 func TestPlainFileStillBeingWrittenIsNotApplied(t *testing.T) {
-	r := newRouter(t)
-	one := startBackend(t, "one")
-	routes := join(routeYAML("a", "a.e2e.test", "", "one"), edgeRouteYAML("c", "c.e2e.test", "one"))
-	gen := files("router.yaml", r.routerConfig(""), "routes.yaml", routes, "endpoints.yaml", endpointsYAML("one", one))
-	for name, data := range gen {
-		must(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
-	}
-	r.start("plain")
-	r.eventually(20*time.Second, "c served over HTTPS", func() error { _, err := r.getTLS("c.e2e.test"); return err })
+	for _, resync := range []bool{false, true} {
+		t.Run(map[bool]string{false: "change", true: "resync asked for mid-write"}[resync], func(t *testing.T) {
+			r := newRouter(t)
+			one := startBackend(t, "one")
+			routes := join(routeYAML("a", "a.e2e.test", "", "one"), edgeRouteYAML("c", "c.e2e.test", "one"))
+			gen := files("router.yaml", r.routerConfig(""), "routes.yaml", routes, "endpoints.yaml", endpointsYAML("one", one))
+			for name, data := range gen {
+				must(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
+			}
+			r.start("plain")
+			r.eventually(20*time.Second, "c served over HTTPS", func() error { _, err := r.getTLS("c.e2e.test"); return err })
 
-	f, err := os.OpenFile(filepath.Join(r.dir, "routes.yaml"), os.O_WRONLY|os.O_TRUNC, 0)
-	must(t, err)
-	defer f.Close()
-	cut := strings.LastIndex(routes, "  tls:\n")
-	_, err = f.WriteString(routes[:cut])
-	must(t, err)
-	for until := time.Now().Add(1500 * time.Millisecond); time.Now().Before(until); time.Sleep(50 * time.Millisecond) {
-		if _, err := r.getTLS("c.e2e.test"); err != nil {
-			t.Fatalf("HTTPS to c failed while its file was still being written: %v", err)
-		}
-	}
-	_, err = f.WriteString(routes[cut:] + "    insecureEdgeTerminationPolicy: Allow\n")
-	must(t, err)
-	must(t, f.Close())
-	r.serves("c.e2e.test", "/", "one") // the whole file, once closed: plain HTTP allowed
-	if _, err := r.getTLS("c.e2e.test"); err != nil {
-		t.Fatalf("HTTPS to c after the write: %v", err)
+			f, err := os.OpenFile(filepath.Join(r.dir, "routes.yaml"), os.O_WRONLY|os.O_TRUNC, 0)
+			must(t, err)
+			defer f.Close()
+			cut := strings.LastIndex(routes, "  tls:\n")
+			_, err = f.WriteString(routes[:cut])
+			must(t, err)
+			if resync {
+				time.Sleep(300 * time.Millisecond) // past the quiet period: the writer holds the change
+				r.trigger <- struct{}{}
+			}
+			for until := time.Now().Add(1500 * time.Millisecond); time.Now().Before(until); time.Sleep(50 * time.Millisecond) {
+				if _, err := r.getTLS("c.e2e.test"); err != nil {
+					t.Fatalf("HTTPS to c failed while its file was still being written: %v", err)
+				}
+			}
+			_, err = f.WriteString(routes[cut:] + "    insecureEdgeTerminationPolicy: Allow\n")
+			must(t, err)
+			must(t, f.Close())
+			r.serves("c.e2e.test", "/", "one") // the whole file, once closed: plain HTTP allowed
+			if _, err := r.getTLS("c.e2e.test"); err != nil {
+				t.Fatalf("HTTPS to c after the write: %v", err)
+			}
+		})
 	}
 }
 
