@@ -95,6 +95,15 @@ func TestKilledHAProxyRestartsOnKeptListeners(t *testing.T) {
 	if got := r.sup.kept.count(); got != 2 {
 		t.Errorf("%d listening sockets kept after the restart, want 2", got)
 	}
+	// It reloads like any master: the re-executed one drops -x from its
+	// arguments (listeners.sock is gone by then) and takes the sockets
+	// from its worker.
+	if _, err := r.proc.Reload(ctxT(t, 20*time.Second)); err != nil {
+		t.Fatalf("reload after the restart: %v", err)
+	}
+	if got := r.get(t, ""); got != "200 b0" {
+		t.Errorf("GET after the reload = %q", got)
+	}
 
 	// A deliberate stop lets go of them: the port refuses, as it does
 	// with no HAProxy at all.
