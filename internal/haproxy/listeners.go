@@ -56,6 +56,9 @@ type keptSocket struct {
 type keptListeners struct {
 	mu      sync.Mutex
 	sockets []keptSocket
+	// epoch counts releases: a fetch under way when the sockets are let
+	// go (a stop) must not hold them again when it ends.
+	epoch uint64
 }
 
 // count is how many sockets are held.
@@ -65,21 +68,17 @@ func (k *keptListeners) count() int {
 	return len(k.sockets)
 }
 
-// replace holds sockets instead of the ones held so far, which are closed:
-// a port the config no longer binds must not stay open with nobody to
-// accept on it.
-func (k *keptListeners) replace(sockets []keptSocket) {
-	k.mu.Lock()
-	old := k.sockets
-	k.sockets = sockets
-	k.mu.Unlock()
-	closeKept(old)
-}
-
 // release closes every held socket. After a deliberate stop, or a master
 // that did not come back, a port must refuse connections, not queue them
 // for nobody.
-func (k *keptListeners) release() { k.replace(nil) }
+func (k *keptListeners) release() {
+	k.mu.Lock()
+	old := k.sockets
+	k.sockets = nil
+	k.epoch++
+	k.mu.Unlock()
+	closeKept(old)
+}
 
 func closeKept(sockets []keptSocket) {
 	for _, s := range sockets {
@@ -87,14 +86,31 @@ func closeKept(sockets []keptSocket) {
 	}
 }
 
+// errReleased ends a fetch that the sockets were let go during.
+var errReleased = errors.New("let go while being fetched")
+
 // fetch asks the HAProxy behind admin socket path for its listening
-// sockets and holds its TCP ones instead of those held so far.
+// sockets and holds its TCP ones instead of those held so far, which are
+// closed: a port the config no longer binds must not stay open with
+// nobody to accept on it.
 func (k *keptListeners) fetch(path string) (int, error) {
+	k.mu.Lock()
+	epoch := k.epoch
+	k.mu.Unlock()
 	sockets, err := getSockets(path)
 	if err != nil {
 		return 0, err
 	}
-	k.replace(sockets)
+	k.mu.Lock()
+	if k.epoch != epoch {
+		k.mu.Unlock()
+		closeKept(sockets)
+		return 0, errReleased
+	}
+	old := k.sockets
+	k.sockets = sockets
+	k.mu.Unlock()
+	closeKept(old)
 	return len(sockets), nil
 }
 

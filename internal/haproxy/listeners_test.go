@@ -8,10 +8,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // killGroup kills the master and its worker at once, as the OOM killer or
@@ -195,4 +198,79 @@ func freePortOtherThan(t *testing.T, port int) int {
 			return p
 		}
 	}
+}
+
+// Both sides of _getsocks against each other, with more sockets than one
+// batch carries (253): every TCP listener arrives, in order and with its
+// description, and the unix one is dropped.
+func TestGetsocksRoundTrip(t *testing.T) {
+	var from keptListeners
+	var ports []int
+	for range 300 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		from.sockets = append(from.sockets, keptSocket{fd: dupListener(t, ln), meta: []byte{0, 2, 'l', 'o', 0, 0, 0, 0}})
+	}
+	unixLn, err := net.Listen("unix", filepath.Join(t.TempDir(), "u.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unixLn.Close() })
+	from.sockets = append(from.sockets, keptSocket{fd: dupListener(t, unixLn), meta: []byte{0, 0, 0, 0, 0, 0}})
+	t.Cleanup(from.release)
+
+	path := filepath.Join(t.TempDir(), "l.sock")
+	stop, err := from.handOver(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("hand-over socket: %v, mode %v; want 0600", err, fi.Mode().Perm())
+	}
+	var to keptListeners
+	t.Cleanup(to.release)
+	n, err := to.fetch(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("hand-over socket left behind: %v", err)
+	}
+	if n != len(ports) {
+		t.Fatalf("fetched %d sockets, want the %d TCP listeners", n, len(ports))
+	}
+	for i, s := range to.sockets {
+		sa, err := unix.Getsockname(s.fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sa.(*unix.SockaddrInet4).Port; got != ports[i] {
+			t.Fatalf("socket %d listens on %d, want %d", i, got, ports[i])
+		}
+		if string(s.meta) != "\x00\x02lo\x00\x00\x00\x00" {
+			t.Fatalf("socket %d description %q", i, s.meta)
+		}
+	}
+}
+
+// dupListener returns a descriptor of its own for ln's socket.
+func dupListener(t *testing.T, ln net.Listener) int {
+	t.Helper()
+	raw, err := ln.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := -1
+	if err := raw.Control(func(s uintptr) { fd, err = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd
 }

@@ -301,6 +301,9 @@ func (s *Supervisor) handOverKept() (int, func()) {
 // not be kept open.
 func (s *Supervisor) keepListeners(admin string) {
 	n, err := s.kept.fetch(admin)
+	if errors.Is(err, errReleased) {
+		return // stopped meanwhile
+	}
 	if err != nil {
 		s.kept.release()
 		s.log.Warn("cannot keep haproxy's listening sockets; a kill of haproxy refuses connections until it is back", "err", err)
@@ -462,10 +465,11 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 // once, and again a moment later: until the old workers have closed their
 // listeners (at the SIGUSR1 that follows the new worker's start), one of
 // them may answer the first fetch with the sockets of the old config.
+// Both run off the caller's goroutine (the daemon's loop): a worker that
+// does not answer must not hold changes up.
 func (p *Process) keepListenersAfterReload() {
 	admin := p.sup.AdminSocket()
-	p.sup.keepListeners(admin)
-	time.AfterFunc(keepAgainAfter, func() {
+	keep := func() {
 		select {
 		case <-p.done:
 		default:
@@ -473,7 +477,9 @@ func (p *Process) keepListenersAfterReload() {
 				p.sup.keepListeners(admin)
 			}
 		}
-	})
+	}
+	go keep()
+	time.AfterFunc(keepAgainAfter, keep)
 }
 
 // keepAgainAfter is how long after a reload the kept sockets are fetched
