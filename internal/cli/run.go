@@ -159,6 +159,16 @@ const gcPercent = 50
 // shorten it.
 var stopGrace = 25 * time.Second
 
+// sameStop is how soon after the first a second stop signal is taken for
+// the same stop, delivered twice: a terminal's Ctrl-C, `timeout` or a
+// container runtime signal the whole process group, and a parent (a
+// shell script's trap, make) passes the stop on as well. Taken for an
+// impatient operator, it made haroute exit at once, before its HAProxy was
+// stopped or handed over, which then served on with nobody supervising it.
+// A person pressing Ctrl-C again takes longer. A variable so tests can
+// change it.
+var sameStop = time.Second
+
 // daemonRunner is what serve drives: *daemon.Daemon, or a stand-in in tests.
 type daemonRunner interface {
 	Run(ctx context.Context) error
@@ -166,8 +176,8 @@ type daemonRunner interface {
 
 // serve runs d until it returns. The first stop signal (or the end of ctx)
 // cancels d's context; if d has not returned stopGrace later, or when a
-// second signal arrives, serve returns a failure without waiting further,
-// so a stop always stops.
+// second signal arrives (later than sameStop), serve returns a failure
+// without waiting further, so a stop always stops.
 func serve(ctx context.Context, d daemonRunner, stopSigs <-chan os.Signal, log *slog.Logger) int {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -176,9 +186,10 @@ func serve(ctx context.Context, d daemonRunner, stopSigs <-chan os.Signal, log *
 
 	parentDone := ctx.Done()
 	var stopping bool
+	var stoppedAt time.Time
 	var giveUp <-chan time.Time
 	stop := func(why string, args ...any) {
-		stopping = true
+		stopping, stoppedAt = true, time.Now()
 		parentDone = nil
 		log.Info(why, args...)
 		cancel()
@@ -194,6 +205,10 @@ func serve(ctx context.Context, d daemonRunner, stopSigs <-chan os.Signal, log *
 			log.Info("haroute stopped")
 			return ExitOK
 		case sig := <-stopSigs:
+			if stopping && time.Since(stoppedAt) < sameStop {
+				log.Info("a second stop signal this soon is the same stop, delivered twice; still stopping", "signal", sig.String())
+				continue
+			}
 			if stopping {
 				log.Error("haroute exiting without waiting for the daemon to stop: second signal", "signal", sig.String())
 				return ExitInvalid

@@ -93,10 +93,29 @@ func TestServeGivesUpOnStuckDaemon(t *testing.T) {
 // TestServeSecondSignalExits: a second signal ends the wait at once, however
 // long the grace.
 func TestServeSecondSignalExits(t *testing.T) {
+	withSameStop(t, 0)
 	code, log := serveWith(t, newStandIn(t, true, nil), time.Hour, os.Interrupt, syscall.SIGTERM)
 	if code != ExitInvalid || !strings.Contains(log, "second signal") || !strings.Contains(log, "signal=terminated") {
 		t.Errorf("exit %d, log:\n%s", code, log)
 	}
+}
+
+// TestServeSameStopTwiceWaits: a second signal right after the first (a
+// terminal's Ctrl-C reaches the whole process group, and `make run`'s
+// script passes the stop on too) is the same stop: serve still waits for
+// the daemon, which would otherwise leave HAProxy running unsupervised.
+func TestServeSameStopTwiceWaits(t *testing.T) {
+	withSameStop(t, time.Hour)
+	code, log := serveWith(t, newStandIn(t, true, nil), 200*time.Millisecond, os.Interrupt, syscall.SIGTERM)
+	if code != ExitInvalid || strings.Contains(log, "second signal") || !strings.Contains(log, "the same stop") || !strings.Contains(log, "it did not stop in time") {
+		t.Errorf("exit %d, log:\n%s", code, log)
+	}
+}
+
+func withSameStop(t *testing.T, d time.Duration) {
+	old := sameStop
+	sameStop = d
+	t.Cleanup(func() { sameStop = old })
 }
 
 // TestStopGraceBelowUnitTimeout: run gives up on a stuck daemon before
