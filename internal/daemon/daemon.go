@@ -476,7 +476,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.proc = nil
 			d.setNotReady("haproxy exited")
 			d.forgetProcs()
-			restartAt = time.After(backoff(d.restarts))
+			wait := backoff(d.restarts)
+			if wait > keepListenersAcross {
+				// HAProxy keeps dying: connections are refused until
+				// it is back, rather than wait in a queue for it.
+				d.sup.ReleaseListeners()
+			}
+			restartAt = time.After(wait)
 			d.restarts++
 		case <-restartAt:
 			restartAt = nil
@@ -533,6 +539,13 @@ const maxBehind = time.Second
 // stableAfter is how long HAProxy must run before an exit no longer counts
 // towards the restart backoff.
 const stableAfter = 30 * time.Second
+
+// keepListenersAcross is the longest restart wait across which HAProxy's
+// listening sockets are kept open (haproxy.Supervisor): connections made
+// meanwhile wait for the next HAProxy. Past it (the fourth crash in a
+// row), they are refused, so that clients and load balancers in front
+// fail over instead of waiting.
+const keepListenersAcross = time.Second
 
 // The first restart after a crash is immediate: every moment HAProxy is
 // down refuses connections. Repeated crashes back off.

@@ -92,11 +92,15 @@ var errReleased = errors.New("let go while being fetched")
 // fetch asks the HAProxy behind admin socket path for its listening
 // sockets and holds its TCP ones instead of those held so far, which are
 // closed: a port the config no longer binds must not stay open with
-// nobody to accept on it.
-func (k *keptListeners) fetch(path string) (int, error) {
+// nobody to accept on it. cancelled, looked at once the epoch is read,
+// says the caller no longer wants them (its HAProxy is being stopped).
+func (k *keptListeners) fetch(path string, cancelled func() bool) (int, error) {
 	k.mu.Lock()
 	epoch := k.epoch
 	k.mu.Unlock()
+	if cancelled() {
+		return 0, errReleased
+	}
 	sockets, err := getSockets(path)
 	if err != nil {
 		return 0, err

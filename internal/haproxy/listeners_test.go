@@ -233,7 +233,7 @@ func TestGetsocksRoundTrip(t *testing.T) {
 	}
 	var to keptListeners
 	t.Cleanup(to.release)
-	n, err := to.fetch(path)
+	n, err := to.fetch(path, func() bool { return false })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,4 +273,23 @@ func dupListener(t *testing.T, ln net.Listener) int {
 		t.Fatal(err)
 	}
 	return fd
+}
+
+// A start that fails before HAProxy is even launched (here, its run dir
+// replaced by a file) lets the kept sockets go too: the ports refuse
+// rather than queue connections for nobody while the daemon retries.
+func TestKeptListenersReleasedWhenAStartFailsEarly(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	killGroup(t, r.proc)
+	if err := os.RemoveAll(r.Run); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, r.Run, "not a directory\n")
+	if err := r.restart(t); err == nil {
+		t.Fatal("haproxy started without its run dir")
+	}
+	if _, err := sendGet(t, r.HTTP); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("a connection after the failed start: %v, want connection refused", err)
+	}
 }

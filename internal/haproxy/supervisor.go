@@ -161,7 +161,15 @@ type Process struct {
 //
 // `-S <path>,mode,600` is accepted by 2.6.12 and the socket is created
 // 0600 (checked in TestStartStop), so no chmod race is needed.
-func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
+func (s *Supervisor) Start(ctx context.Context) (p *Process, err error) {
+	defer func() {
+		if err != nil {
+			// Whatever stopped this start (the run dir, the binary, a
+			// master that did not come up), nothing accepts on the kept
+			// sockets until the next: the ports must refuse meanwhile.
+			s.kept.release()
+		}
+	}()
 	if err := prepareRunDir(s.opts.RunDir); err != nil {
 		return nil, err
 	}
@@ -184,7 +192,7 @@ func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
 		extra = s.takeoverArgs(prev.pid)
 		s.log.Warn("taking over haproxy left running by an earlier haroute", "pid", prev.pid, "args", strings.Join(extra, " "))
 	}
-	p, err := s.launch(ctx, extra)
+	p, err = s.launch(ctx, extra)
 	if err != nil {
 		if prev != nil {
 			_ = unix.Close(prev.pidfd) // it keeps serving; the next Start tries again
@@ -249,7 +257,6 @@ func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, erro
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()
-		s.kept.release() // nothing comes to accept on them
 		return nil, fmt.Errorf("start %s: %w", s.binary, err)
 	}
 	w.Close()
@@ -274,8 +281,19 @@ func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, erro
 	if kept > 0 {
 		s.log.Info("haproxy adopted the listening sockets kept while it was down; connections that came meanwhile are served", "sockets", kept)
 	}
-	s.keepListeners(s.AdminSocket())
+	p.keepListeners(true)
 	return p, nil
+}
+
+// ReleaseListeners closes the listening sockets kept from the last
+// HAProxy. The daemon calls it when HAProxy is not to be started again
+// at once (a restart backing off): connections must then be refused, so
+// that clients and load balancers in front fail over, not wait.
+func (s *Supervisor) ReleaseListeners() {
+	if n := s.kept.count(); n > 0 {
+		s.kept.release()
+		s.log.Info("let go of the listening sockets kept from the last haproxy: its restart is not imminent, and connections are refused until it is back", "sockets", n)
+	}
 }
 
 // handOverKept serves the kept listening sockets for a master about to be
@@ -295,22 +313,51 @@ func (s *Supervisor) handOverKept() (int, func()) {
 	return n, stop
 }
 
-// keepListeners holds the listening sockets of the HAProxy behind admin
-// instead of those held so far. Without them (an admin socket lost or not
-// yet healed) none are held: a port that the config no longer binds must
-// not be kept open.
-func (s *Supervisor) keepListeners(admin string) {
-	n, err := s.kept.fetch(admin)
-	if errors.Is(err, errReleased) {
-		return // stopped meanwhile
+// keepListeners holds the listening sockets of p instead of those held
+// so far, at once (synchronously when now is set) and again a moment
+// later: until the old workers of a reload, or the old master of a
+// takeover, have closed their listeners, one of them may answer the first
+// fetch with the sockets of the old config.
+//
+// A fetch that fails lets go of what is held (a port the config no
+// longer binds must not be kept open), unless p died meanwhile: its
+// sockets are then what its successor needs. (The fetch at once, of a
+// master that has just come up, does not wait to see.)
+func (p *Process) keepListeners(now bool) {
+	admin := p.sup.AdminSocket()
+	keep := func(wait bool) {
+		n, err := p.sup.kept.fetch(admin, p.stopping.Load)
+		switch {
+		case errors.Is(err, errReleased):
+			return // stopped meanwhile
+		case err != nil:
+			if wait {
+				select {
+				case <-p.done:
+					return
+				case <-time.After(diedWithin):
+				}
+			}
+			if p.stopping.Load() {
+				return
+			}
+			p.sup.kept.release()
+			p.log.Warn("cannot keep haproxy's listening sockets; a kill of haproxy refuses connections until it is back", "err", err)
+		default:
+			p.log.Debug("kept haproxy's listening sockets", "sockets", n)
+		}
 	}
-	if err != nil {
-		s.kept.release()
-		s.log.Warn("cannot keep haproxy's listening sockets; a kill of haproxy refuses connections until it is back", "err", err)
-		return
+	if now {
+		keep(false)
+	} else {
+		go keep(true)
 	}
-	s.log.Debug("kept haproxy's listening sockets", "sockets", n)
+	time.AfterFunc(keepAgainAfter, func() { keep(true) })
 }
+
+// diedWithin is how long a failed fetch waits to see whether its master
+// died (Done waits for its output to end, up to a second).
+const diedWithin = 2 * time.Second
 
 func (p *Process) wait() {
 	pid := p.cmd.Process.Pid
@@ -449,7 +496,9 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 	}
 	if err == nil {
 		p.known = info
-		p.keepListenersAfterReload()
+		// Off the caller's goroutine (the daemon's loop): a worker that
+		// does not answer must not hold changes up.
+		p.keepListeners(false)
 		return info, nil
 	}
 	// The master prints "Loading failure!" after its alerts; wait briefly
@@ -461,29 +510,8 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 	return info, err
 }
 
-// keepListenersAfterReload keeps the sockets of the reloaded HAProxy at
-// once, and again a moment later: until the old workers have closed their
-// listeners (at the SIGUSR1 that follows the new worker's start), one of
-// them may answer the first fetch with the sockets of the old config.
-// Both run off the caller's goroutine (the daemon's loop): a worker that
-// does not answer must not hold changes up.
-func (p *Process) keepListenersAfterReload() {
-	admin := p.sup.AdminSocket()
-	keep := func() {
-		select {
-		case <-p.done:
-		default:
-			if !p.stopping.Load() {
-				p.sup.keepListeners(admin)
-			}
-		}
-	}
-	go keep()
-	time.AfterFunc(keepAgainAfter, keep)
-}
-
-// keepAgainAfter is how long after a reload the kept sockets are fetched
-// again.
+// keepAgainAfter is how long after a start or reload the kept sockets
+// are fetched again.
 const keepAgainAfter = time.Second
 
 // errMasterExited ends a reload whose master exited before confirming it.

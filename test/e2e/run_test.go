@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -188,6 +190,57 @@ func TestKilledHAProxyRefusesNoConnection(t *testing.T) {
 		t.Errorf("a request made while haproxy was down: %v", err)
 	}
 	t.Logf("%d requests made while haproxy was down or coming back, all answered", answered.Load())
+}
+
+// An HAProxy that keeps dying is restarted with a growing wait. Across
+// the first waits (at most a second) the ports stay open on the kept
+// sockets; once HAProxy is not to be back that soon, they refuse
+// connections, so that clients and load balancers fail over instead of
+// waiting for it (they hung for up to 30 s).
+func TestCrashLoopRefusesRatherThanQueues(t *testing.T) {
+	r := newRouter(t)
+	r.breaksHAProxy = true
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(oneRoute(r, one)))
+	r.start("atomic")
+	r.serves("one.e2e.test", "/", "one")
+	addr := fmt.Sprintf("127.0.0.1:%d", r.http)
+	for kill := 1; kill <= 4; kill++ {
+		pid := 0
+		r.eventually(30*time.Second, "haproxy running", func() error {
+			st := r.store.Get()
+			if !st.Ready || st.HAProxy.PID == 0 {
+				return fmt.Errorf("not ready")
+			}
+			pid = st.HAProxy.PID
+			return nil
+		})
+		must(t, syscall.Kill(-pid, syscall.SIGKILL))
+		if kill < 4 {
+			r.eventually(30*time.Second, "haproxy restarted", func() error {
+				if st := r.store.Get(); !st.Ready || st.HAProxy.PID == pid {
+					return fmt.Errorf("not yet")
+				}
+				return nil
+			})
+			continue
+		}
+		// The fourth restart in a row waits 2 s: meanwhile the port
+		// refuses, it does not accept and hang.
+		r.eventually(1500*time.Millisecond, "the port refuses while haproxy is down", func() error {
+			c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+			if err == nil {
+				c.Close()
+				return fmt.Errorf("a connection was accepted with no haproxy to answer it")
+			}
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				return err
+			}
+			return nil
+		})
+	}
+	r.serves("one.e2e.test", "/", "one")
 }
 
 func must(t testing.TB, err error) {
