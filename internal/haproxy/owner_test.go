@@ -581,6 +581,14 @@ func TestReaperHolding(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = reaper.Process.Kill(); _ = reaper.Wait() })
+	// Start returns once the exec is past its point of no return, which
+	// can be before the kernel has set up the new command line: read in
+	// that moment, /proc/<pid>/cmdline is empty (a failure seen under
+	// load). The real reaper has run for a while when it is looked at.
+	eventually(t, 5*time.Second, "the reaper's command line", func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", reaper.Process.Pid))
+		return err == nil && len(b) > 0
+	})
 	writeFile(t, filepath.Join(run, LockFile), strconv.Itoa(reaper.Process.Pid)+"\n")
 	if got := ReaperHolding(run); got != reaper.Process.Pid {
 		t.Fatalf("ReaperHolding = %d, want the reaper %d", got, reaper.Process.Pid)
