@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/haroute/haroute/internal/certgen"
@@ -35,6 +36,13 @@ import (
 // reconcile loop, latest state wins, so a burst of changes costs one save.
 
 const lastGoodDir = "lastgood"
+
+// savedVersion is the version of lastgood/index.json this haroute writes.
+// Version 2 added Definitions: an index of version 1 records no choice
+// between two definitions of one route, and the first load takes the first
+// by position (README, Upgrading). A newer version is read for what this
+// one knows, with a warning.
+const savedVersion = 2
 
 // savedIndex is lastgood/index.json.
 type savedIndex struct {
@@ -92,6 +100,9 @@ type saved struct {
 	// rivals are the saved state's rejected and stale routes (rivalsOf),
 	// for the deletion guard before the first sync.
 	rivals map[model.RouteKey]bool
+	// lost names the saved entries that could not be used (missing or
+	// damaged on disk), with why.
+	lost []string
 }
 
 // saveRequest is one state to save: the files as accepted, the anchors
@@ -183,7 +194,7 @@ func (s *lastGoodStore) write(r saveRequest) {
 			}
 		}
 	}
-	idx := savedIndex{Version: 1}
+	idx := savedIndex{Version: savedVersion}
 	for _, k := range r.winners {
 		idx.ConflictWinners = append(idx.ConflictWinners, savedRoute{Namespace: k.Namespace, Name: k.Name})
 	}
@@ -320,6 +331,10 @@ func (s *lastGoodStore) load() (*saved, error) {
 	if err := json.Unmarshal(data, &idx); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(s.dir, "index.json"), err)
 	}
+	if idx.Version > savedVersion {
+		s.log.Warn("saved last good state written by a newer haroute; what this one does not know of it is ignored (a downgrade)",
+			"index", filepath.Join(s.dir, "index.json"), "version", idx.Version, "known", savedVersion)
+	}
 	read := func(hash string) ([]byte, error) {
 		// The hash names a file: it must not name anything else.
 		if !hashName.MatchString(hash) {
@@ -334,18 +349,22 @@ func (s *lastGoodStore) load() (*saved, error) {
 		}
 		return b, nil
 	}
-	files := func(es []savedEntry) ([]model.SourceFile, error) {
+	// One unusable entry (a file lost or damaged on the state disk) costs
+	// what it held, not the whole state: every other file keeps its last
+	// good version. The losses are reported.
+	var sv saved
+	files := func(es []savedEntry) []model.SourceFile {
 		out := make([]model.SourceFile, 0, len(es))
 		for _, e := range es {
 			b, err := read(e.Hash)
 			if err != nil {
-				return nil, err
+				sv.lost = append(sv.lost, fmt.Sprintf("%s: %v", e.Path, err))
+				continue
 			}
 			out = append(out, model.SourceFile{Path: e.Path, Data: b, Hash: e.Hash})
 		}
-		return out, nil
+		return out
 	}
-	var sv saved
 	for _, r := range idx.ConflictWinners {
 		sv.winners = append(sv.winners, model.RouteKey{Namespace: r.Namespace, Name: r.Name})
 	}
@@ -355,54 +374,62 @@ func (s *lastGoodStore) load() (*saved, error) {
 		}
 		sv.definitions[model.RouteKey{Namespace: r.Namespace, Name: r.Name}] = r.Path
 	}
-	if sv.files, err = files(idx.Files); err != nil {
-		return nil, err
-	}
-	if sv.anchors, err = files(idx.Anchors); err != nil {
-		return nil, err
-	}
+	sv.files = files(idx.Files)
+	sv.anchors = files(idx.Anchors)
 	if idx.RouterConfig != nil {
-		rc, err := files([]savedEntry{*idx.RouterConfig})
+		if rc := files([]savedEntry{*idx.RouterConfig}); len(rc) == 1 {
+			sv.routerConfig = &rc[0]
+		}
+	}
+	if idx.DefaultCertificate != "" {
+		// The TLS material is used whole or not at all: a default
+		// certificate without the client CA its settings require would
+		// not render.
+		m, err := readMaterial(idx, read)
+		if err != nil {
+			sv.lost = append(sv.lost, fmt.Sprintf("TLS material: %v", err))
+		} else {
+			sv.material = m
+		}
+	}
+	return &sv, nil
+}
+
+// readMaterial reads the TLS material idx names.
+func readMaterial(idx savedIndex, read func(hash string) ([]byte, error)) (*certgen.Material, error) {
+	m := certgen.Material{}
+	var err error
+	if m.DefaultCertificate, err = read(idx.DefaultCertificate); err != nil {
+		return nil, err
+	}
+	if idx.DefaultDestinationCA != "" {
+		if m.DefaultDestinationCA, err = read(idx.DefaultDestinationCA); err != nil {
+			return nil, err
+		}
+	}
+	if idx.StatsCredentials != "" {
+		b, err := read(idx.StatsCredentials)
 		if err != nil {
 			return nil, err
 		}
-		sv.routerConfig = &rc[0]
+		if m.StatsCredentials, err = model.ParseStatsCredentials(b); err != nil {
+			return nil, fmt.Errorf("saved stats credentials: %w", err)
+		}
 	}
-	if idx.DefaultCertificate != "" {
-		m := certgen.Material{}
-		if m.DefaultCertificate, err = read(idx.DefaultCertificate); err != nil {
+	if idx.ClientCA != "" {
+		if m.ClientCA, err = read(idx.ClientCA); err != nil {
 			return nil, err
 		}
-		if idx.DefaultDestinationCA != "" {
-			if m.DefaultDestinationCA, err = read(idx.DefaultDestinationCA); err != nil {
-				return nil, err
-			}
-		}
-		if idx.StatsCredentials != "" {
-			b, err := read(idx.StatsCredentials)
-			if err != nil {
-				return nil, err
-			}
-			if m.StatsCredentials, err = model.ParseStatsCredentials(b); err != nil {
-				return nil, fmt.Errorf("saved stats credentials: %w", err)
-			}
-		}
-		if idx.ClientCA != "" {
-			if m.ClientCA, err = read(idx.ClientCA); err != nil {
-				return nil, err
-			}
-		}
-		for code, h := range idx.ErrorPages {
-			if m.ErrorPages == nil {
-				m.ErrorPages = map[int][]byte{}
-			}
-			if m.ErrorPages[code], err = read(h); err != nil {
-				return nil, err
-			}
-		}
-		sv.material = &m
 	}
-	return &sv, nil
+	for code, h := range idx.ErrorPages {
+		if m.ErrorPages == nil {
+			m.ErrorPages = map[int][]byte{}
+		}
+		if m.ErrorPages[code], err = read(h); err != nil {
+			return nil, err
+		}
+	}
+	return &m, nil
 }
 
 func contentHash(b []byte) string {
@@ -482,6 +509,12 @@ func (d *Daemon) restore() {
 	}
 	if sv == nil {
 		return
+	}
+	if len(sv.lost) > 0 {
+		d.log.Error("saved last good state partly unusable: the last good versions of these are lost; the rest is restored", "lost", sv.lost)
+		d.metrics.SnapshotError()
+		d.recordError(fmt.Errorf("saved last good state in %s: %d entries unusable (%s); the rest is restored",
+			d.store.dir, len(sv.lost), strings.Join(sv.lost, "; ")))
 	}
 	// The saved state's own decisions: which routes served the claims
 	// they shared with others.

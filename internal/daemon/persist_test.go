@@ -46,7 +46,9 @@ func TestLastGoodStoreRoundTrip(t *testing.T) {
 		t.Fatalf("saved credentials: %v, mode %v", err, info.Mode())
 	}
 
-	// Damaged content is refused.
+	// Damaged content is refused, and costs only its own entry: the
+	// other files keep their last good versions (one bad object threw
+	// the whole state away).
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -54,13 +56,22 @@ func TestLastGoodStoreRoundTrip(t *testing.T) {
 		}
 	}
 	must(os.WriteFile(filepath.Join(dir, lastGoodDir, "objects", contentHash(files[0].Data)), []byte("tampered"), 0o600))
-	if _, err := s.load(); err == nil || !strings.Contains(err.Error(), "damaged") {
-		t.Fatalf("damaged content: %v", err)
+	sv, err = s.load()
+	if err != nil || len(sv.files) != 1 || sv.files[0].Path != "sub/b.yaml" || len(sv.lost) != 1 ||
+		!strings.Contains(sv.lost[0], "a.yaml: saved content") || !strings.Contains(sv.lost[0], "damaged") {
+		t.Fatalf("damaged content: %+v, %v", sv, err)
+	}
+	// So does a missing one; missing TLS material drops the material
+	// whole (it is used whole or not at all).
+	must(os.Remove(filepath.Join(dir, lastGoodDir, "objects", contentHash([]byte("client ca")))))
+	sv, err = s.load()
+	if err != nil || len(sv.files) != 1 || sv.material != nil || len(sv.lost) != 2 || !strings.HasPrefix(sv.lost[1], "TLS material: ") {
+		t.Fatalf("missing material: %+v, %v", sv, err)
 	}
 	// An index naming a path instead of a hash is refused.
 	must(os.WriteFile(filepath.Join(dir, lastGoodDir, "index.json"), []byte(`{"version":1,"files":[{"path":"x","hash":"../../etc/passwd"}]}`), 0o600))
-	if _, err := s.load(); err == nil || !strings.Contains(err.Error(), "not a content hash") {
-		t.Fatalf("hostile index: %v", err)
+	if sv, err := s.load(); err != nil || len(sv.files) != 0 || len(sv.lost) != 1 || !strings.Contains(sv.lost[0], "not a content hash") {
+		t.Fatalf("hostile index: %+v, %v", sv, err)
 	}
 }
 

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -107,26 +109,51 @@ func TestInvalidEditServesLastGood(t *testing.T) {
 }
 
 // A restart (a package upgrade) over a tree with a broken file serves the
-// last good version saved in the state dir.
+// last good version saved in the state dir. One saved file lost or damaged
+// on the state disk costs only its own entry: it threw the whole saved
+// state away, and every broken file's routes went with it.
 func TestRestartOverBrokenTreeServesLastGood(t *testing.T) {
-	r := newRouter(t)
-	one, two := startBackend(t, "one"), startBackend(t, "two")
-	w := publish.NewAtomicWriter(r.dir)
-	must(t, w.Publish(twoRoutes(r, one, two, "a.e2e.test")))
-	r.start("atomic")
-	r.serves("a.e2e.test", "/", "one")
+	for _, lose := range []bool{false, true} {
+		t.Run(map[bool]string{false: "saved state whole", true: "one saved file lost"}[lose], func(t *testing.T) {
+			r := newRouter(t)
+			one, two := startBackend(t, "one"), startBackend(t, "two")
+			w := publish.NewAtomicWriter(r.dir)
+			gen := twoRoutes(r, one, two, "a.e2e.test")
+			c := []byte(routeYAML("c", "c.e2e.test", "", "one"))
+			gen["c.yaml"] = c
+			must(t, w.Publish(gen))
+			r.start("atomic")
+			r.serves("a.e2e.test", "/", "one")
 
-	gen := twoRoutes(r, one, two, "a.e2e.test:80")
-	gen["b.yaml"] = []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: [b\n")
-	must(t, w.Publish(gen))
-	r.routeStatus("a", model.RouteStale)
-	time.Sleep(500 * time.Millisecond) // the save runs off the loop
-	r.stop()
+			gen = twoRoutes(r, one, two, "a.e2e.test:80")
+			gen["b.yaml"] = []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: [b\n")
+			gen["c.yaml"] = c
+			must(t, w.Publish(gen))
+			r.routeStatus("a", model.RouteStale)
+			time.Sleep(500 * time.Millisecond) // the save runs off the loop
+			r.stop()
+			if lose {
+				sum := sha256.Sum256(c)
+				must(t, os.Remove(filepath.Join(r.stateDir, "lastgood", "objects", hex.EncodeToString(sum[:]))))
+			}
 
-	r.start("atomic")
-	r.serves("a.e2e.test", "/", "one")
-	r.serves("b.e2e.test", "/", "two")
-	r.routeStatus("a", model.RouteStale)
+			r.start("atomic")
+			r.serves("a.e2e.test", "/", "one")
+			r.serves("b.e2e.test", "/", "two")
+			r.serves("c.e2e.test", "/", "one") // from the tree
+			r.routeStatus("a", model.RouteStale)
+			if lose {
+				// Reported, though later errors (a's) take the last
+				// error's place.
+				st := r.store.Get()
+				if !slices.ContainsFunc(st.RecentErrors, func(e status.Error) bool {
+					return strings.Contains(e.Message, "1 entries unusable (c.yaml: open")
+				}) {
+					t.Errorf("the lost saved file is not among the recent errors: %+v", st.RecentErrors)
+				}
+			}
+		})
+	}
 }
 
 // A config dir that cannot be read at start serves the saved state.
