@@ -213,11 +213,11 @@ func serve(ctx context.Context, d daemonRunner, stopSigs <-chan os.Signal, log *
 				log.Error("haroute exiting without waiting for the daemon to stop: second signal", "signal", sig.String())
 				return ExitInvalid
 			}
-			stop("stopping", "signal", sig.String(), "grace", stopGrace)
+			stop("stopping", "signal", sig.String(), "gives_up_after", stopGrace)
 		case <-parentDone:
-			stop("stopping", "reason", context.Cause(ctx).Error(), "grace", stopGrace)
+			stop("stopping", "reason", context.Cause(ctx).Error(), "gives_up_after", stopGrace)
 		case <-giveUp:
-			log.Error("haroute exiting without waiting for the daemon to stop: it did not stop in time", "grace", stopGrace)
+			log.Error("haroute exiting without waiting for the daemon to stop: it did not stop in time", "gives_up_after", stopGrace)
 			return ExitInvalid
 		}
 	}

@@ -68,10 +68,16 @@ type Diagnostic struct {
 }
 
 func (d Diagnostic) String() string {
-	if d.Field != "" {
-		return fmt.Sprintf("%s: %s: %s: %s", d.Pos, d.Severity, d.Field, d.Message)
+	var at string
+	if d.Pos != (Position{}) {
+		// A diagnostic about the generation as a whole (no RouterConfig
+		// in it) has no place to name: ":0:0: " read like a bug.
+		at = d.Pos.String() + ": "
 	}
-	return fmt.Sprintf("%s: %s: %s", d.Pos, d.Severity, d.Message)
+	if d.Field != "" {
+		return fmt.Sprintf("%s%s: %s: %s", at, d.Severity, d.Field, d.Message)
+	}
+	return fmt.Sprintf("%s%s: %s", at, d.Severity, d.Message)
 }
 
 // Diagnostics is a list with helpers for the common questions.

@@ -14,3 +14,16 @@ func TestPositionQuotesControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// A diagnostic about the generation as a whole has no position: it reads
+// without one, not as ":0:0:".
+func TestDiagnosticWithoutPosition(t *testing.T) {
+	d := Diagnostic{Severity: SeverityWarning, Field: "kind", Message: "no RouterConfig"}
+	if got, want := d.String(), "warning: kind: no RouterConfig"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	d.Pos = Position{Path: "a.yaml", Line: 1, Col: 1}
+	if got, want := d.String(), "a.yaml:1:1: warning: kind: no RouterConfig"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
