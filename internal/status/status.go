@@ -183,11 +183,11 @@ func (c *RouteCache) From(statuses []*model.RouteStatus) []Route {
 // as the same pointer.
 func sameStatus(a, b *model.RouteStatus) bool { return a == b || a.Same(b) }
 
-// source is where a route with problems is written. Routes admitted as
-// they are get none: formatting 10k positions on every change was a tenth
-// of a change's cost at 10k routes, for a column nobody reads there.
+// source is where a route is written. (Admitted routes once got none, to
+// spare 10k positions formatted on every change; RouteCache now converts
+// only the statuses that changed, and only when status is asked for.)
 func source(s *model.RouteStatus) string {
-	if s.Source.Path == "" || s.State == model.RouteAdmitted {
+	if s.Source.Path == "" {
 		return ""
 	}
 	return s.Source.String()

@@ -327,14 +327,16 @@ routes:          0
 
 func TestRoutesFromAndCounts(t *testing.T) {
 	in := []*model.RouteStatus{
-		{Key: model.RouteKey{Namespace: "default", Name: "a"}, Host: "a.example.com", State: model.RouteAdmitted},
+		{Key: model.RouteKey{Namespace: "default", Name: "a"}, Host: "a.example.com", State: model.RouteAdmitted, Source: model.Position{Path: "routes/a.yaml", Line: 12, Col: 1}},
 		{Key: model.RouteKey{Namespace: "ns", Name: "b"}, Host: "b.example.com", Path: "/x", State: model.RouteRejected, Reasons: []string{"bad certificate"}},
 		{Key: model.RouteKey{Namespace: "ns", Name: "c"}, Host: "c.example.com", State: model.RouteStale,
 			Reasons: []string{"routes/c.yaml:4:9: spec.host: must not contain a port"}, Source: model.Position{Path: "routes/c.yaml", Line: 1, Col: 1}},
 	}
 	got := RoutesFrom(in)
 	want := []Route{
-		{Key: "default/a", Host: "a.example.com", State: model.RouteAdmitted},
+		// An admitted route names its file too: an operator looking
+		// for where a host is served from needs it most.
+		{Key: "default/a", Host: "a.example.com", State: model.RouteAdmitted, Source: "routes/a.yaml:12:1"},
 		{Key: "ns/b", Host: "b.example.com", Path: "/x", State: model.RouteRejected, Reasons: []string{"bad certificate"}},
 		{Key: "ns/c", Host: "c.example.com", State: model.RouteStale, Reasons: []string{"routes/c.yaml:4:9: spec.host: must not contain a port"}, Source: "routes/c.yaml:1:1"},
 	}
