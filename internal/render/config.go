@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"net"
+	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
@@ -401,16 +402,33 @@ func httpFrontendOptions(w *cfgWriter, s *model.Settings) {
 // binds writes a frontend's bind line for each listen address. "::"
 // beside IPv4 addresses takes IPv6 only: it would otherwise take the
 // IPv4 port too, and the IPv4 bind would fail.
+//
+// A specific IPv6 address (::1, 2001:db8::1) says v6only too, although
+// it changes nothing there: Linux makes such a socket IPv6-only itself.
+// HAProxy matches a listening socket handed over to a new process (-x,
+// at every reload, at a takeover, and haroute's kept sockets after a
+// kill) by its options read back from the socket, where it then finds
+// v6only set, against the bind line's, where it is not: no match, so the
+// new process binds afresh, which under noreuseport fails (a restart
+// after a kill failed; a reload paused the old listeners first,
+// refusing connections). Seen on 2.6.12.
 func binds(w *cfgWriter, s *model.Settings, port int, opts string) {
 	addrs := s.ListenAddresses()
 	withV4 := slices.ContainsFunc(addrs, func(a string) bool { return !strings.Contains(a, ":") })
 	for _, a := range addrs {
 		v6only := ""
-		if a == "::" && withV4 {
+		if a == "::" && withV4 || specificIPv6(a) {
 			v6only = " v6only"
 		}
 		w.line("  bind ", bindAddress(a, port), v6only, opts)
 	}
+}
+
+// specificIPv6 reports whether a is an IPv6 address other than "::" and
+// the IPv4-mapped ones (which Linux leaves dual).
+func specificIPv6(a string) bool {
+	ip, err := netip.ParseAddr(a)
+	return err == nil && ip.Is6() && !ip.IsUnspecified() && !ip.Is4In6()
 }
 
 // acceptProxy is what the public listeners add behind a load balancer

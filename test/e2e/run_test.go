@@ -3,6 +3,7 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/haroute/haroute/internal/snapshot"
+	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 	"github.com/haroute/haroute/test/testenv"
 )
@@ -241,6 +243,102 @@ func TestCrashLoopRefusesRatherThanQueues(t *testing.T) {
 		})
 	}
 	r.serves("one.e2e.test", "/", "one")
+}
+
+// Listeners on a specific IPv6 address pass from one HAProxy to the next
+// like IPv4 ones: at a reload, and to the HAProxy started after a kill.
+// HAProxy did not match them (Linux makes such a socket IPv6-only, and
+// the bind line did not say so): the restart after a kill failed to bind,
+// and the connections queued meanwhile were reset.
+func TestIPv6ListenersPassOnAtReloadAndKill(t *testing.T) {
+	if ln, err := net.Listen("tcp", "[::1]:0"); err != nil {
+		testutil.Skip(t, "no IPv6 loopback: %v", err)
+	} else {
+		ln.Close()
+	}
+	r := newRouter(t)
+	r.breaksHAProxy = true
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := oneRoute(r, one)
+	gen["router.yaml"] = []byte(strings.Replace(r.routerConfig(""), "address: 127.0.0.1", `address: "::1"`, 1))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	get := func(host string) (string, error) {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://[::1]:%d/", r.http), nil)
+		req.Host = host
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("status %d: %s", resp.StatusCode, b)
+		}
+		return string(b), err
+	}
+	r.eventually(20*time.Second, "served over IPv6", func() error { _, err := get("one.e2e.test"); return err })
+
+	// Fresh connections across a reload: none may fail.
+	stop := make(chan struct{})
+	var sent atomic.Int64
+	failed := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if got, err := get("one.e2e.test"); err != nil || got != "one" {
+				select {
+				case failed <- fmt.Errorf("request %d: %q, %v", sent.Load()+1, got, err):
+				default:
+				}
+			}
+			sent.Add(1)
+		}
+	}()
+	before := r.reloads()
+	gen["two.yaml"] = []byte(reloadingRouteYAML("two", "two.e2e.test", "one"))
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "the reload", func() error {
+		if r.reloads() == before {
+			return fmt.Errorf("no reload yet")
+		}
+		_, err := get("two.e2e.test")
+		return err
+	})
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	select {
+	case err := <-failed:
+		t.Fatalf("over IPv6, across a reload: %v", err)
+	default:
+	}
+
+	// HAProxy killed: the connections made from then on until the next
+	// one serves are all answered (those in flight at the kill are cut).
+	pid := r.store.Get().HAProxy.PID
+	must(t, syscall.Kill(-pid, syscall.SIGKILL))
+	down := 0
+	for {
+		if got, err := get("one.e2e.test"); err != nil || got != "one" {
+			t.Fatalf("over IPv6, request %d after a kill of haproxy: %q, %v", down+1, got, err)
+		}
+		down++
+		if st := r.store.Get(); st.Ready && st.HAProxy.PID != pid && st.HAProxy.PID != 0 {
+			break
+		}
+	}
+	t.Logf("over IPv6: %d requests across a reload and %d after a kill, none failed", sent.Load(), down)
 }
 
 func must(t testing.TB, err error) {
