@@ -290,8 +290,10 @@ func (k *keptListeners) handOver(path string) (stop func(), err error) {
 func (k *keptListeners) serveGetsocks(c *net.UnixConn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(getsocksTimeout))
-	line, err := bufio.NewReaderSize(c, 64).ReadString('\n')
-	if err != nil || line != "_getsocks\n" {
+	// ReadSlice, bounded by the reader's 64 bytes, where ReadString
+	// would grow with whatever a peer sends without a newline.
+	line, err := bufio.NewReaderSize(c, 64).ReadSlice('\n')
+	if err != nil || string(line) != "_getsocks\n" {
 		return
 	}
 	// Held while sending: a fetch after a reload closes the ones it
