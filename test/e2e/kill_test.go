@@ -1,0 +1,248 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/testutil"
+	"github.com/haroute/haroute/test/publish"
+	"github.com/haroute/haroute/test/testenv"
+)
+
+// HAProxy killed: what haroute does when its HAProxy dies under it.
+
+// killable starts a router serving one.e2e.test, for a test that kills
+// its HAProxy; edit, when set, changes the first generation.
+func killable(t *testing.T, edit func(r *router, gen map[string][]byte)) (*router, *publish.AtomicWriter, map[string][]byte) {
+	t.Helper()
+	r := newRouter(t)
+	r.breaksHAProxy = true
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := oneRoute(r, one)
+	if edit != nil {
+		edit(r, gen)
+	}
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	return r, w, gen
+}
+
+// haproxyPID waits until HAProxy serves and returns its master's pid,
+// which leads its process group.
+func (r *router) haproxyPID() int {
+	r.t.Helper()
+	pid := 0
+	r.eventually(30*time.Second, "haproxy running", func() error {
+		st := r.store.Get()
+		if !st.Ready || st.HAProxy.PID == 0 {
+			return fmt.Errorf("not ready")
+		}
+		pid = st.HAProxy.PID
+		return nil
+	})
+	return pid
+}
+
+// restartedFrom reports whether a HAProxy other than pid serves.
+func (r *router) restartedFrom(pid int) bool {
+	st := r.store.Get()
+	return st.Ready && st.HAProxy.PID != 0 && st.HAProxy.PID != pid
+}
+
+// HAProxy's master killed with SIGKILL comes back and serves the current
+// state.
+func TestHAProxyKilledComesBack(t *testing.T) {
+	r, _, _ := killable(t, nil)
+	r.serves("one.e2e.test", "/", "one")
+	pid := r.haproxyPID()
+	must(t, syscall.Kill(pid, syscall.SIGKILL))
+	r.eventually(30*time.Second, "haproxy restarted", func() error {
+		if !r.restartedFrom(pid) {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	r.serves("one.e2e.test", "/", "one")
+}
+
+// HAProxy killed outright, master and worker at once (the OOM killer, a
+// kill -9 of its group): its ports stay open on the listening sockets
+// haroute keeps, so every connection made while it is down waits and is
+// answered by the next HAProxy. None is refused.
+func TestKilledHAProxyRefusesNoConnection(t *testing.T) {
+	r, _, _ := killable(t, nil)
+	r.serves("one.e2e.test", "/", "one")
+	pid := r.haproxyPID()
+	must(t, syscall.Kill(-pid, syscall.SIGKILL))
+
+	// Fresh connections, one request each, from the kill until the next
+	// HAProxy is ready.
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var wg sync.WaitGroup
+	var answered atomic.Int64
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				got, err := testenv.Get(client, r.http, "one.e2e.test", "/")
+				if err == nil && got != "one" {
+					err = fmt.Errorf("answered by %q", got)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				answered.Add(1)
+				if r.restartedFrom(pid) {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a request made while haproxy was down: %v", err)
+	}
+	t.Logf("%d requests made while haproxy was down or coming back, all answered", answered.Load())
+}
+
+// An HAProxy that keeps dying is restarted with a growing wait. Across
+// the first waits (at most a second) the ports stay open on the kept
+// sockets; once HAProxy is not to be back that soon, they refuse
+// connections, so that clients and load balancers fail over instead of
+// waiting for it (they hung for up to 30 s).
+func TestCrashLoopRefusesRatherThanQueues(t *testing.T) {
+	r, _, _ := killable(t, nil)
+	r.serves("one.e2e.test", "/", "one")
+	addr := fmt.Sprintf("127.0.0.1:%d", r.http)
+	for kill := 1; kill <= 4; kill++ {
+		pid := r.haproxyPID()
+		must(t, syscall.Kill(-pid, syscall.SIGKILL))
+		if kill < 4 {
+			r.eventually(30*time.Second, "haproxy restarted", func() error {
+				if !r.restartedFrom(pid) {
+					return fmt.Errorf("not yet")
+				}
+				return nil
+			})
+			continue
+		}
+		// The fourth restart in a row waits 2 s: meanwhile the port
+		// refuses, it does not accept and hang.
+		r.eventually(1500*time.Millisecond, "the port refuses while haproxy is down", func() error {
+			c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+			if err == nil {
+				c.Close()
+				return fmt.Errorf("a connection was accepted with no haproxy to answer it")
+			}
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				return err
+			}
+			return nil
+		})
+	}
+	r.serves("one.e2e.test", "/", "one")
+}
+
+// Listeners on a specific IPv6 address pass from one HAProxy to the next
+// like IPv4 ones: at a reload, and to the HAProxy started after a kill.
+// HAProxy did not match them (Linux makes such a socket IPv6-only, and
+// the bind line did not say so): every reload refused connections while
+// the new process bound afresh, and the restart after a kill failed.
+func TestIPv6ListenersPassOnAtReloadAndKill(t *testing.T) {
+	if ln, err := net.Listen("tcp", "[::1]:0"); err != nil {
+		testutil.Skip(t, "no IPv6 loopback: %v", err)
+	} else {
+		ln.Close()
+	}
+	r, w, gen := killable(t, func(r *router, gen map[string][]byte) {
+		gen["router.yaml"] = []byte(strings.Replace(r.routerConfig(""), "address: 127.0.0.1", `address: "::1"`, 1))
+	})
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	get := func(host string) (string, error) {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://[::1]:%d/", r.http), nil)
+		req.Host = host
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("status %d: %s", resp.StatusCode, b)
+		}
+		return string(b), err
+	}
+	r.eventually(20*time.Second, "served over IPv6", func() error { _, err := get("one.e2e.test"); return err })
+
+	// Fresh connections across a reload: none may fail.
+	stop := make(chan struct{})
+	var sent atomic.Int64
+	failed := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if got, err := get("one.e2e.test"); err != nil || got != "one" {
+				select {
+				case failed <- fmt.Errorf("request %d: %q, %v", sent.Load()+1, got, err):
+				default:
+				}
+			}
+			sent.Add(1)
+		}
+	}()
+	before := r.reloads()
+	gen["two.yaml"] = []byte(reloadingRouteYAML("two", "two.e2e.test", "one"))
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "the reload", func() error {
+		if r.reloads() == before {
+			return fmt.Errorf("no reload yet")
+		}
+		_, err := get("two.e2e.test")
+		return err
+	})
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	select {
+	case err := <-failed:
+		t.Fatalf("over IPv6, across a reload: %v", err)
+	default:
+	}
+
+	// HAProxy killed: the connections made from then on until the next
+	// one serves are all answered (those in flight at the kill are cut).
+	pid := r.haproxyPID()
+	must(t, syscall.Kill(-pid, syscall.SIGKILL))
+	down := 0
+	for {
+		if got, err := get("one.e2e.test"); err != nil || got != "one" {
+			t.Fatalf("over IPv6, request %d after a kill of haproxy: %q, %v", down+1, got, err)
+		}
+		down++
+		if r.restartedFrom(pid) {
+			break
+		}
+	}
+	t.Logf("over IPv6: %d requests across a reload and %d after a kill, none failed", sent.Load(), down)
+}
