@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -26,6 +29,7 @@ import (
 // field that asked for it.
 type listener struct {
 	network, addr string
+	port          int
 	field         string
 }
 
@@ -54,7 +58,7 @@ func listeners(s *model.Settings) []listener {
 			case strings.Contains(a, ":"):
 				network = "tcp6"
 			}
-			out = append(out, listener{network: network, addr: render.HostPort(a, p.port), field: p.field})
+			out = append(out, listener{network: network, addr: render.HostPort(a, p.port), port: p.port, field: p.field})
 		}
 	}
 	return out
@@ -62,15 +66,18 @@ func listeners(s *model.Settings) []listener {
 
 // unbindable returns, as problems of the RouterConfig, the listeners of
 // next that applied (nil: none) does not have and that cannot be bound
-// now.
-func unbindable(applied, next *model.Settings) []model.SettingsProblem {
+// now. A port in use only by this router's own HAProxy (own: the inodes
+// of its listening sockets; nil when unknown) is no problem: the listener
+// moves to another address of the same port (127.0.0.1 to 0.0.0.0), and
+// the reload pauses the old listener while it binds the new. Such moves
+// are returned apart, for the log: connections are refused meanwhile.
+func unbindable(applied, next *model.Settings, own func() map[uint64]bool) (problems []model.SettingsProblem, moves []string) {
 	held := map[string]bool{}
 	if applied != nil {
 		for _, l := range listeners(applied) {
 			held[l.network+" "+l.addr] = true
 		}
 	}
-	var out []model.SettingsProblem
 	for _, l := range listeners(next) {
 		if held[l.network+" "+l.addr] {
 			continue // HAProxy holds it; a reload takes it over
@@ -82,6 +89,9 @@ func unbindable(applied, next *model.Settings) []model.SettingsProblem {
 		}
 		why := "it cannot be bound"
 		switch {
+		case errors.Is(err, syscall.EADDRINUSE) && own != nil && heldByOwn(l.port, own()):
+			moves = append(moves, l.addr)
+			continue
 		case errors.Is(err, syscall.EADDRINUSE):
 			why = "another process listens there"
 		case errors.Is(err, syscall.EADDRNOTAVAIL):
@@ -89,8 +99,66 @@ func unbindable(applied, next *model.Settings) []model.SettingsProblem {
 		case errors.Is(err, syscall.EACCES):
 			why = "binding it needs CAP_NET_BIND_SERVICE"
 		}
-		out = append(out, model.SettingsProblem{Field: l.field,
+		problems = append(problems, model.SettingsProblem{Field: l.field,
 			Message: fmt.Sprintf("HAProxy cannot listen on %s: %s (%v); fix the RouterConfig, or free the address: it is applied once HAProxy can bind it", l.addr, why, err)})
+	}
+	return problems, moves
+}
+
+// heldByOwn reports whether every TCP socket listening on port is one of
+// own (and there is one).
+func heldByOwn(port int, own map[uint64]bool) bool {
+	inodes, err := listeningOn(port)
+	if err != nil || len(inodes) == 0 {
+		return false
+	}
+	for _, ino := range inodes {
+		if !own[ino] {
+			return false
+		}
+	}
+	return true
+}
+
+// listeningOn returns the inodes of the TCP sockets listening on port, on
+// any address of either family, from /proc/net/tcp and tcp6.
+func listeningOn(port int) ([]uint64, error) {
+	var out []uint64
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(table)
+		if errors.Is(err, fs.ErrNotExist) && table == "/proc/net/tcp6" {
+			continue // no IPv6
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, parseListening(string(data), port)...)
+	}
+	return out, nil
+}
+
+// parseListening reads a /proc/net/tcp table: the inodes of its sockets
+// in LISTEN state (0A) whose local port is port. Lines read
+// "sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt
+// uid timeout inode …", addresses as hex "0100007F:1F90".
+func parseListening(table string, port int) []uint64 {
+	var out []uint64
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 10 || f[3] != "0A" {
+			continue
+		}
+		_, hexPort, ok := strings.Cut(f[1], ":")
+		if !ok {
+			continue
+		}
+		p, err := strconv.ParseUint(hexPort, 16, 16)
+		if err != nil || int(p) != port {
+			continue
+		}
+		if ino, err := strconv.ParseUint(f[9], 10, 64); err == nil {
+			out = append(out, ino)
+		}
 	}
 	return out
 }
@@ -115,7 +183,7 @@ func (d *Daemon) retryUnbound(ctx context.Context) error {
 			return nil
 		}
 	}
-	if len(unbindable(&d.applied.Desired.Router, d.unbound)) > 0 {
+	if problems, _ := unbindable(&d.applied.Desired.Router, d.unbound, d.sup.OwnListeners); len(problems) > 0 {
 		return nil
 	}
 	d.unbound = nil

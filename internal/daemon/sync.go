@@ -246,9 +246,13 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 	if p.Reload && d.applied.Desired != nil {
 		// Before anything is written: a reload HAProxy cannot bind
 		// would fail, and each failure closes every port for seconds.
-		if problems := unbindable(&d.applied.Desired.Router, &next.Desired.Router); len(problems) > 0 {
+		problems, moves := unbindable(&d.applied.Desired.Router, &next.Desired.Router, d.sup.OwnListeners)
+		if len(problems) > 0 {
 			d.unbound = &next.Desired.Router
 			return []culprit{{settings: problems}}, nil
+		}
+		if len(moves) > 0 {
+			d.log.Warn("listeners move to another address of the same port: haproxy pauses the old ones while the reload binds the new, and refuses connections for that moment", "listeners", moves)
 		}
 	}
 	if len(p.Changes) == 0 && !d.throttle.pending && !d.onDisk {
@@ -729,7 +733,7 @@ func (d *Daemon) coldStart(ctx context.Context, gen generation) ([]culprit, erro
 	// replaced the master socket, and the start then waited 30 s for an
 	// earlier master it could no longer reach.
 	if prev := d.loader.Settings(); prev != nil {
-		if problems := unbindable(prev, &gen.state.Desired.Router); len(problems) > 0 {
+		if problems, _ := unbindable(prev, &gen.state.Desired.Router, d.sup.OwnListeners); len(problems) > 0 {
 			d.unbound = &gen.state.Desired.Router
 			return []culprit{{settings: problems}}, nil
 		}
@@ -761,7 +765,7 @@ func (d *Daemon) coldStart(ctx context.Context, gen generation) ([]culprit, erro
 			// Nothing to fall back on: say which field names what could
 			// not be bound, as a running router does, beside HAProxy's
 			// message, which names only a line of haproxy.cfg.
-			if problems := unbindable(nil, &gen.state.Desired.Router); len(problems) > 0 {
+			if problems, _ := unbindable(nil, &gen.state.Desired.Router, nil); len(problems) > 0 {
 				return nil, fmt.Errorf("start haproxy: %s%s: %w", fieldPos(gen.result, problems[0].Field), problems[0].Field, err)
 			}
 		}
@@ -901,7 +905,7 @@ func (d *Daemon) unbindableNow(ctx context.Context) bool {
 	if d.applied.Desired == nil || d.desired.Desired == nil {
 		return false
 	}
-	problems := unbindable(&d.applied.Desired.Router, &d.desired.Desired.Router)
+	problems, _ := unbindable(&d.applied.Desired.Router, &d.desired.Desired.Router, d.sup.OwnListeners)
 	if len(problems) == 0 || !d.loader.RefuseRouterConfig(problems) {
 		return false
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -322,6 +324,67 @@ func (k *keptListeners) serveGetsocks(c *net.UnixConn) {
 		// from writing its ack to a closed socket.
 		if _, err := io.ReadFull(c, ack); err != nil {
 			return
+		}
+	}
+}
+
+// OwnListeners returns the inodes of the listening sockets this run dir's
+// HAProxy holds (its master and workers, found through the pid file) and
+// of those the supervisor keeps. A listener that new settings move to
+// another address of the same port (127.0.0.1 to 0.0.0.0) cannot be bound
+// beside them; told apart from another process's, the move is left to the
+// reload, where HAProxy pauses the old listeners while it binds the new.
+func (s *Supervisor) OwnListeners() map[uint64]bool {
+	own := map[uint64]bool{}
+	s.kept.mu.Lock()
+	for _, k := range s.kept.sockets {
+		var st unix.Stat_t
+		if unix.Fstat(k.fd, &st) == nil {
+			own[st.Ino] = true
+		}
+	}
+	s.kept.mu.Unlock()
+	master := s.pidFileMaster()
+	if master <= 0 {
+		return own
+	}
+	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", master)); err != nil || !s.isOurs(cmdline) {
+		return own
+	}
+	pids := []int{master}
+	if entries, err := os.ReadDir("/proc"); err == nil {
+		for _, e := range entries {
+			if pid, err := strconv.Atoi(e.Name()); err == nil {
+				if _, ppid := procStat(pid); ppid == master {
+					pids = append(pids, pid)
+				}
+			}
+		}
+	}
+	for _, pid := range pids {
+		socketInodes(pid, own)
+	}
+	return own
+}
+
+// socketInodes adds the inodes of pid's sockets to into.
+func socketInodes(pid int, into map[uint64]bool) {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		target, err := os.Readlink(dir + "/" + e.Name())
+		if err != nil {
+			continue
+		}
+		inode, ok := strings.CutPrefix(target, "socket:[")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseUint(strings.TrimSuffix(inode, "]"), 10, 64); err == nil {
+			into[n] = true
 		}
 	}
 }

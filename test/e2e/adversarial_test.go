@@ -381,6 +381,47 @@ func TestRouterConfigOnATakenPortKeepsServing(t *testing.T) {
 	r.serves("a.e2e.test", "/", "one")
 }
 
+// A listener moved to another address of its own port (127.0.0.1 to
+// 0.0.0.0) cannot be bound beside HAProxy's own listener there, and was
+// refused for good: "another process listens there", also after a
+// restart. A port held only by HAProxy itself is now left to the reload,
+// which pauses the old listener while it binds the new. Another process
+// on the port (here on 127.0.0.2) still has the RouterConfig refused,
+// until it is gone.
+func TestListenerMovesToAnotherAddressOfItsPort(t *testing.T) {
+	r, w, gen, _ := poolRouter(t, startBackend(t, "one"))
+	squatter, err := net.Listen("tcp4", fmt.Sprintf("127.0.0.2:%d", r.stats))
+	must(t, err)
+	defer squatter.Close()
+	onAny := func(host string, port int) error {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("%s:%d", host, port), time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+	if onAny("127.0.0.2", r.http) == nil {
+		t.Fatal("127.0.0.2 answers before the listener moved to 0.0.0.0")
+	}
+
+	mark := len(r.appliedSnapshot())
+	gen["router.yaml"] = []byte(strings.Replace(r.routerConfig(""), "address: 127.0.0.1", "address: 0.0.0.0", 1))
+	must(t, w.Publish(gen))
+	r.reportsStanding(20*time.Second, "spec.bindOptions.ports.stats: HAProxy cannot listen on 0.0.0.0:"+strconv.Itoa(r.stats)+": another process listens there")
+	for _, e := range r.store.Get().RecentErrors {
+		if e.Resolved.IsZero() && strings.Contains(e.Message, "ports.http:") {
+			t.Fatalf("the HTTP port, held only by haroute's own HAProxy, was refused: %s", e.Message)
+		}
+	}
+
+	must(t, squatter.Close())
+	r.appliedSince(mark, 20*time.Second, "the listeners moved to 0.0.0.0", func(d *model.Desired) bool {
+		return d.Router.BindAddress == "0.0.0.0"
+	})
+	r.eventually(20*time.Second, "HTTP on 127.0.0.2 through 0.0.0.0", func() error { return onAny("127.0.0.2", r.http) })
+	r.serves("a.e2e.test", "/", "one")
+}
+
 // A RouterConfig refused for a taken port stayed refused until its file
 // changed, also once the port was free: an operator who stopped the
 // squatter had to save the file again. The resync tries it again; while
