@@ -503,12 +503,40 @@ const noFault faultKind = "(between faults)"
 
 // attribute names the fault whose window a failed request overlaps.
 func (c *chaos) attribute(f failedRequest) faultKind {
-	for _, w := range c.windows {
-		if !f.end.Before(w.start) && !f.start.After(w.end.Add(windowGrace)) {
-			return w.kind
-		}
+	if w := c.windowOf(f); w != nil {
+		return w.kind
 	}
 	return noFault
+}
+
+// windowOf is the fault window f falls in, nil when none.
+func (c *chaos) windowOf(f failedRequest) *faultWindow {
+	for i := range c.windows {
+		w := &c.windows[i]
+		if !f.end.Before(w.start) && !f.start.After(w.end.Add(windowGrace)) {
+			return w
+		}
+	}
+	return nil
+}
+
+// backingOff is the class of a refusal in a window where HAProxy had died
+// several times in a row, and haroute, restarting it after a growing
+// wait, let the kept listening sockets go on purpose (so clients fail
+// over rather than wait): by design, not a gap.
+const backingOff = "refused while the restart backs off"
+
+// releasedOnPurpose reports whether haroute's log says, within w, that it
+// let the kept listening sockets go for a restart backing off.
+func (c *chaos) releasedOnPurpose(w *faultWindow, memo map[*faultWindow]bool) bool {
+	if v, ok := memo[w]; ok {
+		return v
+	}
+	v := slices.ContainsFunc(c.logLines(w.start, w.end.Add(windowGrace)), func(l string) bool {
+		return strings.Contains(l, "let go of the listening sockets kept from the last haproxy")
+	})
+	memo[w] = v
+	return v
 }
 
 // report logs the figures as RELIABILITY.md's table and asserts: stable
@@ -527,6 +555,7 @@ func (c *chaos) report(tr *chaosTraffic) {
 	examples := map[faultKind][]failedRequest{}
 	classes := map[faultKind]map[string]int{}
 	failedByHost := map[string]int{}
+	released := map[*faultWindow]bool{}
 	for _, f := range tr.failures {
 		k := c.attribute(f)
 		failedByHost[f.host]++
@@ -534,7 +563,11 @@ func (c *chaos) report(tr *chaosTraffic) {
 			if classes[k] == nil {
 				classes[k] = map[string]int{}
 			}
-			classes[k][failureClass(f.err)]++
+			class := failureClass(f.err)
+			if class == "refused" && k.costsInFlight() && c.releasedOnPurpose(c.windowOf(f), released) {
+				class = backingOff
+			}
+			classes[k][class]++
 			failedStable[k]++
 			if len(examples[k]) < 5 {
 				examples[k] = append(examples[k], f)
@@ -579,10 +612,12 @@ func (c *chaos) report(tr *chaosTraffic) {
 		if k.costsInFlight() {
 			// An HAProxy kill may cut the connections its processes
 			// held, nothing else: the ports stay open on the sockets
-			// haroute keeps, so no connection is refused meanwhile.
+			// haroute keeps, so no connection is refused meanwhile
+			// (unless kills in a row make the restart back off, when
+			// haroute lets the ports refuse on purpose).
 			t.Run(string(k), func(t *testing.T) {
 				for class, n := range classes[k] {
-					if class != "reset/EOF" {
+					if class != "reset/EOF" && class != backingOff {
 						t.Errorf("%s: %d requests failed as %s, want only connections in flight cut (reset/EOF); haroute log around the first:\n%s",
 							k, n, class, c.logAround(examples[k][0].start.Add(-2*time.Second), examples[k][0].end.Add(time.Second)))
 					}
@@ -661,6 +696,16 @@ func tail(s string, n int) string {
 // logAround gathers the lines of every haroute log stamped between from
 // and to (text format: "time=<RFC 3339> ..."), at most 60 of them.
 func (c *chaos) logAround(from, to time.Time) string {
+	lines := c.logLines(from, to)
+	if len(lines) > 60 {
+		lines = lines[:60]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// logLines are every haroute's log lines stamped within [from, to], in
+// time order.
+func (c *chaos) logLines(from, to time.Time) []string {
 	var lines []string
 	for _, path := range c.logs {
 		f, err := os.Open(path)
@@ -679,8 +724,5 @@ func (c *chaos) logAround(from, to time.Time) string {
 		f.Close()
 	}
 	sort.Strings(lines) // the stamps lead, so this is time order
-	if len(lines) > 60 {
-		lines = lines[:60]
-	}
-	return strings.Join(lines, "\n")
+	return lines
 }
