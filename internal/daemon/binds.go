@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/haroute/haroute/internal/model"
@@ -72,6 +73,10 @@ func listeners(s *model.Settings) []listener {
 // the reload pauses the old listener while it binds the new. Such moves
 // are returned apart, for the log: connections are refused meanwhile.
 func unbindable(applied, next *model.Settings, own func() map[uint64]bool) (problems []model.SettingsProblem, moves []string) {
+	if own != nil {
+		// Looked up once, and only if a port turns out to be taken.
+		own = sync.OnceValue(own)
+	}
 	held := map[string]bool{}
 	if applied != nil {
 		for _, l := range listeners(applied) {

@@ -351,17 +351,7 @@ func (s *Supervisor) OwnListeners() map[uint64]bool {
 	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", master)); err != nil || !s.isOurs(cmdline) {
 		return own
 	}
-	pids := []int{master}
-	if entries, err := os.ReadDir("/proc"); err == nil {
-		for _, e := range entries {
-			if pid, err := strconv.Atoi(e.Name()); err == nil {
-				if _, ppid := procStat(pid); ppid == master {
-					pids = append(pids, pid)
-				}
-			}
-		}
-	}
-	for _, pid := range pids {
+	for _, pid := range withWorkers(master) {
 		socketInodes(pid, own)
 	}
 	return own

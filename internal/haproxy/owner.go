@@ -305,27 +305,34 @@ func procStat(pid int) (state byte, ppid int) {
 	return fields[0][0], ppid
 }
 
+// withWorkers returns master and the processes it is the parent of (its
+// workers), from /proc.
+func withWorkers(master int) []int {
+	pids := []int{master}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return pids
+	}
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			if _, ppid := procStat(pid); ppid == master {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
 // ResumeStopped sends SIGCONT to the master and to each of its workers
 // that is stopped (SIGSTOP, SIGTSTP: state T; not a debugger's tracing
 // stop), and returns their pids. A stopped worker answers nothing: its
 // sockets read as dead, and every reload fails because it cannot hand its
 // listeners over; nothing but SIGCONT brings it back.
 func (p *Process) ResumeStopped() []int {
-	master := p.PID()
 	var stopped []int
-	if state, _ := procStat(master); state == 'T' {
-		stopped = append(stopped, master)
-	}
-	entries, err := os.ReadDir("/proc")
-	if err == nil {
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if state, ppid := procStat(pid); ppid == master && state == 'T' {
-				stopped = append(stopped, pid)
-			}
+	for _, pid := range withWorkers(p.PID()) {
+		if state, _ := procStat(pid); state == 'T' {
+			stopped = append(stopped, pid)
 		}
 	}
 	for _, pid := range stopped {
