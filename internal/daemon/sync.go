@@ -870,8 +870,14 @@ func (d *Daemon) reload(ctx context.Context) {
 		// The runtime path writes without `haproxy -c` (it would cost more
 		// than the change); a fallback reload validates before it loads.
 		if err := haproxy.Check(rctx, d.sup.Binary(), d.live.path+"/"+render.ConfigFile); err != nil {
-			d.recordError(fmt.Errorf("reload skipped, live config rejected; HAProxy keeps its current state: %w", err))
+			// Asked again, spaced by the failure backoff: a check can fail
+			// for a while (an OOM-killed or timed-out `haproxy -c`, the
+			// binary replaced by an upgrade), and dropping the reload here
+			// left HAProxy behind the directory until an unrelated change.
+			d.recordError(fmt.Errorf("reload skipped, live config rejected (will retry); HAProxy keeps its current state: %w", err))
 			d.metrics.ObserveReload(0, kinds, false, time.Now())
+			d.throttle.failed()
+			d.throttle.request(reasons...)
 			return
 		}
 		d.unchecked = false

@@ -138,6 +138,36 @@ func TestStartTakesOverPreviousHAProxy(t *testing.T) {
 	t.Logf("%d requests, none failed, across the takeover", ok)
 }
 
+// A stop that comes while a restarted haroute takes HAProxy over does not
+// stop the new master half way: -sf may already have sent the previous
+// one away, and both would be gone. The takeover completes, and the stop
+// then hands the new master over as it would any other.
+func TestTakeoverCompletesWhenStoppedMidway(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	old := r.proc
+	next, err := NewSupervisor(r.sup.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	launchedHook = cancel // the stop lands as the new master starts
+	t.Cleanup(func() { launchedHook = nil })
+	proc, err := next.Start(ctx)
+	if err != nil {
+		t.Fatalf("a takeover stopped midway failed: %v", err)
+	}
+	t.Cleanup(func() { proc.Stop(context.Background()) })
+	select {
+	case <-old.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the previous haproxy %d is still running", old.PID())
+	}
+	if got := r.get(t, "a.example.com"); got != "200 b0" {
+		t.Fatalf("after the takeover: answered %q, want 200 b0", got)
+	}
+}
+
 // An earlier haroute killed just after it launched HAProxy leaves a
 // master still loading its configuration, with no pid file yet. A
 // restarted haroute must take it over rather than race it for the ports:

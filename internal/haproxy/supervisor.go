@@ -205,6 +205,10 @@ func (s *Supervisor) Start(ctx context.Context) (p *Process, err error) {
 	return p, nil
 }
 
+// launchedHook, when a test sets it, runs once a master is launched,
+// before launch waits for it to be ready.
+var launchedHook func()
+
 // masterArgs are the arguments of every HAProxy master a Supervisor
 // launches; isOurs recognises a master of this run dir by them.
 func (s *Supervisor) masterArgs() []string {
@@ -273,8 +277,20 @@ func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, erro
 	}
 	go p.wait()
 	s.log.Info("haproxy started", "pid", cmd.Process.Pid, "config", s.opts.ConfigPath)
+	if launchedHook != nil {
+		launchedHook()
+	}
 
-	if err := p.waitReady(ctx, readyTimeout); err != nil {
+	ready := ctx
+	if takeover {
+		// A stop that comes while the new master takes over does not stop
+		// it: -sf may already have sent the previous one away, and
+		// stopping this one too would leave no HAProxy at all. It comes
+		// up (or fails) within readyTimeout, and the stop then hands it
+		// over like any other.
+		ready = context.WithoutCancel(ctx)
+	}
+	if err := p.waitReady(ready, readyTimeout); err != nil {
 		_ = p.Stop(context.Background())
 		return nil, err
 	}

@@ -449,6 +449,40 @@ func TestAdminSocketUnusableFallsBackToReload(t *testing.T) {
 	r.fellBack(1, "runtime-fallback")
 }
 
+// A fallback reload whose check of the live files fails (an OOM-killed
+// or timed-out `haproxy -c`) is retried once the check passes: it was
+// dropped for good, and HAProxy stayed behind the directory.
+func TestFallbackReloadRetriedAfterAFailedCheck(t *testing.T) {
+	r := newRouter(t)
+	tmp := t.TempDir()
+	failing := filepath.Join(tmp, "check-fails")
+	wrapper := filepath.Join(tmp, "haproxy")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = -c ] && [ -e %s ]; then echo '[ALERT] check killed' >&2; exit 1; fi\nexec %s \"$@\"\n",
+		failing, testutil.HAProxy(t))
+	must(t, os.WriteFile(wrapper, []byte(script), 0o755))
+	r.haproxy = wrapper
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := serveWeb(t, r, "", one)
+	// A server of the name haroute will add (checked, as one of two),
+	// made behind its back: the
+	// runtime path is refused and falls back to a reload.
+	squatter := fmt.Sprintf("add server be_http:e2e:web/ck_127.0.0.1_%d 127.0.0.1:1", two.Port)
+	if out, err := testutil.AdminCommand(r.runDir, squatter); err != nil || !strings.Contains(out, "New server registered") {
+		t.Fatalf("%s: %q, %v", squatter, out, err)
+	}
+	must(t, os.WriteFile(failing, nil, 0o644))
+	must(t, w.Publish(scaleFiles(r, "", []*backend{one, two})))
+	r.eventually(15*time.Second, "the failed check reported", func() error {
+		if st := r.store.Get(); st.LastError == nil || !strings.Contains(st.LastError.Message, "check killed") {
+			return fmt.Errorf("last error %+v", st.LastError)
+		}
+		return nil
+	})
+	must(t, os.Remove(failing))
+	r.serves("web.e2e.test", "/", "two")
+	r.fellBack(1, "runtime-fallback")
+}
+
 // fellBack waits until status counts n runtime fallbacks and the last
 // reload's reasons say runtime-fallback and contain why.
 func (r *router) fellBack(n uint64, why string) {
