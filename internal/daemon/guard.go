@@ -73,7 +73,7 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 	if snap.Mode == snapshot.ModePlain {
 		cut = cutOff(snap, d.desiredFrom)
 	}
-	if (dropped == 0 || !d.guarded(snap.Mode, dropped, len(prev))) && cut == "" {
+	if (dropped == 0 || !d.guarded(snap, dropped, len(prev))) && cut == "" {
 		d.releaseGuard()
 		d.loader.PreferWinners(nil) // what a hold kept is not served any more
 		return holdNothing
@@ -299,10 +299,21 @@ func cutOff(snap *snapshot.Snapshot, prev *snapshot.Snapshot) string {
 	return ""
 }
 
-// guarded reports whether dropping dropped of total routes needs the quiet
-// period.
-func (d *Daemon) guarded(mode snapshot.Mode, dropped, total int) bool {
-	if mode == snapshot.ModePlain {
+// guarded reports whether dropping dropped of total routes from snap needs
+// the quiet period.
+//
+// In atomic and link mode a published generation is never changed: the
+// next one is a new directory behind ..data or the link. Routes dropped
+// while the directory read is still the one served are files vanishing
+// from under it, the kubelet tearing the volume down file by file before
+// ..data goes (os.RemoveAll), so any share of them waits, as in plain
+// mode. Under the share rule alone, the first files removed took their
+// routes down at every recreation of a MicroShift holder pod.
+func (d *Daemon) guarded(snap *snapshot.Snapshot, dropped, total int) bool {
+	if snap.Mode == snapshot.ModePlain {
+		return true
+	}
+	if d.desiredFrom != nil && d.desiredFrom.Mode == snap.Mode && d.desiredFrom.Root == snap.Root {
 		return true
 	}
 	return dropped >= total || float64(dropped) > d.opts.DeletionShare*float64(total)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -51,4 +52,45 @@ func TestHolderPodRecreatedKeepsRoutes(t *testing.T) {
 	if r.http != http {
 		t.Fatal("port moved")
 	}
+}
+
+// The kubelet tearing a ConfigMap volume down (os.RemoveAll) removes the
+// files of the generation ..data points to one by one, ..data possibly
+// last. A published generation is never changed, so files vanishing from
+// under an unchanged ..data are a teardown: the first route to lose its
+// file keeps serving, although it is far below the share of routes the
+// guard waits for otherwise. A deletion that stays applies after the
+// quiet period.
+func TestVolumeTornDownFileByFileKeepsRoutes(t *testing.T) {
+	r := newRouter(t)
+	r.deletionQuiet = 4 * time.Second
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig(""))
+	var bs []*backend
+	for i := range 4 {
+		b := startBackend(t, fmt.Sprintf("b%d", i))
+		bs = append(bs, b)
+		name := fmt.Sprintf("r%d", i)
+		gen[name+".yaml"] = []byte(join(routeYAML(name, name+".e2e.test", "", name), endpointsYAML(name, b)))
+	}
+	must(t, w.Publish(gen))
+	r.start("auto")
+	for i := range 4 {
+		r.serves(fmt.Sprintf("r%d.e2e.test", i), "/", bs[i].Name)
+	}
+	target, err := os.Readlink(filepath.Join(r.dir, "..data"))
+	must(t, err)
+	must(t, os.Remove(filepath.Join(r.dir, target, "r0.yaml")))
+	r.trigger <- struct{}{} // no event names a file inside the timestamped directory; the resync would read it
+	r.eventually(10*time.Second, "the guard holds r0", func() error {
+		if g := r.store.Get().DeletionGuard; g == nil || g.Dropped != 1 {
+			return fmt.Errorf("deletion guard %+v, want 1 route held", g)
+		}
+		return nil
+	})
+	r.keepsServing("r0.e2e.test", "b0", 5, "r0.yaml vanished from under ..data")
+
+	// Held for the quiet period only: a file removed by hand stays removed.
+	r.gone("r0.e2e.test")
+	r.serves("r1.e2e.test", "/", "b1")
 }
