@@ -139,10 +139,17 @@ func TestCheckAsksHAProxyAboutRouterConfig(t *testing.T) {
 	rc := func(spec string) string {
 		return "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec:\n" + spec
 	}
+	// A page Go's parser reads and HAProxy refuses: a space in a header name.
+	pages := t.TempDir()
+	if err := os.WriteFile(filepath.Join(pages, "error-page-503.http"), []byte("HTTP/1.1 503 X\r\nBad Header: x\r\nContent-Length: 0\r\n\r\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, spec string
 		want       []string // error lines of stdout, each a prefix
 	}{
+		{"error page", "  httpErrorCodePages: " + pages + "\n",
+			[]string{"router.yaml:6:23: error: spec.httpErrorCodePages: HAProxy refuses the configuration this value makes: [ALERT]"}},
 		{"log variable", "  logging:\n    access:\n      destination:\n        type: Container\n      httpLogFormat: \"%foo %ci\"\n",
 			[]string{"router.yaml:10:22: error: spec.logging.access.httpLogFormat: HAProxy refuses the configuration this value makes: [ALERT]"}},
 		{"unique id fetch and cipher", "  httpHeaders:\n    uniqueId:\n      name: X-Id\n      format: \"%[nosuch]\"\n" +

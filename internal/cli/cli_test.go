@@ -147,6 +147,9 @@ func TestUsageAndVersion(t *testing.T) {
 	if code, _, _ := run(t, "check"); code != ExitUsage {
 		t.Fatalf("check without DIR: exit %d, want usage", code)
 	}
+	if code, _, stderr := run(t, "run", "--config-dir", "x", "--state-dir", "/var/lib/a,b"); code != ExitUsage || !strings.Contains(stderr, `--state-dir "/var/lib/a,b" contains ','`) {
+		t.Errorf("state dir haproxy.cfg cannot name: %d %q", code, stderr)
+	}
 	if code, _, stderr := run(t, "run", "--config-dir", "x", "--watch-mode", "sideways"); code != ExitUsage || !strings.Contains(stderr, "sideways") {
 		t.Fatalf("bad watch mode: exit %d, stderr %q", code, stderr)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/paths"
+	"github.com/haroute/haroute/internal/render"
 	"github.com/haroute/haroute/internal/snapshot"
 )
 
@@ -84,6 +85,14 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 	// it found no HAProxy of that run dir and left it running for good.
 	for _, dir := range []*string{&f.configDir, &f.runDir, &f.stateDir} {
 		if *dir, err = filepath.Abs(*dir); err != nil {
+			fmt.Fprintf(stderr, "haroute run: %v\n", err)
+			return ExitUsage
+		}
+	}
+	// haproxy.cfg names both: a path it cannot hold would have every
+	// generation refused, and nothing ever served.
+	for _, d := range []struct{ flag, dir string }{{"--run-dir", f.runDir}, {"--state-dir", f.stateDir}} {
+		if err := render.CheckDir(d.flag, d.dir); err != nil {
 			fmt.Fprintf(stderr, "haroute run: %v\n", err)
 			return ExitUsage
 		}

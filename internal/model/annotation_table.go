@@ -469,7 +469,9 @@ func parseTunnelTimeout(p *annotationParse, v string) error {
 
 func parseHealthCheckInterval(p *annotationParse, v string) error {
 	d, err := parseTimeSpec(v)
-	if err == nil {
+	if d > 0 {
+		// Also when capped at HAProxy's maximum (a notice, which says the
+		// maximum is used), as OpenShift clips it.
 		p.b.HealthCheckInterval = d
 	}
 	return err

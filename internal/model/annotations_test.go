@@ -44,6 +44,10 @@ func TestAnnotations(t *testing.T) {
 		{name: "health check interval invalid", ann: map[string]string{hc: "fast"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/haproxy.health.check.interval: value "fast" is not a time as OpenShift's router reads it: digits not starting with 0, with an optional unit us, ms, s, m, h, d; annotation ignored`,
 		}},
+		{name: "health check interval over HAProxy's maximum is capped", ann: map[string]string{hc: "25d"},
+			want: def(func(b *BackendSettings) { b.HealthCheckInterval = 2147483647 * time.Millisecond }), diag: []string{
+				`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/haproxy.health.check.interval: value "25d" is more than HAProxy's maximum; 2147483647ms is used`,
+			}},
 		{name: "health check interval zero", ann: map[string]string{hc: "0s"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/haproxy.health.check.interval: value "0s" is not a time as OpenShift's router reads it: digits not starting with 0, with an optional unit us, ms, s, m, h, d; annotation ignored`,
 		}},

@@ -150,6 +150,11 @@ func checkText(path string, data []byte, lim Limits) (Diagnostic, bool) {
 			return textError(path, data, line, lineStart, i, "invalid UTF-8: not a text file"), false
 		case r >= 0x80 && r <= 0x9f && r != 0x85, r == 0xfffe, r == 0xffff:
 			return textError(path, data, line, lineStart, i, fmt.Sprintf("control character %U is not allowed", r)), false
+		case r == 0xfeff && i == lineStart:
+			// YAML allows one before any document of a stream, but the
+			// parser reads it as content, and the document then lacked
+			// its apiVersion, which said nothing of the real cause.
+			return textError(path, data, line, lineStart, i, "byte order mark (U+FEFF) inside the file: only its first line may start with one"), false
 		}
 		i += size
 	}

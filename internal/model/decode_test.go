@@ -282,6 +282,15 @@ func TestDecodeDiagnostics(t *testing.T) {
 			failed: true,
 		},
 		{
+			name: "router config port in octal",
+			in:   "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata: {name: rc}\nspec:\n  bindOptions:\n    ports: {http: 0443, https: 0x1bb, stats: 1_936}\n",
+			want: []string{
+				`f.yaml:6:19: warning: spec.bindOptions.ports.http: integer 0443 is read as 291; write it in decimal`,
+				`f.yaml:6:32: warning: spec.bindOptions.ports.https: integer 0x1bb is read as 443; write it in decimal`,
+				`f.yaml:6:46: warning: spec.bindOptions.ports.stats: integer 1_936 is read as 1936; write it in decimal`,
+			},
+		},
+		{
 			name:   "missing kind",
 			in:     "apiVersion: v1\nmetadata: {name: r}\n",
 			want:   []string{"f.yaml:1:1: error: kind: required"},
@@ -399,6 +408,12 @@ func TestDecodeDiagnostics(t *testing.T) {
 			name:   "control character",
 			in:     "apiVersion: v1\n  \x1b[31m\n",
 			want:   []string{"f.yaml:2:3: error: control character U+001B is not allowed"},
+			failed: true,
+		},
+		{
+			name:   "byte order mark before a later document",
+			in:     "\ufeffapiVersion: v1\r\nkind: Endpoints\r\nmetadata: {name: e}\r\n---\r\n\ufeffapiVersion: v1\r\n",
+			want:   []string{"f.yaml:5:1: error: byte order mark (U+FEFF) inside the file: only its first line may start with one"},
 			failed: true,
 		},
 		{

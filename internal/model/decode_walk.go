@@ -404,6 +404,11 @@ func (w *walker) integer(n *yaml.Node, lo, hi int64) (int64, bool) {
 				w.report(SeverityError, n, "integer %s is out of range", describe(n)[len("integer "):])
 				return 0, false
 			}
+			if dec := strconv.FormatInt(v, 10); n.Value != dec {
+				// YAML reads 0443 as octal, as Kubernetes does: a port
+				// written so is 291, with no hint of it otherwise.
+				w.report(SeverityWarning, n, "integer %s is read as %s; write it in decimal", n.Value, dec)
+			}
 			return v, true
 		case "!!null":
 			w.record(n)

@@ -48,13 +48,16 @@ func CheckErrorPage(code int, data []byte, maxSize int) error {
 	return nil
 }
 
-// headLength is the length of a response's status line and headers.
+// headLength is the length of a response's status line and headers: up to
+// the first empty line, whichever line ending it has (as HAProxy and Go's
+// parser read it; preferring CRLF CRLF anywhere counted a body holding one
+// as headers, and HAProxy refused the page).
 func headLength(data []byte) int {
-	if i := bytes.Index(data, []byte("\r\n\r\n")); i >= 0 {
-		return i + 4
+	end := len(data)
+	for _, sep := range []string{"\r\n\r\n", "\n\n", "\n\r\n"} {
+		if i := bytes.Index(data, []byte(sep)); i >= 0 && i+len(sep) < end {
+			end = i + len(sep)
+		}
 	}
-	if i := bytes.Index(data, []byte("\n\n")); i >= 0 {
-		return i + 2
-	}
-	return len(data)
+	return end
 }

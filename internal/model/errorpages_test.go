@@ -14,6 +14,7 @@ func TestCheckErrorPage(t *testing.T) {
 		{"not HTTP", "<html>sorry</html>", 503, 1000, `is not an HTTP response: malformed HTTP response "<html>sorry</html>"`},
 		{"another status", ok503, 404, 1000, "has status 503; the page for 404 must answer 404"},
 		{"length too long", "HTTP/1.0 503 X\r\nContent-Length: 6\r\n\r\nsorry", 503, 1000, "says Content-Length 6 but its body is 5 bytes"},
+		{"empty line with LF before a CRLF one in the body", "HTTP/1.1 503 X\nContent-Length: 3\n\nabcd\r\n\r\nxyz", 503, 1000, "says Content-Length 3 but its body is 11 bytes"},
 		{"length too short", "HTTP/1.0 503 X\r\nContent-Length: 4\r\n\r\nsorry", 503, 1000, "says Content-Length 4 but its body is 5 bytes"},
 		{"chunked", "HTTP/1.1 503 X\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nsorry\r\n0\r\n\r\n", 503, 1000, "has Transfer-Encoding [chunked]; give the body with a Content-Length"},
 		{"too large", ok503, 503, 50, "is 85 bytes; HAProxy sends error pages from one buffer of 50 bytes (headerBufferBytes - headerBufferMaxRewriteBytes)"},

@@ -60,8 +60,12 @@ func (v *rcCheck) bindAddresses(b *BindOptions, s *Settings) {
 
 func (v *rcCheck) bindAddress(field, a string) (netip.Addr, bool) {
 	ip, err := netip.ParseAddr(a)
-	if err != nil || ip.Zone() != "" {
+	switch {
+	case err != nil:
 		v.errorf(field, "address %q is not an IP address", a)
+		return netip.Addr{}, false
+	case ip.Zone() != "":
+		v.errorf(field, "address %q has a zone; only plain IP addresses are supported", a)
 		return netip.Addr{}, false
 	}
 	// An IPv4-mapped IPv6 address is an IPv4 one to the kernel.

@@ -306,7 +306,7 @@ func TestRouterConfigBindAddresses(t *testing.T) {
 				`rc.yaml:9:9: error: spec.bindOptions.addresses[1]: address "localhost" is not an IP address`,
 				"rc.yaml:10:9: error: spec.bindOptions.addresses[2]: address 10.0.0.1 is listed twice",
 				"rc.yaml:11:9: error: spec.bindOptions.addresses[3]: addresses 10.0.0.1 and 0.0.0.0 overlap: 0.0.0.0 already listens on every address of its family",
-				`rc.yaml:12:9: error: spec.bindOptions.addresses[4]: address "fe80::1%eth0" is not an IP address`,
+				`rc.yaml:12:9: error: spec.bindOptions.addresses[4]: address "fe80::1%eth0" has a zone; only plain IP addresses are supported`,
 			},
 		},
 	})

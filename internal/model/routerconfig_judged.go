@@ -52,6 +52,12 @@ var judgedSettings = []judgedSetting{
 		without: func(s Settings) Settings { s.TLS = DefaultSettings().TLS; return s },
 	},
 	{
+		// HAProxy reads a page more strictly than CheckErrorPage can.
+		field:   "spec.httpErrorCodePages",
+		set:     func(s *Settings) bool { return s.ErrorPagesDir != "" },
+		without: func(s Settings) Settings { s.ErrorPagesDir = ""; return s },
+	},
+	{
 		field: "spec.clientTLS.allowedSubjectPatterns",
 		set:   func(s *Settings) bool { return s.ClientTLS != nil && s.ClientTLS.SubjectFilter != "" },
 		without: func(s Settings) Settings {

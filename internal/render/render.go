@@ -165,16 +165,33 @@ func Render(in Input) (*Bundle, error) {
 	return b, nil
 }
 
+// CheckDir refuses a directory that haproxy.cfg, its map references or
+// the crt-list cannot name as it is: a path that is not absolute and
+// clean, or holds, besides what checkWord refuses, ',' (read as an address
+// list or the next converter argument), '(' or ')' (ending a converter's
+// arguments), '[' or ']' (crt-list filters), or '$', '{' or '}'
+// (environment variables). Every generation rendered there would be
+// refused by HAProxy.
+func CheckDir(what, dir string) error {
+	if err := checkWord(what, dir); err != nil {
+		return err
+	}
+	if i := strings.IndexAny(dir, ",()[]${}"); i >= 0 {
+		return fmt.Errorf("%s %q contains %q, which haproxy.cfg would not read as part of a path", what, dir, dir[i])
+	}
+	if !path.IsAbs(dir) || path.Clean(dir) != dir {
+		return fmt.Errorf("%s %q must be an absolute, clean path", what, dir)
+	}
+	return nil
+}
+
 func checkInput(in Input) error {
 	if in.Desired == nil {
 		return errors.New("no desired state")
 	}
 	for _, d := range []struct{ what, dir string }{{"bundle dir", in.Dir}, {"run dir", in.RunDir}} {
-		if err := checkWord(d.what, d.dir); err != nil {
+		if err := CheckDir(d.what, d.dir); err != nil {
 			return err
-		}
-		if !path.IsAbs(d.dir) || path.Clean(d.dir) != d.dir {
-			return fmt.Errorf("%s %q must be an absolute, clean path", d.what, d.dir)
 		}
 	}
 	if err := in.Sockets.check(); err != nil {

@@ -246,6 +246,13 @@ func TestRenderErrors(t *testing.T) {
 		{"relative dir", func(in *Input) { in.Dir = "bundle" }, `render: bundle dir "bundle" must be an absolute, clean path`},
 		{"dir with space", func(in *Input) { in.Dir = "/var/lib/my bundle" }, `render: bundle dir "/var/lib/my bundle" contains a character not allowed in haproxy syntax (' ')`},
 		{"unclean run dir", func(in *Input) { in.RunDir = "/run/../etc" }, `render: run dir "/run/../etc" must be an absolute, clean path`},
+		// HAProxy read these as an address list, the end of map_str's
+		// argument, a crt-list filter or a variable: every generation
+		// rendered there was refused.
+		{"bundle dir with comma", func(in *Input) { in.Dir = "/var/lib/a,b" }, `render: bundle dir "/var/lib/a,b" contains ',', which haproxy.cfg would not read as part of a path`},
+		{"bundle dir with parenthesis", func(in *Input) { in.Dir = "/var/lib/a)b" }, `render: bundle dir "/var/lib/a)b" contains ')', which haproxy.cfg would not read as part of a path`},
+		{"bundle dir with bracket", func(in *Input) { in.Dir = "/var/lib/a]b" }, `render: bundle dir "/var/lib/a]b" contains ']', which haproxy.cfg would not read as part of a path`},
+		{"run dir with variable", func(in *Input) { in.RunDir = "/run/$HOME" }, `render: run dir "/run/$HOME" contains '$', which haproxy.cfg would not read as part of a path`},
 		{"no default cert", func(in *Input) { in.DefaultCertificate = nil }, "render: no default certificate"},
 		{"stats user with colon", func(in *Input) { in.StatsCredentials = model.StatsCredentials{User: "a:b", Password: "p"} },
 			"render: stats user contains ':'"},
