@@ -487,6 +487,14 @@ func (d *Daemon) noteRouterConfig(res model.Result, files []model.SourceFile) {
 		return
 	}
 	path := res.Objects.RouterConfigs[0].Source.Pos.Path
+	if d.loader.Failed(path) {
+		// Its settings come from the file's last good content, which is
+		// what the anchor holds already. Saved, the current content
+		// restored no settings at all: a restart came up on the defaults
+		// (0.0.0.0:80/443/1936) when a file the RouterConfig names was
+		// unusable too.
+		return
+	}
 	for i := range files {
 		if files[i].Path == path {
 			if d.rcAnchor == nil || d.rcAnchor.Hash != files[i].Hash || files[i].Hash == "" {
@@ -527,8 +535,15 @@ func (d *Daemon) restore() {
 		// for a RouterConfig there that is invalid or doubled, and
 		// restored last, since loading the tree commits the settings of
 		// one that is valid but which HAProxy refused.
-		s := d.loader.Load([]model.SourceFile{*rc}).Desired.Router
-		settings, d.rcAnchor = &s, rc
+		res := d.loader.Load([]model.SourceFile{*rc})
+		if res.RouterConfigInForce() && !d.loader.Failed(rc.Path) {
+			s := res.Desired.Router
+			settings, d.rcAnchor = &s, rc
+		} else {
+			// Saved by an earlier version from a file that had errors:
+			// its "settings" would be the defaults, ports included.
+			d.log.Warn("saved RouterConfig does not load; not restoring settings from it", "file", rc.Path)
+		}
 	}
 	if len(sv.anchors) > 0 {
 		byPath := make(map[string]model.SourceFile, len(sv.files))

@@ -799,3 +799,39 @@ func TestBrokenFileYieldsToTheMovedRoute(t *testing.T) {
 	r.keepsServing("a.e2e.test", "two", 10, "the moved route")
 	r.routeStatus("a", model.RouteAdmitted) // not stale: its current version serves
 }
+
+// A RouterConfig that no longer parses serves its last good settings, and
+// must across a restart too, also when a file it names is unusable at the
+// same time: the save took the file's current content as the RouterConfig
+// in force, which restored no settings, and the restart came up on the
+// default ports, every route refused on its own.
+func TestRestartKeepsPortsOfBrokenRouterConfigWithBrokenFile(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	certFile := filepath.Join(t.TempDir(), "default.pem")
+	cert, key := makeCert(t, "*.e2e.test", 7001)
+	must(t, os.WriteFile(certFile, []byte(cert+key), 0o600))
+	gen := func(extra string) map[string][]byte {
+		return files("router.yaml", r.routerConfig("  defaultCertificate: "+certFile+"\n"+extra),
+			"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+			"endpoints.yaml", endpointsYAML("one", one))
+	}
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(gen("")))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+
+	must(t, os.WriteFile(certFile, []byte("garbage\n"), 0o600))
+	// A second tuningOptions key: the file no longer parses.
+	must(t, w.Publish(gen("  tuningOptions:\n    clientTimeout: 31s\n")))
+	r.reportsError("defaultCertificate")
+	time.Sleep(500 * time.Millisecond) // the save of the last good state runs off the loop
+	r.stop()
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	cfg, err := os.ReadFile(filepath.Join(r.stateDir, "live", "haproxy.cfg"))
+	must(t, err)
+	if want := fmt.Sprintf("bind 127.0.0.1:%d", r.http); !strings.Contains(string(cfg), want) {
+		t.Fatalf("after the restart haproxy.cfg lacks %q", want)
+	}
+}
