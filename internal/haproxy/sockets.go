@@ -1,6 +1,7 @@
 package haproxy
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -88,14 +89,30 @@ func (s *Supervisor) LinkAdminSocket() error {
 	return nil
 }
 
-// isLiveSocket reports whether a unix socket at path accepts connections.
+// isLiveSocket reports whether a unix socket at path has a listener. It
+// is dead only when the path is missing, is not a socket, or refuses.
+//
+// It never blocks: a listener whose backlog is full (a hung or stopped
+// HAProxy with clients queued) answers EAGAIN and counts as live. A
+// blocking connect waited for it, and froze the daemon's loop for as long
+// as HAProxy hung, while /readyz said ok. A socket haroute cannot create
+// itself (out of descriptors) says nothing of HAProxy's, and counts as
+// live too: it read as every socket lost, and healing renamed them all.
 func isLiveSocket(path string) bool {
-	c, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	c, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
-		return false
+		return true
 	}
 	defer unix.Close(c)
-	return unix.Connect(c, &unix.SockaddrUnix{Name: path}) == nil
+	switch err := unix.Connect(c, &unix.SockaddrUnix{Name: path}); {
+	case err == nil:
+		return true
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ECONNREFUSED), errors.Is(err, unix.ENOTSOCK),
+		errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP), errors.Is(err, unix.EPROTOTYPE):
+		return false
+	default:
+		return true
+	}
 }
 
 // SocketsError lists the sockets (or the run dir) that are missing or
