@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"reflect"
 
 	"github.com/haroute/haroute/internal/certgen"
@@ -55,8 +56,8 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 			return "", err
 		}
 		if err := haproxy.Check(ctx, d.sup.Binary(), d.cand.path+"/"+render.ConfigFile); err != nil {
-			if ctx.Err() != nil {
-				return "", ctx.Err()
+			if !errors.As(err, new(*haproxy.CheckError)) {
+				return "", err // no verdict: nothing is blamed for it
 			}
 			return err.Error(), nil
 		}

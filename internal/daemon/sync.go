@@ -661,11 +661,14 @@ func (d *Daemon) writeChecked(ctx context.Context, next plan.State) error {
 	checkCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := haproxy.Check(checkCtx, d.sup.Binary(), d.cand.path+"/"+render.ConfigFile); err != nil {
-		err = fmt.Errorf("candidate rejected, last good config keeps serving: %w", err)
-		if checkCtx.Err() != nil {
-			return err // timed out: not a verdict on the content
+		if !errors.As(err, new(*haproxy.CheckError)) {
+			// Timed out, killed, or the binary gone (a package upgrade
+			// renames a new one over it): no verdict on the content,
+			// which is tried again (writeFailed) rather than refused
+			// until it changes.
+			return fmt.Errorf("candidate not checked, last good config keeps serving: %w", err)
 		}
-		return rejected{err: err, checked: true}
+		return rejected{err: fmt.Errorf("candidate rejected, last good config keeps serving: %w", err), checked: true}
 	}
 	if err := d.writeLive(next); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 )
 
 // CheckError is a configuration HAProxy refused. Lines holds HAProxy's own
@@ -26,7 +27,8 @@ func (e *CheckError) Error() string {
 
 // Check runs `haproxy -c -f cfgPath` and returns nil when HAProxy accepts
 // the file, a *CheckError carrying its messages when it does not, or
-// another error when the binary cannot run at all.
+// another error when there is no verdict: the binary cannot run, or the
+// check was killed.
 func Check(ctx context.Context, binary, cfgPath string) error {
 	bin, err := resolveBinary(binary)
 	if err != nil {
@@ -43,6 +45,11 @@ func Check(ctx context.Context, binary, cfgPath string) error {
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) {
 		return fmt.Errorf("run %s -c: %w", bin, err)
+	}
+	if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		// Killed (the OOM killer, a timeout elsewhere): no verdict on
+		// the file, which the same check may pass when run again.
+		return fmt.Errorf("%s -c on %s was killed by %v", bin, cfgPath, ws.Signal())
 	}
 	return &CheckError{ConfigPath: cfgPath, Lines: alertLines(out)}
 }

@@ -1,6 +1,10 @@
 package haproxy
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -44,5 +48,21 @@ func TestAlertLinesJoinsContinuations(t *testing.T) {
 	got := alertLines([]byte("Usage : haproxy\n  -v displays version\n"))
 	if len(got) != 1 || got[0] != "Usage : haproxy -v displays version" {
 		t.Errorf("no alerts: %q", got)
+	}
+}
+
+// A check killed before its verdict (the OOM killer) is not a refusal of
+// the file: a *CheckError would have it blamed on the content.
+func TestCheckKilledIsNoVerdict(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "haproxy")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nkill -9 $$\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := Check(context.Background(), bin, "/nonexistent.cfg")
+	if err == nil || errors.As(err, new(*CheckError)) {
+		t.Fatalf("Check = %v, want an error that is not a *CheckError", err)
+	}
+	if !strings.Contains(err.Error(), "killed") {
+		t.Errorf("Check = %v, want it to say the check was killed", err)
 	}
 }

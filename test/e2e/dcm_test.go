@@ -586,3 +586,33 @@ func readShowServers(t testing.TB, r *router, be string) string {
 	}
 	return out
 }
+
+// A check that gives no verdict (the binary gone while a package upgrade
+// renames a new one over it) refuses nothing: the change is tried again
+// and applies once HAProxy can run. It was blamed on the RouterConfig,
+// refused until the file changed again.
+func TestCheckWithoutVerdictIsRetried(t *testing.T) {
+	r := newRouter(t)
+	bin := filepath.Join(t.TempDir(), "haproxy")
+	script := fmt.Sprintf("#!/bin/sh\nexec %s \"$@\"\n", testutil.HAProxy(t))
+	must(t, os.WriteFile(bin, []byte(script), 0o755))
+	r.haproxy = bin
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := func(extra string) map[string][]byte {
+		return files("router.yaml", r.routerConfig(extra), "a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+			"endpoints.yaml", endpointsYAML("one", one))
+	}
+	must(t, w.Publish(gen("")))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+
+	must(t, os.Rename(bin, bin+".away"))
+	must(t, w.Publish(gen("    clientTimeout: 31s\n")))
+	r.reportsError("not checked")
+	must(t, os.Rename(bin+".away", bin))
+	r.onDisk("haproxy.cfg", "timeout client 31s")
+	if st := r.store.Get(); st.InputProblems.Errors != 0 {
+		t.Fatalf("status counts %d input errors for a check that never ran", st.InputProblems.Errors)
+	}
+}
