@@ -234,8 +234,12 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 		routeMemos = m.routes
 	}
 	cands := validateRoutes(objs.Routes, routeMemos, &settings, &ds, sc, lg)
+	var secrets map[RouteKey]secretPair
+	var staleSecrets []string
 	if sc.external {
-		resolveExternalCertificates(cands, objs.Secrets)
+		var sds Diagnostics
+		secrets, staleSecrets, sds = resolveExternalCertificates(cands, objs.Secrets, lg)
+		ds = append(ds, sds...)
 	}
 	decideConflicts(cands, sc, settings.InterNamespaceAllowed, lg)
 
@@ -280,6 +284,7 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 		settings:   settings,
 		byKey:      sc.sorted.byKey, memoByKey: sc.sorted.memoByKey,
 		endpoints: endpointsView{endpoints: objs.Endpoints, slices: objs.EndpointSlices, stale: eps},
+		secrets:   secrets, staleSecrets: staleSecrets,
 	}
 	if m != nil {
 		pass.endpoints.epMemos, pass.endpoints.slMemos = m.endpoints, m.slices
@@ -358,6 +363,9 @@ type candidate struct {
 	preferred bool
 	// st is the route's status (statusOf).
 	st *RouteStatus
+	// staleReasons are set when what the route serves is the last good
+	// version of an object it depends on (a Secret), with why.
+	staleReasons []string
 }
 
 // statusOf sets c.st: the memo's status when it reads the same, else a
@@ -366,6 +374,9 @@ type candidate struct {
 // routes, making and comparing every status was 1.7 ms of each change).
 func (c *candidate) statusOf() {
 	m := c.memo
+	if len(c.staleReasons) > 0 {
+		m = nil // not the route's own verdict: not to be remembered as such
+	}
 	if m != nil && m.status != nil && m.statusFrom == c.admitted && sameSlice(m.statusDiags, c.check.diags) {
 		c.st = m.status
 		return
@@ -1183,6 +1194,8 @@ func (c *candidate) status() RouteStatus {
 	switch {
 	case len(st.Reasons) > 0:
 		st.State = RouteRejected
+	case len(c.staleReasons) > 0:
+		st.State, st.Reasons = RouteStale, c.staleReasons
 	case len(st.Warnings) > 0:
 		st.State = RouteAdmittedWithWarnings
 	}

@@ -9,13 +9,25 @@ import "fmt"
 // certificate, which reaches HAProxy at runtime like any certificate
 // change.
 
+// secretPair is the certificate and key a Secret gives.
+type secretPair struct{ crt, key string }
+
 // resolveExternalCertificates fills in the certificate and key of the
 // valid candidates that name a Secret, or rejects them saying why. It runs
 // after validation (whose results are memoized per route object, while a
 // Secret may change alone) and before conflicts are decided, so a route
 // whose Secret is unusable claims no host.
-func resolveExternalCertificates(cands []*candidate, secrets []Secret) {
+//
+// A Secret whose new version cannot be used while its last good one (lg)
+// served keeps serving that one, as any object does (DESIGN §7): the
+// routes are stale, and the error is the Secret's, at its file. Only a
+// Secret gone from the tree takes its routes down. It returns the
+// material in force, by Secret, for the next last good state, the files
+// of the stale Secrets (whose last good content a restart must keep), and
+// the Secrets' diagnostics.
+func resolveExternalCertificates(cands []*candidate, secrets []Secret, lg *lastGood) (inForce map[RouteKey]secretPair, stalePaths []string, ds Diagnostics) {
 	var index map[RouteKey]*Secret // namespace/name of the Secret
+	reported := map[RouteKey]bool{}
 	for _, c := range cands {
 		name := c.admitted.TLS.ExternalCertificate
 		if c.check.bad || name == "" {
@@ -27,31 +39,55 @@ func resolveExternalCertificates(cands []*candidate, secrets []Secret) {
 				s := &secrets[i]
 				index[RouteKey{Namespace: s.Meta.Namespace, Name: s.Meta.Name}] = s
 			}
+			inForce = map[RouteKey]secretPair{}
 		}
 		ns := c.admitted.Key.Namespace
 		const f = "spec.tls.externalCertificate.name"
-		fail := func(format string, args ...any) {
-			c.check.add(SeverityError, c.check.pos(f, "spec.tls.externalCertificate", "spec.tls"), f, fmt.Sprintf(format, args...))
+		fail := func(msg string) {
+			c.check.add(SeverityError, c.check.pos(f, "spec.tls.externalCertificate", "spec.tls"), f, msg)
 		}
-		s := index[RouteKey{Namespace: ns, Name: name}]
-		switch {
-		case s == nil:
-			fail("secret %q not found in namespace %q: write it there as a v1 Secret of type %s", name, ns, SecretTypeTLS)
-			continue
-		case s.Type != SecretTypeTLS:
-			fail("secret %q is of type %q; externalCertificate needs type %s", name, s.Type, SecretTypeTLS)
+		k := RouteKey{Namespace: ns, Name: name}
+		s := index[k]
+		if s == nil {
+			fail(fmt.Sprintf("secret %q not found in namespace %q: write it there as a v1 Secret of type %s", name, ns, SecretTypeTLS))
 			continue
 		}
-		crt, key := s.Data["tls.crt"], s.Data["tls.key"]
-		if crt == "" || key == "" {
-			fail("secret %q lacks tls.crt or tls.key", name)
-			continue
+		pair, problem := secretMaterial(s)
+		if problem != "" {
+			good, ok := lg.secret(k)
+			if !ok {
+				fail(fmt.Sprintf("secret %q%s", name, problem))
+				continue
+			}
+			at := s.Source.At("data")
+			if !reported[k] {
+				reported[k] = true
+				stalePaths = append(stalePaths, s.Source.Pos.Path)
+				ds = append(ds, Diagnostic{Pos: at, Severity: SeverityError,
+					Message: fmt.Sprintf("secret %s/%s%s; its last good version keeps serving the routes that name it until it is fixed or removed", ns, name, problem)})
+			}
+			c.staleReasons = append(c.staleReasons, fmt.Sprintf("%s: secret %q%s; its last good version serves", at, name, problem))
+			pair = good
 		}
-		if _, p := checkCertificateAndKey(crt, key); p != nil {
-			fail("secret %q: %s", name, p.msg)
-			continue
-		}
+		inForce[k] = pair
 		w := c.writable()
-		w.TLS.Certificate, w.TLS.Key = crt, key
+		w.TLS.Certificate, w.TLS.Key = pair.crt, pair.key
 	}
+	return inForce, stalePaths, ds
+}
+
+// secretMaterial is the certificate and key of s, or why they cannot
+// serve (a phrase to follow the Secret's name).
+func secretMaterial(s *Secret) (secretPair, string) {
+	if s.Type != SecretTypeTLS {
+		return secretPair{}, fmt.Sprintf(" is of type %q; externalCertificate needs type %s", s.Type, SecretTypeTLS)
+	}
+	crt, key := s.Data["tls.crt"], s.Data["tls.key"]
+	if crt == "" || key == "" {
+		return secretPair{}, " lacks tls.crt or tls.key"
+	}
+	if _, p := checkCertificateAndKey(crt, key); p != nil {
+		return secretPair{}, ": " + p.msg
+	}
+	return secretPair{crt: crt, key: key}, ""
 }

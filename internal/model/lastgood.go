@@ -53,6 +53,22 @@ type lastGood struct {
 	// take over when the file that served breaks: a typo must not hand a
 	// host to a leftover copy, nor drop addresses that served.
 	stale map[string]bool
+	// secrets is the certificate material in force for each Secret an
+	// externalCertificate names (resolveExternalCertificates).
+	secrets map[RouteKey]secretPair
+	// staleSecrets are the files of Secrets whose current version cannot
+	// serve, whose last good material does; not part of what is
+	// committed.
+	staleSecrets []string
+}
+
+// secret is the last good material of Secret k.
+func (lg *lastGood) secret(k RouteKey) (secretPair, bool) {
+	if lg == nil {
+		return secretPair{}, false
+	}
+	p, ok := lg.secrets[k]
+	return p, ok
 }
 
 // routeDefinedIn reports whether the last good pass had a definition of
@@ -154,12 +170,14 @@ type staleEndpoints struct {
 // admitPass is what one admission pass saw, for deciding substitutions and
 // for the next last good.
 type admitPass struct {
-	byKey      []*Route
-	memoByKey  []*routeMemo
-	rejected   []servedRoute
-	settings   Settings
-	endpoints  endpointsView
-	fromConfig bool
+	byKey        []*Route
+	memoByKey    []*routeMemo
+	rejected     []servedRoute
+	settings     Settings
+	endpoints    endpointsView
+	fromConfig   bool
+	secrets      map[RouteKey]secretPair
+	staleSecrets []string
 }
 
 // find returns the last good version of route key.
@@ -319,7 +337,7 @@ func fieldMessage(d Diagnostic) string {
 // committed: every route it admitted as it now is (a stale one as its
 // last good version, which the pass admitted in its place).
 func (p *admitPass) next() *lastGood {
-	lg := &lastGood{byKey: p.byKey, memoByKey: p.memoByKey, settings: p.settings, endpoints: p.endpoints, fromConfig: p.fromConfig}
+	lg := &lastGood{byKey: p.byKey, memoByKey: p.memoByKey, settings: p.settings, endpoints: p.endpoints, fromConfig: p.fromConfig, secrets: p.secrets, staleSecrets: p.staleSecrets}
 	if len(p.rejected) > 0 {
 		lg.rejected = make(map[RouteKey]bool, len(p.rejected))
 		for _, r := range p.rejected {
@@ -445,6 +463,11 @@ func (r Result) StalePaths() map[string]bool {
 	}
 	for path := range r.staleFiles {
 		out[path] = true
+	}
+	if r.next != nil {
+		for _, path := range r.next.staleSecrets {
+			out[path] = true
+		}
 	}
 	return out
 }

@@ -3,9 +3,11 @@ package e2e
 import (
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/test/publish"
 )
 
@@ -53,4 +55,33 @@ spec:
 	if got := r.reloads() - before; got != 0 {
 		t.Fatalf("rotating the Secret caused %d reloads, want 0", got)
 	}
+
+	// A new version of the Secret that cannot serve (its key belongs to
+	// another certificate) leaves the last good one serving, the route
+	// stale with the Secret's error at its file: it took the route down.
+	_, k3 := makeCert(t, "ext.e2e.test", 5005)
+	pub(c2, k3)
+	st := r.routeStatus("ext", model.RouteStale)
+	if len(st.Reasons) == 0 || !strings.Contains(st.Reasons[0], "secret.yaml:") {
+		t.Errorf("stale route's reasons %q, want the Secret's file and position", st.Reasons)
+	}
+	if err := servedSerial(r, "ext.e2e.test", 4004); err != nil {
+		t.Fatalf("with a broken Secret: %v", err)
+	}
+	if got, err := r.getTLS("ext.e2e.test"); err != nil || got != "one" {
+		t.Fatalf("with a broken Secret: %q, %v", got, err)
+	}
+	// And across a restart.
+	time.Sleep(500 * time.Millisecond) // the save of the last good state runs off the loop
+	r.stop()
+	r.start("atomic")
+	r.routeStatus("ext", model.RouteStale)
+	if err := servedSerial(r, "ext.e2e.test", 4004); err != nil {
+		t.Fatalf("with a broken Secret, after a restart: %v", err)
+	}
+	// Fixed, it serves again, fresh.
+	c6, k6 := makeCert(t, "ext.e2e.test", 6006)
+	pub(c6, k6)
+	r.eventually(20*time.Second, "the fixed Secret's certificate served", func() error { return servedSerial(r, "ext.e2e.test", 6006) })
+	r.routeStatus("ext", model.RouteAdmitted)
 }
