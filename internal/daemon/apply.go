@@ -79,6 +79,20 @@ func (d *Daemon) execute(ctx context.Context, ops []plan.Op) error {
 			if err := flush(); err != nil {
 				return fmt.Errorf("%s: %w", o, err)
 			}
+		case plan.QueryOp:
+			batch = append(batch, o.Before()...)
+			if err := flush(); err != nil {
+				return fmt.Errorf("%s: %w", o, err)
+			}
+			resps, err := d.runtime.Apply(ctx, []string{o.Query()})
+			if err != nil {
+				return fmt.Errorf("%s: %w", o.Query(), err)
+			}
+			after, err := o.After(resps[0].Output)
+			if err != nil {
+				return err
+			}
+			batch = append(batch, after...)
 		case plan.CommandOp:
 			batch = append(batch, o.Commands()...)
 		default:
@@ -412,6 +426,8 @@ func opName(op plan.Op) string {
 		return "delete-ca-file"
 	case plan.DeleteCrtListLine:
 		return "delete-crt-list-line"
+	case plan.ReplaceCrtListLine:
+		return "replace-crt-list-line"
 	case plan.SetDynamicCookieKey:
 		return "set-cookie-key"
 	default:

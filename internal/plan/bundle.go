@@ -23,7 +23,7 @@ func (d *differ) bundles() {
 	if oldList, newList := fileData(a, render.CrtListFile), fileData(b, render.CrtListFile); !bytes.Equal(oldList, newList) {
 		if crt, runtimeCrt = d.crtList(oldList, newList); runtimeCrt {
 			d.add(Change{Mode: ModeRuntime, Kind: KindCrtList, Subject: render.CrtListFile,
-				Detail: fmt.Sprintf("+%d -%d lines", len(crt.added), len(crt.replaced)+len(crt.deleted))})
+				Detail: fmt.Sprintf("+%d -%d lines", len(crt.added)+len(crt.replaced), len(crt.replaced)+len(crt.deleted))})
 		}
 	}
 	d.mapFiles(a.Maps, b.Maps)

@@ -60,10 +60,10 @@ func sharedSNI(data []byte) map[string]bool {
 
 // crtListOps is the runtime work of a crt-list change.
 type crtListOps struct {
-	// replaced are the lines deleted before the added ones are added (a
-	// certificate that moves to another host or changes its options
-	// keeps its file); added are the lines added; deleted are the lines
-	// of certificates that go away.
+	// replaced are the lines of certificates that keep their file but
+	// move to another host or change options, as they are to be;
+	// added are the lines added; deleted are the lines of certificates
+	// that go away.
 	replaced, added, deleted []crtLine
 }
 
@@ -92,6 +92,7 @@ func (d *differ) crtList(oldData, newData []byte) (crtListOps, bool) {
 	}
 
 	var ops crtListOps
+	moved := map[string]bool{}
 	for _, l := range olds {
 		if newLines[l.text] > 0 {
 			continue
@@ -101,7 +102,7 @@ func (d *differ) crtList(oldData, newData []byte) (crtListOps, bool) {
 			return reload(l.cert + " is on more than one line")
 		}
 		if newCerts[l.cert] {
-			ops.replaced = append(ops.replaced, l)
+			moved[l.cert] = true
 		} else {
 			ops.deleted = append(ops.deleted, l)
 		}
@@ -112,6 +113,13 @@ func (d *differ) crtList(oldData, newData []byte) (crtListOps, bool) {
 		}
 		if l.sni == "" || sniCount[l.sni] > 1 {
 			return reload(fmt.Sprintf("%s: SNI %q is not unique in the list", l.cert, l.sni))
+		}
+		if moved[l.cert] {
+			if oldCerts[l.cert] != 1 || newLinesOf(news, l.cert) != 1 {
+				return reload(l.cert + " is on more than one line")
+			}
+			ops.replaced = append(ops.replaced, l)
+			continue
 		}
 		ops.added = append(ops.added, l)
 	}
@@ -127,10 +135,10 @@ func (d *differ) crtList(oldData, newData []byte) (crtListOps, bool) {
 // entries that routed to them are gone (tlsRemoves, last).
 func (d *differ) tlsOps(ops crtListOps, loads, unloads []Op) {
 	list := absPath(d.desired.Input.Dir, render.CrtListFile)
-	for _, l := range ops.replaced {
-		d.tlsAdds = append(d.tlsAdds, DeleteCrtListLine{List: list, Cert: l.cert})
-	}
 	d.tlsAdds = append(d.tlsAdds, loads...)
+	for _, l := range ops.replaced {
+		d.tlsAdds = append(d.tlsAdds, ReplaceCrtListLine{List: list, Cert: l.cert, Line: l.text})
+	}
 	for _, l := range ops.added {
 		d.tlsAdds = append(d.tlsAdds, AddCrtListLine{List: list, Line: l.text})
 	}
@@ -138,4 +146,15 @@ func (d *differ) tlsOps(ops crtListOps, loads, unloads []Op) {
 		d.tlsRemoves = append(d.tlsRemoves, DeleteCrtListLine{List: list, Cert: l.cert})
 	}
 	d.tlsRemoves = append(d.tlsRemoves, unloads...)
+}
+
+// newLinesOf counts the lines of cert in lines.
+func newLinesOf(lines []crtLine, cert string) int {
+	n := 0
+	for _, l := range lines {
+		if l.cert == cert {
+			n++
+		}
+	}
+	return n
 }

@@ -145,6 +145,13 @@ func (h *liveHAProxy) apply(t *testing.T, p Plan) {
 				t.Fatal(err)
 			}
 			h.mustCmd(t, o.Commands(ver)...)
+		case QueryOp:
+			h.mustCmd(t, o.Before()...)
+			after, err := o.After(h.cmd(t, o.Query()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.mustCmd(t, after...)
 		case CommandOp:
 			h.mustCmd(t, o.Commands()...)
 		default:

@@ -117,6 +117,15 @@ func commands(p Plan) []string {
 		case VersionedOp:
 			out = append(out, o.PrepareCommand())
 			out = append(out, o.Commands("1")...)
+		case QueryOp:
+			// As HAProxy numbers them: the old line 1, the new one 2.
+			out = append(out, o.Before()...)
+			out = append(out, o.Query())
+			after, err := o.After(o.(ReplaceCrtListLine).Cert + ":1\n" + o.(ReplaceCrtListLine).Cert + ":2\n")
+			if err != nil {
+				out = append(out, err.Error())
+			}
+			out = append(out, after...)
 		case CommandOp:
 			out = append(out, o.Commands()...)
 		default:

@@ -147,6 +147,15 @@ type VersionedOp interface {
 	Commands(ver string) []string
 }
 
+// QueryOp needs HAProxy's answer to a query for its last commands: it
+// sends Before, then Query, then what After makes of the reply.
+type QueryOp interface {
+	Op
+	Before() []string
+	Query() string
+	After(reply string) ([]string, error)
+}
+
 // MaxPayload bounds the bytes of one payload command (`add map … <<`,
 // `set ssl cert … <<`). HAProxy reads a payload into one buffer
 // (tune.bufsize, 16 KiB by default) and 2.6.12 drops the connection when
@@ -352,6 +361,46 @@ func (o DeleteCrtListLine) Commands() []string {
 
 func (o DeleteCrtListLine) String() string { return "del ssl crt-list " + o.Cert }
 
+// ReplaceCrtListLine moves a certificate's crt-list line to new text
+// (another host, other options), adding the new line before deleting the
+// old one: deleted first, the host was served the default certificate in
+// between. Both lines then name the same file, so the old one is deleted
+// by its number, from `show ssl crt-list -n`: HAProxy numbers a line
+// added at runtime after every other, so the new line has the highest.
+type ReplaceCrtListLine struct {
+	List string
+	Cert string
+	Line string // the new line
+}
+
+func (o ReplaceCrtListLine) Before() []string {
+	return AddCrtListLine{List: o.List, Line: o.Line}.Commands()
+}
+
+func (o ReplaceCrtListLine) Query() string { return "show ssl crt-list -n " + o.List }
+
+// After deletes the line of Cert with the lowest number: the old one.
+// Entries read "<cert>:<number>[ [options]][ filters]".
+func (o ReplaceCrtListLine) After(reply string) ([]string, error) {
+	var nums []int
+	for line := range strings.Lines(reply) {
+		rest, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), o.Cert+":")
+		if !ok {
+			continue
+		}
+		num, _, _ := strings.Cut(rest, " ")
+		if n, err := strconv.Atoi(num); err == nil {
+			nums = append(nums, n)
+		}
+	}
+	if len(nums) != 2 {
+		return nil, fmt.Errorf("show ssl crt-list -n %s: %s is on %d lines once its new one is added, want 2", o.List, o.Cert, len(nums))
+	}
+	return []string{fmt.Sprintf("del ssl crt-list %s %s:%d", o.List, o.Cert, min(nums[0], nums[1]))}, nil
+}
+
+func (o ReplaceCrtListLine) String() string { return "replace ssl crt-list line " + o.Line }
+
 // AddCAFile loads a CA file the running HAProxy does not hold yet (a new
 // reencrypt route's destinationCACertificate), before the servers that
 // name it in `ca-file` are added.
@@ -381,6 +430,7 @@ func (AddCert) isOp()             {}
 func (DeleteCert) isOp()          {}
 func (AddCrtListLine) isOp()      {}
 func (DeleteCrtListLine) isOp()   {}
+func (ReplaceCrtListLine) isOp()  {}
 func (SetDynamicCookieKey) isOp() {}
 func (RemoveServer) isOp()        {}
 func (ReenableServer) isOp()      {}

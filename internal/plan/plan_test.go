@@ -605,7 +605,9 @@ func TestCompute(t *testing.T) {
 				routeByName(t, d, "secure").Host = "moved.example.com"
 			},
 			// The line is replaced before the maps send the new host to the
-			// route; the certificate stays loaded.
+			// route, the new one added before the old one goes (the old
+			// host is never without its certificate); the certificate
+			// stays loaded.
 			wantChanges: []string{
 				"runtime | host/path changed | default/secure | secure.example.com -> moved.example.com",
 				"runtime | crt-list changed | crt-list | +1 -1 lines",
@@ -615,8 +617,9 @@ func TestCompute(t *testing.T) {
 				"runtime | map changed | maps/https_host.map | +1 -1 entries",
 			},
 			wantCommands: []string{
-				"del ssl crt-list /var/lib/haroute/bundle/crt-list /var/lib/haroute/bundle/certs/default_secure.pem",
 				"add ssl crt-list /var/lib/haroute/bundle/crt-list <<\n/var/lib/haroute/bundle/certs/default_secure.pem moved.example.com\n",
+				"show ssl crt-list -n /var/lib/haroute/bundle/crt-list",
+				"del ssl crt-list /var/lib/haroute/bundle/crt-list /var/lib/haroute/bundle/certs/default_secure.pem:1",
 				"add map /var/lib/haroute/bundle/maps/http.map moved.example.com/ be_edge_http:default:secure",
 				"del map /var/lib/haroute/bundle/maps/http.map secure.example.com/",
 				"add map /var/lib/haroute/bundle/maps/http_host.map moved.example.com be_edge_http:default:secure",
@@ -626,7 +629,7 @@ func TestCompute(t *testing.T) {
 				"add map /var/lib/haroute/bundle/maps/https_host.map moved.example.com be_edge_http:default:secure",
 				"del map /var/lib/haroute/bundle/maps/https_host.map secure.example.com",
 			},
-			wantSummary: "plan: runtime (6 operations, no reload)",
+			wantSummary: "plan: runtime (5 operations, no reload)",
 		},
 		{
 			name: "a second certificate for a name already in the crt-list",

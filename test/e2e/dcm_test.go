@@ -616,3 +616,79 @@ func TestCheckWithoutVerdictIsRetried(t *testing.T) {
 		t.Fatalf("status counts %d input errors for a check that never ran", st.InputProblems.Errors)
 	}
 }
+
+// A route's crt-list line that changes (its wildcard policy flips, so the
+// line's SNI goes between w.e2e.test and *.e2e.test, both covering the
+// host) is replaced at runtime without a moment on the default
+// certificate: the new line is added before the old one is deleted. The
+// other way round, a handshake in between got the default certificate.
+func TestCrtListLineReplacedWithoutDefaultCertificate(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	c, k := makeCert(t, "w.e2e.test", 4444)
+	policy := "None"
+	gen := func() map[string][]byte {
+		route := fmt.Sprintf(`apiVersion: route.openshift.io/v1
+kind: Route
+metadata:
+  name: w
+  namespace: e2e
+spec:
+  host: w.e2e.test
+  wildcardPolicy: %s
+  to:
+    kind: Service
+    name: one
+  tls:
+    termination: edge
+    certificate: |
+%s
+    key: |
+%s
+`, policy, indent(c, 6), indent(k, 6))
+		return files("router.yaml", r.routerConfig("  allowWildcardRoutes: true\n"), "w.yaml", route,
+			"endpoints.yaml", endpointsYAML("one", one))
+	}
+	must(t, w.Publish(gen()))
+	r.start("atomic")
+	r.eventually(20*time.Second, "the route's certificate", func() error { return servedSerial(r, "w.e2e.test", 4444) })
+
+	stop := make(chan struct{})
+	wrong := make(chan []string, 1)
+	go func() {
+		var seen []string
+		for {
+			select {
+			case <-stop:
+				wrong <- seen
+				return
+			default:
+			}
+			if err := servedSerial(r, "w.e2e.test", 4444); err != nil && len(seen) < 5 {
+				seen = append(seen, err.Error())
+			}
+		}
+	}()
+	before := r.reloads()
+	for range 6 {
+		policy = map[string]string{"None": "Subdomain", "Subdomain": "None"}[policy]
+		must(t, w.Publish(gen()))
+		want := map[string]string{"None": " w.e2e.test", "Subdomain": " *.e2e.test"}[policy]
+		r.onDisk("crt-list", want)
+		time.Sleep(300 * time.Millisecond)
+	}
+	close(stop)
+	if seen := <-wrong; len(seen) > 0 {
+		t.Errorf("handshakes for w.e2e.test got another certificate while its line was replaced: %q", seen)
+	}
+	if got := r.reloads() - before; got != 0 {
+		t.Errorf("%d reloads, want the lines replaced at runtime", got)
+	}
+	// HAProxy holds the one line the file has.
+	out, err := testutil.AdminCommand(r.runDir, "show ssl crt-list -n "+filepath.Join(r.stateDir, "live", "crt-list"))
+	must(t, err)
+	if n := strings.Count(out, ".pem:"); n != 1 {
+		t.Errorf("show ssl crt-list after the flips:\n%s\nwant the route's certificate on one line", out)
+	}
+}
