@@ -30,46 +30,73 @@ type Material struct {
 // disk (bounded by model.MaxFileSize), and, when no default certificate is
 // configured, the self-signed one kept in stateDir (made once).
 func Resolve(s model.Settings, stateDir string, now func() time.Time) (Material, error) {
+	return ResolveOver(s, stateDir, now, nil)
+}
+
+// ResolveOver is Resolve where an item that cannot be read keeps its
+// content in last, when last is not nil: a file broken under unchanged
+// settings serves its last good content while the others serve what they
+// name now (a CA file newly named beside a broken default certificate:
+// all of the last material left render without the CA the settings ask
+// for). It returns the first error met, with the material.
+func ResolveOver(s model.Settings, stateDir string, now func() time.Time, last *Material) (Material, error) {
 	var m Material
+	var first error
+	failed := func(err error, keep func()) bool {
+		if first == nil {
+			first = err
+		}
+		if last == nil {
+			return true
+		}
+		keep()
+		return false
+	}
 	var err error
 	switch {
 	case s.DefaultCertificate != "":
 		m.DefaultCertificate = []byte(s.DefaultCertificate)
 	case s.DefaultCertificateFile != "":
-		if m.DefaultCertificate, err = readDefaultCertificate(s.DefaultCertificateFile); err != nil {
-			return m, fmt.Errorf("%s: %w", FieldDefaultCertificate, err)
+		if m.DefaultCertificate, err = readDefaultCertificate(s.DefaultCertificateFile); err != nil &&
+			failed(fmt.Errorf("%s: %w", FieldDefaultCertificate, err), func() { m.DefaultCertificate = last.DefaultCertificate }) {
+			return m, first
 		}
 	default:
-		if m.DefaultCertificate, err = EnsureDefault(stateDir, now); err != nil {
-			return m, fmt.Errorf("default certificate: %w", err)
+		if m.DefaultCertificate, err = EnsureDefault(stateDir, now); err != nil &&
+			failed(fmt.Errorf("default certificate: %w", err), func() { m.DefaultCertificate = last.DefaultCertificate }) {
+			return m, first
 		}
 	}
 	switch {
 	case s.DefaultDestinationCA != "":
 		m.DefaultDestinationCA = []byte(s.DefaultDestinationCA)
 	case s.DefaultDestinationCAFile != "":
-		if m.DefaultDestinationCA, err = readDestinationCA(s.DefaultDestinationCAFile); err != nil {
-			return m, fmt.Errorf("%s: %w", FieldDefaultDestinationCA, err)
+		if m.DefaultDestinationCA, err = readDestinationCA(s.DefaultDestinationCAFile); err != nil &&
+			failed(fmt.Errorf("%s: %w", FieldDefaultDestinationCA, err), func() { m.DefaultDestinationCA = last.DefaultDestinationCA }) {
+			return m, first
 		}
 	}
 	if p := s.StatsCredentialsFile; p != "" {
-		if m.StatsCredentials, err = readStatsCredentials(p); err != nil {
-			return m, fmt.Errorf("stats credentials: %w", err)
+		if m.StatsCredentials, err = readStatsCredentials(p); err != nil &&
+			failed(fmt.Errorf("stats credentials: %w", err), func() { m.StatsCredentials = last.StatsCredentials }) {
+			return m, first
 		}
 	}
 	if c := s.ClientTLS; c != nil {
 		if c.CA != "" {
 			m.ClientCA = []byte(c.CA)
-		} else if m.ClientCA, err = readDestinationCA(c.CAFile); err != nil {
-			return m, fmt.Errorf("%s: %w", FieldClientCA, err)
+		} else if m.ClientCA, err = readDestinationCA(c.CAFile); err != nil &&
+			failed(fmt.Errorf("%s: %w", FieldClientCA, err), func() { m.ClientCA = last.ClientCA }) {
+			return m, first
 		}
 	}
 	if d := s.ErrorPagesDir; d != "" {
-		if m.ErrorPages, err = readErrorPages(s); err != nil {
-			return m, fmt.Errorf("%s: %w", FieldErrorPages, err)
+		if m.ErrorPages, err = readErrorPages(s); err != nil &&
+			failed(fmt.Errorf("%s: %w", FieldErrorPages, err), func() { m.ErrorPages = last.ErrorPages }) {
+			return m, first
 		}
 	}
-	return m, nil
+	return m, first
 }
 
 // The RouterConfig fields that may name files.
@@ -118,6 +145,29 @@ func CheckFiles(s model.Settings) []FileProblem {
 		}
 	}
 	return out
+}
+
+// Naming is what in s names the file (or inline content) of field, one of
+// the Field constants: two settings with the same naming read the same
+// file. A file that breaks under unchanged naming keeps its last good
+// content; only settings that name another judge it anew.
+func Naming(s model.Settings, field string) string {
+	switch field {
+	case FieldDefaultCertificate:
+		return s.DefaultCertificateFile + "\x00" + s.DefaultCertificate
+	case FieldDefaultDestinationCA:
+		return s.DefaultDestinationCAFile + "\x00" + s.DefaultDestinationCA
+	case FieldStatsCredentials:
+		return s.StatsCredentialsFile
+	case FieldClientCA:
+		if s.ClientTLS == nil {
+			return ""
+		}
+		return s.ClientTLS.CAFile
+	case FieldErrorPages:
+		return s.ErrorPagesDir
+	}
+	return ""
 }
 
 func readDefaultCertificate(path string) ([]byte, error) {

@@ -228,3 +228,27 @@ func TestResolveErrorPages(t *testing.T) {
 		t.Errorf("empty directory: error = %v", err)
 	}
 }
+
+// ResolveOver keeps, of the last material, only what cannot be read now:
+// a broken default certificate file serves its last content beside a
+// client CA the settings newly name, with the error.
+func TestResolveOverKeepsWhatBroke(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC) }
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "default.pem")
+	if err := os.WriteFile(broken, []byte("garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	last := &Material{DefaultCertificate: []byte("LAST"), ClientCA: []byte("LAST CA")}
+	s := model.Settings{DefaultCertificateFile: broken, ClientTLS: &model.ClientTLSPolicy{Verify: "required", CA: "NEW CA"}}
+	m, err := ResolveOver(s, dir, now, last)
+	if err == nil || !strings.Contains(err.Error(), FieldDefaultCertificate) {
+		t.Errorf("error = %v, want the broken default certificate's", err)
+	}
+	if string(m.DefaultCertificate) != "LAST" || string(m.ClientCA) != "NEW CA" {
+		t.Errorf("material = cert %q, client CA %q; want the last certificate and the new CA", m.DefaultCertificate, m.ClientCA)
+	}
+	if _, err := ResolveOver(s, dir, now, nil); err == nil {
+		t.Error("without a last material, a broken file is an error")
+	}
+}

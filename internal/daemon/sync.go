@@ -130,12 +130,14 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 }
 
 // materialProblems returns, as problems of the RouterConfig, the files
-// that new settings name and cannot be used (certgen.CheckFiles). New
-// settings go with their material or not at all: applied with the last
-// good material, a clientTLS whose CA file was empty left render refusing
-// every later change, and a port moved in the same edit as a broken
-// certificate applied half a RouterConfig. A file that breaks under
-// unchanged settings keeps its last good content (resolveMaterial).
+// that new settings newly name and cannot be used (certgen.CheckFiles).
+// New settings go with their material or not at all: applied with the
+// last good material, a clientTLS whose CA file was empty left render
+// refusing every later change, and a port moved in the same edit as a
+// broken certificate applied half a RouterConfig. A file that breaks
+// under unchanged naming keeps its last good content (resolveMaterial),
+// also when other settings change: judged again, a broken default
+// certificate refused every later edit of the RouterConfig.
 func (d *Daemon) materialProblems(res model.Result) []model.SettingsProblem {
 	prev := d.loader.Settings()
 	if prev == nil || res.Desired == nil || reflect.DeepEqual(*prev, res.Desired.Router) {
@@ -143,6 +145,9 @@ func (d *Daemon) materialProblems(res model.Result) []model.SettingsProblem {
 	}
 	var out []model.SettingsProblem
 	for _, p := range certgen.CheckFiles(res.Desired.Router) {
+		if certgen.Naming(*prev, p.Field) == certgen.Naming(res.Desired.Router, p.Field) {
+			continue
+		}
 		out = append(out, model.SettingsProblem{Field: p.Field, Message: p.Err.Error()})
 	}
 	return out
@@ -567,7 +572,7 @@ func (d *Daemon) refillPool(ctx context.Context) error {
 func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 	s := res.Desired.Router
 	d.materialStamp = materialStamp(s)
-	m, err := certgen.Resolve(s, d.opts.StateDir, time.Now)
+	m, err := certgen.ResolveOver(s, d.opts.StateDir, time.Now, d.material)
 	d.materialErr = err
 	if err == nil {
 		return m, nil
@@ -586,7 +591,7 @@ func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 		st.InputProblems.Errors = c.errors + 1
 		st.StaleObjects = append(slices.Clone(st.StaleObjects), stale)
 	})
-	return *d.material, nil
+	return m, nil
 }
 
 // materialPos is "file:line:col: " of the RouterConfig field naming the

@@ -404,3 +404,32 @@ func TestDefaultCertificateRotationIsPickedUpByTheResync(t *testing.T) {
 		return nil
 	})
 }
+
+// A default certificate file broken while the RouterConfig naming it is
+// unchanged keeps its last good content, and an edit of other settings
+// still applies: the file was judged again with every edit, and each was
+// refused until the certificate was fixed.
+func TestBrokenDefaultCertificateFileLetsOtherSettingsChange(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	certFile := filepath.Join(t.TempDir(), "default.pem")
+	cert, key := makeCert(t, "*.e2e.test", 7001)
+	must(t, os.WriteFile(certFile, []byte(cert+key), 0o600))
+	w := publish.NewAtomicWriter(r.dir)
+	gen := func(extra string) map[string][]byte {
+		return files("router.yaml", r.routerConfig(extra+"  defaultCertificate: "+certFile+"\n"),
+			"edge.yaml", edgeRouteYAML("edge", "edge.e2e.test", "one"),
+			"endpoints.yaml", endpointsYAML("one", one))
+	}
+	must(t, w.Publish(gen("")))
+	r.start("atomic")
+	r.eventually(10*time.Second, "the default certificate", func() error { return servedSerial(r, "edge.e2e.test", 7001) })
+
+	must(t, os.WriteFile(certFile, []byte("garbage\n"), 0o600))
+	must(t, w.Publish(gen("    clientTimeout: 31s\n")))
+	r.onDisk("haproxy.cfg", "timeout client 31s")
+	if err := servedSerial(r, "edge.e2e.test", 7001); err != nil {
+		t.Fatalf("with the file broken: %v", err)
+	}
+	r.reportsError("defaultCertificate")
+}
