@@ -27,6 +27,11 @@ func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State)
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, d.opts.RuntimeTimeout)
 	defer cancel()
+	if d.proc != nil {
+		var stop func()
+		rctx, stop = d.proc.Watch(rctx)
+		defer stop()
+	}
 	if err := d.execute(rctx, p.Ops); err != nil {
 		d.fallback(metrics.FallbackCommandFailed, err)
 		return

@@ -490,7 +490,7 @@ func (p *Process) Err() error {
 // When the master socket is gone, the reload is signalled (SIGUSR2) and
 // confirmed once the re-executed master has created the socket again.
 func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
-	ctx, stop := p.watchReload(ctx)
+	ctx, stop := p.Watch(ctx)
 	defer stop()
 	if p.relocated {
 		// A deleted run dir comes back without it; the re-executed master
@@ -533,20 +533,22 @@ const keepAgainAfter = time.Second
 // errMasterExited ends a reload whose master exited before confirming it.
 var errMasterExited = errors.New("the HAProxy master exited during the reload")
 
-// reloadWatch is how often a reload in flight looks at its master.
-const reloadWatch = 250 * time.Millisecond
+// watchEvery is how often an exchange in flight looks at its master.
+const watchEvery = 250 * time.Millisecond
 
-// watchReload returns ctx ended as soon as the master exits: a reload is
-// confirmed by polling the master, which would otherwise go on until the
-// caller's deadline (minutes) while nothing serves and the daemon, busy
-// with the reload, restarts nothing. A master or worker stopped by a
-// signal (SIGSTOP, a debugger) is resumed meanwhile, as
-// the daemon's housekeeping does between changes, since it waits behind
-// the reload too.
-func (p *Process) watchReload(ctx context.Context) (context.Context, func()) {
+// Watch returns ctx ended as soon as the master exits, for an exchange
+// with HAProxy (a reload, a runtime session): a reload is confirmed by
+// polling the master, which would otherwise go on until the caller's
+// deadline (minutes) while nothing serves and the daemon, busy with it,
+// restarts nothing. A master or worker stopped by a signal (SIGSTOP, a
+// debugger) is resumed meanwhile, as the daemon's housekeeping does
+// between changes, since it waits behind the exchange too: a runtime
+// session with a stopped worker waited its whole timeout, then fell back
+// to a reload.
+func (p *Process) Watch(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {
-		tick := time.NewTicker(reloadWatch)
+		tick := time.NewTicker(watchEvery)
 		defer tick.Stop()
 		for {
 			select {
@@ -557,7 +559,7 @@ func (p *Process) watchReload(ctx context.Context) (context.Context, func()) {
 				return
 			case <-tick.C:
 				if pids := p.ResumeStopped(); len(pids) > 0 {
-					p.log.Warn("stopped HAProxy processes resumed during a reload", "pids", pids)
+					p.log.Warn("stopped HAProxy processes resumed: a reload or runtime change waited for them", "pids", pids)
 				}
 			}
 		}

@@ -433,3 +433,23 @@ func TestBrokenDefaultCertificateFileLetsOtherSettingsChange(t *testing.T) {
 	}
 	r.reportsError("defaultCertificate")
 }
+
+// A change that comes while the HAProxy worker is stopped (SIGSTOP, a
+// debugger) resumes it and applies at runtime: the session waited its
+// whole timeout (15 s, the loop blocked) and fell back to a reload.
+func TestRuntimeChangeResumesStoppedWorker(t *testing.T) {
+	r := newRouter(t)
+	r.breaksHAProxy = true
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := serveWeb(t, r, "", one)
+	worker := testenv.ShowProc(t, r.runDir).Workers[0].PID
+	before := r.store.Get().Fallbacks
+	must(t, syscall.Kill(worker, syscall.SIGSTOP))
+	t.Cleanup(func() { _ = syscall.Kill(worker, syscall.SIGCONT) })
+	start := time.Now()
+	must(t, w.Publish(scaleFiles(r, "", []*backend{two})))
+	r.serves("web.e2e.test", "/", "two")
+	if got := r.store.Get().Fallbacks - before; got != 0 {
+		t.Errorf("%d fallback reloads after %s, want the change applied at runtime once the worker was resumed", got, time.Since(start))
+	}
+}
