@@ -82,7 +82,7 @@ func SelfSigned(now time.Time, hosts []string) (certPEM, keyPEM []byte, err erro
 
 // EnsureDefault returns the PEM (certificate + key) of <stateDir>/default.pem,
 // creating it first when it does not exist, does not hold a matching
-// certificate and key, or has expired at now(): a default certificate is
+// certificate and key, or has expired at now() (see usable): a default certificate is
 // generated once and then reused, so clients that pinned it keep working
 // across restarts. The file is written atomically with mode 0600.
 func EnsureDefault(stateDir string, now func() time.Time) ([]byte, error) {
@@ -110,7 +110,10 @@ func EnsureDefault(stateDir string, now func() time.Time) ([]byte, error) {
 	return data, nil
 }
 
-// usable checks that data holds a certificate with its key, valid at now.
+// usable checks that data holds a certificate with its key, not expired
+// at now. One not valid yet is usable: the clock is behind (a host without
+// a real-time clock boots in 1970 until NTP sets it), and a certificate
+// made then would be expired for every client once the clock is right.
 func usable(data []byte, now time.Time) error {
 	pair, err := tls.X509KeyPair(data, data)
 	if err != nil {
@@ -120,8 +123,8 @@ func usable(data []byte, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if now.Before(leaf.NotBefore) || !now.Before(leaf.NotAfter) {
-		return fmt.Errorf("certificate valid %s to %s, not at %s", leaf.NotBefore, leaf.NotAfter, now)
+	if !now.Before(leaf.NotAfter) {
+		return fmt.Errorf("certificate expired %s, before %s", leaf.NotAfter, now)
 	}
 	return nil
 }

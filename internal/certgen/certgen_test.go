@@ -156,6 +156,25 @@ func TestEnsureDefaultReplacesUnusable(t *testing.T) {
 	}
 }
 
+// A clock behind (a host without a real-time clock boots in 1970 until
+// NTP sets it) keeps the default certificate: one made then was expired
+// for every client once the clock was right, and clients that pinned the
+// old one broke at each boot.
+func TestEnsureDefaultKeepsItWhenTheClockIsBehind(t *testing.T) {
+	dir := t.TempDir()
+	first, err := EnsureDefault(dir, func() time.Time { return t0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := EnsureDefault(dir, func() time.Time { return time.Unix(0, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, again) {
+		t.Fatal("the default certificate was replaced because the clock read 1970")
+	}
+}
+
 func TestEnsureDefaultReadError(t *testing.T) {
 	dir := t.TempDir()
 	// A directory where the file should be: reading fails with something
