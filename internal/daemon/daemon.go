@@ -322,6 +322,8 @@ func New(opts Options) (*Daemon, error) {
 		store:       newLastGoodStore(opts.StateDir, opts.Logger),
 		anchors:     map[string]model.SourceFile{},
 	}
+	// From the saver's goroutine: the status store takes care of itself.
+	d.store.failed = func(err error) { d.status.RecordError(time.Now(), err.Error()) }
 	if err := d.useSockets(initialSockets(opts)); err != nil {
 		return nil, err
 	}

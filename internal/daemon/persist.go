@@ -132,11 +132,15 @@ type lastGoodStore struct {
 	// costs one save, and the index (a line per file) is not rewritten
 	// for every endpoint change at 10k routes.
 	every time.Duration
+	// failed, when set, is told of a save that failed (status shows it);
+	// retryAfter is the first wait before the same state is saved again.
+	failed     func(error)
+	retryAfter time.Duration
 }
 
 func newLastGoodStore(stateDir string, log *slog.Logger) *lastGoodStore {
 	return &lastGoodStore{dir: filepath.Join(stateDir, lastGoodDir), log: log,
-		reqs: make(chan saveRequest, 1), done: make(chan struct{}), every: time.Second}
+		reqs: make(chan saveRequest, 1), done: make(chan struct{}), every: time.Second, retryAfter: 5 * time.Second}
 }
 
 // save queues r, replacing a queued state not yet written.
@@ -155,12 +159,34 @@ func (s *lastGoodStore) save(r saveRequest) {
 }
 
 // run writes queued states until ctx ends, then writes what is queued.
+// A save that fails (a full or read-only state disk) is tried again,
+// 5 s then doubling up to 5 min, until it succeeds or a newer state
+// replaces it: saved only at the next accepted change, the state on disk
+// lagged what served, and a restart brought back older versions.
 func (s *lastGoodStore) run(ctx context.Context) {
 	defer close(s.done)
 	for {
 		select {
 		case r := <-s.reqs:
-			s.write(r)
+			wait := s.retryAfter
+			for {
+				err := s.write(r)
+				if err == nil {
+					break
+				}
+				if s.failed != nil {
+					s.failed(fmt.Errorf("save the last good state in %s (will retry): %w", s.dir, err))
+				}
+				select {
+				case r = <-s.reqs: // a newer state: saved instead
+					continue
+				case <-time.After(wait):
+					wait = min(2*wait, 5*time.Minute)
+					continue
+				case <-ctx.Done():
+				}
+				break
+			}
 			select {
 			case <-time.After(s.every):
 			case <-ctx.Done():
@@ -180,11 +206,11 @@ func (s *lastGoodStore) run(ctx context.Context) {
 // are as many as the ones named (and after a failed save, which may have
 // found the disk full): an edited file's old versions piled up before,
 // until a small state disk was full for good.
-func (s *lastGoodStore) write(r saveRequest) {
+func (s *lastGoodStore) write(r saveRequest) error {
 	objects := filepath.Join(s.dir, "objects")
 	if err := os.MkdirAll(objects, 0o700); err != nil {
 		s.log.Error("save last good state", "err", err)
-		return
+		return err
 	}
 	if s.stored == nil {
 		s.stored = map[string]bool{}
@@ -273,12 +299,13 @@ func (s *lastGoodStore) write(r saveRequest) {
 		if s.wrote {
 			s.prune(named(s.saved)) // what the index on disk names stays
 		}
-		return
+		return err
 	}
 	s.saved, s.wrote = idx, true
 	if keep := named(idx); len(s.stored) > 2*len(keep)+16 {
 		s.prune(keep)
 	}
+	return nil
 }
 
 // named is the set of content hashes idx names.

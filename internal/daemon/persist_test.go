@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/haroute/haroute/internal/certgen"
 	"github.com/haroute/haroute/internal/model"
@@ -98,5 +99,45 @@ func TestLastGoodStorePrunesOldVersions(t *testing.T) {
 	sv, err := s.load()
 	if err != nil || sv == nil || string(sv.files[0].Data) != "edit: "+strings.Repeat("x", 39)+"\n" {
 		t.Fatalf("the latest state does not read back: %v, %v", sv, err)
+	}
+}
+
+// A save that fails (a full or read-only state disk) is reported and tried
+// again by itself: it waited for the next accepted change, and the state
+// on disk lagged what served meanwhile.
+func TestLastGoodStoreRetriesAFailedSave(t *testing.T) {
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, lastGoodDir)
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil { // where its directory goes
+		t.Fatal(err)
+	}
+	s := newLastGoodStore(dir, slog.New(slog.DiscardHandler))
+	s.retryAfter = 20 * time.Millisecond
+	failures := make(chan error, 100)
+	s.failed = func(err error) { failures <- err }
+	ctx, cancel := context.WithCancel(context.Background())
+	go s.run(ctx)
+	defer func() { cancel(); <-s.done }()
+	s.save(saveRequest{files: []model.SourceFile{{Path: "routes.yaml", Data: []byte("kind: Route\n")}}})
+	select {
+	case err := <-failures:
+		if !strings.Contains(err.Error(), "will retry") {
+			t.Errorf("reported %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the failed save was not reported")
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if sv, err := s.load(); err == nil && sv != nil && len(sv.files) == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the state was not saved once the disk took it")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
