@@ -90,7 +90,10 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		loaded := time.Now()
 		gen, err := d.generationOf(res, snap, files)
 		if err != nil {
-			d.recordError(err)
+			// Tried again soon, as a write that failed is: a default
+			// certificate that cannot be written at start (a full state
+			// disk) waited for the resync, a minute, once space was back.
+			d.writeFailed(err)
 			return nil
 		}
 		d.log.Debug("snapshot prepared", "files", len(snap.Files), "attempts", snap.Attempts,
