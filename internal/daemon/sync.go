@@ -271,15 +271,16 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 		d.published(nil, false, 0)
 		return nil, nil
 	}
-	// mode is what the change alone would take; applied is how it goes
+	// mode is what the change alone would take; via is how it is to go
 	// in: a runtime change in a plan that reloads goes in by the reload
-	// (its commands are not sent first).
-	applied := "runtime"
+	// (its commands are not sent first). Logged as planned: the outcome
+	// ("applied at runtime", "reloading haproxy", or the error) follows.
+	via := "runtime"
 	if p.Reload {
-		applied = "reload"
+		via = "reload"
 	}
 	for _, c := range p.Changes {
-		d.log.Info("change", "mode", c.Mode.String(), "applied", applied, "kind", string(c.Kind), "subject", c.Subject, "detail", c.Detail)
+		d.log.Info("change planned", "mode", c.Mode.String(), "via", via, "kind", string(c.Kind), "subject", c.Subject, "detail", c.Detail)
 	}
 	if p.Reload || d.throttle.pending || touchesCertificates(p) {
 		// A reload is needed (or already waiting): validate, write, and let
