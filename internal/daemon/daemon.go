@@ -437,6 +437,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	drain := time.NewTicker(time.Second)
 	defer drain.Stop()
 	for {
+		d.status.Beat()
 		var exited <-chan struct{}
 		if d.proc != nil {
 			exited = d.proc.Done()

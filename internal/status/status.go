@@ -7,8 +7,10 @@
 package status
 
 import (
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/haroute/haroute/internal/model"
@@ -293,6 +295,34 @@ type Store struct {
 	status   Status
 	statuses []*model.RouteStatus
 	routes   RouteCache
+	// beat is when the daemon's loop last came round (Beat), in
+	// nanoseconds of the monotonic clock since epoch, plus one; 0: never.
+	beat atomic.Int64
+}
+
+// epoch anchors Beat on the monotonic clock: a wall clock set back or
+// forward must not read as a stalled loop.
+var epoch = time.Now()
+
+// StallLimit is how long the daemon's loop may be busy with one thing (a
+// check of 10k routes, the search for the routes HAProxy refuses, a
+// runtime session at its timeout) before /readyz says it is stuck: it said
+// ok while a hung HAProxy held the loop, changes unapplied.
+const StallLimit = 3 * time.Minute
+
+// Beat records that the daemon's loop came round.
+func (s *Store) Beat() { s.beat.Store(int64(time.Since(epoch)) + 1) }
+
+// stalled is how long the loop has been busy past StallLimit, 0 if not.
+func (s *Store) stalled() time.Duration {
+	b := s.beat.Load()
+	if b == 0 {
+		return 0
+	}
+	if busy := time.Since(epoch) - time.Duration(b-1); busy > StallLimit {
+		return busy
+	}
+	return 0
 }
 
 // SetRoutes publishes the admission results of the generation HAProxy
@@ -330,6 +360,9 @@ func (s *Store) Get() Status {
 func (s *Store) Ready() (bool, string) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if busy := s.stalled(); busy > 0 {
+		return false, fmt.Sprintf("the daemon's loop has been busy for %s; changes wait", busy.Round(time.Second))
+	}
 	return s.status.Ready, s.status.NotReadyReason
 }
 

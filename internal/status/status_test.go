@@ -584,3 +584,25 @@ func TestStoreConvertsRoutesWhenRead(t *testing.T) {
 		t.Errorf("RouteCounts = %v", c)
 	}
 }
+
+// /readyz stops saying ok once the daemon's loop has not come round for
+// StallLimit: a hung HAProxy once held it while readiness said ok.
+func TestReadyWhileTheLoopComesRound(t *testing.T) {
+	var s Store
+	s.Set(func(st *Status) { st.Ready = true })
+	if ok, why := s.Ready(); !ok {
+		t.Fatalf("ready before any beat: %v, %q", ok, why)
+	}
+	s.Beat()
+	if ok, why := s.Ready(); !ok {
+		t.Fatalf("ready after a beat: %v, %q", ok, why)
+	}
+	s.beat.Store(int64(time.Since(epoch)-StallLimit-time.Minute) + 1) // the last beat, 4 minutes ago
+	if ok, why := s.Ready(); ok || !strings.Contains(why, "busy for 4m0s") {
+		t.Fatalf("ready with the loop stuck: %v, %q", ok, why)
+	}
+	s.Beat()
+	if ok, why := s.Ready(); !ok {
+		t.Fatalf("ready once the loop came round again: %v, %q", ok, why)
+	}
+}
