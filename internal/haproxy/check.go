@@ -46,9 +46,11 @@ func Check(ctx context.Context, binary, cfgPath string) error {
 	if !errors.As(err, &exitErr) {
 		return fmt.Errorf("run %s -c: %w", bin, err)
 	}
-	if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
 		// Killed (the OOM killer, a timeout elsewhere): no verdict on
-		// the file, which the same check may pass when run again.
+		// the file, which the same check may pass when run again. A
+		// crash (SIGSEGV, SIGABRT) is one: the same file crashes it
+		// again, and the search for the routes to blame must run.
 		return fmt.Errorf("%s -c on %s was killed by %v", bin, cfgPath, ws.Signal())
 	}
 	return &CheckError{ConfigPath: cfgPath, Lines: alertLines(out)}

@@ -66,3 +66,15 @@ func TestCheckKilledIsNoVerdict(t *testing.T) {
 		t.Errorf("Check = %v, want it to say the check was killed", err)
 	}
 }
+
+// A check that crashes (SIGSEGV, SIGABRT) is a verdict: the same file
+// crashes it again, and the routes responsible must be found.
+func TestCheckCrashIsAVerdict(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "haproxy")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nkill -SEGV $$\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(context.Background(), bin, "/nonexistent.cfg"); !errors.As(err, new(*CheckError)) {
+		t.Fatalf("Check = %v, want a *CheckError", err)
+	}
+}

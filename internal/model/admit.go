@@ -184,6 +184,11 @@ func admit(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *lastGoo
 	d, ds2, pass2 := admitOnce(objs2, prev, m2, sc, lg)
 	ds2 = append(ds2, staleDiagnostics(d, subs)...)
 	ds2.Sort()
+	// A route served as its last good version is stale for its own file,
+	// whatever its Secret.
+	pass2.secretStale = slices.DeleteFunc(pass2.secretStale, func(k RouteKey) bool {
+		return slices.ContainsFunc(subs, func(s substitute) bool { return s.bad.key == k })
+	})
 	return d, ds2, pass2.next()
 }
 
@@ -290,6 +295,9 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 		pass.endpoints.epMemos, pass.endpoints.slMemos = m.endpoints, m.slices
 	}
 	for i, c := range cands {
+		if len(c.staleReasons) > 0 {
+			pass.secretStale = append(pass.secretStale, c.admitted.Key)
+		}
 		ds = append(ds, c.check.diags...)
 		if lg != nil && c.check.bad {
 			pass.rejected = append(pass.rejected, servedRoute{key: c.admitted.Key, route: c.route, memo: c.memo, diags: c.check.diags})

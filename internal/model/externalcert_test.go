@@ -93,3 +93,40 @@ func TestExternalCertificateRotation(t *testing.T) {
 		t.Error("a Secret change changed more than the certificate")
 	}
 }
+
+// A Secret whose new version cannot serve keeps its last good material:
+// the route is stale with the Secret's error at the Secret's file, which
+// alone is a stale path (the route's own file is current and keeps being
+// saved as it is). Fixed, the route is admitted with the new material.
+func TestExternalCertificateSecretLastGood(t *testing.T) {
+	good := genPair(t, "ecdsa", "pkcs8", "shop.example.com")
+	other := genPair(t, "ecdsa", "pkcs8", "other.example.com")
+	fixed := genPair(t, "ecdsa", "pkcs8", "shop.example.com")
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	route := SourceFile{Path: "routes.yaml", Data: []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  host: shop.example.com\n  to:\n    name: web\n  tls:\n    termination: edge\n    externalCertificate:\n      name: shop-tls\n")}
+	secret := func(crt, key string) SourceFile {
+		return SourceFile{Path: "secret.yaml", Data: []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: shop-tls\n  namespace: shop\ntype: kubernetes.io/tls\ndata:\n  tls.crt: " + b64(crt) + "\n  tls.key: " + b64(key) + "\n")}
+	}
+	l := NewLoader()
+	if res := l.Load([]SourceFile{route, secret(good.cert, good.key)}); len(res.Desired.Routes) != 1 {
+		t.Fatalf("not admitted: %v", res.Diagnostics)
+	}
+	res := l.Load([]SourceFile{route, secret(good.cert, other.key)})
+	if len(res.Desired.Routes) != 1 || res.Desired.Routes[0].TLS.Key != good.key {
+		t.Fatalf("the last good material does not serve: %+v %v", res.Desired.Routes, res.Diagnostics)
+	}
+	st := res.Desired.Statuses[0]
+	if st.State != RouteStale || len(st.Reasons) != 1 || !strings.HasPrefix(st.Reasons[0], "secret.yaml:") {
+		t.Errorf("status %s %q, want stale with the Secret's error at its file", st.State, st.Reasons)
+	}
+	if !res.Diagnostics.HasErrors(false) {
+		t.Error("the broken Secret is no input error")
+	}
+	if paths := res.StalePaths(); !paths["secret.yaml"] || paths["routes.yaml"] {
+		t.Errorf("stale paths %v, want the Secret's file alone", paths)
+	}
+	res = l.Load([]SourceFile{route, secret(fixed.cert, fixed.key)})
+	if len(res.Desired.Routes) != 1 || res.Desired.Routes[0].TLS.Key != fixed.key || res.Desired.Statuses[0].State != RouteAdmitted {
+		t.Fatalf("fixed: %+v %v", res.Desired.Statuses[0], res.Diagnostics)
+	}
+}

@@ -57,9 +57,11 @@ type lastGood struct {
 	// externalCertificate names (resolveExternalCertificates).
 	secrets map[RouteKey]secretPair
 	// staleSecrets are the files of Secrets whose current version cannot
-	// serve, whose last good material does; not part of what is
-	// committed.
+	// serve, whose last good material does, and secretStale the routes
+	// stale for that reason alone (their own file is current); not part
+	// of what is committed.
 	staleSecrets []string
+	secretStale  []RouteKey
 }
 
 // secret is the last good material of Secret k.
@@ -178,6 +180,7 @@ type admitPass struct {
 	fromConfig   bool
 	secrets      map[RouteKey]secretPair
 	staleSecrets []string
+	secretStale  []RouteKey
 }
 
 // find returns the last good version of route key.
@@ -337,7 +340,7 @@ func fieldMessage(d Diagnostic) string {
 // committed: every route it admitted as it now is (a stale one as its
 // last good version, which the pass admitted in its place).
 func (p *admitPass) next() *lastGood {
-	lg := &lastGood{byKey: p.byKey, memoByKey: p.memoByKey, settings: p.settings, endpoints: p.endpoints, fromConfig: p.fromConfig, secrets: p.secrets, staleSecrets: p.staleSecrets}
+	lg := &lastGood{byKey: p.byKey, memoByKey: p.memoByKey, settings: p.settings, endpoints: p.endpoints, fromConfig: p.fromConfig, secrets: p.secrets, staleSecrets: p.staleSecrets, secretStale: p.secretStale}
 	if len(p.rejected) > 0 {
 		lg.rejected = make(map[RouteKey]bool, len(p.rejected))
 		for _, r := range p.rejected {
@@ -451,7 +454,7 @@ func (r Result) StalePaths() map[string]bool {
 	out := map[string]bool{}
 	if r.Desired != nil {
 		for _, st := range r.Desired.Statuses {
-			if st.State == RouteStale {
+			if st.State == RouteStale && (r.next == nil || !slices.Contains(r.next.secretStale, st.Key)) {
 				out[st.Source.Path] = true
 			}
 		}
