@@ -475,7 +475,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if time.Since(d.startedAt) > stableAfter {
 				d.restarts = 0 // it ran fine for a while: not a crash loop
 			}
-			d.log.Error("haproxy exited; restarting", "err", d.proc.Err(), "restarts", d.restarts)
+			// An error in status and a counter, not only a log line:
+			// restarts that succeed fast were invisible to dashboards,
+			// a crash loop included. The error resolves once HAProxy
+			// runs the accepted state again (loaded).
+			d.recordError(fmt.Errorf("haproxy exited (%v); restarting it (%d restarts in a row)", d.proc.Err(), d.restarts))
+			d.metrics.HAProxyExited()
 			d.proc = nil
 			d.setNotReady("haproxy exited")
 			d.forgetProcs()

@@ -409,12 +409,19 @@ func (d *Daemon) refusedBy(ctx context.Context, next plan.State, err error) []cu
 	cs, cerr := d.culprits(ctx, next)
 	if cerr != nil {
 		d.recordError(fmt.Errorf("looking for the routes haproxy refuses: %w", cerr))
+		d.retryLater()
 		return nil
 	}
 	if len(cs) > 0 {
 		d.lastHash = "" // the same snapshot goes again without them
+		return cs
 	}
-	return cs
+	// Refused, and neither a route nor the settings are to blame: the
+	// cause is outside the directory (a file changed behind haroute's
+	// back, the binary). Left as it was, the generation waited for the
+	// next change of the directory, however long, with nothing retrying.
+	d.retryLater()
+	return nil
 }
 
 // accept records gen as what the directory asks for and what is on disk:
@@ -425,6 +432,7 @@ func (d *Daemon) refusedBy(ctx context.Context, next plan.State, err error) []cu
 func (d *Daemon) accept(gen generation) {
 	if !gen.saved {
 		d.writeFailures = 0 // the directory's own state reached the disk
+		d.metrics.SetBehind(false)
 	}
 	d.maxConnKept = d.maxConnKept || gen.maxConnKept
 	d.desired = gen.state
@@ -702,16 +710,22 @@ func (e rejected) Unwrap() error { return e.err }
 // or resync tries it again: a full disk must not lose a change.
 func (d *Daemon) writeFailed(err error) {
 	d.recordError(err)
+	d.metrics.SetBehind(true)
 	if !errors.As(err, new(rejected)) {
-		d.lastHash = ""
-		// 5 s, doubling with each retry that fails, up to the resync: a
-		// disk that stays full is not retried (and logged) every few
-		// seconds for hours. Changes that fail meanwhile neither put
-		// the retry off nor lengthen the wait.
-		wait := min(writeRetry<<min(d.writeFailures, 10), max(d.opts.Resync, writeRetry))
-		if at := time.Now().Add(wait); d.writeRetryAt.IsZero() || at.Before(d.writeRetryAt) {
-			d.writeRetryAt = at
-		}
+		d.retryLater()
+	}
+}
+
+// retryLater forgets the snapshot, so that it is read and tried again
+// soon: 5 s, doubling with each retry that fails, up to the resync. A
+// disk that stays full is not retried (and logged) every few seconds for
+// hours. Changes that fail meanwhile neither put the retry off nor
+// lengthen the wait.
+func (d *Daemon) retryLater() {
+	d.lastHash = ""
+	wait := min(writeRetry<<min(d.writeFailures, 10), max(d.opts.Resync, writeRetry))
+	if at := time.Now().Add(wait); d.writeRetryAt.IsZero() || at.Before(d.writeRetryAt) {
+		d.writeRetryAt = at
 	}
 }
 

@@ -42,6 +42,8 @@ type Metrics struct {
 	routes              *prometheus.GaugeVec
 	processes           *prometheus.GaugeVec
 	watchEvents         prometheus.Counter
+	behind              prometheus.Gauge
+	haproxyExits        prometheus.Counter
 }
 
 // New builds the metrics and registers them, with the Go runtime and process
@@ -128,6 +130,16 @@ func New() *Metrics {
 			Name:      "haproxy_processes",
 			Help:      "HAProxy worker processes: the current one and old ones still draining connections after reloads.",
 		}, []string{"role"}),
+		behind: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "directory_behind",
+			Help:      "1 while the config directory's latest generation cannot be applied (HAProxy refuses it as a whole, with no route or setting to blame, or it cannot be written); the last good one serves. 0 once one is applied.",
+		}),
+		haproxyExits: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "haproxy_exits_total",
+			Help:      "HAProxy master exits haroute did not ask for (a crash, a kill, the OOM killer); each is followed by a restart.",
+		}),
 		watchEvents: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "watch_events_total",
@@ -153,6 +165,8 @@ func New() *Metrics {
 		m.routes,
 		m.processes,
 		m.watchEvents,
+		m.behind,
+		m.haproxyExits,
 	)
 	// Both roles exist from the start so dashboards see 0, not "no data".
 	m.processes.WithLabelValues("current").Set(0)
@@ -325,6 +339,19 @@ func (m *Metrics) SetProcesses(current, old int) {
 	m.processes.WithLabelValues("current").Set(float64(current))
 	m.processes.WithLabelValues("old").Set(float64(old))
 }
+
+// SetBehind records whether the directory's latest generation could not
+// be applied.
+func (m *Metrics) SetBehind(behind bool) {
+	v := 0.0
+	if behind {
+		v = 1
+	}
+	m.behind.Set(v)
+}
+
+// HAProxyExited counts an exit of HAProxy haroute did not ask for.
+func (m *Metrics) HAProxyExited() { m.haproxyExits.Inc() }
 
 // WatchEvent counts one trigger from the watcher.
 func (m *Metrics) WatchEvent() { m.watchEvents.Inc() }

@@ -42,6 +42,8 @@ func exercise(m *Metrics) {
 	m.SetProcesses(1, 2)
 	m.WatchEvent()
 	m.WatchEvent()
+	m.SetBehind(true)
+	m.HAProxyExited()
 }
 
 func TestGatherNamesAndTypes(t *testing.T) {
@@ -74,6 +76,8 @@ func TestGatherNamesAndTypes(t *testing.T) {
 		"haroute_routes":                                dto.MetricType_GAUGE,
 		"haroute_haproxy_processes":                     dto.MetricType_GAUGE,
 		"haroute_watch_events_total":                    dto.MetricType_COUNTER,
+		"haroute_directory_behind":                      dto.MetricType_GAUGE,
+		"haroute_haproxy_exits_total":                   dto.MetricType_COUNTER,
 	}
 	for name, typ := range want {
 		g, ok := got[name]
@@ -174,6 +178,8 @@ func TestSeriesValues(t *testing.T) {
 	want := withZeros([]string{
 		`haroute_config_generation 2`,
 		`haroute_deletion_guard_holds_total 1`,
+		`haroute_directory_behind 1`,
+		`haroute_haproxy_exits_total 1`,
 		`haroute_haproxy_processes{role="current"} 1`,
 		`haroute_haproxy_processes{role="old"} 2`,
 		`haroute_input_problems{severity="error"} 2`,
@@ -221,6 +227,8 @@ func TestFreshRegistryShowsKnownSeriesAtZero(t *testing.T) {
 	want := withZeros([]string{
 		`haroute_config_generation 0`,
 		`haroute_deletion_guard_holds_total 0`,
+		`haroute_directory_behind 0`,
+		`haroute_haproxy_exits_total 0`,
 		`haroute_last_reload_success_timestamp_seconds 0`,
 		`haroute_last_reload_successful 0`,
 		`haroute_reload_failures_total 0`,

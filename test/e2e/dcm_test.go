@@ -692,3 +692,42 @@ spec:
 		t.Errorf("show ssl crt-list after the flips:\n%s\nwant the route's certificate on one line", out)
 	}
 }
+
+// A generation HAProxy refuses as a whole, with no route or setting to
+// blame (the cause lies outside the directory), is tried again by itself
+// once the cause is gone, and haroute_directory_behind says meanwhile that
+// the directory is not applied. It waited for the next change of the
+// directory, however long, with nothing in the metrics.
+func TestRefusedGenerationWithoutCulpritIsRetried(t *testing.T) {
+	r := newRouter(t)
+	tmp := t.TempDir()
+	failing := filepath.Join(tmp, "check-fails")
+	wrapper := filepath.Join(tmp, "haproxy")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = -c ] && [ -e %s ]; then echo '[ALERT] refused' >&2; exit 1; fi\nexec %s \"$@\"\n",
+		failing, testutil.HAProxy(t))
+	must(t, os.WriteFile(wrapper, []byte(script), 0o755))
+	r.haproxy = wrapper
+	one := startBackend(t, "one")
+	w := serveWeb(t, r, "", one)
+	behind := func(want string) func() error {
+		return func() error {
+			body, err := r.scrapeMetrics()
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(body, "haroute_directory_behind "+want+"\n") {
+				return fmt.Errorf("haroute_directory_behind is not %s", want)
+			}
+			return nil
+		}
+	}
+	must(t, os.WriteFile(failing, nil, 0o644))
+	gen := scaleFiles(r, "", []*backend{one})
+	gen["other.yaml"] = []byte(reloadingRouteYAML("other", "other.e2e.test", "web"))
+	must(t, w.Publish(gen))
+	r.reportsError("candidate rejected")
+	r.eventually(10*time.Second, "the directory reported behind", behind("1"))
+	must(t, os.Remove(failing))
+	r.serves("other.e2e.test", "/", "one")
+	r.eventually(10*time.Second, "the directory no longer behind", behind("0"))
+}

@@ -73,6 +73,20 @@ func TestHAProxyKilledComesBack(t *testing.T) {
 		return nil
 	})
 	r.serves("one.e2e.test", "/", "one")
+	// Seen in status and metrics, not only in the log: a restart that
+	// succeeds fast left no trace for a dashboard.
+	st := r.store.Get()
+	if len(st.RecentErrors) == 0 || !strings.Contains(st.RecentErrors[len(st.RecentErrors)-1].Message, "haproxy exited") {
+		t.Errorf("recent errors %+v, want the exit", st.RecentErrors)
+	}
+	if st.LastError != nil {
+		t.Errorf("last error %q after HAProxy came back", st.LastError.Message)
+	}
+	body, err := r.scrapeMetrics()
+	must(t, err)
+	if !strings.Contains(body, "haroute_haproxy_exits_total 1\n") {
+		t.Errorf("metrics lack haroute_haproxy_exits_total 1")
+	}
 }
 
 // HAProxy killed outright, master and worker at once (the OOM killer, a
