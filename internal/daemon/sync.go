@@ -900,7 +900,11 @@ func (d *Daemon) reload(ctx context.Context) {
 			// for a while (an OOM-killed or timed-out `haproxy -c`, the
 			// binary replaced by an upgrade), and dropping the reload here
 			// left HAProxy behind the directory until an unrelated change.
-			d.recordError(fmt.Errorf("reload skipped, live config rejected (will retry); HAProxy keeps its current state: %w", err))
+			err = fmt.Errorf("reload skipped, live config rejected (will retry); HAProxy keeps its current state: %w", err)
+			d.status.Set(func(s *status.Status) {
+				s.LastReload = &status.Reload{Time: now, Reasons: reasonStrings(reasons), OK: false, Error: err.Error()}
+			})
+			d.recordError(err)
 			d.metrics.ObserveReload(0, kinds, false, time.Now())
 			d.throttle.failed()
 			d.throttle.request(reasons...)

@@ -423,6 +423,9 @@ func (r Result) StaleCount() int {
 	for _, k := range r.staleFiles {
 		n += k
 	}
+	if r.routerConfigStale {
+		n++
+	}
 	return n
 }
 
@@ -443,6 +446,9 @@ func (r Result) StaleOthers() []string {
 	}
 	for path, n := range r.staleFiles {
 		out = append(out, fmt.Sprintf("%s: its last good content serves %d Endpoints, EndpointSlice or Secret object(s); the file has errors", path, n))
+	}
+	if r.routerConfigStale {
+		out = append(out, fmt.Sprintf("RouterConfig %s: its last good settings stay in force; the current one cannot be used", r.Objects.RouterConfigs[0].Source.Pos))
 	}
 	slices.Sort(out)
 	return out

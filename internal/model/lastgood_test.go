@@ -323,3 +323,31 @@ func TestDefinitionsSurviveAFreshLoader(t *testing.T) {
 		t.Fatalf("without the preference, %q; the test needs the first by position to differ", got)
 	}
 }
+
+// A RouterConfig whose current version cannot be used (invalid, or a file
+// that no longer parses) serves its last good settings: a stale object,
+// counted and listed as one (the stale alert never fired for it).
+func TestRouterConfigServingItsLastGoodSettingsIsStale(t *testing.T) {
+	rc := func(port string) SourceFile {
+		return SourceFile{Path: "router.yaml", Data: []byte("apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec:\n  bindOptions:\n    ports:\n      http: " + port + "\n")}
+	}
+	l := NewLoader()
+	if res := l.Load([]SourceFile{rc("8080")}); res.StaleCount() != 0 {
+		t.Fatalf("good: StaleCount = %d", res.StaleCount())
+	}
+	for name, f := range map[string]SourceFile{
+		"invalid":        rc("99999"),
+		"does not parse": {Path: "router.yaml", Data: []byte("apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nspec: [\n")},
+	} {
+		res := l.Evaluate([]SourceFile{f})
+		if res.Desired.Router.HTTPPort != 8080 {
+			t.Fatalf("%s: port %d, want the last good 8080", name, res.Desired.Router.HTTPPort)
+		}
+		if got := res.StaleCount(); got != 1 {
+			t.Errorf("%s: StaleCount = %d, want 1", name, got)
+		}
+		if others := res.StaleOthers(); len(others) != 1 || !strings.HasPrefix(others[0], "RouterConfig router.yaml:") {
+			t.Errorf("%s: StaleOthers = %q", name, others)
+		}
+	}
+}

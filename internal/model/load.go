@@ -36,6 +36,9 @@ type Result struct {
 	// Secrets served from the last good content of files that no longer
 	// decode (their routes are marked in Desired.Statuses).
 	staleFiles map[string]int
+	// routerConfigStale is set when the RouterConfig serves its last good
+	// settings (it is counted and listed as a stale object).
+	routerConfigStale bool
 	// Definitions are, for routes defined in more than one file, the file
 	// whose definition serves: what a restart must keep
 	// (Loader.PreferDefinitions), where its first load, without history,
@@ -214,6 +217,11 @@ func (l *Loader) Evaluate(files []SourceFile) Result {
 		ConflictWinners: l.scratch.contestedWinners(), Definitions: l.scratch.definitions}
 	if l.prev == nil {
 		res.RouterUnsettled = l.routerUnsettled(objs, admitDiags)
+	}
+	if rcs := objs.RouterConfigs; len(rcs) > 0 && !res.RouterUnsettled {
+		// The settings in force are the last good ones: the RouterConfig
+		// is invalid, refused, doubled, or its file no longer parses.
+		res.routerConfigStale = !res.RouterConfigInForce() || l.Failed(rcs[0].Source.Pos.Path)
 	}
 	return res
 }

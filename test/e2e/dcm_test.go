@@ -478,6 +478,9 @@ func TestFallbackReloadRetriedAfterAFailedCheck(t *testing.T) {
 		}
 		return nil
 	})
+	if lr := r.store.Get().LastReload; lr == nil || lr.OK || !strings.Contains(lr.Error, "check killed") {
+		t.Errorf("last reload %+v, want the skipped one, failed, with the check's message", lr)
+	}
 	must(t, os.Remove(failing))
 	r.serves("web.e2e.test", "/", "two")
 	r.fellBack(1, "runtime-fallback")
