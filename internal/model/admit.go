@@ -1192,7 +1192,9 @@ func (c *candidate) status() RouteStatus {
 		}
 		switch d.Severity {
 		case SeverityError:
-			st.Reasons = append(st.Reasons, msg)
+			// At its file, line and column, as a stale route's are: the
+			// operator goes from status straight to the line.
+			st.Reasons = append(st.Reasons, fmt.Sprintf("%s: %s", d.Pos, msg))
 		case SeverityWarning:
 			st.Warnings = append(st.Warnings, msg)
 		case SeverityNote:

@@ -440,7 +440,7 @@ func TestAdmitStatuses(t *testing.T) {
 
 	want := []*RouteStatus{
 		{Key: RouteKey{"ns", "bad"}, Host: "bad.example.com:8080", State: RouteRejected,
-			Reasons: []string{"spec.host: host must not include a port"}, Source: bad.Source.Pos},
+			Reasons: []string{bad.Source.At("spec.host").String() + ": spec.host: host must not include a port"}, Source: bad.Source.Pos},
 		{Key: RouteKey{"ns", "empty"}, Host: "empty.example.com", State: RouteAdmitted,
 			Notes: []string{`spec.to.name: no Endpoints or EndpointSlice found for service "none"; the route answers 503 until one appears`}, Source: empty.Source.Pos},
 		{Key: RouteKey{"ns", "ok"}, Host: "ok.example.com", State: RouteAdmitted, Source: ok.Source.Pos},
