@@ -52,11 +52,21 @@ func (d *Daemon) reportInput(res model.Result) {
 	if summary != "" {
 		d.recordError(errors.New(summary))
 	}
-	// The input's earlier summaries describe a tree that is gone: one
+	// An earlier summary is over once the problem it named first is: one
 	// fixed while another file broke stayed "standing" until every
-	// problem was.
+	// problem was. Resolving every other summary, as this did, said
+	// "resolved" of a problem still there as soon as a second one came.
+	current := map[string]bool{}
+	for _, diag := range res.Diagnostics {
+		if diag.Severity == model.SeverityError {
+			current[diag.String()] = true
+		}
+	}
 	marker := " problem(s) in " + d.opts.ConfigDir + "; first: "
-	d.status.ResolveErrors(time.Now(), func(msg string) bool { return msg != summary && strings.Contains(msg, marker) })
+	d.status.ResolveErrors(time.Now(), func(msg string) bool {
+		_, first, ok := strings.Cut(msg, marker)
+		return ok && msg != summary && !current[first]
+	})
 }
 
 // inputCounts are the counts reportInput last published, which a broken

@@ -239,6 +239,17 @@ func TestFixedProblemIsResolvedWhileAnotherStands(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Another problem while b.yaml's stands (a.yaml broken again, which
+	// sorts first): b.yaml's is not resolved, it is still there.
+	gen["a.yaml"] = broken
+	must(t, w.Publish(gen))
+	r.reportsError("2 problem(s)")
+	for _, e := range r.store.Get().RecentErrors {
+		if strings.Contains(e.Message, "first: b.yaml:") && !e.Standing() {
+			t.Errorf("resolved while it stands: %s", e.Message)
+		}
+	}
 }
 
 // A missing config dir on a first start (a typo in --config-dir) said
