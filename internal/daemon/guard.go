@@ -88,6 +88,9 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 	g := &d.guard
 	if g.hash != held {
 		*g = deletionGuard{hash: held, since: now}
+		// Once per hold: read again (its second read, a resync), the
+		// same drop is the same hold.
+		d.metrics.DeletionGuardHeld()
 	}
 	if now.Sub(g.since) >= d.opts.DeletionQuiet {
 		d.log.Warn("deletion guard: the same routes stayed dropped for the quiet period; applying",
@@ -97,7 +100,6 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 		return holdNothing
 	}
 	g.at = g.since.Add(d.opts.DeletionQuiet)
-	d.metrics.DeletionGuardHeld()
 	d.log.Warn("deletion guard: holding back the routes a generation drops, or all of it when a file may be cut off, until the drop has held for the quiet period",
 		"dropped", dropped, "of", len(prev), "routes", names, "until", g.at.Format(time.RFC3339))
 	d.setGuardStatus(g.since, dropped, len(prev))
@@ -223,6 +225,9 @@ func withHeld(statuses, prev []*model.RouteStatus, keys []model.RouteKey) []*mod
 			if cur := statuses[j]; cur.Host == prev[i].Host && cur.Path == prev[i].Path && cur.State != model.RouteRejected {
 				cp := *cur
 				cp.State, cp.Reasons = model.RouteHeld, []string{heldServersReason}
+				// Its note that it answers 503 is what the held change
+				// would do; it serves meanwhile.
+				cp.Notes = slices.DeleteFunc(slices.Clone(cur.Notes), func(n string) bool { return strings.Contains(n, "answers 503") })
 				out[j] = &cp
 			}
 			continue // else still in the directory, under another claim

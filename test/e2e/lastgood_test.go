@@ -582,6 +582,11 @@ func TestRouteThatLostItsLastEndpointIsShownHeld(t *testing.T) {
 	if len(st.Reasons) != 1 || !strings.Contains(st.Reasons[0], "lost its last endpoint") {
 		t.Fatalf("held b's reasons %q, want one saying its service lost its last endpoint", st.Reasons)
 	}
+	for _, n := range st.Notes {
+		if strings.Contains(n, "503") {
+			t.Errorf("held b's note %q says it answers 503 while it serves", n)
+		}
+	}
 	r.keepsServing("b.e2e.test", "two", 3, "b's last endpoint is held")
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,4 +94,10 @@ func TestVolumeTornDownFileByFileKeepsRoutes(t *testing.T) {
 	// Held for the quiet period only: a file removed by hand stays removed.
 	r.gone("r0.e2e.test")
 	r.serves("r1.e2e.test", "/", "b1")
+	// One hold, however often the directory was read during it.
+	body, err := r.scrapeMetrics()
+	must(t, err)
+	if !strings.Contains(body, "haroute_deletion_guard_holds_total 1\n") {
+		t.Errorf("the hold was not counted once")
+	}
 }
