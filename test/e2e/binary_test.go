@@ -60,6 +60,7 @@ func TestBinaryScalesFromOutsideWithoutReload(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	answered, failed := map[string]int{}, 0
+	var firstErr error
 	var traffic sync.WaitGroup
 	traffic.Go(func() {
 		for ctx.Err() == nil {
@@ -67,6 +68,9 @@ func TestBinaryScalesFromOutsideWithoutReload(t *testing.T) {
 			mu.Lock()
 			if err != nil {
 				failed++
+				if firstErr == nil {
+					firstErr = fmt.Errorf("%s: %w", time.Now().Format("15:04:05.000"), err)
+				}
 			} else {
 				answered[got]++
 			}
@@ -85,7 +89,7 @@ func TestBinaryScalesFromOutsideWithoutReload(t *testing.T) {
 		t.Errorf("%d reloads while scaling endpoints from outside, want 0", got)
 	}
 	if failed > 0 {
-		t.Errorf("%d requests failed while scaling (answered: %v)", failed, answered)
+		t.Errorf("%d requests failed while scaling (answered: %v); the first: %v", failed, answered, firstErr)
 	}
 	for _, b := range bs {
 		if answered[b.Name] == 0 {
