@@ -131,6 +131,10 @@ type Daemon struct {
 	// writeRetryAt is when a generation that did not reach the disk (a
 	// full or read-only state dir) is tried again, zero when none waits:
 	// space that returns should not wait for the next resync.
+	// behindWrite is set while the directory's latest generation is
+	// refused or not written, behindReload while the reload that loads
+	// the accepted one fails or is skipped (haroute_directory_behind).
+	behindWrite, behindReload bool
 	// writeFailures counts the retries so far.
 	writeRetryAt  time.Time
 	writeFailures int
@@ -479,7 +483,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			// restarts that succeed fast were invisible to dashboards,
 			// a crash loop included. The error resolves once HAProxy
 			// runs the accepted state again (loaded).
-			d.recordError(fmt.Errorf("haproxy exited (%v); restarting it (%d restarts in a row)", d.proc.Err(), d.restarts))
+			d.recordError(fmt.Errorf("%s (%v); restarting it (%d restarts in a row)", haproxyExited, d.proc.Err(), d.restarts))
 			d.metrics.HAProxyExited()
 			d.proc = nil
 			d.setNotReady("haproxy exited")
@@ -554,6 +558,10 @@ const stableAfter = 30 * time.Second
 // row), they are refused, so that clients and load balancers in front
 // fail over instead of waiting.
 const keepListenersAcross = time.Second
+
+// haproxyExited starts the error an exit of HAProxy records, which its
+// next start resolves.
+const haproxyExited = "haproxy exited"
 
 // The first restart after a crash is immediate: every moment HAProxy is
 // down refuses connections. Repeated crashes back off.

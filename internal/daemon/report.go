@@ -52,10 +52,12 @@ func (d *Daemon) reportInput(res model.Result) {
 	if summary != "" {
 		d.recordError(errors.New(summary))
 	}
-	// An earlier summary is over once the problem it named first is: one
+	// An earlier summary is over once the problem it named first is (one
 	// fixed while another file broke stayed "standing" until every
-	// problem was. Resolving every other summary, as this did, said
-	// "resolved" of a problem still there as soon as a second one came.
+	// problem was), or once the summary just made names it first: it
+	// goes on there, where only the count differs. Resolving every other
+	// summary said "resolved" of a problem still there as soon as a
+	// second one came; keeping each count's summary filled the history.
 	current := map[string]bool{}
 	for _, diag := range res.Diagnostics {
 		if diag.Severity == model.SeverityError {
@@ -63,9 +65,10 @@ func (d *Daemon) reportInput(res model.Result) {
 		}
 	}
 	marker := " problem(s) in " + d.opts.ConfigDir + "; first: "
+	_, newFirst, _ := strings.Cut(summary, marker)
 	d.status.ResolveErrors(time.Now(), func(msg string) bool {
 		_, first, ok := strings.Cut(msg, marker)
-		return ok && msg != summary && !current[first]
+		return ok && msg != summary && (!current[first] || first == newFirst)
 	})
 }
 

@@ -432,7 +432,8 @@ func (d *Daemon) refusedBy(ctx context.Context, next plan.State, err error) []cu
 func (d *Daemon) accept(gen generation) {
 	if !gen.saved {
 		d.writeFailures = 0 // the directory's own state reached the disk
-		d.metrics.SetBehind(false)
+		d.behindWrite = false
+		d.showBehind()
 	}
 	d.maxConnKept = d.maxConnKept || gen.maxConnKept
 	d.desired = gen.state
@@ -710,11 +711,17 @@ func (e rejected) Unwrap() error { return e.err }
 // or resync tries it again: a full disk must not lose a change.
 func (d *Daemon) writeFailed(err error) {
 	d.recordError(err)
-	d.metrics.SetBehind(true)
+	d.behindWrite = true
+	d.showBehind()
 	if !errors.As(err, new(rejected)) {
 		d.retryLater()
 	}
 }
+
+// showBehind publishes whether HAProxy is behind the directory: its
+// latest generation refused or not written (behindWrite), or a reload
+// that would load it failing or skipped (behindReload).
+func (d *Daemon) showBehind() { d.metrics.SetBehind(d.behindWrite || d.behindReload) }
 
 // retryLater forgets the snapshot, so that it is read and tried again
 // soon: 5 s, doubling with each retry that fails, up to the resync. A
@@ -821,7 +828,11 @@ func (d *Daemon) startOnDisk(ctx context.Context, gen generation, werr error) {
 		d.recordError(fmt.Errorf("start haproxy on the files left on disk: %w", err))
 		return
 	}
+	failures := d.writeFailures
 	d.accept(gen)
+	// Not written: still behind, and the write's backoff goes on.
+	d.writeFailures, d.behindWrite = failures, true
+	d.showBehind()
 	d.onDisk = true
 	d.started(proc)
 	d.recordError(werr) // accepting gen cleared it
@@ -870,6 +881,9 @@ func (d *Daemon) started(proc *haproxy.Process) {
 	d.throttle.succeeded()
 	d.metrics.ObserveStart(time.Now())
 	d.unchecked = false
+	// Whatever else stands (an error in the directory keeps loaded from
+	// clearing the last error), an exit is over once HAProxy runs again.
+	d.status.ResolveErrors(time.Now(), func(msg string) bool { return strings.HasPrefix(msg, haproxyExited) })
 	d.loaded([]string{"haproxy started"}, false, 0)
 }
 
@@ -906,6 +920,8 @@ func (d *Daemon) reload(ctx context.Context) {
 			})
 			d.recordError(err)
 			d.metrics.ObserveReload(0, kinds, false, time.Now())
+			d.behindReload = true
+			d.showBehind()
 			d.throttle.failed()
 			d.throttle.request(reasons...)
 			return
@@ -919,6 +935,8 @@ func (d *Daemon) reload(ctx context.Context) {
 	d.metrics.ObserveReload(elapsed, kinds, err == nil, time.Now())
 	if err != nil {
 		d.recordError(fmt.Errorf("reload failed (will retry): %w", err))
+		d.behindReload = true
+		d.showBehind()
 		d.status.Set(func(s *status.Status) {
 			s.LastReload = &status.Reload{Time: now, Duration: elapsed, Reasons: texts, OK: false, Error: err.Error()}
 		})
@@ -970,6 +988,8 @@ func (d *Daemon) unbindableNow(ctx context.Context) bool {
 // where checks run (render.ServerArgs).
 func (d *Daemon) loaded(reasons []string, reload bool, elapsed time.Duration) {
 	d.applied, d.appliedFrom, d.appliedWant = d.desired, d.desiredFrom, d.desiredWant
+	d.behindReload = false
+	d.showBehind()
 	clear(d.servedSlots) // a new worker counts from zero
 	d.pending = map[model.BackendName]map[model.ServerName]bool{}
 	clear(d.lingering)

@@ -242,13 +242,25 @@ func (s *Store) RecordError(now time.Time, msg string) {
 
 // ResolveErrors records that the standing entries of the history for
 // which gone returns true are over, at now: a problem of the input that
-// was fixed while another still stands. LastError is left alone.
+// was fixed while another still stands. A LastError among them gives way
+// to the newest entry still standing, or to none.
 func (s *Store) ResolveErrors(now time.Time, gone func(msg string) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range s.status.RecentErrors {
-		if e := &s.status.RecentErrors[i]; e.Standing() && gone(e.Message) {
+	st := &s.status
+	for i := range st.RecentErrors {
+		if e := &st.RecentErrors[i]; e.Standing() && gone(e.Message) {
 			e.Resolved = now
+		}
+	}
+	if st.LastError == nil || !gone(st.LastError.Message) {
+		return
+	}
+	st.LastError = nil
+	for i := len(st.RecentErrors) - 1; i >= 0; i-- {
+		if e := st.RecentErrors[i]; e.Standing() {
+			st.LastError = &e
+			break
 		}
 	}
 }

@@ -481,9 +481,25 @@ func TestFallbackReloadRetriedAfterAFailedCheck(t *testing.T) {
 	if lr := r.store.Get().LastReload; lr == nil || lr.OK || !strings.Contains(lr.Error, "check killed") {
 		t.Errorf("last reload %+v, want the skipped one, failed, with the check's message", lr)
 	}
+	r.eventually(10*time.Second, "the directory reported behind", r.metricIs("haroute_directory_behind", "1"))
 	must(t, os.Remove(failing))
 	r.serves("web.e2e.test", "/", "two")
 	r.fellBack(1, "runtime-fallback")
+	r.eventually(10*time.Second, "the directory no longer behind", r.metricIs("haroute_directory_behind", "0"))
+}
+
+// metricIs checks that the daemon's metric series reads value.
+func (r *router) metricIs(series, value string) func() error {
+	return func() error {
+		body, err := r.scrapeMetrics()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(body, "\n"+series+" "+value+"\n") {
+			return fmt.Errorf("%s is not %s", series, value)
+		}
+		return nil
+	}
 }
 
 // fellBack waits until status counts n runtime fallbacks and the last
@@ -712,25 +728,13 @@ func TestRefusedGenerationWithoutCulpritIsRetried(t *testing.T) {
 	r.haproxy = wrapper
 	one := startBackend(t, "one")
 	w := serveWeb(t, r, "", one)
-	behind := func(want string) func() error {
-		return func() error {
-			body, err := r.scrapeMetrics()
-			if err != nil {
-				return err
-			}
-			if !strings.Contains(body, "haroute_directory_behind "+want+"\n") {
-				return fmt.Errorf("haroute_directory_behind is not %s", want)
-			}
-			return nil
-		}
-	}
 	must(t, os.WriteFile(failing, nil, 0o644))
 	gen := scaleFiles(r, "", []*backend{one})
 	gen["other.yaml"] = []byte(reloadingRouteYAML("other", "other.e2e.test", "web"))
 	must(t, w.Publish(gen))
 	r.reportsError("candidate rejected")
-	r.eventually(10*time.Second, "the directory reported behind", behind("1"))
+	r.eventually(10*time.Second, "the directory reported behind", r.metricIs("haroute_directory_behind", "1"))
 	must(t, os.Remove(failing))
 	r.serves("other.e2e.test", "/", "one")
-	r.eventually(10*time.Second, "the directory no longer behind", behind("0"))
+	r.eventually(10*time.Second, "the directory no longer behind", r.metricIs("haroute_directory_behind", "0"))
 }

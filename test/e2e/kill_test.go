@@ -260,3 +260,42 @@ func TestIPv6ListenersPassOnAtReloadAndKill(t *testing.T) {
 	}
 	t.Logf("over IPv6: %d requests across a reload and %d after a kill, none failed", sent.Load(), down)
 }
+
+// An exit of HAProxy is an error until HAProxy runs again, also while the
+// directory has an error of its own (a rejected route): the exit stood as
+// the last error for as long as the directory was not clean.
+func TestHAProxyExitResolvesWhileInputErrorsStand(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	must(t, publish.NewAtomicWriter(r.dir).Publish(files("router.yaml", r.routerConfig(""),
+		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"bad.yaml", routeYAML("bad", "bad.e2e.test:8080", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one))))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	pid := r.haproxyPID()
+	r.breaksHAProxy = true
+	must(t, syscall.Kill(pid, syscall.SIGKILL))
+	r.eventually(30*time.Second, "haproxy restarted", func() error {
+		if !r.restartedFrom(pid) {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	r.serves("a.e2e.test", "/", "one")
+	r.eventually(10*time.Second, "the exit resolved", func() error {
+		st := r.store.Get()
+		if st.LastError != nil && strings.Contains(st.LastError.Message, "haproxy exited") {
+			return fmt.Errorf("last error %q", st.LastError.Message)
+		}
+		for _, e := range st.RecentErrors {
+			if strings.Contains(e.Message, "haproxy exited") && e.Standing() {
+				return fmt.Errorf("standing: %s", e.Message)
+			}
+		}
+		return nil
+	})
+	if st := r.store.Get(); st.LastError == nil || !strings.Contains(st.LastError.Message, "bad.yaml") {
+		t.Errorf("last error %+v, want the directory's problem, which still stands", st.LastError)
+	}
+}

@@ -250,6 +250,20 @@ func TestFixedProblemIsResolvedWhileAnotherStands(t *testing.T) {
 			t.Errorf("resolved while it stands: %s", e.Message)
 		}
 	}
+	// A third problem, a.yaml's still first: the count's summary takes
+	// over from the last, rather than stand beside it.
+	gen["c.yaml"] = broken
+	must(t, w.Publish(gen))
+	r.reportsError("3 problem(s)")
+	standing := 0
+	for _, e := range r.store.Get().RecentErrors {
+		if strings.Contains(e.Message, "first: a.yaml:") && e.Standing() {
+			standing++
+		}
+	}
+	if standing != 1 {
+		t.Errorf("%d standing summaries name a.yaml's problem first, want 1: %+v", standing, r.store.Get().RecentErrors)
+	}
 }
 
 // A missing config dir on a first start (a typo in --config-dir) said
