@@ -361,26 +361,9 @@ func TestCertificateReplacedWithoutReload(t *testing.T) {
 	one := startBackend(t, "one")
 	w := publish.NewAtomicWriter(r.dir)
 	pub := func(certPEM, keyPEM string) {
-		route := fmt.Sprintf(`apiVersion: route.openshift.io/v1
-kind: Route
-metadata:
-  name: tls
-  namespace: e2e
-spec:
-  host: tls.e2e.test
-  to:
-    kind: Service
-    name: one
-  tls:
-    termination: edge
-    certificate: |
-%s
-    key: |
-%s
-`, indent(certPEM, 6), indent(keyPEM, 6))
 		must(t, w.Publish(files(
 			"router.yaml", r.routerConfig(""),
-			"routes.yaml", route,
+			"routes.yaml", ownCertRouteYAML("tls", "tls.e2e.test", "one", certPEM, keyPEM),
 			"endpoints.yaml", endpointsYAML("one", one),
 		)))
 	}
@@ -406,6 +389,12 @@ spec:
 	if body := readAll(resp); body != "one" {
 		t.Fatalf("https answered %q", body)
 	}
+}
+
+// ownCertRouteYAML is an edge route served with its own certificate.
+func ownCertRouteYAML(name, host, service, certPEM, keyPEM string) string {
+	return routeYAML(name, host, "", service) + "  tls:\n    termination: edge\n    certificate: |\n" + indent(certPEM, 6) +
+		"\n    key: |\n" + indent(keyPEM, 6) + "\n"
 }
 
 func servedSerial(r *router, host string, want int64) error {
@@ -454,13 +443,7 @@ func TestAdminSocketUnusableFallsBackToReload(t *testing.T) {
 // dropped for good, and HAProxy stayed behind the directory.
 func TestFallbackReloadRetriedAfterAFailedCheck(t *testing.T) {
 	r := newRouter(t)
-	tmp := t.TempDir()
-	failing := filepath.Join(tmp, "check-fails")
-	wrapper := filepath.Join(tmp, "haproxy")
-	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = -c ] && [ -e %s ]; then echo '[ALERT] check killed' >&2; exit 1; fi\nexec %s \"$@\"\n",
-		failing, testutil.HAProxy(t))
-	must(t, os.WriteFile(wrapper, []byte(script), 0o755))
-	r.haproxy = wrapper
+	failing := r.checkFailsWhile(t, "check killed")
 	one, two := startBackend(t, "one"), startBackend(t, "two")
 	w := serveWeb(t, r, "", one)
 	// A server of the name haroute will add (checked, as one of two),
@@ -486,6 +469,19 @@ func TestFallbackReloadRetriedAfterAFailedCheck(t *testing.T) {
 	r.serves("web.e2e.test", "/", "two")
 	r.fellBack(1, "runtime-fallback")
 	r.eventually(10*time.Second, "the directory no longer behind", r.metricIs("haroute_directory_behind", "0"))
+}
+
+// checkFailsWhile has the router run an HAProxy whose `haproxy -c` fails
+// with alert while the file it returns exists (it does not yet).
+func (r *router) checkFailsWhile(t *testing.T, alert string) (flag string) {
+	tmp := t.TempDir()
+	flag = filepath.Join(tmp, "check-fails")
+	wrapper := filepath.Join(tmp, "haproxy")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = -c ] && [ -e %s ]; then echo '[ALERT] %s' >&2; exit 1; fi\nexec %s \"$@\"\n",
+		flag, alert, testutil.HAProxy(t))
+	must(t, os.WriteFile(wrapper, []byte(script), 0o755))
+	r.haproxy = wrapper
+	return flag
 }
 
 // metricIs checks that the daemon's metric series reads value.
@@ -648,24 +644,7 @@ func TestCrtListLineReplacedWithoutDefaultCertificate(t *testing.T) {
 	c, k := makeCert(t, "w.e2e.test", 4444)
 	policy := "None"
 	gen := func() map[string][]byte {
-		route := fmt.Sprintf(`apiVersion: route.openshift.io/v1
-kind: Route
-metadata:
-  name: w
-  namespace: e2e
-spec:
-  host: w.e2e.test
-  wildcardPolicy: %s
-  to:
-    kind: Service
-    name: one
-  tls:
-    termination: edge
-    certificate: |
-%s
-    key: |
-%s
-`, policy, indent(c, 6), indent(k, 6))
+		route := strings.Replace(ownCertRouteYAML("w", "w.e2e.test", "one", c, k), "spec:\n", "spec:\n  wildcardPolicy: "+policy+"\n", 1)
 		return files("router.yaml", r.routerConfig("  allowWildcardRoutes: true\n"), "w.yaml", route,
 			"endpoints.yaml", endpointsYAML("one", one))
 	}
@@ -719,13 +698,7 @@ spec:
 // directory, however long, with nothing in the metrics.
 func TestRefusedGenerationWithoutCulpritIsRetried(t *testing.T) {
 	r := newRouter(t)
-	tmp := t.TempDir()
-	failing := filepath.Join(tmp, "check-fails")
-	wrapper := filepath.Join(tmp, "haproxy")
-	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = -c ] && [ -e %s ]; then echo '[ALERT] refused' >&2; exit 1; fi\nexec %s \"$@\"\n",
-		failing, testutil.HAProxy(t))
-	must(t, os.WriteFile(wrapper, []byte(script), 0o755))
-	r.haproxy = wrapper
+	failing := r.checkFailsWhile(t, "refused")
 	one := startBackend(t, "one")
 	w := serveWeb(t, r, "", one)
 	must(t, os.WriteFile(failing, nil, 0o644))

@@ -412,9 +412,7 @@ func TestDefaultCertificateRotationIsPickedUpByTheResync(t *testing.T) {
 func TestBrokenDefaultCertificateFileLetsOtherSettingsChange(t *testing.T) {
 	r := newRouter(t)
 	one := startBackend(t, "one")
-	certFile := filepath.Join(t.TempDir(), "default.pem")
-	cert, key := makeCert(t, "*.e2e.test", 7001)
-	must(t, os.WriteFile(certFile, []byte(cert+key), 0o600))
+	certFile := defaultCertificateFile(t, 7001)
 	w := publish.NewAtomicWriter(r.dir)
 	gen := func(extra string) map[string][]byte {
 		return files("router.yaml", r.routerConfig(extra+"  defaultCertificate: "+certFile+"\n"),
@@ -452,4 +450,14 @@ func TestRuntimeChangeResumesStoppedWorker(t *testing.T) {
 	if got := r.store.Get().Fallbacks - before; got != 0 {
 		t.Errorf("%d fallback reloads after %s, want the change applied at runtime once the worker was resumed", got, time.Since(start))
 	}
+}
+
+// defaultCertificateFile writes a certificate for *.e2e.test with its key
+// to a file outside the config dir, as a RouterConfig's
+// defaultCertificate names one, and returns its path.
+func defaultCertificateFile(t *testing.T, serial int64) string {
+	path := filepath.Join(t.TempDir(), "default.pem")
+	cert, key := makeCert(t, "*.e2e.test", serial)
+	must(t, os.WriteFile(path, []byte(cert+key), 0o600))
+	return path
 }

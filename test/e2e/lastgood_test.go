@@ -838,9 +838,7 @@ func TestBrokenFileYieldsToTheMovedRoute(t *testing.T) {
 func TestRestartKeepsPortsOfBrokenRouterConfigWithBrokenFile(t *testing.T) {
 	r := newRouter(t)
 	one := startBackend(t, "one")
-	certFile := filepath.Join(t.TempDir(), "default.pem")
-	cert, key := makeCert(t, "*.e2e.test", 7001)
-	must(t, os.WriteFile(certFile, []byte(cert+key), 0o600))
+	certFile := defaultCertificateFile(t, 7001)
 	gen := func(extra string) map[string][]byte {
 		return files("router.yaml", r.routerConfig("  defaultCertificate: "+certFile+"\n"+extra),
 			"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
