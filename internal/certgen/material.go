@@ -42,58 +42,68 @@ func Resolve(s model.Settings, stateDir string, now func() time.Time) (Material,
 func ResolveOver(s model.Settings, stateDir string, now func() time.Time, last *Material) (Material, error) {
 	var m Material
 	var first error
-	failed := func(err error, keep func()) bool {
+	// keepLast records err and reports whether the item may keep its
+	// content in last (else the whole resolution fails with first).
+	keepLast := func(err error) bool {
 		if first == nil {
 			first = err
 		}
-		if last == nil {
-			return true
-		}
-		keep()
-		return false
+		return last != nil
 	}
 	var err error
 	switch {
 	case s.DefaultCertificate != "":
 		m.DefaultCertificate = []byte(s.DefaultCertificate)
 	case s.DefaultCertificateFile != "":
-		if m.DefaultCertificate, err = readDefaultCertificate(s.DefaultCertificateFile); err != nil &&
-			failed(fmt.Errorf("%s: %w", FieldDefaultCertificate, err), func() { m.DefaultCertificate = last.DefaultCertificate }) {
-			return m, first
+		if m.DefaultCertificate, err = readDefaultCertificate(s.DefaultCertificateFile); err != nil {
+			if !keepLast(fmt.Errorf("%s: %w", FieldDefaultCertificate, err)) {
+				return m, first
+			}
+			m.DefaultCertificate = last.DefaultCertificate
 		}
 	default:
-		if m.DefaultCertificate, err = EnsureDefault(stateDir, now); err != nil &&
-			failed(fmt.Errorf("default certificate: %w", err), func() { m.DefaultCertificate = last.DefaultCertificate }) {
-			return m, first
+		if m.DefaultCertificate, err = EnsureDefault(stateDir, now); err != nil {
+			if !keepLast(fmt.Errorf("default certificate: %w", err)) {
+				return m, first
+			}
+			m.DefaultCertificate = last.DefaultCertificate
 		}
 	}
 	switch {
 	case s.DefaultDestinationCA != "":
 		m.DefaultDestinationCA = []byte(s.DefaultDestinationCA)
 	case s.DefaultDestinationCAFile != "":
-		if m.DefaultDestinationCA, err = readDestinationCA(s.DefaultDestinationCAFile); err != nil &&
-			failed(fmt.Errorf("%s: %w", FieldDefaultDestinationCA, err), func() { m.DefaultDestinationCA = last.DefaultDestinationCA }) {
-			return m, first
+		if m.DefaultDestinationCA, err = readDestinationCA(s.DefaultDestinationCAFile); err != nil {
+			if !keepLast(fmt.Errorf("%s: %w", FieldDefaultDestinationCA, err)) {
+				return m, first
+			}
+			m.DefaultDestinationCA = last.DefaultDestinationCA
 		}
 	}
 	if p := s.StatsCredentialsFile; p != "" {
-		if m.StatsCredentials, err = readStatsCredentials(p); err != nil &&
-			failed(fmt.Errorf("stats credentials: %w", err), func() { m.StatsCredentials = last.StatsCredentials }) {
-			return m, first
+		if m.StatsCredentials, err = readStatsCredentials(p); err != nil {
+			if !keepLast(fmt.Errorf("stats credentials: %w", err)) {
+				return m, first
+			}
+			m.StatsCredentials = last.StatsCredentials
 		}
 	}
 	if c := s.ClientTLS; c != nil {
 		if c.CA != "" {
 			m.ClientCA = []byte(c.CA)
-		} else if m.ClientCA, err = readDestinationCA(c.CAFile); err != nil &&
-			failed(fmt.Errorf("%s: %w", FieldClientCA, err), func() { m.ClientCA = last.ClientCA }) {
-			return m, first
+		} else if m.ClientCA, err = readDestinationCA(c.CAFile); err != nil {
+			if !keepLast(fmt.Errorf("%s: %w", FieldClientCA, err)) {
+				return m, first
+			}
+			m.ClientCA = last.ClientCA
 		}
 	}
-	if d := s.ErrorPagesDir; d != "" {
-		if m.ErrorPages, err = readErrorPages(s); err != nil &&
-			failed(fmt.Errorf("%s: %w", FieldErrorPages, err), func() { m.ErrorPages = last.ErrorPages }) {
-			return m, first
+	if s.ErrorPagesDir != "" {
+		if m.ErrorPages, err = readErrorPages(s); err != nil {
+			if !keepLast(fmt.Errorf("%s: %w", FieldErrorPages, err)) {
+				return m, first
+			}
+			m.ErrorPages = last.ErrorPages
 		}
 	}
 	return m, first

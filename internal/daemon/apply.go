@@ -55,7 +55,9 @@ func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State)
 }
 
 // execute sends the ops in order, batching plain commands over one
-// connection; a map replacement needs its version from `prepare map` first.
+// connection; an op whose last commands need HAProxy's answer (a map
+// replacement's version from `prepare map`, a crt-list line's number)
+// sends what comes before, asks, and then sends them.
 func (d *Daemon) execute(ctx context.Context, ops []plan.Op) error {
 	var batch []string
 	flush := func() error {
@@ -67,40 +69,26 @@ func (d *Daemon) execute(ctx context.Context, ops []plan.Op) error {
 		return err
 	}
 	for _, op := range ops {
-		switch o := op.(type) {
-		case plan.VersionedOp:
+		if q, ok := plan.Queried(op); ok {
+			batch = append(batch, q.Before()...)
 			if err := flush(); err != nil {
 				return err
 			}
-			resps, err := d.runtime.Apply(ctx, []string{o.PrepareCommand()})
+			resps, err := d.runtime.Apply(ctx, []string{q.Query()})
 			if err != nil {
-				return fmt.Errorf("%s: %w", o.PrepareCommand(), err)
+				return fmt.Errorf("%s: %w", q.Query(), err)
 			}
-			ver, err := plan.ParsePrepareReply(resps[0].Output)
-			if err != nil {
-				return err
-			}
-			batch = append(batch, o.Commands(ver)...)
-			if err := flush(); err != nil {
-				return fmt.Errorf("%s: %w", o, err)
-			}
-		case plan.QueryOp:
-			batch = append(batch, o.Before()...)
-			if err := flush(); err != nil {
-				return fmt.Errorf("%s: %w", o, err)
-			}
-			resps, err := d.runtime.Apply(ctx, []string{o.Query()})
-			if err != nil {
-				return fmt.Errorf("%s: %w", o.Query(), err)
-			}
-			after, err := o.After(resps[0].Output)
+			after, err := q.After(resps[0].Output)
 			if err != nil {
 				return err
 			}
 			batch = append(batch, after...)
-		case plan.CommandOp:
-			batch = append(batch, o.Commands()...)
-		default:
+			if err := flush(); err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+		} else if c, ok := op.(plan.CommandOp); ok {
+			batch = append(batch, c.Commands()...)
+		} else {
 			return fmt.Errorf("unknown runtime op %T", op)
 		}
 		switch o := op.(type) {

@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -131,13 +130,13 @@ type Daemon struct {
 	// writeRetryAt is when a generation that did not reach the disk (a
 	// full or read-only state dir) is tried again, zero when none waits:
 	// space that returns should not wait for the next resync.
+	// writeFailures counts the retries so far.
+	writeRetryAt  time.Time
+	writeFailures int
 	// behindWrite is set while the directory's latest generation is
 	// refused or not written, behindReload while the reload that loads
 	// the accepted one fails or is skipped (haroute_directory_behind).
 	behindWrite, behindReload bool
-	// writeFailures counts the retries so far.
-	writeRetryAt  time.Time
-	writeFailures int
 	// onDisk is set while HAProxy runs live files this daemon did not
 	// write (startOnDisk), until a whole state has been written.
 	onDisk bool
@@ -277,9 +276,10 @@ func New(opts Options) (*Daemon, error) {
 		// line, where a ',' separates addresses and arguments (a state dir
 		// with one made every start fail) and white space, quotes,
 		// backslashes and '#' are syntax (a '#' left haroute running with
-		// nothing rendered).
-		if strings.ContainsFunc(dir, func(c rune) bool { return c <= ' ' || c == 0x7f || strings.ContainsRune(",#\"'\\", c) }) {
-			return nil, fmt.Errorf("%s %q: HAProxy cannot be given a path with ',', '#', white space, control characters, quotes or '\\'; choose another directory", d.flag, dir)
+		// nothing rendered); render refuses such a directory for every
+		// generation, so it is refused here, once.
+		if err := render.CheckDir(d.flag, dir); err != nil {
+			return nil, err
 		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("%s: create %s: %w", d.flag, dir, err)
@@ -481,8 +481,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 			// An error in status and a counter, not only a log line:
 			// restarts that succeed fast were invisible to dashboards,
-			// a crash loop included. The error resolves once HAProxy
-			// runs the accepted state again (loaded).
+			// a crash loop included. The next start resolves the error
+			// (started).
 			d.recordError(fmt.Errorf("%s (%v); restarting it (%d restarts in a row)", haproxyExited, d.proc.Err(), d.restarts))
 			d.metrics.HAProxyExited()
 			d.proc = nil

@@ -227,7 +227,7 @@ func withHeld(statuses, prev []*model.RouteStatus, keys []model.RouteKey) []*mod
 				cp.State, cp.Reasons = model.RouteHeld, []string{heldServersReason}
 				// Its note that it answers 503 is what the held change
 				// would do; it serves meanwhile.
-				cp.Notes = slices.DeleteFunc(slices.Clone(cur.Notes), func(n string) bool { return strings.Contains(n, "answers 503") })
+				cp.Notes = slices.DeleteFunc(slices.Clone(cur.Notes), func(n string) bool { return strings.Contains(n, model.Answers503) })
 				out[j] = &cp
 			}
 			continue // else still in the directory, under another claim

@@ -168,25 +168,7 @@ func (s *lastGoodStore) run(ctx context.Context) {
 	for {
 		select {
 		case r := <-s.reqs:
-			wait := s.retryAfter
-			for {
-				err := s.write(r)
-				if err == nil {
-					break
-				}
-				if s.failed != nil {
-					s.failed(fmt.Errorf("save the last good state in %s (will retry): %w", s.dir, err))
-				}
-				select {
-				case r = <-s.reqs: // a newer state: saved instead
-					continue
-				case <-time.After(wait):
-					wait = min(2*wait, 5*time.Minute)
-					continue
-				case <-ctx.Done():
-				}
-				break
-			}
+			s.writeRetrying(ctx, r)
 			select {
 			case <-time.After(s.every):
 			case <-ctx.Done():
@@ -197,6 +179,29 @@ func (s *lastGoodStore) run(ctx context.Context) {
 				s.write(r)
 			default:
 			}
+			return
+		}
+	}
+}
+
+// writeRetrying writes r, and after a failure again, 5 s then doubling up
+// to 5 min, until it succeeds, a newer state replaces it (written at
+// once), or ctx ends.
+func (s *lastGoodStore) writeRetrying(ctx context.Context, r saveRequest) {
+	wait := s.retryAfter
+	for {
+		err := s.write(r)
+		if err == nil {
+			return
+		}
+		if s.failed != nil {
+			s.failed(fmt.Errorf("save the last good state in %s (will retry): %w", s.dir, err))
+		}
+		select {
+		case r = <-s.reqs:
+		case <-time.After(wait):
+			wait = min(2*wait, 5*time.Minute)
+		case <-ctx.Done():
 			return
 		}
 	}

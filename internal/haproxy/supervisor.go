@@ -530,8 +530,9 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 // are fetched again.
 const keepAgainAfter = time.Second
 
-// errMasterExited ends a reload whose master exited before confirming it.
-var errMasterExited = errors.New("the HAProxy master exited during the reload")
+// errMasterExited ends a reload or runtime session whose master exited
+// during it (Watch).
+var errMasterExited = errors.New("the HAProxy master exited during the exchange")
 
 // watchEvery is how often an exchange in flight looks at its master.
 const watchEvery = 250 * time.Millisecond

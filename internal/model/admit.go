@@ -376,6 +376,10 @@ type candidate struct {
 	staleReasons []string
 }
 
+// Answers503 ends the note of a route whose service has no endpoints;
+// the deletion guard drops it from a route it keeps serving.
+const Answers503 = "the route answers 503"
+
 // statusOf sets c.st: the memo's status when it reads the same, else a
 // new one, which the memo keeps. A candidate made from the memo's very
 // route and diagnostics has its status without making it again (at 10k
@@ -1145,11 +1149,11 @@ func resolveServices(c *candidate, idx endpointIndex) {
 		switch {
 		case !res.found:
 			c.check.add(SeverityNote, c.check.pos(field), field,
-				fmt.Sprintf("no Endpoints or EndpointSlice found for service %q; the route answers 503 until one appears", svc.Name))
+				fmt.Sprintf("no Endpoints or EndpointSlice found for service %q; %s until one appears", svc.Name, Answers503))
 		case res.portMiss:
 			c.check.warnf(field, "service %q has no port matching targetPort %s", svc.Name, describeTargetPort(c.route.Spec.Port))
 		case len(res.endpoints) == 0:
-			c.check.add(SeverityNote, c.check.pos(field), field, fmt.Sprintf("service %q has no ready endpoints; the route answers 503", svc.Name))
+			c.check.add(SeverityNote, c.check.pos(field), field, fmt.Sprintf("service %q has no ready endpoints; %s", svc.Name, Answers503))
 		}
 		svc.Servers = make([]Server, 0, len(res.endpoints))
 		for _, e := range res.endpoints {

@@ -138,23 +138,16 @@ func stateFor(t *testing.T, d *model.Desired, cert []byte, dir, runDir string, s
 func (h *liveHAProxy) apply(t *testing.T, p Plan) {
 	t.Helper()
 	for _, op := range p.Ops {
-		switch o := op.(type) {
-		case VersionedOp:
-			ver, err := ParsePrepareReply(h.cmd(t, o.PrepareCommand()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.mustCmd(t, o.Commands(ver)...)
-		case QueryOp:
-			h.mustCmd(t, o.Before()...)
-			after, err := o.After(h.cmd(t, o.Query()))
+		if q, ok := Queried(op); ok {
+			h.mustCmd(t, q.Before()...)
+			after, err := q.After(h.cmd(t, q.Query()))
 			if err != nil {
 				t.Fatal(err)
 			}
 			h.mustCmd(t, after...)
-		case CommandOp:
-			h.mustCmd(t, o.Commands()...)
-		default:
+		} else if c, ok := op.(CommandOp); ok {
+			h.mustCmd(t, c.Commands()...)
+		} else {
 			t.Fatalf("unknown op %T", op)
 		}
 	}

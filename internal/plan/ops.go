@@ -156,6 +156,35 @@ type QueryOp interface {
 	After(reply string) ([]string, error)
 }
 
+// Queried returns op as a QueryOp when its last commands need HAProxy's
+// answer: a QueryOp itself, or a VersionedOp, whose commands need the
+// version `prepare map` returns. Runtime clients send every such op the
+// same way.
+func Queried(op Op) (QueryOp, bool) {
+	switch o := op.(type) {
+	case QueryOp:
+		return o, true
+	case VersionedOp:
+		return versioned{o}, true
+	}
+	return nil, false
+}
+
+// versioned is a VersionedOp as a QueryOp.
+type versioned struct{ VersionedOp }
+
+func (versioned) Before() []string { return nil }
+
+func (v versioned) Query() string { return v.PrepareCommand() }
+
+func (v versioned) After(reply string) ([]string, error) {
+	ver, err := ParsePrepareReply(reply)
+	if err != nil {
+		return nil, err
+	}
+	return v.Commands(ver), nil
+}
+
 // MaxPayload bounds the bytes of one payload command (`add map … <<`,
 // `set ssl cert … <<`). HAProxy reads a payload into one buffer
 // (tune.bufsize, 16 KiB by default) and 2.6.12 drops the connection when
