@@ -617,9 +617,10 @@ func (c *chaos) report(tr *chaosTraffic) {
 			// haroute lets the ports refuse on purpose).
 			t.Run(string(k), func(t *testing.T) {
 				for class, n := range classes[k] {
-					if class != "reset/EOF" && class != backingOff {
-						t.Errorf("%s: %d requests failed as %s, want only connections in flight cut (reset/EOF); haroute log around the first:\n%s",
-							k, n, class, c.logAround(examples[k][0].start.Add(-2*time.Second), examples[k][0].end.Add(time.Second)))
+					cut := class == "reset/EOF" || class == "TLS alert" && k == faultMasterKill
+					if !cut && class != backingOff {
+						t.Errorf("%s: %d requests failed as %s, want only connections in flight cut (reset/EOF, TLS alert); first ones:\n%sharoute log around the first:\n%s",
+							k, n, class, failedList(examples[k]), c.logAround(examples[k][0].start.Add(-2*time.Second), examples[k][0].end.Add(time.Second)))
 					}
 				}
 			})
@@ -632,13 +633,9 @@ func (c *chaos) report(tr *chaosTraffic) {
 			if failedStable[k] == 0 {
 				return
 			}
-			var ex strings.Builder
-			for _, f := range examples[k] {
-				fmt.Fprintf(&ex, "  %s %s +%v: %s\n", f.start.Format("15:04:05.000"), f.host, f.end.Sub(f.start).Round(time.Millisecond), f.err)
-			}
 			first := examples[k][0]
 			msg := fmt.Sprintf("%s cost %d requests to routes whose configuration stayed valid (%s); first ones:\n%sharoute log around the first:\n%s",
-				k, failedStable[k], classSummary(classes[k]), ex.String(), c.logAround(first.start.Add(-2*time.Second), first.end.Add(time.Second)))
+				k, failedStable[k], classSummary(classes[k]), failedList(examples[k]), c.logAround(first.start.Add(-2*time.Second), first.end.Add(time.Second)))
 			if gap, known := chaosKnownGaps[k]; known && os.Getenv("HAROUTE_CHAOS_STRICT") == "" {
 				t.Skipf("KNOWN DAEMON GAP, not yet fixed (%s); HAROUTE_CHAOS_STRICT=1 makes it fail:\n%s", gap, msg)
 			}
@@ -654,14 +651,23 @@ func (c *chaos) report(tr *chaosTraffic) {
 var chaosKnownGaps = map[faultKind]string{}
 
 // failureClass sorts a failed request by what the client saw: refused
-// (no listener), reset or EOF (a connection cut, in flight or idle),
-// timeout, or an answer that was wrong.
+// (no listener), reset or EOF (a connection cut, in flight or idle), a
+// TLS alert (a handshake cut by a worker leaving), timeout, or an answer
+// that was wrong.
 func failureClass(err string) string {
 	switch {
 	case strings.Contains(err, "connection refused"):
 		return "refused"
 	case strings.Contains(err, "reset by peer"), strings.Contains(err, "EOF"), strings.Contains(err, "broken pipe"):
 		return "reset/EOF"
+	case strings.Contains(err, "remote error: tls:"):
+		// A worker whose master is killed leaves through exit(), whose
+		// handlers free OpenSSL's state under the other threads: the
+		// handshakes they hold end in an alert ("internal error",
+		// "illegal parameter") instead of a reset. Measured with 16
+		// clients over 15 master kills: 2.6.12 cut 1 handshake so,
+		// 3.0.11 36, beside the resets and EOFs.
+		return "TLS alert"
 	case strings.Contains(err, "Timeout"), strings.Contains(err, "timeout"):
 		return "timeout"
 	case strings.HasPrefix(err, "status "):
@@ -669,6 +675,16 @@ func failureClass(err string) string {
 		return "HTTP " + code
 	}
 	return "other"
+}
+
+// failedList lists failed requests one per line: when, which route, how
+// long it took, and what the client saw.
+func failedList(fs []failedRequest) string {
+	var b strings.Builder
+	for _, f := range fs {
+		fmt.Fprintf(&b, "  %s %s +%v: %s\n", f.start.Format("15:04:05.000"), f.host, f.end.Sub(f.start).Round(time.Millisecond), f.err)
+	}
+	return b.String()
 }
 
 func classSummary(m map[string]int) string {
