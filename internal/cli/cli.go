@@ -38,7 +38,7 @@ Usage:
                   [--deletion-quiet D] [--deletion-share F]
   haroute check   DIR [--strict] [--haproxy PATH] [--limit-nofile N]
                                         exit 0 valid, 1 invalid; errors as path:line:col: message
-  haroute render  DIR --out OUTDIR [--allow-errors] [--run-dir DIR]
+  haroute render  DIR --out OUTDIR [--allow-errors] [--run-dir DIR] [--limit-nofile N]
                                         write haproxy.cfg, maps, crt-list and certificates;
                                         exit 1 without writing when DIR has errors
   haroute plan    --from DIR --to DIR   which changes apply at runtime and which reload, and why

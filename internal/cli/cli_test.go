@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -272,5 +273,45 @@ func TestRenderCountsWhatItWrites(t *testing.T) {
 	}
 	if fi, err := os.Stat(generated[0]); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("generated key file: %v, %v", fi, err)
+	}
+}
+
+// render fits maxconn to the descriptor limit as the router does:
+// HAProxy refuses to start on a config whose maxconn the limit cannot
+// hold, so a bundle rendered for a host must carry the fitted one.
+func TestRenderFitsMaxConnToTheLimit(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute, "endpoints.yaml": goodEndpoints})
+	maxconn := func(out string) string {
+		t.Helper()
+		cfg, err := os.ReadFile(filepath.Join(out, "haproxy.cfg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(cfg)) {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "maxconn" {
+				return f[1]
+			}
+		}
+		t.Fatalf("no global maxconn in\n%s", cfg)
+		return ""
+	}
+	out := t.TempDir()
+	if code, stdout, stderr := run(t, "render", dir, "--out", out); code != ExitOK || stderr != "" {
+		t.Fatalf("render: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if got := maxconn(out); got != "50000" {
+		t.Fatalf("maxconn %s under the unit's limit, want the configured 50000", got)
+	}
+	out = t.TempDir()
+	code, stdout, stderr := run(t, "render", dir, "--out", out, "--limit-nofile", "4096")
+	if code != ExitOK || !strings.Contains(stderr, "maxConnections 50000 lowered to") {
+		t.Fatalf("render --limit-nofile 4096: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if got, err := strconv.Atoi(maxconn(out)); err != nil || got < 1500 || got > 2048 {
+		t.Fatalf("maxconn %d (%v) under 4096 descriptors, want what fits them (about 1900)", got, err)
+	}
+	code, _, stderr = run(t, "render", dir, "--out", t.TempDir(), "--limit-nofile", "300")
+	if code != ExitInvalid || !strings.Contains(stderr, "raise LimitNOFILE") {
+		t.Fatalf("render --limit-nofile 300: exit %d, stderr %q; want the budget error", code, stderr)
 	}
 }

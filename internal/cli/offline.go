@@ -198,12 +198,13 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	out := fs.String("out", "", "output directory for the bundle")
 	runDir := fs.String("run-dir", paths.RunDir, "run dir the config refers to for its sockets")
 	allowErrors := fs.Bool("allow-errors", false, "render what is admitted even when the input has errors (exit 0)")
+	nofile := fs.Uint64("limit-nofile", daemon.UnitNOFILE, "file-descriptor hard limit HAProxy will run under (LimitNOFILE; the packaged unit's by default): maxconn is fitted to it as the router fits it")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseErr(err)
 	}
 	if len(pos) != 1 || *out == "" {
-		fmt.Fprintln(stderr, "usage: haroute render DIR --out OUTDIR [--allow-errors]")
+		fmt.Fprintln(stderr, "usage: haroute render DIR --out OUTDIR [--allow-errors] [--limit-nofile N]")
 		return ExitUsage
 	}
 	outDir, err := filepath.Abs(*out)
@@ -227,7 +228,18 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "%s: invalid, nothing rendered (--allow-errors renders what is admitted)\n", pos[0])
 		return ExitInvalid
 	}
-	in, err := offlineInput(res.Desired, outDir, *runDir)
+	// What the router would run: HAProxy refuses to start when maxconn
+	// does not fit the descriptor limit.
+	desired, err := daemon.FitToLimit(res.Desired, *nofile)
+	if err != nil {
+		fmt.Fprintf(stderr, "haroute render: %v\n", err)
+		return ExitInvalid
+	}
+	if desired != res.Desired && !desired.Router.MaxConnectionsAuto {
+		fmt.Fprintf(stderr, "haroute render: maxConnections %d lowered to %d to fit --limit-nofile %d\n",
+			res.Desired.Router.MaxConnections, desired.Router.MaxConnections, *nofile)
+	}
+	in, err := offlineInput(desired, outDir, *runDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "haroute render: %v\n", err)
 		return ExitInvalid

@@ -67,15 +67,14 @@ func haproxyThreads(s *model.Settings) int {
 // limit leaves fewer than minUsableConns, it is an error: a router that
 // serves one connection at a time is down in all but name.
 func (d *Daemon) fitted(desired *model.Desired) (*model.Desired, error) {
-	b := model.FDBudgetOf(desired, haproxyThreads(&desired.Router))
-	fit, lowered := fitMaxConn(desired.Router.MaxConnections, d.hardNOFILE, b)
-	if !lowered {
+	out, b, err := fitToLimit(desired, d.hardNOFILE)
+	if err != nil {
+		return nil, fmt.Errorf("%w; the last good configuration keeps serving", err)
+	}
+	if out == desired {
 		return desired, nil
 	}
-	if fit < minUsableConns {
-		return nil, fmt.Errorf("%w; the last good configuration keeps serving", fdBudgetError(d.hardNOFILE, fit, b, desired.Router.MaxConnections))
-	}
-	if !d.warnedMaxConn || d.lastMaxConnFit != fit {
+	if fit := out.Router.MaxConnections; !d.warnedMaxConn || d.lastMaxConnFit != fit {
 		msg, level := "maxConnections lowered to fit the file-descriptor limit; raise LimitNOFILE to serve more", slog.LevelWarn
 		if desired.Router.MaxConnectionsAuto {
 			msg, level = "maxConnections -1: as many as the file-descriptor limit allows", slog.LevelInfo
@@ -85,9 +84,29 @@ func (d *Daemon) fitted(desired *model.Desired) (*model.Desired, error) {
 			"checked_servers", b.CheckedServers)
 		d.warnedMaxConn, d.lastMaxConnFit = true, fit
 	}
+	return out, nil
+}
+
+// FitToLimit returns desired as the router renders it under the hard
+// file-descriptor limit: itself when its maxConnections fits, else a copy
+// with it lowered; a *NoRoomError when fewer than minUsableConns fit.
+func FitToLimit(desired *model.Desired, hardLimit uint64) (*model.Desired, error) {
+	out, _, err := fitToLimit(desired, hardLimit)
+	return out, err
+}
+
+func fitToLimit(desired *model.Desired, hardLimit uint64) (*model.Desired, model.FDBudget, error) {
+	b := model.FDBudgetOf(desired, haproxyThreads(&desired.Router))
+	fit, lowered := fitMaxConn(desired.Router.MaxConnections, hardLimit, b)
+	switch {
+	case !lowered:
+		return desired, b, nil
+	case fit < minUsableConns:
+		return nil, b, fdBudgetError(hardLimit, fit, b, desired.Router.MaxConnections)
+	}
 	cp := *desired
 	cp.Router.MaxConnections = fit
-	return &cp, nil
+	return &cp, b, nil
 }
 
 // NoRoomError is a file-descriptor budget that leaves HAProxy no usable

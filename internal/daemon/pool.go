@@ -1,10 +1,14 @@
 package daemon
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,8 +22,10 @@ import (
 // bound to it and served through the runtime API, with no reload. A
 // deleted route that was bound gives its spare back once its servers have
 // drained. The pool is topped up when a reload happens anyway, or, when
-// it runs low, by one reload at a quiet moment. Bindings live in memory:
-// a restart renders every route under its own name again.
+// it runs low, by one reload at a quiet moment. Bindings live in memory
+// and in the rendered haproxy.cfg, which names each bound slot's route: a
+// restart takes them from there (adopt), so a route keeps the slot whose
+// cookie name and key its clients' sticky cookies carry.
 
 // poolState is the pool as rendered for one generation. Its maps and
 // slice are never modified once made, so states can share them.
@@ -167,6 +173,11 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 		st.spares, st.settings = spares, desired.Router
 	}
 
+	if d.applied.Desired == nil && len(st.spares) == 0 {
+		// A first start: the slots an earlier run bound routes to.
+		st = st.adopt(d.earlierBindings(), desired, in)
+	}
+
 	// Routes that stay keep their slots; the spares of routes gone go
 	// back to the pool, draining. desired.Routes is in key order: each
 	// bound route is found by a binary search, where a lookup of every
@@ -230,6 +241,94 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 		st = st.dropRetired().topUp(desired)
 	}
 	return st
+}
+
+// earlierBindings reads which route each pool slot of the live
+// haproxy.cfg serves, from the comment render writes before a bound slot
+// (a file an earlier run left, else none).
+func (d *Daemon) earlierBindings() map[model.RouteKey]model.BackendName {
+	cfg, err := os.ReadFile(filepath.Join(d.live.path, render.ConfigFile))
+	if err != nil {
+		return nil
+	}
+	return boundSlots(cfg)
+}
+
+// boundSlots finds, in a rendered haproxy.cfg, each "# route ns/name"
+// line followed by a pool slot's backend line.
+func boundSlots(cfg []byte) map[model.RouteKey]model.BackendName {
+	var out map[model.RouteKey]model.BackendName
+	const comment, backend = "# route ", "backend " + model.PoolSlotPrefix
+	for rest := cfg; len(rest) > 0; {
+		i := bytes.Index(rest, []byte("\n"+comment))
+		if i < 0 {
+			break
+		}
+		rest = rest[i+1+len(comment):]
+		key, after, ok := bytes.Cut(rest, []byte("\n"))
+		if !ok || !bytes.HasPrefix(after, []byte(backend)) {
+			continue
+		}
+		ns, name, ok := strings.Cut(string(key), "/")
+		slot, _, _ := bytes.Cut(after[len("backend "):], []byte(" "))
+		if !ok || ns == "" || name == "" {
+			continue
+		}
+		if out == nil {
+			out = map[model.RouteKey]model.BackendName{}
+		}
+		out[model.RouteKey{Namespace: ns, Name: name}] = model.BackendName(slot)
+	}
+	return out
+}
+
+// adopt returns st with the routes of desired an earlier run had bound
+// (earlier) bound to the same slots, where the route still reads like a
+// spare of the slot's class: their clients' sticky cookies name the slot
+// (render.CookieName) and its key makes their values. Rendered under
+// their own names, the routes were balanced afresh at every restart.
+func (st poolState) adopt(earlier map[model.RouteKey]model.BackendName, desired *model.Desired, in render.Input) poolState {
+	type slotOf struct {
+		route *model.AdmittedRoute
+		slot  model.BackendName
+		seq   int
+	}
+	var slots []slotOf
+	for key, slot := range earlier {
+		i, found := model.FindRoute(desired.Routes, key)
+		if !found {
+			continue
+		}
+		class, seq, ok := slotClass(slot)
+		if !ok || class != poolClass(classOf(desired.Routes[i])) {
+			continue
+		}
+		slots = append(slots, slotOf{desired.Routes[i], slot, seq})
+	}
+	// Slot order is render order: by number, as topUp made them.
+	slices.SortFunc(slots, func(a, b slotOf) int { return a.seq - b.seq })
+	for _, s := range slots {
+		sp := spareOf(classOf(s.route), s.slot, &desired.Router)
+		if st.slotNamed(s.slot) >= 0 || !render.SameBackend(*s.route, sp, in) {
+			continue
+		}
+		st.spares = append(slices.Clone(st.spares), sp)
+		st = st.bind(s.route.Key, len(st.spares)-1)
+		st.seq = max(st.seq, s.seq)
+	}
+	st.demand = nil // not a burst: the pool is sized by its routes
+	return st
+}
+
+// slotClass splits a slot's name into its class (poolClass) and number.
+func slotClass(slot model.BackendName) (string, int, bool) {
+	rest, ok := strings.CutPrefix(string(slot), model.PoolSlotPrefix)
+	i := strings.LastIndexByte(rest, ':')
+	if !ok || i < 0 {
+		return "", 0, false
+	}
+	seq, err := strconv.Atoi(rest[i+1:])
+	return rest[:i], seq, err == nil && seq > 0
 }
 
 // withSlot returns r bound to slot: r itself when it already is, else a

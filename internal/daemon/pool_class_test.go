@@ -191,3 +191,42 @@ func TestRetiredBackendsStayOutOfThePool(t *testing.T) {
 		t.Fatal("dropRetired dropped the backend its route came back to")
 	}
 }
+
+// A restart adopts the slots the live haproxy.cfg names for its routes,
+// where the route still reads like a spare of that slot's class, and
+// numbers new slots after them.
+func TestAdoptEarlierBindings(t *testing.T) {
+	s := model.DefaultSettings()
+	s.DynamicConfigManager = true
+	route := func(name string, term model.Termination) *model.AdmittedRoute {
+		r := model.SpareRoute(term, false, "x", &s)
+		r.Key, r.Slot = model.RouteKey{Namespace: "ns", Name: name}, ""
+		return &r
+	}
+	d := &model.Desired{Router: s, Routes: []*model.AdmittedRoute{
+		route("a", model.TerminationNone), route("b", model.TerminationEdge), route("c", model.TerminationNone), route("d", model.TerminationNone),
+	}}
+	d.Routes[2].Backend.CookieName = "mine" // c has a setting no spare has
+	cfg := []byte("global\n\n# route ns/a\nbackend be_pool:http:7 from routes_http\n  cookie x\n" +
+		"# route ns/b\nbackend be_pool:http:3 from routes_http\n" + // b is edge now
+		"# route ns/c\nbackend be_pool:http:9 from pool_http\n" +
+		"# route ns/gone\nbackend be_pool:http:4 from routes_http\n" +
+		"# route ns/d\nbackend be_http:ns:d from routes_http\n")
+	earlier := boundSlots(cfg)
+	if len(earlier) != 4 || earlier[model.RouteKey{Namespace: "ns", Name: "a"}] != "be_pool:http:7" {
+		t.Fatalf("boundSlots = %v, want a, b, c and gone, a on be_pool:http:7", earlier)
+	}
+	st := poolState{settings: s}.adopt(earlier, d, render.Input{Desired: d})
+	if len(st.bound) != 1 || st.bound[d.Routes[0].Key] != "be_pool:http:7" {
+		t.Fatalf("adopted %v, want only a on be_pool:http:7", st.bound)
+	}
+	if st.seq != 7 || len(st.demand) != 0 {
+		t.Fatalf("seq %d, demand %v: want 7 and none", st.seq, st.demand)
+	}
+	st = st.topUp(d)
+	for _, sp := range st.spares[1:] {
+		if _, seq, _ := slotClass(sp.Slot); seq <= 7 {
+			t.Fatalf("topped-up slot %s numbered before the adopted one", sp.Slot)
+		}
+	}
+}

@@ -233,6 +233,10 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 	base := d.applied
 	base.PendingDeletes = d.pending
 	p := plan.Compute(base, next)
+	if d.refill && p.Reload {
+		// A reload of its own (refillPool): the new spares are why.
+		p.Reasons = append([]plan.Reason{{Kind: plan.KindPoolRefill}}, p.Reasons...)
+	}
 	if d.onDisk {
 		// HAProxy runs files haroute did not render from what it knows
 		// (startOnDisk): a change is written whole and loaded by a

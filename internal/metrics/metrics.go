@@ -324,7 +324,7 @@ var ReloadReasonKinds = []string{
 	"server-options-changed", "weight-changed", "health-checks-changed",
 	"map-changed", "map-file-changed", "certificate-changed", "certificate-file-changed",
 	"crt-list-changed", "ca-file-changed", "allowlist-changed", "file-changed", "haproxy-cfg-changed",
-	"runtime-fallback", "heal", "coalesced-with-a-pending-reload", "haproxy-started", "other",
+	"runtime-fallback", "heal", "pool-of-spare-backends-topped-up", "coalesced-with-a-pending-reload", "haproxy-started", "other",
 }
 
 // RuntimeOps are the operations runtime_updates_total counts, each with a

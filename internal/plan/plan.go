@@ -97,6 +97,7 @@ const (
 	// Reasons the daemon adds to the planner's.
 	KindRuntimeFallback Kind = "runtime-fallback"
 	KindHeal            Kind = "heal"
+	KindPoolRefill      Kind = "pool of spare backends topped up"
 	KindCoalesced       Kind = "coalesced with a pending reload"
 	KindStarted         Kind = "haproxy started"
 )

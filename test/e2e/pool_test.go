@@ -91,6 +91,100 @@ func TestRoutesAddedAndDeletedWithoutReload(t *testing.T) {
 	}
 }
 
+// A route bound to a spare keeps its slot across a restart of haroute,
+// and with it the cookie name and key its clients' sticky cookies carry:
+// rendered under its own name, it was balanced afresh at every restart.
+func TestBoundRouteKeepsStickinessAcrossARestart(t *testing.T) {
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	r, w, gen, before := poolRouter(t, one, two)
+	gen["both.yaml"] = []byte(endpointsYAML("both", one, two))
+	gen["b.yaml"] = []byte(routeYAML("b", "b.e2e.test", "", "both"))
+	must(t, w.Publish(gen))
+	r.serves("b.e2e.test", "/", "one")
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("adding b took %d reloads, want 0", got)
+	}
+	slotOf := regexp.MustCompile(`# route e2e/b\nbackend (be_pool:\S+) `)
+	m := slotOf.FindStringSubmatch(r.onDisk("haproxy.cfg", "# route e2e/b\nbackend be_pool:http:"))
+	if m == nil {
+		t.Fatal("b is not bound to a spare")
+	}
+
+	ask := func(c *http.Cookie) (string, *http.Cookie) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.http), nil)
+		req.Host = "b.e2e.test"
+		if c != nil {
+			req.AddCookie(c)
+		}
+		resp, err := r.client.Do(req)
+		must(t, err)
+		body := readAll(resp)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("b answered %d %q", resp.StatusCode, body)
+		}
+		if cs := resp.Cookies(); len(cs) > 0 {
+			return body, cs[0]
+		}
+		return body, nil
+	}
+	// The server a cookie pins, the one roundrobin would not send to next.
+	var pinned string
+	var cookie *http.Cookie
+	for range 2 {
+		pinned, cookie = ask(nil)
+	}
+	if cookie == nil {
+		t.Fatal("b set no sticky cookie")
+	}
+
+	r.stop()
+	r.start("atomic")
+	r.serves("b.e2e.test", "/", pinned)
+	for i := range 10 {
+		if got, _ := ask(cookie); got != pinned {
+			t.Fatalf("after the restart, request %d with cookie %s=%s went to %q, want %q", i, cookie.Name, cookie.Value, got, pinned)
+		}
+	}
+	r.onDisk("haproxy.cfg", "# route e2e/b\nbackend "+m[1]+" ")
+}
+
+// A pool that runs low is topped up by one reload of its own once changes
+// have stopped for a while (never in the middle of the burst that drew it
+// down), labelled as such, and new routes then bind again without one.
+func TestLowPoolToppedUpAtAQuietMoment(t *testing.T) {
+	r, w, gen, before := poolRouter(t, startBackend(t, "one"))
+	// One http route keeps 16 free spares; binding 13 leaves 3, under a
+	// quarter of them.
+	for i := range 13 {
+		gen[fmt.Sprintf("burst-%d.yaml", i)] = []byte(routeYAML(fmt.Sprintf("burst-%d", i), fmt.Sprintf("burst-%d.e2e.test", i), "", "one"))
+	}
+	must(t, w.Publish(gen))
+	r.serves("burst-12.e2e.test", "/", "one")
+	published := time.Now()
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("the burst took %d reloads, want 0 while the pool has room", got)
+	}
+	r.eventually(40*time.Second, "the pool topped up", func() error {
+		if got := r.reloads() - before; got != 1 {
+			return fmt.Errorf("%d reloads", got)
+		}
+		return r.metricsHave(`haroute_reloads_total{reason="pool-of-spare-backends-topped-up"} 1`)
+	})
+	if waited := time.Since(published); waited < 10*time.Second {
+		t.Fatalf("topped up %v after the burst, before the 10 s quiet period", waited.Round(time.Millisecond))
+	}
+	// Room again: the next burst binds without a reload.
+	for i := range 10 {
+		gen[fmt.Sprintf("more-%d.yaml", i)] = []byte(routeYAML(fmt.Sprintf("more-%d", i), fmt.Sprintf("more-%d.e2e.test", i), "", "one"))
+	}
+	must(t, w.Publish(gen))
+	r.serves("more-9.e2e.test", "/", "one")
+	if got := r.reloads() - before; got != 1 {
+		t.Fatalf("%d reloads after the second burst, want only the top-up's", got)
+	}
+}
+
 // scrapeMetrics fetches the daemon's own /metrics, with the harness's
 // client: a hung daemon fails the test after 5 s, not the run.
 func (r *router) scrapeMetrics() (string, error) {
