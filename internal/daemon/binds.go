@@ -126,12 +126,15 @@ func heldByOwn(port int, own map[uint64]bool) bool {
 }
 
 // listeningOn returns the inodes of the TCP sockets listening on port, on
-// any address of either family, from /proc/net/tcp and tcp6.
+// any address of either family, from this process's network namespace's
+// tcp and tcp6 tables. /proc/self/net, not /proc/net: the packaged unit's
+// ProcSubset=pid mounts a /proc without net, and every listener then read
+// as another process's, so an address change was refused.
 func listeningOn(port int) ([]uint64, error) {
 	var out []uint64
-	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+	for _, table := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
 		data, err := os.ReadFile(table)
-		if errors.Is(err, fs.ErrNotExist) && table == "/proc/net/tcp6" {
+		if errors.Is(err, fs.ErrNotExist) && table == "/proc/self/net/tcp6" {
 			continue // no IPv6
 		}
 		if err != nil {
