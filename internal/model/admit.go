@@ -1189,20 +1189,23 @@ func (c *candidate) status() RouteStatus {
 		State:  RouteAdmitted,
 		Source: r.Source.Pos,
 	}
-	for _, d := range c.check.diags {
-		msg := d.Message
-		if d.Field != "" {
-			msg = d.Field + ": " + msg
-		}
-		switch d.Severity {
-		case SeverityError:
-			// At its file, line and column, as a stale route's are: the
-			// operator goes from status straight to the line.
-			st.Reasons = append(st.Reasons, fmt.Sprintf("%s: %s", d.Pos, msg))
-		case SeverityWarning:
-			st.Warnings = append(st.Warnings, msg)
-		case SeverityNote:
-			st.Notes = append(st.Notes, msg)
+	// Decoding's warnings (unknown fields) first, then admission's.
+	for _, ds := range [...]Diagnostics{r.warnings, c.check.diags} {
+		for _, d := range ds {
+			msg := d.Message
+			if d.Field != "" {
+				msg = d.Field + ": " + msg
+			}
+			switch d.Severity {
+			case SeverityError:
+				// At its file, line and column, as a stale route's are:
+				// the operator goes from status straight to the line.
+				st.Reasons = append(st.Reasons, fmt.Sprintf("%s: %s", d.Pos, msg))
+			case SeverityWarning:
+				st.Warnings = append(st.Warnings, msg)
+			case SeverityNote:
+				st.Notes = append(st.Notes, msg)
+			}
 		}
 	}
 	switch {

@@ -345,6 +345,8 @@ func (w *walker) reported(start int, field string) bool {
 func (w *walker) route(m *yaml.Node) {
 	var r Route
 	start := len(w.diags)
+	w.homes = routeFieldHomes
+	defer func() { w.homes = nil }()
 	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "apiVersion", "kind", "status":
@@ -361,6 +363,13 @@ func (w *walker) route(m *yaml.Node) {
 		r.Spec.WildcardPolicy = WildcardPolicyNone
 	}
 	r.Source = w.finish(m, &r.Meta, start)
+	for _, d := range w.diags[start:] {
+		if d.Severity == SeverityWarning {
+			// Shown on the route's status too: an unknown field is
+			// often why a route does not do what its author meant.
+			r.warnings = append(r.warnings, d)
+		}
+	}
 	w.objs.Routes = append(w.objs.Routes, &r)
 }
 

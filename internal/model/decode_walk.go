@@ -35,8 +35,9 @@ type walker struct {
 	table *fieldNames
 
 	// Per object being decoded.
-	unknown Severity   // of unknown fields: error for RouterConfig, else warning
-	fields  []fieldPos // positions recorded so far, reused across objects
+	unknown Severity          // of unknown fields: error for RouterConfig, else warning
+	homes   map[string]string // where the kind's fields belong (misplacedField); nil for none
+	fields  []fieldPos        // positions recorded so far, reused across objects
 }
 
 // fieldPos is one recorded field position. The path is the object's; the
@@ -157,7 +158,49 @@ func (w *walker) typeError(n *yaml.Node, want string) {
 
 // unknownField reports the key k of the current field.
 func (w *walker) unknownField(k *yaml.Node) {
+	if home, ok := w.misplaced(k.Value); ok {
+		w.report(SeverityError, k, "unknown field here: %s belongs at %s; check its indentation", k.Value, home)
+		return
+	}
 	w.report(w.unknown, k, "unknown field")
+}
+
+// misplaced reports where key, unknown at the current field, belongs when
+// it is a field of the kind's elsewhere (w.homes). Unknown fields of a
+// Route are warnings (DESIGN §3: manifests in the wild carry stray
+// fields), but a field of the Route's own one level off is no stray: it
+// is an indentation slip, and ignoring it changes what the route does (a
+// tls block under spec.to served the route in clear, alternateBackends
+// under spec.to sent all its traffic to one service). As an error, the
+// route keeps its last good version.
+func (w *walker) misplaced(key string) (string, bool) {
+	home, ok := w.homes[key]
+	if !ok {
+		return "", false
+	}
+	at := string(w.field)
+	if i := strings.LastIndexByte(at, '.'); i >= 0 {
+		at = at[:i]
+	} else {
+		at = ""
+	}
+	want := key
+	if home != "" {
+		want = home + "." + key
+	}
+	return want, at != home
+}
+
+// routeFieldHomes are the fields of a Route whose name no other level of
+// it uses, by the path of the field they belong under.
+var routeFieldHomes = map[string]string{
+	"metadata": "", "spec": "",
+	"annotations": "metadata", "labels": "metadata", "namespace": "metadata",
+	"host": "spec", "path": "spec", "to": "spec", "alternateBackends": "spec", "port": "spec",
+	"tls": "spec", "wildcardPolicy": "spec", "subdomain": "spec", "httpHeaders": "spec",
+	"targetPort":  "spec.port",
+	"termination": "spec.tls", "certificate": "spec.tls", "key": "spec.tls", "caCertificate": "spec.tls",
+	"destinationCACertificate": "spec.tls", "insecureEdgeTerminationPolicy": "spec.tls", "externalCertificate": "spec.tls",
 }
 
 // unsupported reports a field that exists in the Kubernetes/OpenShift API

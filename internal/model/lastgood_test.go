@@ -351,3 +351,30 @@ func TestRouterConfigServingItsLastGoodSettingsIsStale(t *testing.T) {
 		}
 	}
 }
+
+// A served edge route whose tls block slips under spec.to keeps its last
+// good version, edge, stale with the error at the line: ignored as an
+// unknown field, the slip served the route in clear. A field no level
+// owns alone stays a warning, and shows on the route's status.
+func TestMisplacedRouteFieldKeepsTheLastGoodVersion(t *testing.T) {
+	const head = "apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: app, namespace: ns}\nspec:\n  host: app.example.test\n  to:\n    name: svc\n"
+	l := NewLoader()
+	res := l.Load([]SourceFile{{Path: "r.yaml", Data: []byte(head + "  tls:\n    termination: edge\n")}})
+	if r := res.Desired.Routes; len(r) != 1 || r[0].Termination != TerminationEdge {
+		t.Fatalf("first load: routes %v, want app, edge", r)
+	}
+	res = l.Load([]SourceFile{{Path: "r.yaml", Data: []byte(head + "    tls:\n      termination: edge\n")}})
+	if r := res.Desired.Routes; len(r) != 1 || r[0].Termination != TerminationEdge {
+		t.Fatalf("tls under spec.to: routes %v, want the last good app, edge", r)
+	}
+	st := statusOf(t, res.Desired, "app")
+	if st.State != RouteStale || len(st.Reasons) == 0 || !strings.Contains(st.Reasons[0], "r.yaml:8:5") || !strings.Contains(st.Reasons[0], "tls belongs at spec.tls") {
+		t.Fatalf("tls under spec.to: status %+v, want stale naming r.yaml:8:5 and spec.tls", st)
+	}
+
+	res = l.Load([]SourceFile{{Path: "r.yaml", Data: []byte(head + "  tls:\n    termination: edge\n  colour: blue\n")}})
+	st = statusOf(t, res.Desired, "app")
+	if st.State != RouteAdmittedWithWarnings || !slices.Contains(st.Warnings, "spec.colour: unknown field") {
+		t.Fatalf("a stray field: status %+v, want admitted with the warning spec.colour: unknown field", st)
+	}
+}

@@ -70,6 +70,9 @@ type Route struct {
 	Meta   ObjectMeta
 	Spec   RouteSpec
 	Source Source
+	// warnings are what decoding found (unknown fields), for the route's
+	// status.
+	warnings Diagnostics
 }
 
 type RouteSpec struct {
