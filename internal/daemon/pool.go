@@ -127,15 +127,12 @@ var poolClasses = []spareClass{{t: model.TerminationNone}, {t: model.Termination
 	{t: model.TerminationReencrypt}, {t: model.TerminationReencrypt, allow: true}, {t: model.TerminationPassthrough}}
 
 // classesInUse returns poolClasses, then the other classes routes has
-// routes of, in a fixed order (slot numbers follow it). Not `random`:
-// HAProxy 2.6 does not balance servers added at runtime to such a
-// backend, so every server of a route bound to one would take a reload
-// (plan), and its spares would serve nothing.
+// routes of, in a fixed order (slot numbers follow it).
 func classesInUse(routes map[spareClass]int) []spareClass {
 	out := slices.Clone(poolClasses)
 	var more []spareClass
 	for c, n := range routes {
-		if n > 0 && c.balance != "" && c.balance != model.BalanceRandom {
+		if n > 0 && c.balance != "" {
 			more = append(more, c)
 		}
 	}

@@ -141,12 +141,12 @@ func TestTopUpMakesBalanceClassesInUse(t *testing.T) {
 		t.Errorf("the last spare is %s (%s), want the leastconn class after the others", last.Slot, last.Backend.Balance)
 	}
 
-	// Not for random, whose runtime-added servers HAProxy 2.6 leaves
-	// unserved: such a route keeps its own backend.
+	// Random too: its servers carry ids (render.ServerID), with which
+	// HAProxy 2.6 balances those added at runtime.
 	route.Backend.Balance = model.BalanceRandom
 	random := poolState{settings: s}.topUp(&model.Desired{Router: s, Routes: []*model.AdmittedRoute{&route}})
-	if got := random.freeCounts()[classOf(&route)]; got != 0 {
-		t.Errorf("%d random spares, want none", got)
+	if got := random.freeCounts()[classOf(&route)]; got != poolTarget(1) {
+		t.Errorf("%d random spares with one random route, want %d", got, poolTarget(1))
 	}
 }
 

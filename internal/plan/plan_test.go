@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -753,7 +754,7 @@ func TestNoCookieKeyForPassthrough(t *testing.T) {
 	// One active endpoint stays one: the new server is unchecked, no
 	// health command, no cookie key.
 	want := []string{
-		"add server be_tcp:default:tcp/ep_fd00--1_18094 [fd00::1]:18094 weight 0",
+		fmt.Sprintf("add server be_tcp:default:tcp/ep_fd00--1_18094 [fd00::1]:18094 weight 0 id %d", render.ServerID("ep_fd00--1_18094")),
 		"enable server be_tcp:default:tcp/ep_fd00--1_18094",
 	}
 	if got := commands(p); !slices.Equal(got, want) {

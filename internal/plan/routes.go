@@ -162,15 +162,6 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 				d.add(Change{Mode: ModeRuntime, Kind: KindEndpointRestored, Subject: key, Detail: string(s.Name)})
 				continue
 			}
-			if cur.Backend.Balance == model.BalanceRandom {
-				// Verified on HAProxy 2.6.12: with `balance random` (a
-				// consistent-hash tree), servers added by `add server`
-				// receive no traffic or too little; the same servers
-				// from the config are balanced evenly. Reload instead.
-				d.add(Change{Mode: ModeReload, Kind: KindEndpointAdded, Subject: key,
-					Detail: string(s.Name) + " (balance random does not balance runtime-added servers)"})
-				continue
-			}
 			d.adds = append(d.adds, AddServer{Backend: be, Server: s.Name, Addr: s.Address, Port: s.Port,
 				Args: render.ServerArgs(cur, s, d.desired.Input), Checked: newChecked})
 			d.add(Change{Mode: ModeRuntime, Kind: KindEndpointAdded, Subject: key, Detail: string(s.Name)})

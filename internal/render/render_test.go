@@ -3,13 +3,14 @@ package render
 import (
 	"bytes"
 	"fmt"
-	"github.com/haroute/haroute/internal/testutil/testroutes"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/testutil/testroutes"
 )
 
 func baseInput(t *testing.T, routes ...model.AdmittedRoute) Input {
@@ -400,6 +401,7 @@ func TestServerArgs(t *testing.T) {
 	in.Desired.Router.HealthCheckInterval = 3 * time.Second
 	withCA := in
 	withCA.DefaultDestinationCA = []byte(tc.CA)
+	id := strconv.FormatUint(uint64(ServerID(srv.Name)), 10)
 	for _, c := range []struct {
 		name string
 		r    model.AdmittedRoute
@@ -422,7 +424,12 @@ func TestServerArgs(t *testing.T) {
 			"weight 7 check inter 5s ssl verifyhost canary.ns.svc verify required ca-file /var/lib/haroute/bundle/cas/default-destination.pem port 80"},
 		{"reencrypt own CA", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{DestinationCACertificate: tc.CA})), withCA,
 			"weight 7 check inter 5s ssl verify required ca-file /var/lib/haroute/bundle/cas/ns_r.pem port 80"},
-		{"passthrough", route("ns", "r", "h", "", passthrough(model.InsecurePolicyNone)), in, "weight 7 check inter 5s"},
+		// Servers on a consistent-hash tree carry a stable id.
+		{"passthrough", route("ns", "r", "h", "", passthrough(model.InsecurePolicyNone)), in, "weight 7 check inter 5s id " + id},
+		{"balance source", route("ns", "r", "h", "", backendSettings(func(b *model.BackendSettings) { b.Balance = model.BalanceSource })), in,
+			"weight 7 check inter 5s id " + id},
+		{"balance random", route("ns", "r", "h", "", backendSettings(func(b *model.BackendSettings) { b.Balance = model.BalanceRandom })), in,
+			"weight 7 check inter 5s id " + id},
 	} {
 		// Checks run only on routes with two or more active endpoints.
 		if !c.r.HealthChecked() {
@@ -435,6 +442,9 @@ func TestServerArgs(t *testing.T) {
 	single := route("ns", "r", "h", "", svc("s", 100, "10.0.0.1:80"))
 	if got, want := ServerArgs(&single, srv, in), "weight 7"; got != want {
 		t.Errorf("single endpoint: ServerArgs = %q, want %q (no check)", got, want)
+	}
+	if a, b := ServerID("ep_10.0.0.1_80"), ServerID("ep_10.0.0.2_80"); a == b || a == 0 || a > 1<<30 {
+		t.Errorf("ServerID: %d and %d, want distinct ids in 1..2^30", a, b)
 	}
 	if got, want := HostPort("fd00::1", 8080), "[fd00::1]:8080"; got != want {
 		t.Errorf("HostPort = %q, want %q", got, want)

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/haroute/haroute/test/publish"
+	"github.com/haroute/haroute/test/testenv"
 )
 
 // split sends n sequential requests to host and counts which backend
@@ -123,5 +125,63 @@ func TestAddedAndReaddedEndpointsReceiveRequests(t *testing.T) {
 		map[string]float64{"one": 1.0 / 3, "two": 1.0 / 3, "three": 1.0 / 3})
 	if got := r.reloads() - before; got != 0 {
 		t.Fatalf("endpoint changes caused %d reloads, want 0", got)
+	}
+}
+
+// Servers added at runtime to a backend that balances on a consistent-hash
+// tree (source, random) all get traffic: HAProxy 2.6 placed each such
+// server by an id it had not given it yet, the same for all
+// (render.ServerID), and of four added to an empty `balance source`
+// backend only the first and the last got clients (51/0/0/49 of 100
+// client addresses); random left servers out the same way.
+func TestHashBalancedServersAddedAtRuntimeAllServe(t *testing.T) {
+	for _, balance := range []string{"source", "random"} {
+		t.Run(balance, func(t *testing.T) {
+			r := newRouter(t)
+			bs := []*backend{startBackend(t, "a"), startBackend(t, "b"), startBackend(t, "c"), startBackend(t, "d")}
+			w := publish.NewAtomicWriter(r.dir)
+			route := annotated(routeYAML("h", "h.e2e.test", "", "h"), "haproxy.router.openshift.io/balance", balance)
+			gen := files("router.yaml", r.routerConfig(""), "route.yaml", route, "endpoints.yaml", endpointsYAML("h"))
+			must(t, w.Publish(gen))
+			r.start("atomic")
+			r.eventually(20*time.Second, "h answers 503 with no endpoints", func() error {
+				if _, err := r.get("h.e2e.test", "/"); err == nil || !strings.Contains(err.Error(), "status 503") {
+					return fmt.Errorf("answered %v", err)
+				}
+				return nil
+			})
+			before := r.reloads()
+			gen["endpoints.yaml"] = []byte(endpointsYAML("h", bs...))
+			must(t, w.Publish(gen))
+			r.eventually(20*time.Second, "h served", func() error {
+				_, err := r.get("h.e2e.test", "/")
+				return err
+			})
+			if got := r.reloads() - before; got != 0 {
+				t.Fatalf("adding the endpoints took %d reloads, want 0 (added at runtime)", got)
+			}
+			// source: one request from each of 60 client addresses;
+			// random: 200 from one. Spread on the tree, each server gets
+			// some (missing by chance: (3/4)^60 ≈ 3e-8 per server).
+			counts := map[string]int{}
+			if balance == "random" {
+				counts = r.split("h.e2e.test", 200)
+			} else {
+				for i := range 60 {
+					src := &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(i+2))}
+					cl := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+						DialContext: (&net.Dialer{LocalAddr: src}).DialContext}}
+					got, err := testenv.Get(cl, r.http, "h.e2e.test", "/")
+					must(t, err)
+					counts[got]++
+				}
+			}
+			t.Logf("requests per server: %v", counts)
+			for _, b := range bs {
+				if counts[b.Name] == 0 {
+					t.Errorf("server %s got none (%v): runtime-added servers share the tree's places", b.Name, counts)
+				}
+			}
+		})
 	}
 }

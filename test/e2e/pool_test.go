@@ -484,11 +484,10 @@ func TestAllowlistRoutesWithoutReload(t *testing.T) {
 // class once one such route exists: the first one takes a reload, which
 // also makes its class's spares, and the next one binds to one of them,
 // served with its algorithm, with no reload; so is its deletion. Both
-// kinds of algorithm: leastconn, and source, which (on HTTP) hashes
-// consistently, as random does, whose runtime-added servers HAProxy 2.6
-// leaves unserved.
+// kinds of algorithm: leastconn, and source and random, which place
+// servers on a consistent-hash tree (by the ids render.ServerID gives).
 func TestBalanceClassRoutesWithoutReload(t *testing.T) {
-	for _, balance := range []string{"leastconn", "source"} {
+	for _, balance := range []string{"leastconn", "source", "random"} {
 		t.Run(balance, func(t *testing.T) {
 			r, w, gen, _ := poolRouter(t, startBackend(t, "one"))
 			balanced := func(name string) []byte {
