@@ -93,22 +93,25 @@ func (d *Daemon) execute(ctx context.Context, ops []plan.Op) error {
 		}
 		switch o := op.(type) {
 		case plan.RemoveServer:
-			d.markPending(o.Backend, o.Server, true)
+			d.markPending(o.Backend, o.Server, o.Options)
 		case plan.ReenableServer:
-			d.markPending(o.Backend, o.Server, false)
+			d.unmarkPending(o.Backend, o.Server)
 		}
 	}
 	return flush()
 }
 
-func (d *Daemon) markPending(be model.BackendName, s model.ServerName, on bool) {
-	if on {
-		if d.pending[be] == nil {
-			d.pending[be] = map[model.ServerName]bool{}
-		}
-		d.pending[be][s] = true
-		return
+// markPending notes server s of backend be as drained, with the options
+// it keeps meanwhile.
+func (d *Daemon) markPending(be model.BackendName, s model.ServerName, options string) {
+	if d.pending[be] == nil {
+		d.pending[be] = map[model.ServerName]string{}
 	}
+	d.pending[be][s] = options
+}
+
+// unmarkPending notes server s of backend be as back, or gone.
+func (d *Daemon) unmarkPending(be model.BackendName, s model.ServerName) {
 	delete(d.pending[be], s)
 	delete(d.lingering, string(be)+"/"+string(s))
 	if len(d.pending[be]) == 0 {
@@ -177,7 +180,7 @@ func (d *Daemon) verify(ctx context.Context, p plan.Plan, next plan.State) error
 	return plan.Verify(exp, observed, observedMaps, edited)
 }
 
-func withPending(s plan.State, pending map[model.BackendName]map[model.ServerName]bool) plan.State {
+func withPending(s plan.State, pending map[model.BackendName]map[model.ServerName]string) plan.State {
 	s.PendingDeletes = pending
 	return s
 }
@@ -268,7 +271,7 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 			case !ok:
 				// Gone already (a reload dropped it); the next reload
 				// clears the list anyway.
-				d.markPending(be, s, false)
+				d.unmarkPending(be, s)
 			case n == 0:
 				cmds = append(cmds, plan.DeleteServerCommand(be, s))
 				gone = append(gone, drained{be, s})
@@ -292,7 +295,7 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 			d.waitDrain(gone[i].be, now)
 			continue
 		}
-		d.markPending(gone[i].be, gone[i].s, false)
+		d.unmarkPending(gone[i].be, gone[i].s)
 		d.metrics.RuntimeUpdate("del-server", 1)
 	}
 	return err == nil || len(resps) > 0

@@ -199,7 +199,7 @@ type Daemon struct {
 	// applied is what HAProxy runs. They differ while a reload waits.
 	desired plan.State
 	applied plan.State
-	pending map[model.BackendName]map[model.ServerName]bool
+	pending map[model.BackendName]map[model.ServerName]string
 	// lingering is when HAProxy first refused to delete a drained
 	// server for its idle connections, by "backend/server".
 	lingering map[string]time.Time
@@ -317,7 +317,7 @@ func New(opts Options) (*Daemon, error) {
 		cand:        &bundleDir{path: filepath.Join(opts.StateDir, "candidate"), written: map[string]render.File{}, recheck: true},
 		sup:         sup,
 		lastFiles:   map[string]model.SourceFile{},
-		pending:     map[model.BackendName]map[model.ServerName]bool{},
+		pending:     map[model.BackendName]map[model.ServerName]string{},
 		servedSlots: map[model.BackendName]bool{},
 		lingering:   map[string]time.Time{},
 		drainWait:   map[model.BackendName]drainWait{},

@@ -14,11 +14,11 @@ import (
 // is retried quietly; only when that lasts a minute is it a warning, once
 // a minute. Any other refusal is a warning at once.
 func TestLingeringDrainedServerWarnsOnlyWhenItLasts(t *testing.T) {
-	d := &Daemon{pending: map[model.BackendName]map[model.ServerName]bool{}, lingering: map[string]time.Time{}}
+	d := &Daemon{pending: map[model.BackendName]map[model.ServerName]string{}, lingering: map[string]time.Time{}}
 	be, s := model.BackendName("be_http:ns:a"), model.ServerName("ep_10.0.0.1_80")
 	idle := errors.New("del server be_http:ns:a/ep_10.0.0.1_80: Server still has connections attached to it, cannot remove it.")
 	t0 := time.Now()
-	d.markPending(be, s, true)
+	d.markPending(be, s, "")
 	for _, step := range []struct {
 		at   time.Duration
 		err  error
@@ -35,7 +35,7 @@ func TestLingeringDrainedServerWarnsOnlyWhenItLasts(t *testing.T) {
 			t.Errorf("at +%v (%v): level %v, want %v", step.at, step.err, got, step.want)
 		}
 	}
-	d.markPending(be, s, false)
+	d.unmarkPending(be, s)
 	if len(d.lingering) != 0 {
 		t.Errorf("a deleted server is still remembered: %v", d.lingering)
 	}
@@ -45,9 +45,9 @@ func TestLingeringDrainedServerWarnsOnlyWhenItLasts(t *testing.T) {
 // again after a delay that doubles from a second to eight, and at once
 // again when its servers are gone.
 func TestDrainWaitBacksOff(t *testing.T) {
-	d := &Daemon{pending: map[model.BackendName]map[model.ServerName]bool{}, drainWait: map[model.BackendName]drainWait{}}
+	d := &Daemon{pending: map[model.BackendName]map[model.ServerName]string{}, drainWait: map[model.BackendName]drainWait{}}
 	be, s := model.BackendName("be_http:ns:a"), model.ServerName("ep_10.0.0.1_80")
-	d.markPending(be, s, true)
+	d.markPending(be, s, "")
 	t0 := time.Now()
 	var got []time.Duration
 	at := t0
@@ -61,7 +61,7 @@ func TestDrainWaitBacksOff(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("delays %v, want %v", got, want)
 	}
-	d.markPending(be, s, false)
+	d.unmarkPending(be, s)
 	if _, ok := d.drainWait[be]; ok {
 		t.Error("a backend with no server left to drain is still put off")
 	}

@@ -588,7 +588,7 @@ func (st poolState) freeCounts() map[spareClass]int {
 
 // drained returns st with the spares whose servers are all gone free to
 // bind again.
-func (st poolState) drained(pending map[model.BackendName]map[model.ServerName]bool) poolState {
+func (st poolState) drained(pending map[model.BackendName]map[model.ServerName]string) poolState {
 	var done []model.BackendName
 	for slot := range st.draining {
 		if len(pending[slot]) == 0 {

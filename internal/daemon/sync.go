@@ -995,7 +995,7 @@ func (d *Daemon) loaded(reasons []string, reload bool, elapsed time.Duration) {
 	d.behindReload = false
 	d.showBehind()
 	clear(d.servedSlots) // a new worker counts from zero
-	d.pending = map[model.BackendName]map[model.ServerName]bool{}
+	d.pending = map[model.BackendName]map[model.ServerName]string{}
 	clear(d.lingering)
 	clear(d.drainWait)
 	d.housekeepAfter, d.housekeepBackoff = time.Time{}, 0 // a new worker: ask again

@@ -85,6 +85,9 @@ func (o SetDynamicCookieKey) String() string {
 type RemoveServer struct {
 	Backend model.BackendName
 	Server  model.ServerName
+	// Options are the server's arguments but its weight (serverOptions):
+	// what it keeps while it drains, should its endpoint come back.
+	Options string
 }
 
 func (o RemoveServer) Commands() []string {

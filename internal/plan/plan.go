@@ -20,7 +20,7 @@ type State struct {
 	// (RemoveServer) but not deleted yet: they still exist in HAProxy, so
 	// an endpoint that comes back is re-enabled rather than added. A reload
 	// drops them, so the daemon clears this after every reload.
-	PendingDeletes map[model.BackendName]map[model.ServerName]bool
+	PendingDeletes map[model.BackendName]map[model.ServerName]string
 }
 
 // Plan is what it takes to move HAProxy from the applied state to the

@@ -31,7 +31,7 @@ func TestCompute(t *testing.T) {
 		// change edits the desired state; applied stays baseDesired.
 		change  func(t *testing.T, d *model.Desired, in *render.Input)
 		applied func(t *testing.T, d *model.Desired)
-		pending map[model.BackendName]map[model.ServerName]bool
+		pending map[model.BackendName]map[model.ServerName]string
 
 		wantReasons  []string
 		wantCommands []string
@@ -537,7 +537,7 @@ func TestCompute(t *testing.T) {
 				r := routeByName(t, d, "ab")
 				r.Services[1].Servers = r.Services[1].Servers[:1]
 			},
-			pending: map[model.BackendName]map[model.ServerName]bool{beAB: {"ck_127.0.0.1_18089": true}},
+			pending: map[model.BackendName]map[model.ServerName]string{beAB: {"ck_127.0.0.1_18089": "weight 0 check inter 5s"}},
 			change:  func(t *testing.T, d *model.Desired, in *render.Input) {},
 			wantCommands: []string{
 				"set server " + beAB + "/ck_127.0.0.1_18089 weight 50",
@@ -546,6 +546,21 @@ func TestCompute(t *testing.T) {
 			},
 			wantChanges: []string{"runtime | endpoint re-enabled | default/ab | ck_127.0.0.1_18089"},
 			wantSummary: "plan: runtime (1 operation, no reload)",
+		},
+		{
+			// It drained speaking HTTP/2 in clear (appProtocol h2c) and
+			// comes back without: the server that drains keeps its
+			// options, so re-enabling it would serve unlike the file.
+			name: "endpoint back while pending deletion, with other options, reloads",
+			applied: func(t *testing.T, d *model.Desired) {
+				r := routeByName(t, d, "ab")
+				r.Services[1].Servers = r.Services[1].Servers[:1]
+			},
+			pending:     map[model.BackendName]map[model.ServerName]string{beAB: {"ck_127.0.0.1_18089": "weight 0 check inter 5s proto h2"}},
+			change:      func(t *testing.T, d *model.Desired, in *render.Input) {},
+			wantReasons: []string{"server options changed: default/ab"},
+			wantChanges: []string{"reload | server options changed | default/ab | ck_127.0.0.1_18089 (back while it drains, with other options)"},
+			wantSummary: "plan: reload (1 reason: server options changed: default/ab)",
 		},
 		{
 			name: "termination changed",

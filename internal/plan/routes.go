@@ -157,7 +157,17 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 		newNames[s.Name] = true
 		o, ok := oldIndex[s.Name]
 		if !ok {
-			if pending[s.Name] {
+			if opts, drained := pending[s.Name]; drained {
+				if opts != serverOptions(cur, s, d.desired.Input) {
+					// The server still there has the options it was
+					// added with (an endpoint's appProtocol, the service
+					// a reencrypt server verifies): re-enabled, it would
+					// serve unlike the file. Nor can a second one of its
+					// name be added while it drains.
+					d.add(Change{Mode: ModeReload, Kind: KindServerOptions, Subject: key,
+						Detail: string(s.Name) + " (back while it drains, with other options)"})
+					continue
+				}
 				d.adds = append(d.adds, ReenableServer{Backend: be, Server: s.Name, Weight: s.Weight, Checked: newChecked})
 				d.add(Change{Mode: ModeRuntime, Kind: KindEndpointRestored, Subject: key, Detail: string(s.Name)})
 				continue
@@ -193,7 +203,7 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 	}
 	for _, o := range oldServers {
 		if !newNames[o.Name] {
-			d.removes = append(d.removes, RemoveServer{Backend: be, Server: o.Name})
+			d.removes = append(d.removes, RemoveServer{Backend: be, Server: o.Name, Options: serverOptions(old, o, d.applied.Input)})
 			d.add(Change{Mode: ModeRuntime, Kind: KindEndpointRemoved, Subject: key, Detail: string(o.Name)})
 		}
 	}
@@ -205,6 +215,13 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 	if added && cur.Termination != model.TerminationPassthrough && !cur.Backend.DisableCookies {
 		d.adds = append(d.adds, SetDynamicCookieKey{Backend: be, Key: render.DynamicCookieKey(be)})
 	}
+}
+
+// serverOptions is what render gives server s of route r besides its
+// weight, which the runtime sets.
+func serverOptions(r *model.AdmittedRoute, s model.Server, in render.Input) string {
+	s.Weight = 0
+	return render.ServerArgs(r, s, in)
 }
 
 // backendDiff names the backend settings that differ, as the annotation

@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"bufio"
 	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,4 +148,86 @@ spec:
 
 	must(t, w.Publish(gen(false, web1)))
 	servedAs("http2 off: reencrypt backend spoken to in HTTP/1.1", "web1 HTTP/1.1")
+}
+
+// An endpoint that comes back while its server still drains, with other
+// options (here appProtocol h2c), is not re-enabled as it drained: the
+// server that drains keeps the options it was added with, and would
+// speak HTTP/1.1 where the files say HTTP/2. It goes in by a reload.
+func TestEndpointBackWhileDrainingWithOtherOptions(t *testing.T) {
+	r := newRouter(t)
+	g1 := h2cBackend(t, "g1")
+	// g2 also holds a stream open, so its server drains rather than goes.
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	mux := http.NewServeMux()
+	mux.Handle("/", protoHandler("g2"))
+	mux.HandleFunc("/stream", func(w http.ResponseWriter, req *http.Request) {
+		fmt.Fprintln(w, "g2 "+req.Proto)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-req.Context().Done():
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: mux, Protocols: &protos}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	g2 := &backend{Name: "g2", Port: ln.Addr().(*net.TCPAddr).Port}
+
+	endpoints := func(g2Proto string, withG2 bool) string {
+		y := "apiVersion: v1\nkind: Endpoints\nmetadata: {name: grpc, namespace: e2e}\nsubsets:\n" +
+			fmt.Sprintf("  - addresses: [{ip: 127.0.0.1}]\n    ports: [{port: %d}]\n", g1.Port)
+		if withG2 {
+			y += fmt.Sprintf("  - addresses: [{ip: 127.0.0.1}]\n    ports: [{port: %d%s}]\n", g2.Port, g2Proto)
+		}
+		return y
+	}
+	gen := files("router.yaml", r.routerConfig(""), "route.yaml", annotated(routeYAML("grpc", "grpc.e2e.test", "", "grpc"),
+		"haproxy.router.openshift.io/disable_cookies", `"true"`), "endpoints.yaml", endpoints("", true))
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("grpc.e2e.test", "/", "g2 HTTP/1.1")
+
+	// A stream on g2, then g2 leaves: drained, not deleted.
+	var stream *http.Response
+	for i := 0; stream == nil; i++ {
+		if i == 10 {
+			t.Fatal("no stream reached g2 in 10 tries")
+		}
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/stream", r.http), nil)
+		req.Host = "grpc.e2e.test"
+		resp, err := (&http.Client{}).Do(req)
+		must(t, err)
+		line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+		if strings.HasPrefix(line, "g2 ") {
+			stream = resp
+			t.Cleanup(func() { resp.Body.Close() })
+		} else {
+			resp.Body.Close()
+		}
+	}
+	gen["endpoints.yaml"] = []byte(endpoints("", false))
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "g2 drained", func() error {
+		for range 6 {
+			if got, err := r.get("grpc.e2e.test", "/"); err != nil || got != "g1 HTTP/1.1" {
+				return fmt.Errorf("answered %q, %v", got, err)
+			}
+		}
+		return nil
+	})
+
+	// Back, now h2c.
+	gen["endpoints.yaml"] = []byte(endpoints(", appProtocol: kubernetes.io/h2c", true))
+	must(t, w.Publish(gen))
+	r.serves("grpc.e2e.test", "/", "g2 HTTP/2.0")
+	once.Do(func() { close(release) })
 }
