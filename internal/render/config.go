@@ -208,15 +208,27 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	useBackend(w)
 	w.line("")
 
+	// The stats page lists every backend and endpoint address, and
+	// /metrics every backend and server name: with credentials, both ask
+	// for them, as OpenShift's ROUTER_METRICS_USERNAME and _PASSWORD
+	// guard its metrics; /healthz stays open for load balancers. Quoting
+	// keeps the password literal (checkInput refused what cannot be
+	// quoted).
+	c := in.StatsCredentials
+	if c.Set() {
+		w.line("userlist ", statsUsers)
+		w.line("  user ", c.User, " insecure-password ", string(appendQuoted(nil, c.Password, false)))
+		w.line("")
+	}
 	w.line("frontend stats from ", baseDefaults)
 	binds(w, &s, s.StatsPort, "")
 	w.line("  mode http")
+	if c.Set() {
+		w.line("  http-request auth realm haroute if { path /metrics } !{ http_auth(", statsUsers, ") }")
+	}
 	w.line("  http-request use-service prometheus-exporter if { path /metrics }")
 	w.line("  monitor-uri /healthz")
-	// The stats page lists every backend and endpoint address: served
-	// only with credentials. Quoting keeps the password literal
-	// (checkInput refused what cannot be quoted).
-	if c := in.StatsCredentials; c.Set() {
+	if c.Set() {
 		w.line("  stats enable")
 		w.line("  stats uri /stats")
 		w.line("  stats realm haroute")
@@ -893,6 +905,9 @@ func SecureCookie(r *model.AdmittedRoute) bool {
 	return (r.Termination == model.TerminationEdge || r.Termination == model.TerminationReencrypt) &&
 		r.InsecurePolicy != model.InsecurePolicyAllow
 }
+
+// statsUsers is the userlist of the stats credentials, for /metrics.
+const statsUsers = "haroute_stats"
 
 // CookieName is the default sticky-session cookie name of a backend: a hash
 // of its name, as OpenShift does, so it reveals nothing about the route.

@@ -190,22 +190,24 @@ func TestLiveStatsPasswordQuoted(t *testing.T) {
 		t.Fatal(err)
 	}
 	startHAProxy(t, bin, in)
-	for _, c := range []struct {
-		password string
-		want     int
-	}{{password, 200}, {"p", 401}, {`p'a#s`, 401}} {
-		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/stats", s.StatsPort), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.SetBasicAuth("admin", c.password)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != c.want {
-			t.Errorf("password %q: status %d, want %d", c.password, resp.StatusCode, c.want)
+	for _, path := range []string{"/stats", "/metrics"} {
+		for _, c := range []struct {
+			password string
+			want     int
+		}{{password, 200}, {"p", 401}, {`p'a#s`, 401}} {
+			req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", s.StatsPort, path), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.SetBasicAuth("admin", c.password)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("%s, password %q: status %d, want %d", path, c.password, resp.StatusCode, c.want)
+			}
 		}
 	}
 }

@@ -52,9 +52,11 @@ func (r *router) statsAnswers(path, user, password string, code int) string {
 	return body
 }
 
-// The /stats page lists every backend and endpoint address: it asks for
-// the credentials of spec.stats.credentialsFile and is off without them,
-// while /metrics and /healthz stay open. The password is in haproxy.cfg
+// The /stats page lists every backend and endpoint address, /metrics
+// every backend and server name: both ask for the credentials of
+// spec.stats.credentialsFile (as OpenShift's ROUTER_METRICS_USERNAME and
+// _PASSWORD guard its metrics); without them the page is off and
+// /metrics open. /healthz stays open. The password is in haproxy.cfg
 // (mode 0600) and nowhere in the status.
 func TestStatsPageNeedsCredentials(t *testing.T) {
 	r := newRouter(t)
@@ -79,7 +81,9 @@ func TestStatsPageNeedsCredentials(t *testing.T) {
 	if page := r.statsAnswers("/stats", "admin", password, http.StatusOK); !strings.Contains(page, "be_http:e2e:one") {
 		t.Errorf("the stats page does not list be_http:e2e:one:\n%.500s", page)
 	}
-	if m := r.statsAnswers("/metrics", "", "", http.StatusOK); !strings.Contains(m, "haproxy_process_") {
+	r.statsAnswers("/metrics", "", "", http.StatusUnauthorized)
+	r.statsAnswers("/metrics", "admin", "wrong", http.StatusUnauthorized)
+	if m := r.statsAnswers("/metrics", "admin", password, http.StatusOK); !strings.Contains(m, "haproxy_process_") {
 		t.Errorf("/metrics is not the Prometheus exporter:\n%.500s", m)
 	}
 	r.statsAnswers("/healthz", "", "", http.StatusOK)
