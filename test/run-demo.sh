@@ -19,6 +19,16 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# Every port the demo uses must be free: haroute keeps routing when its
+# metrics address is taken (it retries it), and the readiness check and
+# `status` below would then ask whatever holds 9191.
+for port in 9080 9443 9936 9191 18081 18082 18083 18084 18085 18086 18091 18443 18444; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "port $port on 127.0.0.1 is in use; make run needs 9080, 9443, 9936, 9191, 18081-18086, 18091, 18443 and 18444 free" >&2
+    exit 1
+  fi
+done
+
 # Each backend answers with its own name; see examples/config/endpoints.
 bin/demobackend \
   hello=127.0.0.1:18081 hello-2=127.0.0.1:18091 api=127.0.0.1:18082 \
