@@ -34,6 +34,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 	}
 	readFailed := d.readFailed // the read before this one
 	d.readFailed = err != nil
+	d.metrics.SetUnreadable(d.readFailed)
 	if err != nil {
 		d.metrics.SnapshotError()
 		consequence := "the last good state keeps serving"

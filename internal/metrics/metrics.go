@@ -43,6 +43,7 @@ type Metrics struct {
 	processes           *prometheus.GaugeVec
 	watchEvents         prometheus.Counter
 	behind              prometheus.Gauge
+	unreadable          prometheus.Gauge
 	haproxyExits        prometheus.Counter
 }
 
@@ -135,6 +136,11 @@ func New() *Metrics {
 			Name:      "directory_behind",
 			Help:      "1 while the config directory's latest generation cannot be applied (HAProxy refuses it as a whole, with no route or setting to blame, or it cannot be written); the last good one serves. 0 once one is applied.",
 		}),
+		unreadable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "config_dir_unreadable",
+			Help:      "1 while the config directory itself cannot be read (gone, not a directory, no permission); the last good state serves. 0 once it reads again.",
+		}),
 		haproxyExits: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "haproxy_exits_total",
@@ -166,6 +172,7 @@ func New() *Metrics {
 		m.processes,
 		m.watchEvents,
 		m.behind,
+		m.unreadable,
 		m.haproxyExits,
 	)
 	// Both roles exist from the start so dashboards see 0, not "no data".
@@ -338,6 +345,16 @@ var RuntimeOps = []string{"add-server", "drain-server", "reenable-server", "set-
 func (m *Metrics) SetProcesses(current, old int) {
 	m.processes.WithLabelValues("current").Set(float64(current))
 	m.processes.WithLabelValues("old").Set(float64(old))
+}
+
+// SetUnreadable records whether the last read of the config directory
+// failed as a whole.
+func (m *Metrics) SetUnreadable(unreadable bool) {
+	v := 0.0
+	if unreadable {
+		v = 1
+	}
+	m.unreadable.Set(v)
 }
 
 // SetBehind records whether the directory's latest generation could not

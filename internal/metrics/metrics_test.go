@@ -43,6 +43,7 @@ func exercise(m *Metrics) {
 	m.WatchEvent()
 	m.WatchEvent()
 	m.SetBehind(true)
+	m.SetUnreadable(true)
 	m.HAProxyExited()
 }
 
@@ -77,6 +78,7 @@ func TestGatherNamesAndTypes(t *testing.T) {
 		"haroute_haproxy_processes":                     dto.MetricType_GAUGE,
 		"haroute_watch_events_total":                    dto.MetricType_COUNTER,
 		"haroute_directory_behind":                      dto.MetricType_GAUGE,
+		"haroute_config_dir_unreadable":                 dto.MetricType_GAUGE,
 		"haroute_haproxy_exits_total":                   dto.MetricType_COUNTER,
 	}
 	for name, typ := range want {
@@ -176,6 +178,7 @@ func TestSeriesValues(t *testing.T) {
 	m := New()
 	exercise(m)
 	want := withZeros([]string{
+		`haroute_config_dir_unreadable 1`,
 		`haroute_config_generation 2`,
 		`haroute_deletion_guard_holds_total 1`,
 		`haroute_directory_behind 1`,
@@ -225,6 +228,7 @@ func TestSeriesValues(t *testing.T) {
 func TestFreshRegistryShowsKnownSeriesAtZero(t *testing.T) {
 	m := New()
 	want := withZeros([]string{
+		`haroute_config_dir_unreadable 0`,
 		`haroute_config_generation 0`,
 		`haroute_deletion_guard_holds_total 0`,
 		`haroute_directory_behind 0`,

@@ -36,6 +36,11 @@ func TestDirectoryVanishesAndLinkDangles(t *testing.T) {
 	must(t, os.Symlink("does-not-exist", link))
 	r.reportsError("read")
 	r.keepsServing("one.e2e.test", "one", 10, "dangling link")
+	// A gauge says so while it lasts (an alert watches it); the error
+	// counter alone rose once, then only at each resync.
+	r.eventually(10*time.Second, "haroute_config_dir_unreadable 1", func() error {
+		return r.metricsHave("haroute_config_dir_unreadable 1")
+	})
 	// Pointed back at the same generation: the read error is over, though
 	// nothing changed to apply.
 	must(t, os.Remove(link))
@@ -44,7 +49,7 @@ func TestDirectoryVanishesAndLinkDangles(t *testing.T) {
 		if e := r.store.Get().LastError; e != nil {
 			return fmt.Errorf("last error still %q", e.Message)
 		}
-		return nil
+		return r.metricsHave("haroute_config_dir_unreadable 0")
 	})
 	must(t, os.Remove(link))
 	must(t, os.Symlink("does-not-exist", link))
