@@ -219,6 +219,52 @@ func hasFlag(flags []string, name string) bool {
 // (ProtectHome=yes, PrivateTmp=yes): a binary there could not be started.
 var hiddenPrefixes = []string{"/home/", "/root/", "/run/user/", "/tmp/", "/var/tmp/"}
 
+// sandboxedDirs refuses directories the hardened unit keeps from the
+// service, which would install a service that fails at start: a config
+// dir it cannot see (ProtectHome=, PrivateTmp=), and a state or run dir
+// other than the ones it may write (StateDirectory=, RuntimeDirectory=;
+// ProtectSystem=strict makes the rest of the file system read-only).
+func sandboxedDirs(args []string) error {
+	if dir := flagValue(args, "config-dir"); dir != "" {
+		for _, p := range hiddenPrefixes {
+			if strings.HasPrefix(filepath.Clean(dir)+"/", p) {
+				return fmt.Errorf("--config-dir %s is under %s, which the hardened unit hides from the service (ProtectHome=, PrivateTmp=); use a directory such as %s", dir, strings.TrimSuffix(p, "/"), DefaultConfigDir)
+			}
+		}
+	}
+	for _, w := range []struct{ flag, want, unitKey string }{
+		{"state-dir", paths.StateDir, "StateDirectory="},
+		{"run-dir", DefaultRunDir, "RuntimeDirectory="},
+	} {
+		dir := flagValue(args, w.flag)
+		if dir == "" || filepath.Clean(dir) == w.want || strings.HasPrefix(filepath.Clean(dir), w.want+"/") {
+			continue
+		}
+		return fmt.Errorf("--%s %s: the hardened unit lets the service write only %s (%s, with ProtectSystem=strict); leave --%s out, or give it a directory under %s",
+			w.flag, dir, w.want, w.unitKey, w.flag, w.want)
+	}
+	return nil
+}
+
+// flagValue returns the value flags give -name or --name ("--name v" or
+// "--name=v"; the last one counts, as in Go's flag package), or "".
+func flagValue(flags []string, name string) string {
+	v := ""
+	for i, f := range flags {
+		if f == "--" {
+			break
+		}
+		f = strings.TrimPrefix(strings.TrimPrefix(f, "-"), "-")
+		switch {
+		case f == name && i+1 < len(flags):
+			v = flags[i+1]
+		case strings.HasPrefix(f, name+"="):
+			v = strings.TrimPrefix(f, name+"=")
+		}
+	}
+	return v
+}
+
 // Install installs the service to run `haroute run` with flags, and
 // enables it (it is not started: `haroute service start` does that).
 func (m *Manager) Install(flags []string) error {
@@ -242,6 +288,9 @@ func (m *Manager) Install(flags []string) error {
 		if strings.HasPrefix(m.exe, p) {
 			return fmt.Errorf("install service: %s is under %s, which the hardened unit hides from the service (ProtectHome=, PrivateTmp=); copy it to /usr/local/bin first", m.exe, strings.TrimSuffix(p, "/"))
 		}
+	}
+	if err := sandboxedDirs(args); err != nil {
+		return fmt.Errorf("install service: %w", err)
 	}
 	unit, err := systemd.UnitWithCommand(m.exe, args)
 	if err != nil {

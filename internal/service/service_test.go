@@ -192,6 +192,33 @@ func TestInstallRejectsHiddenExecutable(t *testing.T) {
 	}
 }
 
+// Directories the hardened unit keeps from the service are refused at
+// install, where they would make a service that fails at start: a config
+// dir it cannot see, a state or run dir it cannot write.
+func TestInstallRejectsDirectoriesTheUnitHides(t *testing.T) {
+	for _, c := range []struct {
+		flags []string
+		want  string // in the error; "" = installs
+	}{
+		{[]string{"--config-dir", "/home/alice/routes"}, "--config-dir /home/alice/routes is under /home, which the hardened unit hides"},
+		{[]string{"--config-dir=/tmp/cfg"}, "--config-dir /tmp/cfg is under /tmp"},
+		{[]string{"--state-dir", "/srv/haroute"}, "--state-dir /srv/haroute: the hardened unit lets the service write only /var/lib/haroute"},
+		{[]string{"--run-dir", "/var/run/x"}, "--run-dir /var/run/x: the hardened unit lets the service write only /run/haroute"},
+		{[]string{"--config-dir", "/srv/routes", "--state-dir", "/var/lib/haroute/", "--run-dir", "/run/haroute"}, ""},
+	} {
+		f := newFixture(t, true)
+		err := f.m.Install(c.flags)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v, want installed", c.flags, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: err = %v, want one saying %q", c.flags, err, c.want)
+		case c.want != "" && len(f.commands) != 0:
+			t.Errorf("%q: refused, yet ran %q", c.flags, f.commands)
+		}
+	}
+}
+
 func TestInstallOtherInit(t *testing.T) {
 	f := newFixture(t, false)
 	if err := f.m.Install([]string{"--metrics-address", ":9191"}); err != nil {
