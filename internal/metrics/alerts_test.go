@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,9 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	}
 	m := New()
 	exercise(m)
+	m.RegisterRouteStats(func(context.Context) ([]RouteStat, error) {
+		return []RouteStat{{Namespace: "ns", Route: "r", Up: 1}}, nil
+	})
 	families, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
