@@ -45,8 +45,14 @@ func (d *Daemon) reportInput(res model.Result) {
 	if stale > 0 {
 		others = res.StaleOthers()
 	}
+	var list []string
+	for _, diag := range res.Diagnostics {
+		if diag.Severity == model.SeverityError && len(list) < status.MaxListedErrors {
+			list = append(list, diag.String())
+		}
+	}
 	d.status.Set(func(s *status.Status) {
-		s.InputProblems = status.InputProblems{Errors: errs, Warnings: warns, Notes: notes}
+		s.InputProblems = status.InputProblems{Errors: errs, Warnings: warns, Notes: notes, ErrorList: list}
 		s.StaleObjects = others
 	})
 	if summary != "" {

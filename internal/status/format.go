@@ -43,6 +43,12 @@ func (s Status) Format(w io.Writer) {
 		row("last error", "-")
 	}
 	row("input problems", formatProblems(s.InputProblems))
+	for _, e := range s.InputProblems.ErrorList {
+		fmt.Fprintf(tw, "\t%s\n", e)
+	}
+	if n := len(s.InputProblems.ErrorList); n > 0 && s.InputProblems.Errors > n {
+		fmt.Fprintf(tw, "\t… and %d more: haroute check on the directory lists them\n", s.InputProblems.Errors-n)
+	}
 	row("deletion guard", formatGuard(s.DeletionGuard))
 	row("routes", formatRouteCounts(s.Routes))
 	tw.Flush()
@@ -110,7 +116,7 @@ func formatRecentErrors(w io.Writer, errs []Error) {
 }
 
 func formatProblems(p InputProblems) string {
-	if p == (InputProblems{}) {
+	if p.Errors == 0 && p.Warnings == 0 && p.Notes == 0 {
 		return "none"
 	}
 	return fmt.Sprintf("%s, %s, %s", count(p.Errors, "error"), count(p.Warnings, "warning"), count(p.Notes, "note"))

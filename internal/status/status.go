@@ -195,12 +195,20 @@ func source(s *model.RouteStatus) string {
 	return s.Source.String()
 }
 
-// InputProblems counts diagnostics by severity.
+// InputProblems counts diagnostics by severity, and lists the errors.
 type InputProblems struct {
 	Errors   int `json:"errors"`
 	Warnings int `json:"warnings"`
 	Notes    int `json:"notes"`
+	// ErrorList is each error as file:line:col: message, the first
+	// MaxListedErrors of them: the last error names only the first, and
+	// a file that cannot be parsed names no object to find it under.
+	ErrorList []string `json:"errorList,omitempty"`
 }
+
+// MaxListedErrors bounds InputProblems.ErrorList: a tree that is broken
+// everywhere must not make status megabytes long.
+const MaxListedErrors = 50
 
 // Guard describes a generation held back by the deletion guard.
 type Guard struct {
@@ -400,6 +408,7 @@ func (s Status) clone() Status {
 	}
 	c.RecentErrors = slices.Clone(s.RecentErrors)
 	c.StaleObjects = slices.Clone(s.StaleObjects)
+	c.InputProblems.ErrorList = slices.Clone(s.InputProblems.ErrorList)
 	if s.DeletionGuard != nil {
 		g := *s.DeletionGuard
 		c.DeletionGuard = &g

@@ -50,7 +50,7 @@ func sample() Status {
 			{Time: applied.Add(-time.Hour), Message: "reload failed (will retry): haproxy -c: exit status 1", Resolved: applied.Add(-50 * time.Minute)},
 			{Time: applied.Add(-time.Minute), LastSeen: applied, Message: "routes/cart.yaml:7:11: error: spec.host: must not contain a port"},
 		},
-		InputProblems: InputProblems{Errors: 1, Warnings: 2},
+		InputProblems: InputProblems{Errors: 2, Warnings: 2, ErrorList: []string{"routes/cart.yaml:7:11: error: spec.host: must not contain a port"}},
 		StaleObjects:  []string{"Endpoints default/cart: serving its last good version; the current one, in endpoints/cart.yaml, has errors"},
 		DeletionGuard: &Guard{Since: applied.Add(-10 * time.Second), Dropped: 3, Of: 4, Reason: "the same routes must stay dropped for the quiet period before they are"},
 		HAProxy:       HAProxy{PID: 100, Workers: []int{120}, OldWorkers: []int{101, 110}},
@@ -68,6 +68,7 @@ func TestStoreGetIsACopy(t *testing.T) {
 	got.Routes[3].Reasons[0] = "changed"
 	got.LastReload.Reasons[0] = "changed"
 	got.LastError.Message = "changed"
+	got.InputProblems.ErrorList[0] = "changed"
 	got.RecentErrors[0].Message = "changed"
 	got.DeletionGuard.Dropped = 99
 	got.HAProxy.Workers[0] = 1
@@ -281,7 +282,9 @@ haproxy:         master pid 100, workers 120, old workers 101 110
 reloads:         3 (runtime updates 12, fallbacks 1)
 last reload:     2026-01-02T15:04:04Z ok in 123ms (route added: default/shop)
 last error:      since 2026-01-02T15:03:05Z routes/cart.yaml:7:11: error: spec.host: must not contain a port
-input problems:  1 error, 2 warnings, 0 notes
+input problems:  2 errors, 2 warnings, 0 notes
+                 routes/cart.yaml:7:11: error: spec.host: must not contain a port
+                 … and 1 more: haroute check on the directory lists them
 deletion guard:  holding a generation since 2026-01-02T15:03:55Z that drops 3 of 4 routes (the same routes must stay dropped for the quiet period before they are)
 routes:          4 (1 admitted, 1 admitted-with-warnings, 1 stale, 1 rejected)
 
@@ -469,7 +472,7 @@ func TestStatusJSONNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{`"lastError":{"time":`, `"message":`, `"lastSeen":`, `"recentErrors":[`, `"resolved":`,
-		`"inputProblems":{"errors":1,"warnings":2,"notes":0}`, `"deletionGuard":{"since":`, `"dropped":3,"of":4`,
+		`"inputProblems":{"errors":2,"warnings":2,"notes":0,"errorList":["routes/cart.yaml:7:11: error: spec.host: must not contain a port"]}`, `"deletionGuard":{"since":`, `"dropped":3,"of":4`,
 		`"state":"stale"`, `"source":"routes/cart.yaml:1:1"`, `"reasons":[`} {
 		if !strings.Contains(string(body), name) {
 			t.Errorf("/status JSON lacks %s:\n%s", name, body)

@@ -255,6 +255,14 @@ func TestFixedProblemIsResolvedWhileAnotherStands(t *testing.T) {
 	gen["c.yaml"] = broken
 	must(t, w.Publish(gen))
 	r.reportsError("3 problem(s)")
+	// Status lists every problem, not only the first the last error
+	// names: a file that does not parse names no object to look under.
+	list := r.store.Get().InputProblems.ErrorList
+	for _, f := range []string{"a.yaml:", "b.yaml:", "c.yaml:"} {
+		if !slices.ContainsFunc(list, func(e string) bool { return strings.HasPrefix(e, f) }) {
+			t.Errorf("status lists %q, without %s's problem", list, f)
+		}
+	}
 	standing := 0
 	for _, e := range r.store.Get().RecentErrors {
 		if strings.Contains(e.Message, "first: a.yaml:") && e.Standing() {
