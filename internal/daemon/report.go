@@ -72,7 +72,7 @@ func (d *Daemon) reportInput(res model.Result) {
 	}
 	marker := " problem(s) in " + d.opts.ConfigDir + "; first: "
 	_, newFirst, _ := strings.Cut(summary, marker)
-	d.status.ResolveErrors(time.Now(), func(msg string) bool {
+	d.resolveErrors(func(msg string) bool {
 		_, first, ok := strings.Cut(msg, marker)
 		return ok && msg != summary && (!current[first] || first == newFirst)
 	})
@@ -87,7 +87,7 @@ type inputCounts struct{ errors, warnings, notes, stale int }
 func (d *Daemon) clearErrorIfClean(res model.Result) {
 	d.inputClean = !res.Diagnostics.HasErrors(false) && d.materialErr == nil && (d.desiredFrom == nil || len(d.desiredFrom.Errors) == 0)
 	if d.inputClean {
-		d.status.ClearError(time.Now())
+		d.clearError()
 	}
 }
 

@@ -54,7 +54,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			// The directory reads again as it did when it was clean
 			// (a ..data link pointed away and back): the read error
 			// recorded meanwhile is over.
-			d.status.ClearError(time.Now())
+			d.clearError()
 		}
 		return nil
 	}
@@ -888,7 +888,7 @@ func (d *Daemon) started(proc *haproxy.Process) {
 	d.unchecked = false
 	// Whatever else stands (an error in the directory keeps loaded from
 	// clearing the last error), an exit is over once HAProxy runs again.
-	d.status.ResolveErrors(time.Now(), func(msg string) bool { return strings.HasPrefix(msg, haproxyExited) })
+	d.resolveErrors(func(msg string) bool { return strings.HasPrefix(msg, haproxyExited) })
 	d.loaded([]string{"haproxy started"}, false, 0)
 }
 
@@ -1004,7 +1004,7 @@ func (d *Daemon) loaded(reasons []string, reload bool, elapsed time.Duration) {
 		// HAProxy runs the accepted state, and nothing else stands: a
 		// start or reload that failed before is over. It stood as the
 		// last error until the next change.
-		d.status.ClearError(time.Now())
+		d.clearError()
 	}
 	d.published(reasons, reload, elapsed)
 }
@@ -1037,6 +1037,24 @@ func (d *Daemon) published(reasons []string, reload bool, elapsed time.Duration)
 	}
 	if d.opts.OnApply != nil {
 		d.opts.OnApply(Applied{Generation: d.generation, Snapshot: d.appliedFrom, Desired: d.applied.Desired, Reload: reload, Reasons: reasons})
+	}
+}
+
+// resolveErrors marks the standing errors gone says are over as
+// resolved, in status and in the log: an ERROR followed by silence left
+// the operator reading the journal to wonder whether it still stood.
+func (d *Daemon) resolveErrors(gone func(msg string) bool) {
+	d.logResolved(d.status.ResolveErrors(time.Now(), gone))
+}
+
+// clearError marks every standing error resolved.
+func (d *Daemon) clearError() {
+	d.logResolved(d.status.ClearError(time.Now()))
+}
+
+func (d *Daemon) logResolved(msgs []string) {
+	for _, m := range msgs {
+		d.log.Info("resolved", "was", m)
 	}
 }
 

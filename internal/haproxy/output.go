@@ -235,9 +235,15 @@ func lineLevel(line, spares string) slog.Level {
 			return slog.LevelWarn
 		}
 		return slog.LevelError
-	case strings.HasPrefix(msg, "Former worker (") && strings.HasSuffix(msg, "exited with code 0 (Exit)"):
-		// An old worker that finished its connections after a reload or
-		// a stop: HAProxy's warning for what every reload ends with.
+	case strings.HasPrefix(msg, "Former worker (") && strings.HasSuffix(msg, "exited with code 0 (Exit)"),
+		msg == "Exiting Master process...",
+		strings.HasPrefix(msg, "Current worker (") && strings.HasSuffix(msg, "exited with code 0 (Exit)"),
+		msg == "All workers exited. Exiting... (0)":
+		// An old worker that finished its connections after a reload,
+		// and a master that stops with its workers, cleanly: HAProxy's
+		// warnings for what every reload and every stop ends with. A
+		// stop haroute did not ask for is its own error ("haproxy
+		// exited"); a worker that crashed exits otherwise than with 0.
 		return slog.LevelInfo
 	case strings.HasPrefix(line, "[WARNING]"):
 		if byCLI {

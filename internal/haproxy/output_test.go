@@ -121,3 +121,26 @@ func feedOutput(lines []string) ([]string, *outputLog) {
 	o.waitEOF(10 * time.Second)
 	return strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n"), o
 }
+
+// A master that stops cleanly, with its worker, says so in warnings that
+// every stop and restart of haroute printed: logged as information. A
+// worker that exits otherwise stays a warning.
+func TestCleanStopIsNotAWarning(t *testing.T) {
+	got, _ := feedOutput([]string{
+		"[WARNING]  (7) : Exiting Master process...",
+		"[WARNING]  (7) : Current worker (8) exited with code 0 (Exit)",
+		"[WARNING]  (7) : All workers exited. Exiting... (0)",
+		"[WARNING]  (7) : Current worker (9) exited with code 137 (Killed)",
+		"[WARNING]  (7) : All workers exited. Exiting... (137)",
+	})
+	want := []string{
+		`level=INFO msg=haproxy line="[WARNING] Exiting Master process..."`,
+		`level=INFO msg=haproxy line="[WARNING] Current worker (8) exited with code 0 (Exit)"`,
+		`level=INFO msg=haproxy line="[WARNING] All workers exited. Exiting... (0)"`,
+		`level=WARN msg=haproxy line="[WARNING] Current worker (9) exited with code 137 (Killed)"`,
+		`level=WARN msg=haproxy line="[WARNING] All workers exited. Exiting... (137)"`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("logged:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -252,17 +252,18 @@ func (s *Store) RecordError(now time.Time, msg string) {
 // which gone returns true are over, at now: a problem of the input that
 // was fixed while another still stands. A LastError among them gives way
 // to the newest entry still standing, or to none.
-func (s *Store) ResolveErrors(now time.Time, gone func(msg string) bool) {
+func (s *Store) ResolveErrors(now time.Time, gone func(msg string) bool) (resolved []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &s.status
 	for i := range st.RecentErrors {
 		if e := &st.RecentErrors[i]; e.Standing() && gone(e.Message) {
 			e.Resolved = now
+			resolved = append(resolved, e.Message)
 		}
 	}
 	if st.LastError == nil || !gone(st.LastError.Message) {
-		return
+		return resolved
 	}
 	st.LastError = nil
 	for i := len(st.RecentErrors) - 1; i >= 0; i-- {
@@ -271,11 +272,12 @@ func (s *Store) ResolveErrors(now time.Time, gone func(msg string) bool) {
 			break
 		}
 	}
+	return resolved
 }
 
 // ClearError records that no problem stands any more: every standing
 // entry of the history is resolved at now, and LastError becomes nil.
-func (s *Store) ClearError(now time.Time) {
+func (s *Store) ClearError(now time.Time) (resolved []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &s.status
@@ -283,8 +285,10 @@ func (s *Store) ClearError(now time.Time) {
 	for i := range st.RecentErrors {
 		if st.RecentErrors[i].Standing() {
 			st.RecentErrors[i].Resolved = now
+			resolved = append(resolved, st.RecentErrors[i].Message)
 		}
 	}
+	return resolved
 }
 
 // RouteCounts counts routes by state, in the shape metrics.SetRoutes takes.

@@ -609,3 +609,22 @@ func TestReadyWhileTheLoopComesRound(t *testing.T) {
 		t.Fatalf("ready once the loop came round again: %v, %q", ok, why)
 	}
 }
+
+// Resolving returns what it resolved, for the daemon to log: an error in
+// the journal followed by silence left open whether it still stood.
+func TestResolvingReturnsWhatWasResolved(t *testing.T) {
+	var st Store
+	t0 := time.Unix(1_700_000_000, 0)
+	st.RecordError(t0, "a.yaml:1:1: error: bad")
+	st.RecordError(t0, "b.yaml:1:1: error: bad")
+	got := st.ResolveErrors(t0.Add(time.Second), func(m string) bool { return strings.HasPrefix(m, "a.yaml") })
+	if !slices.Equal(got, []string{"a.yaml:1:1: error: bad"}) {
+		t.Fatalf("ResolveErrors = %q, want a.yaml's", got)
+	}
+	if got := st.ClearError(t0.Add(2 * time.Second)); !slices.Equal(got, []string{"b.yaml:1:1: error: bad"}) {
+		t.Fatalf("ClearError = %q, want b.yaml's, the one still standing", got)
+	}
+	if got := st.ClearError(t0.Add(3 * time.Second)); len(got) != 0 {
+		t.Fatalf("ClearError again = %q, want nothing", got)
+	}
+}
