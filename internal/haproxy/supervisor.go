@@ -456,7 +456,9 @@ func (p *Process) startupError() error {
 			// 3.0 ends the sentence with a period ("…[127.0.0.1:80]."), 2.6
 			// does not; the error reads the same on both.
 			bind = strings.TrimSuffix(bind, ".")
-			return fmt.Errorf("haproxy exited during startup: cannot bind socket%s; another process holds the port: %w", bind, p.waitErr)
+			// waitErr names haroute's own master, which exited: said
+			// after the holder's part, or it read as the holder.
+			return fmt.Errorf("haproxy exited during startup: cannot bind socket%s; another process holds the port (ss -ltnp names it); %w", bind, p.waitErr)
 		}
 	}
 	return fmt.Errorf("haproxy exited during startup: %w", p.waitErr)
