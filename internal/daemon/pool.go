@@ -317,15 +317,19 @@ func (st poolState) adopt(earlier map[model.RouteKey]model.BackendName, desired 
 	return st
 }
 
-// slotClass splits a slot's name into its class (poolClass) and number.
+// slotClass splits a slot's name into its class (poolClass) and number,
+// for a name topUp would make: a live haproxy.cfg edited by hand (`+17`,
+// `017`, a number that overflows the next) must not be adopted, or the
+// slot's name reached HAProxy, which refused it at every start.
 func slotClass(slot model.BackendName) (string, int, bool) {
 	rest, ok := strings.CutPrefix(string(slot), model.PoolSlotPrefix)
 	i := strings.LastIndexByte(rest, ':')
 	if !ok || i < 0 {
 		return "", 0, false
 	}
-	seq, err := strconv.Atoi(rest[i+1:])
-	return rest[:i], seq, err == nil && seq > 0
+	digits := rest[i+1:]
+	seq, err := strconv.Atoi(digits)
+	return rest[:i], seq, err == nil && seq > 0 && seq < 1<<30 && strconv.Itoa(seq) == digits
 }
 
 // withSlot returns r bound to slot: r itself when it already is, else a

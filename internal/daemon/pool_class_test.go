@@ -205,16 +205,19 @@ func TestAdoptEarlierBindings(t *testing.T) {
 	}
 	d := &model.Desired{Router: s, Routes: []*model.AdmittedRoute{
 		route("a", model.TerminationNone), route("b", model.TerminationEdge), route("c", model.TerminationNone), route("d", model.TerminationNone),
+		route("e", model.TerminationNone), route("f", model.TerminationNone),
 	}}
 	d.Routes[2].Backend.CookieName = "mine" // c has a setting no spare has
 	cfg := []byte("global\n\n# route ns/a\nbackend be_pool:http:7 from routes_http\n  cookie x\n" +
 		"# route ns/b\nbackend be_pool:http:3 from routes_http\n" + // b is edge now
 		"# route ns/c\nbackend be_pool:http:9 from pool_http\n" +
 		"# route ns/gone\nbackend be_pool:http:4 from routes_http\n" +
-		"# route ns/d\nbackend be_http:ns:d from routes_http\n")
+		"# route ns/d\nbackend be_http:ns:d from routes_http\n" +
+		"# route ns/e\nbackend be_pool:http:+17 from routes_http\n" + // edited by hand
+		"# route ns/f\nbackend be_pool:http:017 from routes_http\n")
 	earlier := boundSlots(cfg)
-	if len(earlier) != 4 || earlier[model.RouteKey{Namespace: "ns", Name: "a"}] != "be_pool:http:7" {
-		t.Fatalf("boundSlots = %v, want a, b, c and gone, a on be_pool:http:7", earlier)
+	if len(earlier) != 6 || earlier[model.RouteKey{Namespace: "ns", Name: "a"}] != "be_pool:http:7" {
+		t.Fatalf("boundSlots = %v, want a, b, c, gone, e and f, a on be_pool:http:7", earlier)
 	}
 	st := poolState{settings: s}.adopt(earlier, d, render.Input{Desired: d})
 	if len(st.bound) != 1 || st.bound[d.Routes[0].Key] != "be_pool:http:7" {

@@ -705,6 +705,10 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 	}
 
 	inter := duration(healthCheckInterval(r, in))
+	var ids map[model.ServerName]uint32
+	if hashedBalance(r) {
+		ids = serverIDs(r)
+	}
 	for i := range r.Services {
 		for j := range r.Services[i].Servers {
 			s := &r.Services[i].Servers[j]
@@ -713,7 +717,7 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 			b = append(b, ' ')
 			b = appendHostPort(b, s.Address, s.Port)
 			b = append(b, ' ')
-			b = appendServerArgs(b, r, s, in, inter)
+			b = appendServerArgs(b, r, s, in, inter, ids)
 			w.full = append(b, '\n')
 		}
 	}

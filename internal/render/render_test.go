@@ -501,3 +501,26 @@ func TestFDBudgetCountsRenderedListeners(t *testing.T) {
 		}
 	}
 }
+
+// Two servers of a backend whose names hash to one id get distinct ids:
+// HAProxy refuses a backend whose ids repeat ("custom id … already
+// used"), so `check` admitted what HAProxy then refused, and a runtime add
+// whose id a running server held wedged every later reload.
+func TestServerIDsUniqueWhenNamesCollide(t *testing.T) {
+	a, b := model.ServerName("ep_10.1.60.38_8080"), model.ServerName("ep_10.2.218.100_8080")
+	if ServerID(a) != ServerID(b) {
+		t.Fatalf("ServerID(%s) = %d, ServerID(%s) = %d: the test needs two names that collide", a, ServerID(a), b, ServerID(b))
+	}
+	r := route("ns", "pt", "pt.example.com", "", passthrough(model.InsecurePolicyNone), svc("s", 100, "10.1.60.38:8080", "10.2.218.100:8080", "10.0.0.9:8080"))
+	in := baseInput(t, r)
+	ids := map[string]bool{}
+	for _, s := range r.Servers() {
+		args := ServerArgs(&r, s, in)
+		_, id, ok := strings.Cut(args, " id ")
+		if !ok || ids[id] {
+			t.Fatalf("%s: ServerArgs %q: want an id no other server has (%v)", s.Name, args, ids)
+		}
+		ids[id] = true
+	}
+	haproxyCheck(t, in)
+}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -28,12 +29,17 @@ const SystemCAFile = "@system-ca"
 // nothing here: backends use dynamic cookies, derived from the server
 // address and the backend's dynamic-cookie-key.
 func ServerArgs(r *model.AdmittedRoute, s model.Server, in Input) string {
-	return string(appendServerArgs(nil, r, &s, in, duration(healthCheckInterval(r, in))))
+	var ids map[model.ServerName]uint32
+	if hashedBalance(r) {
+		ids = serverIDs(r)
+	}
+	return string(appendServerArgs(nil, r, &s, in, duration(healthCheckInterval(r, in)), ids))
 }
 
 // appendServerArgs appends ServerArgs to b; inter is the route's rendered
-// health check interval, computed once per route by the config writer.
-func appendServerArgs(b []byte, r *model.AdmittedRoute, s *model.Server, in Input, inter string) []byte {
+// health check interval and ids its servers' ids (serverIDs, for a
+// hashedBalance route), computed once per route by the config writer.
+func appendServerArgs(b []byte, r *model.AdmittedRoute, s *model.Server, in Input, inter string, ids map[model.ServerName]uint32) []byte {
 	b = append(b, "weight "...)
 	b = strconv.AppendInt(b, int64(s.Weight), 10)
 	if r.HealthChecked() {
@@ -76,9 +82,13 @@ func appendServerArgs(b []byte, r *model.AdmittedRoute, s *model.Server, in Inpu
 		// routes OpenShift's template gives it (HAProxy terminates HTTP).
 		b = append(b, " proto h2"...)
 	}
-	if hashedBalance(r) {
+	if ids != nil {
+		id, ok := ids[s.Name]
+		if !ok { // a server not among r's (hand-made input)
+			id = ServerID(s.Name)
+		}
 		b = append(b, " id "...)
-		b = strconv.AppendUint(b, uint64(ServerID(s.Name)), 10)
+		b = strconv.AppendUint(b, uint64(id), 10)
 	}
 	return b
 }
@@ -105,16 +115,49 @@ func hashedBalance(r *model.AdmittedRoute) bool {
 	return b == model.BalanceSource || b == model.BalanceRandom
 }
 
-// ServerID is the id of server name in a backend on a consistent-hash
-// tree (hashedBalance): derived from the name (which derives from the
-// endpoint's address), so the file and `add server` agree, within
-// 1..2^30. Two names of one backend share an id with a chance of about
-// n²/2^31 for n servers; HAProxy then refuses the candidate, and the
-// route keeps its last good version.
+// ServerID is the id a server named name takes in a backend on a
+// consistent-hash tree (hashedBalance), unless another server of the
+// backend has it (serverIDs): derived from the name (which derives from
+// the endpoint's address), so the file and `add server` agree, within
+// 1..2^30.
 func ServerID(name model.ServerName) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(name))
-	return 1 + h.Sum32()%(1<<30)
+	return 1 + h.Sum32()%maxServerID
+}
+
+const maxServerID = 1 << 30
+
+// serverIDs gives each server of r its id: its ServerID, unless two of
+// r's names share one (about n²/2^31 for n servers, and HAProxy refuses
+// a backend whose ids repeat); then, in name order, a server whose id is
+// taken takes the next free one. The ids then depend on the set of
+// servers, which runtime cannot follow for a server already added: an
+// `add server` whose id a running server holds is refused, and the
+// change goes in by a reload of the files, which hold unique ids.
+func serverIDs(r *model.AdmittedRoute) map[model.ServerName]uint32 {
+	servers := r.Servers()
+	ids := make(map[model.ServerName]uint32, len(servers))
+	taken := make(map[uint32]bool, len(servers))
+	collide := false
+	for _, s := range servers {
+		id := ServerID(s.Name)
+		collide = collide || taken[id]
+		taken[id], ids[s.Name] = true, id
+	}
+	if !collide {
+		return ids
+	}
+	names := slices.Sorted(maps.Keys(ids))
+	clear(taken)
+	for _, n := range names {
+		id := ServerID(n)
+		for taken[id] {
+			id = id%maxServerID + 1
+		}
+		taken[id], ids[n] = true, id
+	}
+	return ids
 }
 
 // appendServiceHostname appends the cluster DNS name of the service s
