@@ -161,6 +161,10 @@ type Daemon struct {
 	// readErrors, the files the last snapshot could not read.
 	inputCounts inputCounts
 	readErrors  int
+	// readWarnings, what the last snapshot skipped with a warning (a
+	// symlink to a directory): counted with the input's warnings, as
+	// `check` counts them.
+	readWarnings int
 	// store saves the last good state for restarts; anchors are the last
 	// good content of each path (persist.go); restored is what was read
 	// back at start, nil if nothing was. rcAnchor is the file of the

@@ -30,14 +30,16 @@ func (d *Daemon) reportInput(res model.Result) {
 		}
 	}
 	stale := res.StaleCount()
-	summary := ""
-	if errs > 0 {
-		summary = fmt.Sprintf("%d problem(s) in %s; first: %s", errs, d.opts.ConfigDir, firstError(res.Diagnostics))
-	}
 	// Files that could not be read are errors too (recorded one by one
 	// in sync): an unreadable file serving its last good content showed
-	// "0 errors", and no alert fired.
+	// "0 errors", and no alert fired. The summary counts them too, as
+	// status does, but names the first of the others.
+	summary := ""
+	if errs > 0 {
+		summary = fmt.Sprintf("%d problem(s) in %s; first: %s", errs+d.readErrors, d.opts.ConfigDir, firstError(res.Diagnostics))
+	}
 	errs += d.readErrors
+	warns += d.readWarnings
 	d.inputCounts = inputCounts{errors: errs, warnings: warns, notes: notes, stale: stale}
 	d.metrics.SetInputProblems(errs, warns, notes)
 	d.metrics.SetStale(stale)

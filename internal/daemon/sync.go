@@ -58,10 +58,15 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		}
 		return nil
 	}
-	d.readErrors = len(snap.Errors)
+	d.readErrors, d.readWarnings = len(snap.Errors), len(snap.Warnings)
 	for _, fe := range snap.Errors {
 		d.metrics.SnapshotError()
-		d.recordError(fmt.Errorf("%w; its last good content stays in force", fe))
+		consequence := "its last good content stays in force"
+		if len(d.lastGoodUnder(fe.Path)) == 0 {
+			// A file new in this generation: it never had any.
+			consequence = "it contributes nothing until it can be read"
+		}
+		d.recordError(fmt.Errorf("%w; %s", fe, consequence))
 	}
 	for _, fe := range snap.Warnings {
 		d.log.Warn("config", "diag", fe.Error())

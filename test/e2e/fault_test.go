@@ -97,6 +97,11 @@ func TestUnreadableFileKeepsItsRoutes(t *testing.T) {
 		// a's route and its Endpoints are stale.
 		return r.metricsHave(`haroute_input_problems{severity="error"} 1`, "haroute_stale_objects 2")
 	})
+	r.reportsStanding(10*time.Second, "a.yaml: file is", "its last good content stays in force")
+	// A file new in the tree and unreadable from the start never had a
+	// last good content to keep.
+	must(t, os.WriteFile(filepath.Join(r.dir, "c.yaml"), big, 0o644))
+	r.reportsStanding(10*time.Second, "c.yaml: file is", "it contributes nothing until it can be read")
 }
 
 // Start-up errors an operator must fix are clear: a port in use is named,
@@ -465,4 +470,29 @@ func defaultCertificateFile(t *testing.T, serial int64) string {
 	cert, key := makeCert(t, "*.e2e.test", serial)
 	must(t, os.WriteFile(path, []byte(cert+key), 0o600))
 	return path
+}
+
+// What the reader skips with a warning (a symlink to a directory, which
+// is not followed) counts among the input's warnings in status and
+// metrics, as `check --strict` counts it: it was only logged, so a tree
+// whose routes sat behind such a link showed "input problems: none".
+func TestSkippedDirectoryLinkIsAWarning(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	must(t, os.WriteFile(filepath.Join(r.dir, "router.yaml"), []byte(r.routerConfig("")), 0o644))
+	must(t, os.WriteFile(filepath.Join(r.dir, "a.yaml"), []byte(join(routeYAML("a", "a.e2e.test", "", "one"), endpointsYAML("one", one))), 0o644))
+	r.start("plain")
+	r.serves("a.e2e.test", "/", "one")
+	shared := t.TempDir()
+	must(t, os.Symlink(shared, filepath.Join(r.dir, "shared")))
+	r.eventually(10*time.Second, "the link counted as a warning", func() error {
+		if n := r.store.Get().InputProblems.Warnings; n == 0 {
+			return fmt.Errorf("no warning counted")
+		}
+		if err := r.metricsHave(`haroute_input_problems{severity="warning"} 0`); err == nil {
+			return fmt.Errorf("metrics count no warning")
+		}
+		return nil
+	})
+	r.serves("a.e2e.test", "/", "one")
 }
