@@ -260,8 +260,10 @@ type watcher struct {
 	mode snapshot.Mode // the layout the current watches serve
 	lost bool          // the watches could not be set up; polling
 	// armed is the identity (device and inode) of the directory the
-	// watches were set on, to see it replaced without an event.
-	armed dirID
+	// watches were set on, to see it replaced without an event;
+	// parentArmed that of the parent, whose watch holds on to the
+	// directory the parent's path named then.
+	armed, parentArmed dirID
 	// polled is the polling state, while there are no watches.
 	polled polledState
 
@@ -332,9 +334,25 @@ func (w *watcher) run(ctx context.Context) error {
 			w.trigger()
 		case <-poll.C:
 			if !w.lost {
-				if w.replacedInPlace() {
+				switch id := idOf(w.dir); {
+				case w.replacedInPlace():
 					w.log.Info("config dir replaced in place; watching it again", "dir", w.dir)
 					w.resetup()
+				case idOf(w.parent) != w.parentArmed:
+					// The parent's path is itself a link, moved (a
+					// release directory switched): its watch saw the old
+					// one, and every later swap waited for the resync.
+					w.log.Info("config dir's parent moved; watching it again", "parent", w.parent)
+					w.resetup()
+				case w.mode == snapshot.ModeLink && id != w.armed:
+					// A link that pointed nowhere now points at a
+					// directory (created after the link), or at another
+					// one without an event of its parent: its entry did
+					// not change, so no event came. Swaps, which the
+					// parent sees, pass here too, once.
+					w.armed = id
+					w.counted()
+					w.trigger()
 				}
 				continue
 			}
@@ -406,7 +424,7 @@ func (w *watcher) setup() (err error) {
 	}
 	w.mode = mode
 	w.lost = false
-	w.armed = idOf(w.dir)
+	w.armed, w.parentArmed = idOf(w.dir), idOf(w.parent)
 	w.log.Debug("watching config dir", "dir", w.dir, "mode", mode)
 	return nil
 }
@@ -526,12 +544,19 @@ func (w *watcher) dataLinkEvent(ev fsnotify.Event) {
 func (w *watcher) dirEvent(ev fsnotify.Event) {
 	if w.mode == snapshot.ModeLink && !w.lost {
 		w.log.Debug("new generation", "dir", w.dir, "op", ev.Op.String())
+		w.armed = idOf(w.dir) // what the poll compares with
 		w.counted()
 		w.trigger()
-		if ev.Has(fsnotify.Create) && w.opts.Mode == snapshot.ModeAuto {
+		if ev.Has(fsnotify.Create) {
 			// The link may have been replaced by a real directory.
-			if m, err := snapshot.Detect(w.dir); err == nil && m != w.mode {
+			m, err := snapshot.Detect(w.dir)
+			switch {
+			case err != nil || m == w.mode:
+			case w.opts.Mode == snapshot.ModeAuto:
 				w.resetup()
+			default:
+				w.log.Warn("--watch-mode link, but the config dir is no longer a symlink: edits inside it are seen only at the resync; --watch-mode auto follows it",
+					"dir", w.dir, "now", string(m))
 			}
 		}
 		return

@@ -524,3 +524,71 @@ func TestOpenForWriting(t *testing.T) {
 		t.Fatalf("after its writer exited: open for writing %v, %v", open, err)
 	}
 }
+
+// A link created before its target (a "current -> release-N" publisher
+// that links first): the target's appearance changes no entry of the
+// link's parent, so only the poll sees it. It waited for the resync.
+func TestLinkTargetCreatedAfterTheLinkTriggers(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	g := publish.NewGitSync(root, "current")
+	if err := g.Publish(gen(0)); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, Options{Dir: g.Link(), Mode: snapshot.ModeLink})
+	h.settle(300 * time.Millisecond)
+	if err := os.Symlink("release-2", filepath.Join(root, "next")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(root, "next"), g.Link()); err != nil {
+		t.Fatal(err)
+	}
+	h.expect("the link pointed nowhere")
+	h.settle(1500 * time.Millisecond)
+	if err := os.MkdirAll(filepath.Join(root, "release-2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "release-2", "a.yaml"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.expect("the link's target created")
+}
+
+// The config dir's parent reached through a symlink that moves (a
+// release directory switched): the parent's watch holds on to the old
+// one, and every later swap waited for the resync.
+func TestParentLinkMovedTriggers(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	mk := func(name string) *publish.GitSync {
+		root := filepath.Join(base, name)
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		g := publish.NewGitSync(root, "config")
+		if err := g.Publish(gen(0)); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	mk("a")
+	b := mk("b")
+	if err := os.Symlink("a", filepath.Join(base, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, Options{Dir: filepath.Join(base, "alias", "config"), Mode: snapshot.ModeLink})
+	h.settle(300 * time.Millisecond)
+	if err := os.Symlink("b", filepath.Join(base, "alias.tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(base, "alias.tmp"), filepath.Join(base, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	h.expect("the parent's link moved")
+	h.settle(1500 * time.Millisecond)
+	// A swap in the new parent is seen.
+	if err := b.Publish(gen(1)); err != nil {
+		t.Fatal(err)
+	}
+	h.expect("a swap in the new parent")
+}
