@@ -59,6 +59,21 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		return nil
 	}
 	d.readErrors, d.readWarnings = len(snap.Errors), len(snap.Warnings)
+	if len(snap.Files) == 0 && len(snap.Errors) == 0 && d.proc == nil && d.applied.Desired == nil && d.restored == nil {
+		// A first start on a directory with nothing to read: most likely
+		// not the one meant (a git-sync root, whose link to the checkout
+		// is a symlink to a directory, not followed; a ConfigMap not yet
+		// populated). Starting HAProxy would bind the default ports on
+		// every address to serve nothing, with status saying all is well.
+		hint := ""
+		if len(snap.Warnings) > 0 {
+			hint = " (" + snap.Warnings[0].Error() + ")"
+		}
+		d.recordError(fmt.Errorf("config dir %s has no file to read%s: not starting HAProxy until it has", d.opts.ConfigDir, hint))
+		d.setNotReady("config dir has no file to read")
+		d.lastHash = ""
+		return nil
+	}
 	for _, fe := range snap.Errors {
 		d.metrics.SnapshotError()
 		consequence := "its last good content stays in force"

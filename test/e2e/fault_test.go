@@ -496,3 +496,22 @@ func TestSkippedDirectoryLinkIsAWarning(t *testing.T) {
 	})
 	r.serves("a.e2e.test", "/", "one")
 }
+
+// A first start on a directory with nothing to read (a git-sync root,
+// whose link to the checkout is a symlink to a directory and not
+// followed) does not start HAProxy on the default ports to serve
+// nothing: not ready, with the reason, until files appear.
+func TestFirstStartOnAnEmptyDirectoryWaits(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	checkout := t.TempDir()
+	must(t, os.Symlink(checkout, filepath.Join(r.dir, "config")))
+	r.startNoWait("plain")
+	r.reportsError("has no file to read (config: symlink to a directory")
+	if st := r.store.Get(); st.Ready || st.HAProxy.PID != 0 {
+		t.Fatalf("ready %v, haproxy pid %d: want not ready and no HAProxy", st.Ready, st.HAProxy.PID)
+	}
+	must(t, os.WriteFile(filepath.Join(r.dir, "router.yaml"), []byte(r.routerConfig("")), 0o644))
+	must(t, os.WriteFile(filepath.Join(r.dir, "a.yaml"), []byte(join(routeYAML("a", "a.e2e.test", "", "one"), endpointsYAML("one", one))), 0o644))
+	r.serves("a.e2e.test", "/", "one")
+}

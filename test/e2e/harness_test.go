@@ -83,6 +83,18 @@ func (r *router) start(mode string) {
 }
 
 func (r *router) startWith(mode, dir string) {
+	r.t.Helper()
+	r.launch(mode, dir, 30*time.Second)
+}
+
+// startNoWait starts the daemon on r's directory without waiting for it
+// to be ready, for tests of a start that must not be.
+func (r *router) startNoWait(mode string) {
+	r.t.Helper()
+	r.launch(mode, r.dir, 0)
+}
+
+func (r *router) launch(mode, dir string, readyWithin time.Duration) {
 	t := r.t
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -104,7 +116,7 @@ func (r *router) startWith(mode, dir string) {
 			r.applied = append(r.applied, a)
 			r.mu.Unlock()
 		},
-	}, 30*time.Second)
+	}, readyWithin)
 	checked := false
 	check := func() {
 		if !checked {
