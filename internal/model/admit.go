@@ -1183,8 +1183,11 @@ func resolveServices(c *candidate, idx endpointIndex) {
 func (c *candidate) status() RouteStatus {
 	r := c.route
 	st := RouteStatus{
-		Key:    c.admitted.Key,
-		Host:   c.admitted.Host, // spec.host, or the generated one
+		Key: c.admitted.Key,
+		// spec.host, or the generated one; a wildcard route as the
+		// domain it serves (*.apps.example.com): listed by its host
+		// alone, www.apps.example.com read as one name.
+		Host:   claimHostOf(c.admitted),
 		Path:   r.Spec.Path,
 		State:  RouteAdmitted,
 		Source: r.Source.Pos,

@@ -591,7 +591,7 @@ const (
 // RouteStatus is what `status` and metrics show for each route.
 type RouteStatus struct {
 	Key      RouteKey
-	Host     string
+	Host     string // the host it claims: *.domain for a wildcard route
 	Path     string
 	State    RouteState
 	Reasons  []string // why rejected

@@ -378,3 +378,15 @@ func TestMisplacedRouteFieldKeepsTheLastGoodVersion(t *testing.T) {
 		t.Fatalf("a stray field: status %+v, want admitted with the warning spec.colour: unknown field", st)
 	}
 }
+
+// A wildcard route is listed by the domain it serves: its host alone
+// (www.apps.example.test) read as one name.
+func TestWildcardRouteStatusNamesItsDomain(t *testing.T) {
+	f := SourceFile{Path: "r.yaml", Data: []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: apps, namespace: ns}\n" +
+		"spec:\n  host: www.apps.example.test\n  wildcardPolicy: Subdomain\n  to: {name: svc}\n---\n" +
+		"apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata: {name: rc}\nspec:\n  routeAdmission: {wildcardPolicy: WildcardsAllowed}\n")}
+	res := NewLoader().Load([]SourceFile{f})
+	if st := statusOf(t, res.Desired, "apps"); st.Host != "*.apps.example.test" || st.State == RouteRejected {
+		t.Fatalf("status %+v, want host *.apps.example.test, admitted", st)
+	}
+}
