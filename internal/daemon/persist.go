@@ -474,8 +474,24 @@ func contentHash(b []byte) string {
 func (d *Daemon) saveLastGood(gen generation) {
 	stale := gen.result.StalePaths()
 	req := saveRequest{files: gen.files, material: gen.material, winners: gen.result.ConflictWinners, definitions: gen.result.Definitions}
+	// A Secret moved to another file and broken there in one change
+	// serves its last good version from the content of the file it came
+	// from, which is good (or gone) now: that content stays the file's
+	// anchor while the Secret is stale, or a restart found no good
+	// version and rejected the Secret's routes.
+	keep := map[string]bool{}
+	for _, p := range gen.result.SecretSources() {
+		if a, ok := d.anchors[p]; ok {
+			keep[p] = true
+			req.anchors = append(req.anchors, a)
+		}
+	}
 	anchored := 0
 	for _, f := range gen.files {
+		if keep[f.Path] {
+			anchored++
+			continue
+		}
 		if stale[f.Path] || d.loader.Failed(f.Path) {
 			if a, ok := d.anchors[f.Path]; ok {
 				anchored++
@@ -497,7 +513,7 @@ func (d *Daemon) saveLastGood(gen generation) {
 			present[f.Path] = true
 		}
 		for p := range d.anchors {
-			if !present[p] {
+			if !present[p] && !keep[p] {
 				delete(d.anchors, p)
 			}
 		}

@@ -240,10 +240,10 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 	}
 	cands := validateRoutes(objs.Routes, routeMemos, &settings, &ds, sc, lg)
 	var secrets map[RouteKey]secretPair
-	var staleSecrets []string
+	var staleSecrets, secretSources []string
 	if sc.external {
 		var sds Diagnostics
-		secrets, staleSecrets, sds = resolveExternalCertificates(cands, objs.Secrets, lg)
+		secrets, staleSecrets, secretSources, sds = resolveExternalCertificates(cands, objs.Secrets, lg)
 		ds = append(ds, sds...)
 	}
 	decideConflicts(cands, sc, settings.InterNamespaceAllowed, lg)
@@ -289,7 +289,7 @@ func admitOnce(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *las
 		settings:   settings,
 		byKey:      sc.sorted.byKey, memoByKey: sc.sorted.memoByKey,
 		endpoints: endpointsView{endpoints: objs.Endpoints, slices: objs.EndpointSlices, stale: eps},
-		secrets:   secrets, staleSecrets: staleSecrets,
+		secrets:   secrets, staleSecrets: staleSecrets, secretSources: secretSources,
 	}
 	if m != nil {
 		pass.endpoints.epMemos, pass.endpoints.slMemos = m.endpoints, m.slices

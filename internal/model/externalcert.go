@@ -9,8 +9,9 @@ import "fmt"
 // certificate, which reaches HAProxy at runtime like any certificate
 // change.
 
-// secretPair is the certificate and key a Secret gives.
-type secretPair struct{ crt, key string }
+// secretPair is the certificate and key a Secret gives, and the file of
+// the Secret's version that gave them.
+type secretPair struct{ crt, key, from string }
 
 // resolveExternalCertificates fills in the certificate and key of the
 // valid candidates that name a Secret, or rejects them saying why. It runs
@@ -25,7 +26,12 @@ type secretPair struct{ crt, key string }
 // material in force, by Secret, for the next last good state, the files
 // of the stale Secrets (whose last good content a restart must keep), and
 // the Secrets' diagnostics.
-func resolveExternalCertificates(cands []*candidate, secrets []Secret, lg *lastGood) (inForce map[RouteKey]secretPair, stalePaths []string, ds Diagnostics) {
+//
+// sources are the files the last good versions of the stale Secrets
+// came from: when a Secret moved to another file in the same change that
+// broke it, the content its good version had there must stay saved, or a
+// restart finds no good version to serve (persist.go).
+func resolveExternalCertificates(cands []*candidate, secrets []Secret, lg *lastGood) (inForce map[RouteKey]secretPair, stalePaths, sources []string, ds Diagnostics) {
 	var index map[RouteKey]*Secret // namespace/name of the Secret
 	reported := map[RouteKey]bool{}
 	for _, c := range cands {
@@ -63,6 +69,9 @@ func resolveExternalCertificates(cands []*candidate, secrets []Secret, lg *lastG
 			if !reported[k] {
 				reported[k] = true
 				stalePaths = append(stalePaths, s.Source.Pos.Path)
+				if good.from != s.Source.Pos.Path {
+					sources = append(sources, good.from)
+				}
 				ds = append(ds, Diagnostic{Pos: at, Severity: SeverityError,
 					Message: fmt.Sprintf("secret %s/%s%s; its last good version keeps serving the routes that name it until it is fixed or removed", ns, name, problem)})
 			}
@@ -73,7 +82,7 @@ func resolveExternalCertificates(cands []*candidate, secrets []Secret, lg *lastG
 		w := c.writable()
 		w.TLS.Certificate, w.TLS.Key = pair.crt, pair.key
 	}
-	return inForce, stalePaths, ds
+	return inForce, stalePaths, sources, ds
 }
 
 // secretMaterial is the certificate and key of s, or why they cannot
@@ -89,5 +98,5 @@ func secretMaterial(s *Secret) (secretPair, string) {
 	if _, p := checkCertificateAndKey(crt, key); p != nil {
 		return secretPair{}, ": " + p.msg
 	}
-	return secretPair{crt: crt, key: key}, ""
+	return secretPair{crt: crt, key: key, from: s.Source.Pos.Path}, ""
 }

@@ -62,6 +62,9 @@ type lastGood struct {
 	// of what is committed.
 	staleSecrets []string
 	secretStale  []RouteKey
+	// secretSources are the files the last good versions of stale
+	// Secrets came from, where those are not their current files.
+	secretSources []string
 }
 
 // secret is the last good material of Secret k.
@@ -172,15 +175,16 @@ type staleEndpoints struct {
 // admitPass is what one admission pass saw, for deciding substitutions and
 // for the next last good.
 type admitPass struct {
-	byKey        []*Route
-	memoByKey    []*routeMemo
-	rejected     []servedRoute
-	settings     Settings
-	endpoints    endpointsView
-	fromConfig   bool
-	secrets      map[RouteKey]secretPair
-	staleSecrets []string
-	secretStale  []RouteKey
+	byKey         []*Route
+	memoByKey     []*routeMemo
+	rejected      []servedRoute
+	settings      Settings
+	endpoints     endpointsView
+	fromConfig    bool
+	secrets       map[RouteKey]secretPair
+	staleSecrets  []string
+	secretStale   []RouteKey
+	secretSources []string
 }
 
 // find returns the last good version of route key.
@@ -340,7 +344,7 @@ func fieldMessage(d Diagnostic) string {
 // committed: every route it admitted as it now is (a stale one as its
 // last good version, which the pass admitted in its place).
 func (p *admitPass) next() *lastGood {
-	lg := &lastGood{byKey: p.byKey, memoByKey: p.memoByKey, settings: p.settings, endpoints: p.endpoints, fromConfig: p.fromConfig, secrets: p.secrets, staleSecrets: p.staleSecrets, secretStale: p.secretStale}
+	lg := &lastGood{byKey: p.byKey, memoByKey: p.memoByKey, settings: p.settings, endpoints: p.endpoints, fromConfig: p.fromConfig, secrets: p.secrets, staleSecrets: p.staleSecrets, secretStale: p.secretStale, secretSources: p.secretSources}
 	if len(p.rejected) > 0 {
 		lg.rejected = make(map[RouteKey]bool, len(p.rejected))
 		for _, r := range p.rejected {
@@ -479,6 +483,16 @@ func (r Result) StalePaths() map[string]bool {
 		}
 	}
 	return out
+}
+
+// SecretSources are the files whose last good content holds the version
+// in force of a Secret now stale in another file (moved there and broken
+// in one change): that content must stay saved for a restart to serve it.
+func (r Result) SecretSources() []string {
+	if r.next == nil {
+		return nil
+	}
+	return r.next.secretSources
 }
 
 // Failed reports whether the current content of path failed to decode (its

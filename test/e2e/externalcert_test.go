@@ -85,3 +85,57 @@ spec:
 	r.eventually(20*time.Second, "the fixed Secret's certificate served", func() error { return servedSerial(r, "ext.e2e.test", 6006) })
 	r.routeStatus("ext", model.RouteAdmitted)
 }
+
+// A Secret moved to another file and broken there in the same change
+// serves its last good version, also across a restart: the saved state
+// kept last good content by file, and the file the good version came
+// from held it no more, so the restart rejected the Secret's routes.
+func TestMovedAndBrokenSecretKeepsServingAcrossARestart(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	route := `apiVersion: route.openshift.io/v1
+kind: Route
+metadata:
+  name: ext
+  namespace: e2e
+spec:
+  host: ext.e2e.test
+  to:
+    kind: Service
+    name: one
+  tls:
+    termination: edge
+    externalCertificate:
+      name: ext-tls
+`
+	secret := func(certPEM, keyPEM string) string {
+		b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+		return fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: ext-tls\n  namespace: e2e\ntype: kubernetes.io/tls\ndata:\n  tls.crt: %s\n  tls.key: %s\n",
+			b64(certPEM), b64(keyPEM))
+	}
+	c1, k1 := makeCert(t, "ext.e2e.test", 3003)
+	must(t, w.Publish(files("router.yaml", r.routerConfig(""), "routes.yaml", route,
+		"old/secret.yaml", secret(c1, k1), "endpoints.yaml", endpointsYAML("one", one))))
+	r.start("atomic")
+	r.eventually(20*time.Second, "the Secret's certificate served", func() error { return servedSerial(r, "ext.e2e.test", 3003) })
+
+	// Moved to another file, with a key of another certificate.
+	_, k2 := makeCert(t, "ext.e2e.test", 4004)
+	must(t, w.Publish(files("router.yaml", r.routerConfig(""), "routes.yaml", route,
+		"new/secret.yaml", secret(c1, k2), "endpoints.yaml", endpointsYAML("one", one))))
+	st := r.routeStatus("ext", model.RouteStale)
+	if len(st.Reasons) == 0 || !strings.Contains(st.Reasons[0], "new/secret.yaml:") {
+		t.Errorf("stale route's reasons %q, want the new file's", st.Reasons)
+	}
+	time.Sleep(500 * time.Millisecond) // the save of the last good state runs off the loop
+	r.stop()
+	r.start("atomic")
+	r.routeStatus("ext", model.RouteStale)
+	if err := servedSerial(r, "ext.e2e.test", 3003); err != nil {
+		t.Fatalf("moved and broken, after a restart: %v", err)
+	}
+	if got, err := r.getTLS("ext.e2e.test"); err != nil || got != "one" {
+		t.Fatalf("moved and broken, after a restart: %q, %v", got, err)
+	}
+}
