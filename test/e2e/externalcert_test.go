@@ -11,14 +11,8 @@ import (
 	"github.com/haroute/haroute/test/publish"
 )
 
-// A route's spec.tls.externalCertificate names a kubernetes.io/tls Secret
-// in the directory; the Secret's certificate is served, and a new Secret
-// rotates it at runtime, without a reload, as OpenShift's router does.
-func TestExternalCertificateSecretRotatesWithoutReload(t *testing.T) {
-	r := newRouter(t)
-	one := startBackend(t, "one")
-	w := publish.NewAtomicWriter(r.dir)
-	route := `apiVersion: route.openshift.io/v1
+// extRoute is an edge route whose certificate is the Secret ext-tls's.
+const extRoute = `apiVersion: route.openshift.io/v1
 kind: Route
 metadata:
   name: ext
@@ -33,14 +27,26 @@ spec:
     externalCertificate:
       name: ext-tls
 `
+
+// tlsSecretYAML is the Secret ext-tls holding certPEM and keyPEM.
+func tlsSecretYAML(certPEM, keyPEM string) string {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	return fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: ext-tls\n  namespace: e2e\ntype: kubernetes.io/tls\ndata:\n  tls.crt: %s\n  tls.key: %s\n",
+		b64(certPEM), b64(keyPEM))
+}
+
+// A route's spec.tls.externalCertificate names a kubernetes.io/tls Secret
+// in the directory; the Secret's certificate is served, and a new Secret
+// rotates it at runtime, without a reload, as OpenShift's router does.
+func TestExternalCertificateSecretRotatesWithoutReload(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
 	pub := func(certPEM, keyPEM string) {
-		b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-		secret := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: ext-tls\n  namespace: e2e\ntype: kubernetes.io/tls\ndata:\n  tls.crt: %s\n  tls.key: %s\n",
-			b64(certPEM), b64(keyPEM))
 		must(t, w.Publish(files(
 			"router.yaml", r.routerConfig(""),
-			"routes.yaml", route,
-			"secret.yaml", secret,
+			"routes.yaml", extRoute,
+			"secret.yaml", tlsSecretYAML(certPEM, keyPEM),
 			"endpoints.yaml", endpointsYAML("one", one),
 		)))
 	}
@@ -94,36 +100,16 @@ func TestMovedAndBrokenSecretKeepsServingAcrossARestart(t *testing.T) {
 	r := newRouter(t)
 	one := startBackend(t, "one")
 	w := publish.NewAtomicWriter(r.dir)
-	route := `apiVersion: route.openshift.io/v1
-kind: Route
-metadata:
-  name: ext
-  namespace: e2e
-spec:
-  host: ext.e2e.test
-  to:
-    kind: Service
-    name: one
-  tls:
-    termination: edge
-    externalCertificate:
-      name: ext-tls
-`
-	secret := func(certPEM, keyPEM string) string {
-		b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-		return fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: ext-tls\n  namespace: e2e\ntype: kubernetes.io/tls\ndata:\n  tls.crt: %s\n  tls.key: %s\n",
-			b64(certPEM), b64(keyPEM))
-	}
 	c1, k1 := makeCert(t, "ext.e2e.test", 3003)
-	must(t, w.Publish(files("router.yaml", r.routerConfig(""), "routes.yaml", route,
-		"old/secret.yaml", secret(c1, k1), "endpoints.yaml", endpointsYAML("one", one))))
+	must(t, w.Publish(files("router.yaml", r.routerConfig(""), "routes.yaml", extRoute,
+		"old/secret.yaml", tlsSecretYAML(c1, k1), "endpoints.yaml", endpointsYAML("one", one))))
 	r.start("atomic")
 	r.eventually(20*time.Second, "the Secret's certificate served", func() error { return servedSerial(r, "ext.e2e.test", 3003) })
 
 	// Moved to another file, with a key of another certificate.
 	_, k2 := makeCert(t, "ext.e2e.test", 4004)
-	must(t, w.Publish(files("router.yaml", r.routerConfig(""), "routes.yaml", route,
-		"new/secret.yaml", secret(c1, k2), "endpoints.yaml", endpointsYAML("one", one))))
+	must(t, w.Publish(files("router.yaml", r.routerConfig(""), "routes.yaml", extRoute,
+		"new/secret.yaml", tlsSecretYAML(c1, k2), "endpoints.yaml", endpointsYAML("one", one))))
 	st := r.routeStatus("ext", model.RouteStale)
 	if len(st.Reasons) == 0 || !strings.Contains(st.Reasons[0], "new/secret.yaml:") {
 		t.Errorf("stale route's reasons %q, want the new file's", st.Reasons)
