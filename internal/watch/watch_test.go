@@ -537,12 +537,7 @@ func TestLinkTargetCreatedAfterTheLinkTriggers(t *testing.T) {
 	}
 	h := start(t, Options{Dir: g.Link(), Mode: snapshot.ModeLink})
 	h.settle(300 * time.Millisecond)
-	if err := os.Symlink("release-2", filepath.Join(root, "next")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(filepath.Join(root, "next"), g.Link()); err != nil {
-		t.Fatal(err)
-	}
+	swapLink(t, "release-2", g.Link())
 	h.expect("the link pointed nowhere")
 	h.settle(1500 * time.Millisecond)
 	if err := os.MkdirAll(filepath.Join(root, "release-2"), 0o755); err != nil {
@@ -578,12 +573,7 @@ func TestParentLinkMovedTriggers(t *testing.T) {
 	}
 	h := start(t, Options{Dir: filepath.Join(base, "alias", "config"), Mode: snapshot.ModeLink})
 	h.settle(300 * time.Millisecond)
-	if err := os.Symlink("b", filepath.Join(base, "alias.tmp")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(filepath.Join(base, "alias.tmp"), filepath.Join(base, "alias")); err != nil {
-		t.Fatal(err)
-	}
+	swapLink(t, "b", filepath.Join(base, "alias"))
 	h.expect("the parent's link moved")
 	h.settle(1500 * time.Millisecond)
 	// A swap in the new parent is seen.
@@ -591,4 +581,17 @@ func TestParentLinkMovedTriggers(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.expect("a swap in the new parent")
+}
+
+// swapLink points link at target in one rename, as git-sync swaps its
+// link.
+func swapLink(t *testing.T, target, link string) {
+	t.Helper()
+	tmp := link + ".tmp"
+	if err := os.Symlink(target, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		t.Fatal(err)
+	}
 }
