@@ -202,3 +202,17 @@ func TestCheckSaysRoutesWereJudgedWithDefaultsWhenTheRouterConfigIsBroken(t *tes
 		t.Fatalf("the note without a RouterConfig: %q", stdout)
 	}
 }
+
+// An empty directory is what `haroute run` would not start HAProxy on:
+// check says so, a warning (a failure under --strict), where it said
+// "valid".
+func TestCheckEmptyDirectoryWarns(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, _ := run(t, "check", dir)
+	if code != ExitOK || !strings.Contains(stdout, "warning: no file to read: haroute run would not start HAProxy") {
+		t.Fatalf("check on an empty dir: exit %d, stdout %q; want 0 and the warning", code, stdout)
+	}
+	if code, _, _ := run(t, "check", "--strict", dir); code != ExitInvalid {
+		t.Fatalf("check --strict on an empty dir: exit %d, want %d", code, ExitInvalid)
+	}
+}

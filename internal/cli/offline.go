@@ -31,6 +31,13 @@ func loadDir(ctx context.Context, dir string) (model.Result, error) {
 		return model.Result{}, err
 	}
 	res := model.NewLoader().Load(snap.Files)
+	if len(snap.Files) == 0 {
+		// As `haroute run` judges it: a first start on it waits.
+		res.Diagnostics = append(res.Diagnostics, model.Diagnostic{
+			Pos: model.Position{Path: dir, Line: 1, Col: 1}, Severity: model.SeverityWarning,
+			Message: "no file to read: haroute run would not start HAProxy on this directory (a symlink to a directory inside it is not followed)",
+		})
+	}
 	for _, fe := range snap.Errors {
 		res.Diagnostics = append(res.Diagnostics, model.Diagnostic{
 			Pos:      model.Position{Path: fe.Path, Line: 1, Col: 1},

@@ -165,6 +165,8 @@ type Daemon struct {
 	// symlink to a directory): counted with the input's warnings, as
 	// `check` counts them.
 	readWarnings int
+	// readErrorList is what they were, file: error, for status.
+	readErrorList []string
 	// store saves the last good state for restarts; anchors are the last
 	// good content of each path (persist.go); restored is what was read
 	// back at start, nil if nothing was. rcAnchor is the file of the

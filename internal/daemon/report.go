@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,7 +48,7 @@ func (d *Daemon) reportInput(res model.Result) {
 	if stale > 0 {
 		others = res.StaleOthers()
 	}
-	var list []string
+	list := slices.Clone(d.readErrorList)
 	for _, diag := range res.Diagnostics {
 		if diag.Severity == model.SeverityError && len(list) < status.MaxListedErrors {
 			list = append(list, diag.String())
@@ -74,10 +75,17 @@ func (d *Daemon) reportInput(res model.Result) {
 	}
 	marker := " problem(s) in " + d.opts.ConfigDir + "; first: "
 	_, newFirst, _ := strings.Cut(summary, marker)
-	d.resolveErrors(func(msg string) bool {
+	resolved := d.status.ResolveErrors(time.Now(), func(msg string) bool {
 		_, first, ok := strings.Cut(msg, marker)
 		return ok && msg != summary && (!current[first] || first == newFirst)
 	})
+	for _, msg := range resolved {
+		// A summary the next one names first goes on there: only a
+		// problem that is gone is resolved in the log.
+		if _, first, _ := strings.Cut(msg, marker); !current[first] {
+			d.log.Info("resolved", "was", first)
+		}
+	}
 }
 
 // inputCounts are the counts reportInput last published, which a broken

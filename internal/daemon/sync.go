@@ -59,29 +59,51 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		return nil
 	}
 	d.readErrors, d.readWarnings = len(snap.Errors), len(snap.Warnings)
-	if len(snap.Files) == 0 && len(snap.Errors) == 0 && d.proc == nil && d.applied.Desired == nil && d.restored == nil {
+	d.readErrorList = d.readErrorList[:0]
+	failing := make(map[string]bool, len(snap.Errors))
+	for _, fe := range snap.Errors {
+		d.metrics.SnapshotError()
+		consequence := keptConsequence
+		if len(d.lastGoodUnder(fe.Path)) == 0 {
+			// A file new in this generation: it never had any.
+			consequence = newConsequence
+		}
+		d.recordError(fmt.Errorf("%w; %s", fe, consequence))
+		d.readErrorList = append(d.readErrorList, fe.Error())
+		failing[fe.Error()] = true
+	}
+	// A file read again is over, though others may still fail: its error
+	// stood until the whole directory was clean.
+	d.resolveErrors(func(msg string) bool {
+		for _, c := range []string{keptConsequence, newConsequence} {
+			if head, ok := strings.CutSuffix(msg, "; "+c); ok {
+				return !failing[head]
+			}
+		}
+		return false
+	})
+	if len(snap.Files) == 0 && d.proc == nil && d.applied.Desired == nil && d.restored == nil {
 		// A first start on a directory with nothing to read: most likely
 		// not the one meant (a git-sync root, whose link to the checkout
 		// is a symlink to a directory, not followed; a ConfigMap not yet
-		// populated). Starting HAProxy would bind the default ports on
-		// every address to serve nothing, with status saying all is well.
+		// populated; files it cannot read). Starting HAProxy would bind
+		// the default ports on every address to serve nothing, with
+		// status saying all is well.
 		hint := ""
 		if len(snap.Warnings) > 0 {
 			hint = " (" + snap.Warnings[0].Error() + ")"
 		}
-		d.recordError(fmt.Errorf("config dir %s has no file to read%s: not starting HAProxy until it has", d.opts.ConfigDir, hint))
+		msg := fmt.Sprintf("config dir %s has no file to read%s: not starting HAProxy until it has", d.opts.ConfigDir, hint)
+		d.recordError(errors.New(msg))
 		d.setNotReady("config dir has no file to read")
+		// An input error, for the alert on those (and status' list).
+		d.metrics.SetInputProblems(1+len(snap.Errors), len(snap.Warnings), 0)
+		d.status.Set(func(s *status.Status) {
+			s.InputProblems = status.InputProblems{Errors: 1 + len(snap.Errors), Warnings: len(snap.Warnings),
+				ErrorList: append([]string{msg}, d.readErrorList...)}
+		})
 		d.lastHash = ""
 		return nil
-	}
-	for _, fe := range snap.Errors {
-		d.metrics.SnapshotError()
-		consequence := "its last good content stays in force"
-		if len(d.lastGoodUnder(fe.Path)) == 0 {
-			// A file new in this generation: it never had any.
-			consequence = "it contributes nothing until it can be read"
-		}
-		d.recordError(fmt.Errorf("%w; %s", fe, consequence))
 	}
 	for _, fe := range snap.Warnings {
 		d.log.Warn("config", "diag", fe.Error())
@@ -1059,6 +1081,12 @@ func (d *Daemon) published(reasons []string, reload bool, elapsed time.Duration)
 		d.opts.OnApply(Applied{Generation: d.generation, Snapshot: d.appliedFrom, Desired: d.applied.Desired, Reload: reload, Reasons: reasons})
 	}
 }
+
+// What a file that cannot be read leaves in force, in its error.
+const (
+	keptConsequence = "its last good content stays in force"
+	newConsequence  = "it contributes nothing until it can be read"
+)
 
 // resolveErrors marks the standing errors gone says are over as
 // resolved, in status and in the log: an ERROR followed by silence left

@@ -73,3 +73,28 @@ subsets: [{addresses: [{ip: 127.0.0.1}], ports: [{port: 18094}]}]
 		t.Fatalf("changes:\n%s\nwant among them %q", strings.Join(got, "\n"), want)
 	}
 }
+
+// A server added to a source or random backend whose id a draining
+// server still holds (two names that hash alike) goes in by a reload:
+// `add server` would be refused, and fall back to one anyway, as an
+// error.
+func TestAddedServerWhoseIDADrainingServerHoldsReloads(t *testing.T) {
+	applied, desired := baseDesired(), baseDesired()
+	routeByName(t, applied, "ab").Backend.Balance = model.BalanceSource
+	r := routeByName(t, desired, "ab")
+	r.Backend.Balance = model.BalanceSource
+	added := srv("127.0.0.1", 18088, 50)
+	r.Services[1].Servers = append(r.Services[1].Servers, added)
+	state := stateOf(t, testInput(applied))
+	id := fmt.Sprintf(" id %d", render.ServerID(added.Name))
+	state.PendingDeletes = map[model.BackendName]map[model.ServerName]string{beAB: {"ck_127.0.0.9_1": "weight 0 check inter 5s" + id}}
+	p := Compute(state, stateOf(t, testInput(desired)))
+	if !p.Reload || !slices.ContainsFunc(changeLines(p), func(l string) bool { return strings.Contains(l, "its id is a draining server's") }) {
+		t.Fatalf("plan %s (%q), want a reload saying a draining server holds the id", p.Summary(), changeLines(p))
+	}
+	// Another id: at runtime.
+	state.PendingDeletes[beAB]["ck_127.0.0.9_1"] = "weight 0 check inter 5s id 1"
+	if p := Compute(state, stateOf(t, testInput(desired))); p.Reload {
+		t.Fatalf("plan %s, want runtime", p.Summary())
+	}
+}

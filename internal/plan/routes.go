@@ -172,8 +172,17 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 				d.add(Change{Mode: ModeRuntime, Kind: KindEndpointRestored, Subject: key, Detail: string(s.Name)})
 				continue
 			}
+			args := render.ServerArgs(cur, s, d.desired.Input)
+			if idHeldByDrained(args, pending) {
+				// A server still draining holds the id (render.ServerID
+				// of another name that hashes alike): `add server` would
+				// be refused, and fall back to a reload anyway.
+				d.add(Change{Mode: ModeReload, Kind: KindEndpointAdded, Subject: key,
+					Detail: string(s.Name) + " (its id is a draining server's)"})
+				continue
+			}
 			d.adds = append(d.adds, AddServer{Backend: be, Server: s.Name, Addr: s.Address, Port: s.Port,
-				Args: render.ServerArgs(cur, s, d.desired.Input), Checked: newChecked})
+				Args: args, Checked: newChecked})
 			d.add(Change{Mode: ModeRuntime, Kind: KindEndpointAdded, Subject: key, Detail: string(s.Name)})
 			added = true
 			continue
@@ -215,6 +224,21 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 	if added && cur.Termination != model.TerminationPassthrough && !cur.Backend.DisableCookies {
 		d.adds = append(d.adds, SetDynamicCookieKey{Backend: be, Key: render.DynamicCookieKey(be)})
 	}
+}
+
+// idHeldByDrained reports whether the id args give a server (render puts
+// it last) is one a drained server of the backend still holds.
+func idHeldByDrained(args string, drained map[model.ServerName]string) bool {
+	i := strings.LastIndex(args, " id ")
+	if i < 0 {
+		return false
+	}
+	for _, opts := range drained {
+		if strings.HasSuffix(opts, args[i:]) {
+			return true
+		}
+	}
+	return false
 }
 
 // serverOptions is what render gives server s of route r besides its

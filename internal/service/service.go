@@ -225,10 +225,16 @@ var hiddenPrefixes = []string{"/home/", "/root/", "/run/user/", "/tmp/", "/var/t
 // other than the ones it may write (StateDirectory=, RuntimeDirectory=;
 // ProtectSystem=strict makes the rest of the file system read-only).
 func sandboxedDirs(args []string) error {
+	for _, flag := range []string{"config-dir", "state-dir", "run-dir"} {
+		if dir := flagValue(args, flag); dir != "" && !filepath.IsAbs(dir) {
+			// The service starts in /, not where install ran.
+			return fmt.Errorf("--%s %s: give the service an absolute path", flag, dir)
+		}
+	}
 	if dir := flagValue(args, "config-dir"); dir != "" {
-		for _, p := range hiddenPrefixes {
+		for _, p := range append(hiddenPrefixes, "/dev/") {
 			if strings.HasPrefix(filepath.Clean(dir)+"/", p) {
-				return fmt.Errorf("--config-dir %s is under %s, which the hardened unit hides from the service (ProtectHome=, PrivateTmp=); use a directory such as %s", dir, strings.TrimSuffix(p, "/"), DefaultConfigDir)
+				return fmt.Errorf("--config-dir %s is under %s, which the hardened unit hides from the service (ProtectHome=, PrivateTmp=, PrivateDevices=); use a directory such as %s", dir, strings.TrimSuffix(p, "/"), DefaultConfigDir)
 			}
 		}
 	}
@@ -236,12 +242,20 @@ func sandboxedDirs(args []string) error {
 		{"state-dir", paths.StateDir, "StateDirectory="},
 		{"run-dir", DefaultRunDir, "RuntimeDirectory="},
 	} {
-		dir := flagValue(args, w.flag)
-		if dir == "" || filepath.Clean(dir) == w.want || strings.HasPrefix(filepath.Clean(dir), w.want+"/") {
+		given := flagValue(args, w.flag)
+		if given == "" {
+			continue
+		}
+		// /var/run is a link to /run on every systemd host.
+		dir := filepath.Clean(given)
+		if rest, ok := strings.CutPrefix(dir, "/var/run/"); ok {
+			dir = "/run/" + rest
+		}
+		if dir == w.want || strings.HasPrefix(dir, w.want+"/") {
 			continue
 		}
 		return fmt.Errorf("--%s %s: the hardened unit lets the service write only %s (%s, with ProtectSystem=strict); leave --%s out, or give it a directory under %s",
-			w.flag, dir, w.want, w.unitKey, w.flag, w.want)
+			w.flag, given, w.want, w.unitKey, w.flag, w.want)
 	}
 	return nil
 }

@@ -204,7 +204,10 @@ func TestInstallRejectsDirectoriesTheUnitHides(t *testing.T) {
 		{[]string{"--config-dir=/tmp/cfg"}, "--config-dir /tmp/cfg is under /tmp"},
 		{[]string{"--state-dir", "/srv/haroute"}, "--state-dir /srv/haroute: the hardened unit lets the service write only /var/lib/haroute"},
 		{[]string{"--run-dir", "/var/run/x"}, "--run-dir /var/run/x: the hardened unit lets the service write only /run/haroute"},
+		{[]string{"--config-dir", "/dev/shm/x"}, "--config-dir /dev/shm/x is under /dev"},
+		{[]string{"--config-dir", "routes"}, "--config-dir routes: give the service an absolute path"},
 		{[]string{"--config-dir", "/srv/routes", "--state-dir", "/var/lib/haroute/", "--run-dir", "/run/haroute"}, ""},
+		{[]string{"--run-dir", "/var/run/haroute"}, ""},
 	} {
 		f := newFixture(t, true)
 		err := f.m.Install(c.flags)

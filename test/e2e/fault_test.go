@@ -506,11 +506,21 @@ func TestFirstStartOnAnEmptyDirectoryWaits(t *testing.T) {
 	one := startBackend(t, "one")
 	checkout := t.TempDir()
 	must(t, os.Symlink(checkout, filepath.Join(r.dir, "config")))
+	// And a file it cannot read: no more a file to read than none.
+	must(t, os.Symlink("/nonexistent/router.yaml", filepath.Join(r.dir, "router.yaml")))
 	r.startNoWait("plain")
 	r.reportsError("has no file to read (config: symlink to a directory")
 	if st := r.store.Get(); st.Ready || st.HAProxy.PID != 0 {
 		t.Fatalf("ready %v, haproxy pid %d: want not ready and no HAProxy", st.Ready, st.HAProxy.PID)
 	}
+	// An input error, as the alert on those sees it, with the file's.
+	r.eventually(10*time.Second, "counted as input errors", func() error {
+		if list := r.store.Get().InputProblems.ErrorList; len(list) != 2 || !strings.HasPrefix(list[1], "router.yaml:") {
+			return fmt.Errorf("status lists %q", list)
+		}
+		return r.metricsHave(`haroute_input_problems{severity="error"} 2`)
+	})
+	must(t, os.Remove(filepath.Join(r.dir, "router.yaml")))
 	must(t, os.WriteFile(filepath.Join(r.dir, "router.yaml"), []byte(r.routerConfig("")), 0o644))
 	must(t, os.WriteFile(filepath.Join(r.dir, "a.yaml"), []byte(join(routeYAML("a", "a.e2e.test", "", "one"), endpointsYAML("one", one))), 0o644))
 	r.serves("a.e2e.test", "/", "one")
