@@ -150,6 +150,8 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 	// one's check.
 	newChecked := cur.HealthChecked()
 	pending := d.applied.PendingDeletes[be]
+	curArgs := render.ServerArgsOf(cur, d.desired.Input)
+	var oldArgs func(model.Server) string // only when options are compared
 
 	added := false
 	var optionsChanged []string
@@ -158,7 +160,7 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 		o, ok := oldIndex[s.Name]
 		if !ok {
 			if opts, drained := pending[s.Name]; drained {
-				if opts != serverOptions(cur, s, d.desired.Input) {
+				if opts != serverOptions(curArgs, s) {
 					// The server still there has the options it was
 					// added with (an endpoint's appProtocol, the service
 					// a reencrypt server verifies): re-enabled, it would
@@ -172,7 +174,7 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 				d.add(Change{Mode: ModeRuntime, Kind: KindEndpointRestored, Subject: key, Detail: string(s.Name)})
 				continue
 			}
-			args := render.ServerArgs(cur, s, d.desired.Input)
+			args := curArgs(s)
 			if idHeldByDrained(args, pending) {
 				// A server still draining holds the id (render.ServerID
 				// of another name that hashes alike): `add server` would
@@ -200,7 +202,10 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 		if !settingsChanged {
 			was := o
 			was.Weight = s.Weight
-			if render.ServerArgs(old, was, d.applied.Input) != render.ServerArgs(cur, s, d.desired.Input) {
+			if oldArgs == nil {
+				oldArgs = render.ServerArgsOf(old, d.applied.Input)
+			}
+			if oldArgs(was) != curArgs(s) {
 				optionsChanged = append(optionsChanged, string(s.Name))
 			}
 		}
@@ -212,7 +217,10 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 	}
 	for _, o := range oldServers {
 		if !newNames[o.Name] {
-			d.removes = append(d.removes, RemoveServer{Backend: be, Server: o.Name, Options: serverOptions(old, o, d.applied.Input)})
+			if oldArgs == nil {
+				oldArgs = render.ServerArgsOf(old, d.applied.Input)
+			}
+			d.removes = append(d.removes, RemoveServer{Backend: be, Server: o.Name, Options: serverOptions(oldArgs, o)})
 			d.add(Change{Mode: ModeRuntime, Kind: KindEndpointRemoved, Subject: key, Detail: string(o.Name)})
 		}
 	}
@@ -241,11 +249,11 @@ func idHeldByDrained(args string, drained map[model.ServerName]string) bool {
 	return false
 }
 
-// serverOptions is what render gives server s of route r besides its
-// weight, which the runtime sets.
-func serverOptions(r *model.AdmittedRoute, s model.Server, in render.Input) string {
+// serverOptions is what args (render.ServerArgsOf a route) gives server s
+// besides its weight, which the runtime sets.
+func serverOptions(args func(model.Server) string, s model.Server) string {
 	s.Weight = 0
-	return render.ServerArgs(r, s, in)
+	return args(s)
 }
 
 // backendDiff names the backend settings that differ, as the annotation

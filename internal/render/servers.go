@@ -29,11 +29,20 @@ const SystemCAFile = "@system-ca"
 // nothing here: backends use dynamic cookies, derived from the server
 // address and the backend's dynamic-cookie-key.
 func ServerArgs(r *model.AdmittedRoute, s model.Server, in Input) string {
+	return ServerArgsOf(r, in)(s)
+}
+
+// ServerArgsOf returns ServerArgs for the servers of r, with what is the
+// route's (its check interval, its servers' ids) worked out once: the
+// planner asks for every server of a route it diffs, and serverIDs alone
+// is a pass over all of them.
+func ServerArgsOf(r *model.AdmittedRoute, in Input) func(model.Server) string {
+	inter := duration(healthCheckInterval(r, in))
 	var ids map[model.ServerName]uint32
 	if hashedBalance(r) {
 		ids = serverIDs(r)
 	}
-	return string(appendServerArgs(nil, r, &s, in, duration(healthCheckInterval(r, in)), ids))
+	return func(s model.Server) string { return string(appendServerArgs(nil, r, &s, in, inter, ids)) }
 }
 
 // appendServerArgs appends ServerArgs to b; inter is the route's rendered
