@@ -36,7 +36,7 @@ type walker struct {
 
 	// Per object being decoded.
 	unknown Severity          // of unknown fields: error for RouterConfig, else warning
-	homes   map[string]string // where the kind's fields belong (misplacedField); nil for none
+	homes   map[string]string // where the kind's fields belong (misplaced); nil for none
 	fields  []fieldPos        // positions recorded so far, reused across objects
 }
 
