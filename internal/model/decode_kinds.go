@@ -345,7 +345,7 @@ func (w *walker) reported(start int, field string) bool {
 func (w *walker) route(m *yaml.Node) {
 	var r Route
 	start := len(w.diags)
-	w.homes = routeFieldHomes
+	w.homes, w.slips = routeFieldHomes, nil
 	defer func() { w.homes = nil }()
 	w.eachPair(m, func(key string, k, v *yaml.Node) {
 		switch key {
@@ -363,6 +363,7 @@ func (w *walker) route(m *yaml.Node) {
 		r.Spec.WildcardPolicy = WildcardPolicyNone
 	}
 	r.Source = w.finish(m, &r.Meta, start)
+	r.slips = w.slips
 	for _, d := range w.diags[start:] {
 		if d.Severity == SeverityWarning {
 			// Shown on the route's status too: an unknown field is

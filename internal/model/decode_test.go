@@ -265,21 +265,6 @@ func TestDecodeDiagnostics(t *testing.T) {
 			},
 		},
 		{
-			// An indentation slip, not a stray field: ignored, it served
-			// an edge route in clear and an A/B route from one service.
-			name: "a route field one level off is an error",
-			in: routeHead + "spec:\n  to:\n    name: s\n    tls: {termination: edge}\n    alternateBackends: []\n" +
-				"  targetPort: http\n  tls:\n    host: a.example.com\n  annotations: {}\n",
-			want: []string{
-				"f.yaml:8:5: error: spec.to.tls: unknown field here: tls belongs at spec.tls; check its indentation",
-				"f.yaml:9:5: error: spec.to.alternateBackends: unknown field here: alternateBackends belongs at spec.alternateBackends; check its indentation",
-				"f.yaml:10:3: error: spec.targetPort: unknown field here: targetPort belongs at spec.port.targetPort; check its indentation",
-				"f.yaml:12:5: error: spec.tls.host: unknown field here: host belongs at spec.host; check its indentation",
-				"f.yaml:13:3: error: spec.annotations: unknown field here: annotations belongs at metadata.annotations; check its indentation",
-			},
-			failed: true,
-		},
-		{
 			// Names several levels use (name, kind, weight) stay warnings.
 			name: "an unknown field no level owns alone is a warning",
 			in:   routeHead + "spec:\n  name: s\n  weight: 3\n",

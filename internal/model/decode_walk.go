@@ -37,7 +37,10 @@ type walker struct {
 	// Per object being decoded.
 	unknown Severity          // of unknown fields: error for RouterConfig, else warning
 	homes   map[string]string // where the kind's fields belong (misplaced); nil for none
-	fields  []fieldPos        // positions recorded so far, reused across objects
+	// slips are the misplaced fields of the object: its errors, not the
+	// file's (Route.slips).
+	slips  Diagnostics
+	fields []fieldPos // positions recorded so far, reused across objects
 }
 
 // fieldPos is one recorded field position. The path is the object's; the
@@ -159,7 +162,7 @@ func (w *walker) typeError(n *yaml.Node, want string) {
 // unknownField reports the key k of the current field.
 func (w *walker) unknownField(k *yaml.Node) {
 	if home, ok := w.misplaced(k.Value); ok {
-		w.report(SeverityError, k, "unknown field here: %s belongs at %s; check its indentation", k.Value, home)
+		w.slips = append(w.slips, w.diag(SeverityError, k, fmt.Sprintf("unknown field here: %s belongs at %s; check its indentation", k.Value, home)))
 		return
 	}
 	w.report(w.unknown, k, "unknown field")
@@ -171,8 +174,11 @@ func (w *walker) unknownField(k *yaml.Node) {
 // fields), but a field of the Route's own one level off is no stray: it
 // is an indentation slip, and ignoring it changes what the route does (a
 // tls block under spec.to served the route in clear, alternateBackends
-// under spec.to sent all its traffic to one service). As an error, the
-// route keeps its last good version.
+// under spec.to sent all its traffic to one service). As an error of the
+// route's (validateRoute), the route keeps its last good version, and
+// only it: as an error of the file's, the file failed, and at the first
+// start of a haroute with this rule a file that had served with such a
+// slip had no last good content left, taking every route in it down.
 func (w *walker) misplaced(key string) (string, bool) {
 	home, ok := w.homes[key]
 	if !ok {

@@ -390,3 +390,38 @@ func TestWildcardRouteStatusNamesItsDomain(t *testing.T) {
 		t.Fatalf("status %+v, want host *.apps.example.test, admitted", st)
 	}
 }
+
+// A field of the Route's own one level off is an error of that route,
+// at its line, not of its file: a file with such a slip still loads its
+// other objects. As the file's error, at the first start of a haroute
+// with the rule, a file that had served with a slip had no last good
+// content left, and every route in it went down.
+func TestMisplacedRouteFieldsAreTheRoutesErrors(t *testing.T) {
+	const head = "apiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n  name: r\n"
+	f := SourceFile{Path: "f.yaml", Data: []byte(head + "spec:\n  to:\n    name: s\n    tls: {termination: edge}\n    alternateBackends: []\n" +
+		"  targetPort: http\n  tls:\n    host: a.example.com\n  annotations: {}\n" + routeYAML("other", "other.example.test"))}
+	res := NewLoader().Load([]SourceFile{f})
+	var got []string
+	for _, d := range res.Diagnostics {
+		// Validated as any route is: its host is missing too.
+		if d.Severity == SeverityError && strings.Contains(d.Message, "unknown field here") {
+			got = append(got, d.String())
+		}
+	}
+	want := []string{
+		"f.yaml:8:5: error: spec.to.tls: unknown field here: tls belongs at spec.tls; check its indentation",
+		"f.yaml:9:5: error: spec.to.alternateBackends: unknown field here: alternateBackends belongs at spec.alternateBackends; check its indentation",
+		"f.yaml:10:3: error: spec.targetPort: unknown field here: targetPort belongs at spec.port.targetPort; check its indentation",
+		"f.yaml:12:5: error: spec.tls.host: unknown field here: host belongs at spec.host; check its indentation",
+		"f.yaml:13:3: error: spec.annotations: unknown field here: annotations belongs at metadata.annotations; check its indentation",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if st := statusOf(t, res.Desired, "r"); st.State != RouteRejected {
+		t.Errorf("r: %s, want rejected (never good)", st.State)
+	}
+	if got := servedHost(res.Desired, "other"); got != "other.example.test" {
+		t.Errorf("the file's other route serves %q, want other.example.test: the slip failed the whole file", got)
+	}
+}

@@ -71,8 +71,9 @@ type Route struct {
 	Spec   RouteSpec
 	Source Source
 	// warnings are what decoding found (unknown fields), for the route's
-	// status.
-	warnings Diagnostics
+	// status; slips, fields of the Route's own one level off, errors of
+	// the route's (walker.misplaced).
+	warnings, slips Diagnostics
 }
 
 type RouteSpec struct {

@@ -70,6 +70,9 @@ func (c *routeCheck) warnf(field string, format string, args ...any) {
 // check.bad tells whether it must be rejected.
 func validateRoute(r *Route, settings *Settings) (AdmittedRoute, *routeCheck) {
 	c := newRouteCheck(r)
+	for _, d := range r.slips {
+		c.add(d.Severity, d.Pos, d.Field, d.Message)
+	}
 	if msg := nameProblem(r.Meta.Name); msg != "" {
 		c.errorf("metadata.name", "%s", msg)
 	}
