@@ -349,22 +349,19 @@ func (m *Metrics) SetProcesses(current, old int) {
 
 // SetUnreadable records whether the last read of the config directory
 // failed as a whole.
-func (m *Metrics) SetUnreadable(unreadable bool) {
-	v := 0.0
-	if unreadable {
-		v = 1
-	}
-	m.unreadable.Set(v)
-}
+func (m *Metrics) SetUnreadable(unreadable bool) { setFlag(m.unreadable, unreadable) }
 
 // SetBehind records whether the directory's latest generation could not
 // be applied.
-func (m *Metrics) SetBehind(behind bool) {
+func (m *Metrics) SetBehind(behind bool) { setFlag(m.behind, behind) }
+
+// setFlag sets a gauge that says yes (1) or no (0).
+func setFlag(g prometheus.Gauge, on bool) {
 	v := 0.0
-	if behind {
+	if on {
 		v = 1
 	}
-	m.behind.Set(v)
+	g.Set(v)
 }
 
 // HAProxyExited counts an exit of HAProxy haroute did not ask for.

@@ -627,13 +627,7 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 		w.full = append(append(append(w.full, "# route "...), r.Key.String()...), '\n')
 	}
 	w.line("backend ", name, " from ", defaults)
-	balance := bs.Balance
-	if balance == "" { // admission always sets it; hand-made input may not
-		balance = model.DefaultBalance
-		if tcp {
-			balance = model.DefaultPassthroughBalance
-		}
-	}
+	balance := balanceOf(r)
 	if balance != inherited {
 		w.line("  balance ", string(balance))
 		if balance == model.BalanceSource && !tcp {

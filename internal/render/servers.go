@@ -114,14 +114,20 @@ func appendServerArgs(b []byte, r *model.AdmittedRoute, s *model.Server, in Inpu
 // server where a reload does, and keeps a client on its server across
 // reloads as servers come and go.
 func hashedBalance(r *model.AdmittedRoute) bool {
-	b := r.Backend.Balance
-	if b == "" { // admission always sets it; hand-made input may not
-		b = model.DefaultBalance
-		if r.Termination == model.TerminationPassthrough {
-			b = model.DefaultPassthroughBalance
-		}
-	}
+	b := balanceOf(r)
 	return b == model.BalanceSource || b == model.BalanceRandom
+}
+
+// balanceOf is r's balance algorithm: its own, or, for hand-made input
+// (admission always sets one), its termination's default.
+func balanceOf(r *model.AdmittedRoute) model.BalanceAlgorithm {
+	if b := r.Backend.Balance; b != "" {
+		return b
+	}
+	if r.Termination == model.TerminationPassthrough {
+		return model.DefaultPassthroughBalance
+	}
+	return model.DefaultBalance
 }
 
 // ServerID is the id a server named name takes in a backend on a

@@ -140,11 +140,7 @@ func TestAtomicPublishTriggers(t *testing.T) {
 func TestLinkPublishTriggers(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	g := publish.NewGitSync(root, "current")
-	if err := g.Publish(gen(0)); err != nil {
-		t.Fatal(err)
-	}
-	h := start(t, Options{Dir: g.Link(), Mode: snapshot.ModeLink})
+	g, h := watchGitSync(t, root)
 	for n := 1; n <= 5; n++ {
 		if err := g.Publish(gen(n)); err != nil {
 			t.Fatal(err)
@@ -531,11 +527,7 @@ func TestOpenForWriting(t *testing.T) {
 func TestLinkTargetCreatedAfterTheLinkTriggers(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	g := publish.NewGitSync(root, "current")
-	if err := g.Publish(gen(0)); err != nil {
-		t.Fatal(err)
-	}
-	h := start(t, Options{Dir: g.Link(), Mode: snapshot.ModeLink})
+	g, h := watchGitSync(t, root)
 	h.settle(300 * time.Millisecond)
 	swapLink(t, "release-2", g.Link())
 	h.expect("the link pointed nowhere")
@@ -594,4 +586,15 @@ func swapLink(t *testing.T, target, link string) {
 	if err := os.Rename(tmp, link); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// watchGitSync publishes a first generation git-sync's way under root and
+// watches its link in link mode.
+func watchGitSync(t *testing.T, root string) (*publish.GitSync, *harness) {
+	t.Helper()
+	g := publish.NewGitSync(root, "current")
+	if err := g.Publish(gen(0)); err != nil {
+		t.Fatal(err)
+	}
+	return g, start(t, Options{Dir: g.Link(), Mode: snapshot.ModeLink})
 }
