@@ -268,6 +268,29 @@ func privateKeyOf(blocks []numberedBlock) (crypto.Signer, error) {
 	return key, nil
 }
 
+// keyParses reports whether text holds PEM private keys that parse,
+// whatever their strength: the check of a key that is never used.
+func keyParses(text string) error {
+	blocks, err := pemBlocks(text)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, b := range blocks {
+		if b.Type == "EC PARAMETERS" {
+			continue
+		}
+		if _, err := parseKeyBlock(b.Block); err != nil {
+			return fmt.Errorf("block %d: %w", b.n, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return errors.New("contains no PEM private key block")
+	}
+	return nil
+}
+
 func parseKeyBlock(b *pem.Block) (crypto.Signer, error) {
 	switch b.Type {
 	case "RSA PRIVATE KEY":

@@ -202,6 +202,19 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 	switch {
 	case tls.Certificate != "" && tls.Key == "":
 		c.add(SeverityError, c.pos("spec.tls.key", "spec.tls.certificate"), "spec.tls.key", "key is required when certificate is set")
+	case tls.Certificate == "" && tls.Key != "" && tls.ExternalCertificate == "":
+		// OpenShift admits a key without a certificate: its router only
+		// checks that the key is PEM (ExtendedValidateRoute), then serves
+		// the route with the default certificate, and the key goes unused.
+		if err := keyParses(tls.Key); err != nil {
+			c.errorf("spec.tls.key", "key %s", err)
+		} else {
+			c.add(SeverityWarning, c.pos("spec.tls.key"), "spec.tls.key",
+				"key without a certificate is ignored: the route is served with the default certificate, as OpenShift does; set certificate to serve the route's own")
+		}
+		unkeyed := *tls
+		unkeyed.Key = ""
+		tls = &unkeyed
 	case tls.Certificate == "" && tls.Key != "":
 		c.add(SeverityError, c.pos("spec.tls.certificate", "spec.tls.key"), "spec.tls.certificate", "certificate is required when key is set")
 	}
@@ -296,7 +309,13 @@ func validateServices(c *routeCheck, spec *RouteSpec) []ServiceBackend {
 			c.errorf(prefix+".kind", "kind %q is not supported: only Service", ref.Kind)
 		}
 		if msg := serviceNameProblem(ref.Name); msg != "" {
-			c.add(SeverityError, c.pos(prefix+".name", prefix), prefix+".name", msg)
+			sev := SeverityError
+			if ref.Name != "" {
+				// OpenShift admits any service name a route gives; one no
+				// Service can carry just never has endpoints.
+				sev, msg = SeverityWarning, msg+": no Service can have it, so this service never has endpoints ("+Answers503+" for its share), as on OpenShift"
+			}
+			c.add(sev, c.pos(prefix+".name", prefix), prefix+".name", msg)
 		}
 		w := int32(defaultServiceWeight)
 		if ref.Weight != nil {

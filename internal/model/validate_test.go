@@ -125,8 +125,11 @@ func TestValidateRoute(t *testing.T) {
 		{name: "service name missing", edit: func(r *Route) { r.Spec.To.Name = "" }, want: []string{
 			`ns-r.yaml:14:7: error: spec.to.name: service name is required`,
 		}},
-		{name: "service name invalid", edit: func(r *Route) { r.Spec.To.Name = "web.svc" }, want: []string{
-			`ns-r.yaml:14:7: error: spec.to.name: service name "web.svc" is not a valid DNS-1123 label (lowercase letters, digits and '-', at most 63, starting and ending alphanumeric)`,
+		{name: "service name no Service can have", edit: func(r *Route) { r.Spec.To.Name = "web.svc" }, want: []string{
+			`ns-r.yaml:14:7: warning: spec.to.name: service name "web.svc" is not a valid DNS-1123 label (lowercase letters, digits and '-', at most 63, starting and ending alphanumeric): no Service can have it, so this service never has endpoints (the route answers 503 for its share), as on OpenShift`,
+		}},
+		{name: "service name empty", edit: func(r *Route) { r.Spec.To.Name = "" }, want: []string{
+			`ns-r.yaml:14:7: error: spec.to.name: service name is required`,
 		}},
 		{name: "weight 300", edit: func(r *Route) { r.Spec.To.Weight = ptr[int32](300) }, want: []string{
 			`ns-r.yaml:16:7: error: spec.to.weight: weight 300 is out of range 0-256`,
@@ -223,7 +226,16 @@ func TestValidateRoute(t *testing.T) {
 		{name: "key without certificate", edit: func(r *Route) {
 			r.Spec.TLS = &TLSConfig{Termination: TerminationEdge, Key: rsa.key}
 		}, want: []string{
-			`ns-r.yaml:18:7: error: spec.tls.certificate: certificate is required when key is set`,
+			`ns-r.yaml:19:7: warning: spec.tls.key: key without a certificate is ignored: the route is served with the default certificate, as OpenShift does; set certificate to serve the route's own`,
+		}, check: func(t *testing.T, ar *AdmittedRoute) {
+			if ar.TLS.Key != "" || ar.TLS.Certificate != "" {
+				t.Errorf("TLS = %+v, want no key and no certificate: the default certificate serves", ar.TLS)
+			}
+		}},
+		{name: "key without certificate that does not parse", edit: func(r *Route) {
+			r.Spec.TLS = &TLSConfig{Termination: TerminationEdge, Key: "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"}
+		}, want: []string{
+			`ns-r.yaml:19:7: error: spec.tls.key: key block 1: is a certificate, not a private key`,
 		}},
 		{name: "key does not match", edit: func(r *Route) {
 			r.Spec.TLS = &TLSConfig{Termination: TerminationEdge, Certificate: rsa.cert, Key: ecP8.key}
