@@ -281,7 +281,9 @@ func keyParses(text string) error {
 			continue
 		}
 		if _, err := parseKeyBlock(b.Block); err != nil {
-			return fmt.Errorf("block %d: %w", b.n, err)
+			if relabeled(b.Block) == nil {
+				return fmt.Errorf("block %d: %w", b.n, err)
+			}
 		}
 		n++
 	}
@@ -289,6 +291,62 @@ func keyParses(text string) error {
 		return errors.New("contains no PEM private key block")
 	}
 	return nil
+}
+
+// keyLabels are the block types OpenShift's router takes as a private key
+// whatever format the block holds (routeapihelpers knownBlockDecoders).
+var keyLabels = []string{"RSA PRIVATE KEY", "EC PRIVATE KEY", "ECDSA PRIVATE KEY", "PRIVATE KEY"}
+
+// relabeled returns a key block whose label does not match its content
+// (a SEC 1 key under "PRIVATE KEY", an "ECDSA PRIVATE KEY") under the
+// label OpenSSL reads it by, or nil when it is no such block.
+func relabeled(b *pem.Block) *pem.Block {
+	if !slices.Contains(keyLabels, b.Type) {
+		return nil
+	}
+	if k, err := x509.ParsePKCS1PrivateKey(b.Bytes); err == nil {
+		return &pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}
+	}
+	if k, err := x509.ParseECPrivateKey(b.Bytes); err == nil {
+		if der, err := x509.MarshalECPrivateKey(k); err == nil {
+			return &pem.Block{Type: "EC PRIVATE KEY", Bytes: der}
+		}
+	}
+	if _, err := x509.ParsePKCS8PrivateKey(b.Bytes); err == nil {
+		return &pem.Block{Type: "PRIVATE KEY", Bytes: b.Bytes}
+	}
+	return nil
+}
+
+// withRelabeledKey returns tls with the blocks of its key that are
+// mislabelled written under the label that fits, as OpenShift's router
+// rewrites them before HAProxy reads them, with a note. A key whose blocks
+// all parse as labelled is returned unchanged, byte for byte.
+func withRelabeledKey(c *routeCheck, tls *TLSConfig) *TLSConfig {
+	blocks, err := pemBlocks(tls.Key)
+	if err != nil {
+		return tls
+	}
+	var out []byte
+	changed := false
+	for _, b := range blocks {
+		if _, err := parseKeyBlock(b.Block); err != nil && slices.Contains(keyLabels, b.Type) {
+			if nb := relabeled(b.Block); nb != nil {
+				c.add(SeverityNote, c.pos("spec.tls.key"), "spec.tls.key", fmt.Sprintf(
+					"key block %d is labelled %q but is read as %q, as OpenShift reads it", b.n, b.Type, nb.Type))
+				out = append(out, pem.EncodeToMemory(nb)...)
+				changed = true
+				continue
+			}
+		}
+		out = append(out, pem.EncodeToMemory(b.Block)...)
+	}
+	if !changed {
+		return tls
+	}
+	fixed := *tls
+	fixed.Key = string(out)
+	return &fixed
 }
 
 func parseKeyBlock(b *pem.Block) (crypto.Signer, error) {

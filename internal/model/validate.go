@@ -198,7 +198,7 @@ func validateTLS(c *routeCheck, spec *RouteSpec, ar *AdmittedRoute) {
 		return
 	}
 
-	tls = withBundledKey(c, tls)
+	tls = withRelabeledKey(c, withBundledKey(c, tls))
 	switch {
 	case tls.Certificate != "" && tls.Key == "":
 		c.add(SeverityError, c.pos("spec.tls.key", "spec.tls.certificate"), "spec.tls.key", "key is required when certificate is set")
