@@ -304,7 +304,9 @@ func (w *walker) meta(k, v *yaml.Node, meta *ObjectMeta) {
 			meta.Annotations = w.stringMap(v)
 		case "creationTimestamp":
 			meta.CreationTimestamp = w.timestamp(v)
-		case "managedFields", "resourceVersion", "uid", "generation", "selfLink",
+		case "uid":
+			meta.UID, _ = w.str(v)
+		case "managedFields", "resourceVersion", "generation", "selfLink",
 			"ownerReferences", "finalizers", "generateName", "deletionTimestamp",
 			"deletionGracePeriodSeconds", "clusterName":
 		default:
