@@ -117,9 +117,9 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("  timeout server-fin ", duration(s.ServerFinTimeout))
 	w.line("  timeout http-request ", duration(s.HTTPRequestTimeout))
 	w.line("  timeout http-keep-alive ", duration(s.HTTPKeepAliveTimeout))
-	// Settings has no queue timeout; a request may wait for a free server
-	// slot as long as it may wait for the server itself.
-	w.line("  timeout queue ", duration(s.ServerTimeout))
+	// No timeout queue, as in OpenShift's template: HAProxy then gives a
+	// request queued for a free server slot (pod-concurrent-connections)
+	// the connect timeout, and answers 503 after it.
 	compression(w, &s)
 	errorFiles(w, in)
 	w.line("")
