@@ -3,6 +3,8 @@ package model
 import (
 	"bytes"
 	"crypto"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	//lint:ignore SA1019 DSA certificates are parsed to be refused, not used
 	"crypto/dsa"
 	"crypto/ecdsa"
@@ -74,10 +76,44 @@ func pemBlocks(text string) ([]numberedBlock, error) {
 			}
 			return nil, fmt.Errorf("is not valid PEM: block %d does not decode (damaged base64 or missing END line)", len(blocks)+1)
 		}
+		if blankLineInBase64(segment) {
+			return nil, fmt.Errorf("is not valid PEM: block %d has a blank line inside its base64, where OpenSSL stops reading", len(blocks)+1)
+		}
 		blocks = append(blocks, numberedBlock{Block: b, n: len(blocks) + 1})
 		start = end
 	}
 	return blocks, nil
+}
+
+// blankLineInBase64 reports whether the block that segment begins with has
+// a blank (or whitespace-only) line between its base64 lines, or between
+// them and END. Go's decoder skips such a line; OpenSSL ends the data
+// there and refuses the block, or, in a chain, drops it and what follows.
+// One blank line may end the headers, or stand where they would be.
+func blankLineInBase64(segment string) bool {
+	lines := strings.Split(segment, "\n")
+	i := 1 // after BEGIN
+	for j := 1; j < len(lines); j++ {
+		if strings.Contains(lines[j], ":") && !strings.HasPrefix(lines[j], "-----") {
+			continue // a header line: the blank line after it is the separator
+		}
+		if strings.TrimSpace(lines[j]) == "" {
+			i = j + 1
+		} else {
+			i = j
+		}
+		break
+	}
+	for ; i < len(lines); i++ {
+		line := strings.TrimSpace(lines[i])
+		if strings.HasPrefix(line, "-----END") {
+			return false
+		}
+		if line == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // nextBlockStart returns the index of the first line at or after from that
@@ -162,14 +198,93 @@ func parseCertificateBlock(b numberedBlock) (*x509.Certificate, error) {
 // admission, refuses c wherever it appears (served, chain or CA file), or
 // returns "".
 func certificateProblem(c *x509.Certificate) string {
-	if msg := publicKeyProblem(c.PublicKey); msg != "" {
+	if c.PublicKeyAlgorithm == x509.UnknownPublicKeyAlgorithm {
+		if msg := unknownKeyProblem(c); msg != "" {
+			return msg
+		}
+	} else if msg := publicKeyProblem(c.PublicKey); msg != "" {
 		return msg
+	}
+	if c.SignatureAlgorithm == x509.UnknownSignatureAlgorithm && !bytes.Equal(c.RawIssuer, c.RawSubject) {
+		if msg := unknownSignatureProblem(c); msg != "" {
+			return msg
+		}
 	}
 	if weakSignature(c.SignatureAlgorithm) && !isSelfSigned(c) {
 		// OpenSSL checks the signature of every certificate but a
 		// self-signed one ("ca md too weak"); OpenShift 4.16 rejects the
 		// same set, so that old roots signed with SHA-1 still load.
 		return fmt.Sprintf("is signed by its issuer with %s: SHA-1 and MD5 signatures are refused (\"ca md too weak\"), except on self-signed certificates", c.SignatureAlgorithm)
+	}
+	return ""
+}
+
+// oidRSAPSS is id-RSASSA-PSS, the key algorithm of RSA keys restricted to
+// PSS signatures, which Go's x509 parses as an unknown algorithm.
+var oidRSAPSS = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 1, 10}
+
+// unknownKeyProblem judges a key Go's x509 does not know: an RSA-PSS key by
+// its modulus, as OpenSSL does; any other is refused, since haroute cannot
+// tell whether OpenSSL loads it.
+func unknownKeyProblem(c *x509.Certificate) string {
+	var spki struct {
+		Algorithm pkix.AlgorithmIdentifier
+		PublicKey asn1.BitString
+	}
+	if rest, err := asn1.Unmarshal(c.RawSubjectPublicKeyInfo, &spki); err != nil || len(rest) > 0 {
+		return "has a public key that does not parse"
+	}
+	if !spki.Algorithm.Algorithm.Equal(oidRSAPSS) {
+		return fmt.Sprintf("has a public key of an algorithm haroute cannot judge (%s): use an RSA, ECDSA or Ed25519 key", spki.Algorithm.Algorithm)
+	}
+	k, err := x509.ParsePKCS1PublicKey(spki.PublicKey.RightAlign())
+	if err != nil {
+		return "has an RSA-PSS public key that does not parse"
+	}
+	if bits := k.N.BitLen(); bits < minRSABits {
+		return fmt.Sprintf("has a %d-bit RSA-PSS key: OpenSSL (security level 2) refuses keys under %d bits (\"key too small\")", bits, minRSABits)
+	}
+	return ""
+}
+
+// Hashes RSA-PSS signatures name in their parameters that OpenSSL's
+// security level 2 refuses, as it refuses SHA-1 and MD5 signatures.
+var (
+	oidSHA1 = asn1.ObjectIdentifier{1, 3, 14, 3, 2, 26}
+	oidMD5  = asn1.ObjectIdentifier{1, 2, 840, 113549, 2, 5}
+)
+
+// unknownSignatureProblem judges a signature Go's x509 does not name. Go
+// names RSA-PSS only with the exact parameters of RFC 4055 for SHA-256,
+// 384 and 512; OpenSSL's default salt, or SHA-1, leave it unnamed. PSS is
+// judged by the hash its parameters give (SHA-1 when they give none);
+// any other algorithm is refused, since haroute cannot tell whether
+// OpenSSL takes it.
+func unknownSignatureProblem(c *x509.Certificate) string {
+	var outer struct {
+		TBS       asn1.RawValue
+		Algorithm pkix.AlgorithmIdentifier
+	}
+	if _, err := asn1.Unmarshal(c.Raw, &outer); err != nil {
+		return "has a signature algorithm that does not parse"
+	}
+	if !outer.Algorithm.Algorithm.Equal(oidRSAPSS) {
+		return fmt.Sprintf("is signed by its issuer with an algorithm haroute cannot judge (%s): reissue it with SHA-256 or better", outer.Algorithm.Algorithm)
+	}
+	var params struct {
+		Hash pkix.AlgorithmIdentifier `asn1:"optional,explicit,tag:0"`
+	}
+	if len(outer.Algorithm.Parameters.FullBytes) > 0 {
+		if _, err := asn1.Unmarshal(outer.Algorithm.Parameters.FullBytes, &params); err != nil {
+			return "is signed with RSA-PSS parameters that do not parse"
+		}
+	}
+	hash := params.Hash.Algorithm
+	if len(hash) == 0 {
+		hash = oidSHA1 // RFC 4055's default
+	}
+	if hash.Equal(oidSHA1) || hash.Equal(oidMD5) {
+		return "is signed by its issuer with RSA-PSS over SHA-1 or MD5: such signatures are refused (\"ca md too weak\"), except on self-signed certificates"
 	}
 	return ""
 }
@@ -453,6 +568,17 @@ func checkRouteTLSMaterial(tls *TLSConfig) []certKeyProblem {
 	return problems
 }
 
+// signedBy reports whether ca signed c. Go cannot check signatures made
+// with some keys OpenSSL takes (RSA-PSS); for those the names decide, as
+// a signature haroute cannot check is not a reason to refuse the chain.
+func signedBy(c, ca *x509.Certificate) bool {
+	err := c.CheckSignatureFrom(ca)
+	if errors.Is(err, x509.ErrUnsupportedAlgorithm) {
+		return bytes.Equal(c.RawIssuer, ca.RawSubject)
+	}
+	return err == nil
+}
+
 // chainsToCA reports whether the leaf chain[0] was issued by a certificate
 // in cas, directly or through the certificates after it in chain.
 // OpenShift verifies the leaf against caCertificate alone; taking the
@@ -464,13 +590,13 @@ func chainsToCA(chain, cas []*x509.Certificate) bool {
 	used[0] = true
 	for range chain {
 		for _, ca := range cas {
-			if cur.Equal(ca) || cur.CheckSignatureFrom(ca) == nil {
+			if cur.Equal(ca) || signedBy(cur, ca) {
 				return true
 			}
 		}
 		next := -1
 		for i, c := range chain {
-			if !used[i] && cur.CheckSignatureFrom(c) == nil {
+			if !used[i] && signedBy(cur, c) {
 				next = i
 				break
 			}

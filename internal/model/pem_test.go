@@ -19,6 +19,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +37,21 @@ type testCert struct {
 
 func (c testCert) certPEM() string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.cert.Raw}))
+}
+
+// pss reads a file of testdata/pss.
+func pss(t testing.TB, name string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", "pss", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// blankLineAt inserts an empty line before line n (0 is BEGIN) of text.
+func blankLineAt(text string, n int) string {
+	lines := strings.Split(text, "\n")
+	return strings.Join(slices.Insert(lines, n, ""), "\n")
 }
 
 // sec1 is c's EC key as an "EC PRIVATE KEY" block.
@@ -314,7 +330,32 @@ func certCases(t testing.TB) []certCase {
 		{name: "self-signed SHA-1 leaf", route: edge(z.sha1SelfSigned.certPEM(), k(z.sha1SelfSigned), "")},
 		{name: "self-signed SHA-1 root as caCertificate", route: edge(z.leafByRoot.certPEM(), k(z.leafByRoot), z.sha1Root.certPEM())},
 
+		// Keys and signatures Go's x509 does not know (testdata/pss).
+		{name: "leaf signed by a 2048-bit RSA-PSS caCertificate", route: edge(pss(t, "leaf-by-pss2048.pem"), pss(t, "leaf.pkcs8.key"), pss(t, "pss2048-ca.pem"))},
+		{name: "1024-bit RSA-PSS CA in the chain", route: edge(pss(t, "leaf-by-pss1024.pem")+pss(t, "pss1024-ca.pem"), pss(t, "leaf.pkcs8.key"), ""), want: []string{
+			pre + `18:7: error: spec.tls.certificate: certificate block 2 (subject "CN=pss1024-ca") has a 1024-bit RSA-PSS key: OpenSSL (security level 2) refuses keys under 2048 bits ("key too small")`,
+		}},
+		{name: "leaf signed with RSA-PSS over SHA-1", route: edge(pss(t, "leaf-pss-sha1.pem"), pss(t, "leaf.pkcs8.key"), ""), want: []string{
+			pre + `18:7: error: spec.tls.certificate: certificate block 1 (subject "CN=www.example.com") is signed by its issuer with RSA-PSS over SHA-1 or MD5: such signatures are refused ("ca md too weak"), except on self-signed certificates`,
+		}},
+		{name: "reencrypt to backends of a 1024-bit RSA-PSS CA", route: reencrypt(pss(t, "pss1024-ca.pem")), policy: "OpenSSL refuses to verify a chain with a key under 2048 bits: every backend would answer 503", want: []string{
+			pre + `21:7: error: spec.tls.destinationCACertificate: destinationCACertificate block 1 (subject "CN=pss1024-ca") has a 1024-bit RSA-PSS key: OpenSSL (security level 2) refuses keys under 2048 bits ("key too small")`,
+		}},
+
 		// PEM structure.
+		{name: "blank line inside the certificate's base64", route: edge(blankLineAt(z.selfEC.certPEM(), 3), k(z.selfEC), ""), want: []string{
+			pre + `18:7: error: spec.tls.certificate: certificate is not valid PEM: block 1 has a blank line inside its base64, where OpenSSL stops reading`,
+		}},
+		{name: "blank line before END", route: edge(blankLineAt(z.selfEC.certPEM(), strings.Count(z.selfEC.certPEM(), "\n")-1), k(z.selfEC), ""), want: []string{
+			pre + `18:7: error: spec.tls.certificate: certificate is not valid PEM: block 1 has a blank line inside its base64, where OpenSSL stops reading`,
+		}},
+		{name: "blank line inside the key's base64", route: edge(z.selfRSA.certPEM(), blankLineAt(k(z.selfRSA), 4), ""), want: []string{
+			pre + `19:7: error: spec.tls.key: key is not valid PEM: block 1 has a blank line inside its base64, where OpenSSL stops reading`,
+		}},
+		{name: "blank line inside the chain's base64", route: edge(z.leafByInter.certPEM()+blankLineAt(z.inter.certPEM(), 2), k(z.leafByInter), ""), policy: "HAProxy drops the chain from the blank line on, and serves the leaf alone", want: []string{
+			pre + `18:7: error: spec.tls.certificate: certificate is not valid PEM: block 2 has a blank line inside its base64, where OpenSSL stops reading`,
+		}},
+		{name: "blank line right after BEGIN", route: edge(blankLineAt(z.selfEC.certPEM(), 1), k(z.selfEC), "")},
 		{name: "header line in the certificate block", route: edge(strings.Replace(z.selfEC.certPEM(), "-----BEGIN CERTIFICATE-----\n", headerInjected, 1), k(z.selfEC), ""), want: []string{
 			pre + `18:7: error: spec.tls.certificate: certificate block 1 has PEM headers (Foo): OpenSSL refuses them outside encrypted keys`,
 		}},
