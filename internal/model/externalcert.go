@@ -1,6 +1,10 @@
 package model
 
-import "fmt"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+)
 
 // spec.tls.externalCertificate: in a file world the Secret is a file. A
 // route names a core v1 Secret of type kubernetes.io/tls in its namespace,
@@ -12,6 +16,12 @@ import "fmt"
 // secretPair is the certificate and key a Secret gives, and the file of
 // the Secret's version that gave them.
 type secretPair struct{ crt, key, from string }
+
+// fingerprint identifies the material, wherever it was read from.
+func (p secretPair) fingerprint() string {
+	h := sha256.Sum256([]byte(p.crt + "\x00" + p.key))
+	return hex.EncodeToString(h[:])
+}
 
 // resolveExternalCertificates fills in the certificate and key of the
 // valid candidates that name a Secret, or rejects them saying why. It runs
@@ -59,6 +69,11 @@ func resolveExternalCertificates(cands []*candidate, secrets []Secret, lg *lastG
 			continue
 		}
 		pair, problem := secretMaterial(s)
+		if lg != nil && len(lg.refusedMaterial) > 0 && problem == "" {
+			if msg, ok := lg.refusedMaterial[pair.fingerprint()]; ok {
+				problem = "'s certificate was refused by HAProxy: " + msg
+			}
+		}
 		if problem != "" {
 			good, ok := lg.secret(k)
 			if !ok {

@@ -130,3 +130,54 @@ func TestExternalCertificateSecretLastGood(t *testing.T) {
 		t.Fatalf("fixed: %+v %v", res.Desired.Statuses[0], res.Diagnostics)
 	}
 }
+
+// TestRefusedSecretMaterialKeepsTheLastGood: when HAProxy refuses a route
+// whose Secret's material changed since the last good state, the Secret is
+// at fault, not the route: its last good material keeps serving, and a
+// new version of the Secret is tried afresh. With the last good material
+// in force, the route itself is refused.
+func TestRefusedSecretMaterialKeepsTheLastGood(t *testing.T) {
+	good := genPair(t, "ecdsa", "pkcs8", "shop.example.com")
+	refused := genPair(t, "ecdsa", "pkcs8", "shop.example.com")
+	fixed := genPair(t, "ecdsa", "pkcs8", "shop.example.com")
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	route := SourceFile{Path: "routes.yaml", Data: []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  host: shop.example.com\n  to:\n    name: web\n  tls:\n    termination: edge\n    externalCertificate:\n      name: shop-tls\n")}
+	secret := func(p testPair) SourceFile {
+		return SourceFile{Path: "secret.yaml", Data: []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: shop-tls\n  namespace: shop\ntype: kubernetes.io/tls\ndata:\n  tls.crt: " + b64(p.cert) + "\n  tls.key: " + b64(p.key) + "\n")}
+	}
+	key := RouteKey{Namespace: "shop", Name: "web"}
+	l := NewLoader()
+	if res := l.Load([]SourceFile{route, secret(good)}); len(res.Desired.Routes) != 1 {
+		t.Fatalf("not admitted: %v", res.Diagnostics)
+	}
+
+	// The Secret rotates to material Go takes and HAProxy refuses.
+	if res := l.Evaluate([]SourceFile{route, secret(refused)}); len(res.Desired.Routes) != 1 || res.Desired.Routes[0].TLS.Key != refused.key {
+		t.Fatalf("the new material is not tried: %v", res.Diagnostics)
+	}
+	if !l.Refuse(key, "unable to load SSL certificate") {
+		t.Fatal("route not found")
+	}
+	res := l.Evaluate([]SourceFile{route, secret(refused)})
+	if len(res.Desired.Routes) != 1 || res.Desired.Routes[0].TLS.Key != good.key {
+		t.Fatalf("the Secret's last good material does not serve: %+v %v", res.Desired.Routes, res.Diagnostics)
+	}
+	if st := res.Desired.Statuses[0]; st.State != RouteStale || len(st.Reasons) != 1 || !strings.Contains(st.Reasons[0], "refused by HAProxy: unable to load SSL certificate") {
+		t.Errorf("status %s %q, want stale, naming HAProxy's refusal", st.State, st.Reasons)
+	}
+	l.Commit(res)
+
+	// A fixed Secret is tried afresh and serves.
+	res = l.Load([]SourceFile{route, secret(fixed)})
+	if len(res.Desired.Routes) != 1 || res.Desired.Routes[0].TLS.Key != fixed.key || res.Desired.Statuses[0].State != RouteAdmitted {
+		t.Fatalf("fixed: %+v %v", res.Desired.Statuses[0], res.Diagnostics)
+	}
+
+	// Refused with the material of the last good state: the route is at fault.
+	l.Evaluate([]SourceFile{route, secret(fixed)})
+	l.Refuse(key, "something of the route")
+	res = l.Evaluate([]SourceFile{route, secret(fixed)})
+	if st := res.Desired.Statuses[0]; st.State == RouteAdmitted || !strings.Contains(strings.Join(st.Reasons, " "), "HAProxy refused this route: something of the route") {
+		t.Errorf("status %s %q, want the route refused", st.State, st.Reasons)
+	}
+}

@@ -37,6 +37,9 @@ type lastGood struct {
 	// that one vanishing keeps them (ports never move because a file
 	// disappeared).
 	fromConfig bool
+	// refusedMaterial is the Secret material HAProxy refused, by
+	// fingerprint, with its message (Loader.Refuse).
+	refusedMaterial map[string]string
 	// refusedConfig is what HAProxy refused of the current RouterConfig
 	// (Loader.RefuseRouterConfig); not part of what is committed.
 	refusedConfig []SettingsProblem

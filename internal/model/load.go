@@ -91,6 +91,11 @@ type Loader struct {
 	good *lastGood
 	// rcRefusal is the RouterConfig version HAProxy refused, if any.
 	rcRefusal *rcRefusal
+	// refusedMaterial is the Secret material HAProxy refused, by
+	// fingerprint, with its message (Refuse); inForce, the Secrets'
+	// material the last Evaluate gave the routes.
+	refusedMaterial map[string]string
+	inForce         map[RouteKey]secretPair
 	// unread are the paths whose content the caller gave again from the
 	// last good state, as the file could not be read, with why (Unread);
 	// broken, those whose current content fails to decode and whose last
@@ -209,7 +214,17 @@ func (l *Loader) Evaluate(files []SourceFile) Result {
 		cp.stale = stale
 		good = &cp
 	}
+	if len(l.refusedMaterial) > 0 {
+		l.forgetRefusedMaterial(objs.Secrets)
+		cp := *good
+		cp.refusedMaterial = l.refusedMaterial
+		good = &cp
+	}
 	desired, admitDiags, next := admit(objs, l.prev, m, &l.scratch, good)
+	l.inForce = nil
+	if next != nil {
+		l.inForce = next.secrets
+	}
 	staleFiles := l.markBrokenFiles(desired)
 	diags = append(diags, admitDiags...)
 	diags.Sort()
@@ -390,6 +405,13 @@ type rcRefusal struct {
 // Evaluate rejects that version, so its last good version, if any, keeps
 // serving. A new version of the route (its file changed) is tried afresh.
 // It reports whether the route was found.
+//
+// A route that takes its certificate from a Secret whose material changed
+// since the last good state is refused for that material instead: the
+// Secret's last good material serves the route (it is stale), as when
+// Go refuses the material, and a new version of the Secret is tried
+// afresh. Should the route still be refused with the last good material,
+// the route is at fault.
 func (l *Loader) Refuse(key RouteKey, msg string) bool {
 	for _, st := range l.files {
 		if st.good == nil {
@@ -398,12 +420,54 @@ func (l *Loader) Refuse(key RouteKey, msg string) bool {
 		for i := range st.good.Routes {
 			r := st.good.Routes[i]
 			if r.Meta.Name == key.Name && namespaceOrDefault(r.Meta.Namespace) == key.Namespace {
-				st.memo.routes[i].refused = msg
+				if !l.refuseMaterialOf(r, msg) {
+					st.memo.routes[i].refused = msg
+				}
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// refuseMaterialOf records the Secret material route r was refused with,
+// when the route names a Secret whose material in force differs from its
+// last good one; it reports whether it did.
+func (l *Loader) refuseMaterialOf(r *Route, msg string) bool {
+	if r.Spec.TLS == nil || r.Spec.TLS.ExternalCertificate == "" {
+		return false
+	}
+	k := RouteKey{Namespace: namespaceOrDefault(r.Meta.Namespace), Name: r.Spec.TLS.ExternalCertificate}
+	pair, ok := l.inForce[k]
+	if !ok {
+		return false
+	}
+	if good, ok := l.good.secret(k); ok && good.fingerprint() == pair.fingerprint() {
+		return false
+	}
+	if l.refusedMaterial == nil {
+		l.refusedMaterial = map[string]string{}
+	}
+	l.refusedMaterial[pair.fingerprint()] = msg
+	return true
+}
+
+// forgetRefusedMaterial drops the refusals of material no Secret holds
+// any more, so the record does not grow with every bad version.
+func (l *Loader) forgetRefusedMaterial(secrets []Secret) {
+	held := make(map[string]bool, len(l.refusedMaterial))
+	for i := range secrets {
+		s := &secrets[i]
+		fp := secretPair{crt: s.Data["tls.crt"], key: s.Data["tls.key"]}.fingerprint()
+		if _, ok := l.refusedMaterial[fp]; ok {
+			held[fp] = true
+		}
+	}
+	for fp := range l.refusedMaterial {
+		if !held[fp] {
+			delete(l.refusedMaterial, fp)
+		}
+	}
 }
 
 // decode brings the per-path cache in step with files and returns the
