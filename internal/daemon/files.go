@@ -114,7 +114,7 @@ func (d *bundleDir) write(b *render.Bundle) (changed int, err error) {
 // replaced by b, which is newer; if staging b fails, the earlier one stays
 // staged, so a commit still brings the directory to it.
 func (d *bundleDir) stage(b *render.Bundle) (err error) {
-	if err := os.MkdirAll(d.path, 0o700); err != nil {
+	if err := ensureDir(d.path); err != nil {
 		return fmt.Errorf("bundle dir: %w", err)
 	}
 	next := &stagedBundle{b: b, temps: map[string]*stagedFile{}, since: time.Now()}
@@ -138,7 +138,7 @@ func (d *bundleDir) stage(b *render.Bundle) (err error) {
 			d.written[f.Name] = *f
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+		if err := ensureDir(filepath.Dir(full)); err != nil {
 			return fmt.Errorf("bundle dir: %w", err)
 		}
 		sf, err := stageFile(full, f)
@@ -153,6 +153,24 @@ func (d *bundleDir) stage(b *render.Bundle) (err error) {
 	}
 	d.staged = next
 	return nil
+}
+
+// ensureDir makes path a directory. Something else in its place (a file
+// left by a fault or a stray hand, a dangling link) would stop every later
+// write, and a restart of HAProxy from the files; the path is haroute's
+// own, so the entry is removed and the directory made.
+func ensureDir(path string) error {
+	err := os.MkdirAll(path, 0o700)
+	if err == nil {
+		return nil
+	}
+	if fi, lerr := os.Lstat(path); lerr != nil || fi.IsDir() {
+		return err
+	}
+	if rerr := os.Remove(path); rerr != nil {
+		return err
+	}
+	return os.MkdirAll(path, 0o700)
 }
 
 // discard removes the temporary files of s.

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -123,7 +124,8 @@ func TestBundleDirStageThenCommit(t *testing.T) {
 	}
 }
 
-// A staging that fails (here a directory that cannot be made) leaves the
+// A staging that fails (here on a name that would leave the directory,
+// after a file was staged) leaves the
 // earlier staged bundle in place, so the commit still brings the directory
 // to what HAProxy was told.
 func TestBundleDirFailedStageKeepsEarlier(t *testing.T) {
@@ -136,15 +138,12 @@ func TestBundleDirFailedStageKeepsEarlier(t *testing.T) {
 	if err := d.stage(&render.Bundle{Files: []render.File{{Name: "haproxy.cfg", Data: []byte("two\n"), Mode: 0o644}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "certs"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	bad := &render.Bundle{Files: []render.File{
 		{Name: "haproxy.cfg", Data: []byte("three\n"), Mode: 0o644},
-		{Name: "certs/a.pem", Data: []byte("key"), Mode: 0o600},
+		{Name: "../a.pem", Data: []byte("key"), Mode: 0o600},
 	}}
 	if err := d.stage(bad); err == nil {
-		t.Fatal("staging under a file that blocks its directory succeeded")
+		t.Fatal("staging a name that leaves the directory succeeded")
 	}
 	if _, err := d.commit(); err != nil {
 		t.Fatal(err)
@@ -287,5 +286,37 @@ func TestBundleDirKeepsWhatTheLastRunWrote(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "certs", "k.pem")); err != nil || string(data) != "key\n" {
 		t.Fatalf("the removed file is not written again: %q, %v", data, err)
+	}
+}
+
+// TestBundleDirReplacesWhatStandsWhereItsDirectoriesBelong: a file where
+// the bundle directory, or one of its subdirectories, belongs would stop
+// every write (and a restart of HAProxy from the live files) for good.
+func TestBundleDirReplacesWhatStandsWhereItsDirectoriesBelong(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "live")
+	b := &render.Bundle{Files: []render.File{
+		{Name: "haproxy.cfg", Data: []byte("cfg\n"), Mode: 0o644},
+		{Name: "maps/http.map", Data: []byte("a b\n"), Mode: 0o644},
+	}}
+	d := newBundleDir(dir)
+	d.recheck = true
+	if _, err := d.write(b); err != nil {
+		t.Fatal(err)
+	}
+	for _, blocked := range []string{dir, filepath.Join(dir, "maps")} {
+		if err := os.RemoveAll(blocked); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(blocked, []byte("not a directory"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.write(b); err != nil {
+			t.Fatalf("%s a file: %v", blocked, err)
+		}
+		for _, f := range b.Files {
+			if data, err := os.ReadFile(filepath.Join(dir, f.Name)); err != nil || !bytes.Equal(data, f.Data) {
+				t.Errorf("%s a file: %s holds %q, %v", blocked, f.Name, data, err)
+			}
+		}
 	}
 }
