@@ -761,6 +761,12 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool, lg *las
 	claims, hosts := sc.claims, sc.hosts
 	defer clear(claims)
 	defer clear(hosts)
+	// The first route with TLS on each host, kept only when a passthrough
+	// route is among the candidates: no other conflicts on it.
+	var tlsHosts map[string]*candidate
+	if slices.ContainsFunc(byAge, func(c *candidate) bool { return c.admitted.Termination == TerminationPassthrough }) {
+		tlsHosts = map[string]*candidate{}
+	}
 	var ownership namespaceOwnership
 	if !interNS && slices.ContainsFunc(byAge, func(c *candidate) bool { return c.admitted.Wildcard }) {
 		// Only wildcard routes make domains matter; without one, the
@@ -786,13 +792,19 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool, lg *las
 				continue
 			}
 		}
+		// A passthrough route and one that terminates TLS cannot share a
+		// host: the SNI sends its connections one way. A plain HTTP route
+		// shares it with either, as OpenShift's host index lets it (only
+		// two routes with TLS conflict there): an ACME http-01 path on a
+		// passthrough host, say.
 		passthrough := c.admitted.Termination == TerminationPassthrough
-		if w, ok := hosts[host]; ok && (w.admitted.Termination == TerminationPassthrough) != passthrough {
-			kind := "passthrough route"
+		hasTLS := c.admitted.Termination != TerminationNone
+		if w, ok := tlsHosts[host]; ok && hasTLS && (w.admitted.Termination == TerminationPassthrough) != passthrough {
+			kind := "passthrough"
 			if passthrough {
-				kind = "non-passthrough route"
+				kind = "TLS-terminating"
 			}
-			lose(c, fmt.Sprintf("host %q is already served by %s %s, which wins (%s): passthrough and non-passthrough routes cannot share a host, the SNI sends it one way",
+			lose(c, fmt.Sprintf("host %q is already served by %s route %s, which wins (%s): passthrough and TLS-terminating routes cannot share a host, the SNI sends it one way (a plain HTTP route can)",
 				host, kind, w.admitted.Key, winsOrder))
 			continue
 		}
@@ -803,6 +815,9 @@ func decideConflicts(cands []*candidate, sc *admitScratch, interNS bool, lg *las
 		claims[hp] = c
 		if _, ok := hosts[host]; !ok {
 			hosts[host] = c
+		}
+		if _, ok := tlsHosts[host]; !ok && hasTLS && tlsHosts != nil {
+			tlsHosts[host] = c
 		}
 		if !interNS {
 			ownership.record(c)

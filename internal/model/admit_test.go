@@ -261,7 +261,33 @@ func TestAdmitConflicts(t *testing.T) {
 				route("ns", "pass", "a.example.com", "", newer, TerminationPassthrough),
 			},
 			admitted: []string{"ns/edge"},
-			want:     []string{`ns-pass.yaml:12:7: error: spec.host: host "a.example.com" is already served by non-passthrough route ns/edge, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order): passthrough and non-passthrough routes cannot share a host, the SNI sends it one way`},
+			want:     []string{`ns-pass.yaml:12:7: error: spec.host: host "a.example.com" is already served by TLS-terminating route ns/edge, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order): passthrough and TLS-terminating routes cannot share a host, the SNI sends it one way (a plain HTTP route can)`},
+		},
+		{
+			name: "a plain HTTP path route shares a passthrough route's host, as on OpenShift",
+			routes: []Route{
+				route("ns", "pass", "a.example.com", "", older, TerminationPassthrough),
+				route("ns", "acme", "a.example.com", "/.well-known/acme-challenge", newer, ""),
+			},
+			admitted: []string{"ns/acme", "ns/pass"},
+		},
+		{
+			name: "a passthrough route joins a host a plain HTTP route holds",
+			routes: []Route{
+				route("ns", "acme", "a.example.com", "/.well-known/acme-challenge", older, ""),
+				route("ns", "pass", "a.example.com", "", newer, TerminationPassthrough),
+			},
+			admitted: []string{"ns/acme", "ns/pass"},
+		},
+		{
+			name: "behind a plain HTTP route, passthrough and edge still cannot share the host",
+			routes: []Route{
+				route("ns", "acme", "a.example.com", "/.well-known/acme-challenge", older, ""),
+				route("ns", "pass", "a.example.com", "", older.Add(time.Hour), TerminationPassthrough),
+				route("ns", "edge", "a.example.com", "/api", newer, TerminationEdge),
+			},
+			admitted: []string{"ns/acme", "ns/pass"},
+			want:     []string{`ns-edge.yaml:12:7: error: spec.host: host "a.example.com" is already served by passthrough route ns/pass, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order): passthrough and TLS-terminating routes cannot share a host, the SNI sends it one way (a plain HTTP route can)`},
 		},
 		{
 			name: "an older passthrough keeps its host",
@@ -270,7 +296,7 @@ func TestAdmitConflicts(t *testing.T) {
 				route("ns", "pass", "a.example.com", "", older, TerminationPassthrough),
 			},
 			admitted: []string{"ns/pass"},
-			want:     []string{`ns-edge.yaml:12:7: error: spec.host: host "a.example.com" is already served by passthrough route ns/pass, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order): passthrough and non-passthrough routes cannot share a host, the SNI sends it one way`},
+			want:     []string{`ns-edge.yaml:12:7: error: spec.host: host "a.example.com" is already served by passthrough route ns/pass, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order): passthrough and TLS-terminating routes cannot share a host, the SNI sends it one way (a plain HTTP route can)`},
 		},
 		{
 			name: "a rejected route claims nothing",

@@ -98,7 +98,9 @@ metadata:
           type: Delete
 ` +
 		route("limited", "limited.example.com", annotations(model.AnnotationRateLimit, "TRUE",
-			model.AnnotationRateLimitConcurrentTCP, "2"))
+			model.AnnotationRateLimitConcurrentTCP, "2")) +
+		route("pass", "pass.example.com", "") + "  tls:\n    termination: passthrough\n    insecureEdgeTerminationPolicy: Redirect\n" +
+		route("acme", "pass.example.com", "") + "  path: /.well-known/acme-challenge\n"
 	files := []model.SourceFile{
 		{Path: "router.yaml", Data: []byte(fmt.Sprintf(`apiVersion: haroute.io/v1alpha1
 kind: RouterConfig
@@ -131,8 +133,8 @@ subsets:
 			t.Fatalf("unexpected diagnostic: %s", d)
 		}
 	}
-	if got := len(res.Desired.Routes); got != 7 {
-		t.Fatalf("%d routes admitted, want 7", got)
+	if got := len(res.Desired.Routes); got != 9 {
+		t.Fatalf("%d routes admitted, want 9", got)
 	}
 
 	tmp := testutil.ShortTempDir(t)
@@ -182,6 +184,17 @@ subsets:
 					}
 				}
 			})
+		}
+	})
+
+	t.Run("a plain HTTP path on a passthrough route's host", func(t *testing.T) {
+		// OpenShift admits both (only two routes with TLS conflict on a
+		// host): the path is served over HTTP, the rest redirected.
+		if code, body, _ := get(t, httpClient, "http://pass.example.com/.well-known/acme-challenge/token", ""); code != http.StatusOK || !strings.Contains(body, "xfh=pass.example.com") {
+			t.Errorf("the ACME path answers %d %q, want 200 from its service", code, body)
+		}
+		if code, _, h := get(t, httpClient, "http://pass.example.com/app", ""); code != http.StatusFound || !strings.HasPrefix(h.Get("Location"), "https://pass.example.com") {
+			t.Errorf("the passthrough route's other paths answer %d %q, want its redirect", code, h.Get("Location"))
 		}
 	})
 
