@@ -158,7 +158,7 @@ func (d *differ) entryDiff(olds, news []render.MapEntry) (added, removed int, ex
 		}
 		removed += n
 		be := model.BackendName(e.Value)
-		if d.isRouteBackend(be) || e.Value == render.RedirectValue || d.spare(d.desired, &d.desiredSpares, be) != nil {
+		if d.isRouteBackend(be) || e.Value == render.RedirectValue || e.Value == render.HTTPSOnlyValue || d.spare(d.desired, &d.desiredSpares, be) != nil {
 			explained = false
 		}
 	}

@@ -257,3 +257,38 @@ func TestPoolAllowlistIsTheSparesACL(t *testing.T) {
 		}
 	}
 }
+
+// A path route not served over HTTP (policy None) has HTTPSOnlyValue
+// entries in the HTTP map; unbinding it at runtime must delete them, or
+// its path keeps answering 503 over HTTP where a shorter path of its host
+// now serves.
+func TestUnboundNonePathRouteLeavesTheHTTPMap(t *testing.T) {
+	const slot = model.BackendName("be_pool:edge:1")
+	bound := baseDesired()
+	r := httpRoute("closed", "hello.example.com", svc("closed", 100, srv("127.0.0.1", 18099, 256)))
+	r.Path = "/closed"
+	r.Termination, r.InsecurePolicy = model.TerminationEdge, model.InsecurePolicyNone
+	r.Slot = slot
+	r.Backend = model.SpareRoute(model.TerminationEdge, false, slot, &bound.Router).Backend
+	bound.Routes = append(bound.Routes, &r)
+	slices.SortFunc(bound.Routes, func(a, b *model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
+	edgeSpares := func(d *model.Desired) State {
+		in := testInput(d)
+		in.Spares = append(in.Spares, model.SpareRoute(model.TerminationEdge, false, slot, &d.Router))
+		return stateOf(t, in)
+	}
+	applied := edgeSpares(bound)
+	if !strings.Contains(string(applied.Bundle.File(render.HTTPMap).Bytes()), "hello.example.com/closed/ "+render.HTTPSOnlyValue) {
+		t.Fatalf("no %s entry in the HTTP map:\n%s", render.HTTPSOnlyValue, applied.Bundle.File(render.HTTPMap).Bytes())
+	}
+	p := Compute(applied, edgeSpares(baseDesired()))
+	if p.Reload {
+		t.Fatalf("unbinding reloads: %v", reasonStrings(p))
+	}
+	cmds := strings.Join(commands(p), "\n")
+	for _, key := range []string{"hello.example.com/closed/", "hello.example.com/closed?"} {
+		if !strings.Contains(cmds, "del map "+absPath(testDir, render.HTTPMap)+" "+key) {
+			t.Errorf("the HTTP map keeps %s:\n%s", key, cmds)
+		}
+	}
+}

@@ -100,7 +100,9 @@ metadata:
 		route("limited", "limited.example.com", annotations(model.AnnotationRateLimit, "TRUE",
 			model.AnnotationRateLimitConcurrentTCP, "2")) +
 		route("pass", "pass.example.com", "") + "  tls:\n    termination: passthrough\n    insecureEdgeTerminationPolicy: Redirect\n" +
-		route("acme", "pass.example.com", "") + "  path: /.well-known/acme-challenge\n"
+		route("acme", "pass.example.com", "") + "  path: /.well-known/acme-challenge\n" +
+		route("mixed-root", "mixed.example.com", "") + tlsBlock("Redirect") +
+		route("mixed-closed", "mixed.example.com", "") + "  path: /closed\n" + tlsBlock("None")
 	files := []model.SourceFile{
 		{Path: "router.yaml", Data: []byte(fmt.Sprintf(`apiVersion: haroute.io/v1alpha1
 kind: RouterConfig
@@ -133,8 +135,8 @@ subsets:
 			t.Fatalf("unexpected diagnostic: %s", d)
 		}
 	}
-	if got := len(res.Desired.Routes); got != 9 {
-		t.Fatalf("%d routes admitted, want 9", got)
+	if got := len(res.Desired.Routes); got != 11 {
+		t.Fatalf("%d routes admitted, want 11", got)
 	}
 
 	tmp := testutil.ShortTempDir(t)
@@ -195,6 +197,20 @@ subsets:
 		}
 		if code, _, h := get(t, httpClient, "http://pass.example.com/app", ""); code != http.StatusFound || !strings.HasPrefix(h.Get("Location"), "https://pass.example.com") {
 			t.Errorf("the passthrough route's other paths answer %d %q, want its redirect", code, h.Get("Location"))
+		}
+	})
+
+	t.Run("a path not served over HTTP under a root that redirects", func(t *testing.T) {
+		// OpenShift answers 503 for the None route's path, not the
+		// shorter path's redirect.
+		if code, _, h := get(t, httpClient, "http://mixed.example.com/closed/x", ""); code != http.StatusServiceUnavailable {
+			t.Errorf("the None route's path answers %d (Location %q), want 503", code, h.Get("Location"))
+		}
+		if code, _, _ := get(t, httpClient, "http://mixed.example.com/open", ""); code != http.StatusFound {
+			t.Errorf("the root answers %d, want its redirect", code)
+		}
+		if code, _, _ := get(t, httpsClient, "https://mixed.example.com/closed/x", ""); code != http.StatusOK {
+			t.Errorf("the None route answers %d over HTTPS, want 200", code)
 		}
 	})
 

@@ -57,6 +57,11 @@ const (
 	// backend (insecureEdgeTerminationPolicy Redirect), so switching a
 	// route between None, Allow and Redirect is a map change only.
 	RedirectValue = "redirect-https"
+	// HTTPSOnlyValue in an HTTP map names no backend, so HAProxy answers
+	// 503: the entry of a path route not served over HTTP (insecure
+	// policy None), which a shorter path of its host that redirects or
+	// allows HTTP would otherwise answer for. OpenShift answers 503 there.
+	HTTPSOnlyValue = "https-only"
 
 	// AdminSocket and SNISocket are the default names of the admin socket
 	// and the TLS hop socket in Input.RunDir (see Sockets).
@@ -438,6 +443,10 @@ func routeMapEntries(r *model.AdmittedRoute) []mapAdd {
 			add(httpMap, be)
 		case model.InsecurePolicyRedirect:
 			add(httpMap, RedirectValue)
+		default:
+			if r.Path != "" && r.Path != "/" {
+				add(httpMap, HTTPSOnlyValue)
+			}
 		}
 	case model.TerminationPassthrough:
 		// The SNI carries no path: a passthrough route owns the host.

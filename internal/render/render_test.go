@@ -174,7 +174,7 @@ func TestInsecurePolicyIsMapOnly(t *testing.T) {
 		}
 	}
 	want := map[model.InsecureEdgeTerminationPolicy][]MapEntry{
-		model.InsecurePolicyNone:     nil,
+		model.InsecurePolicyNone:     {{Key: "r.example.com/p/", Value: HTTPSOnlyValue}, {Key: "r.example.com/p?", Value: HTTPSOnlyValue}},
 		model.InsecurePolicyAllow:    {{Key: "r.example.com/p/", Value: "be_edge_http:ns:r"}, {Key: "r.example.com/p?", Value: "be_edge_http:ns:r"}},
 		model.InsecurePolicyRedirect: {{Key: "r.example.com/p/", Value: RedirectValue}, {Key: "r.example.com/p?", Value: RedirectValue}},
 	}
