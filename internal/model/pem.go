@@ -3,14 +3,14 @@ package model
 import (
 	"bytes"
 	"crypto"
-	"crypto/x509/pkix"
-	"encoding/asn1"
 	//lint:ignore SA1019 DSA certificates are parsed to be refused, not used
 	"crypto/dsa"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rsa"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"errors"
 	"fmt"
