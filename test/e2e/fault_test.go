@@ -192,16 +192,19 @@ func TestHAProxyRestartMidChangesConverges(t *testing.T) {
 	})
 }
 
-// A change that cannot be written (here the live directory is briefly a
-// file; in life, a full disk) is retried once writing works again: the
-// periodic resync picks it up, with no new change needed.
+// A change that cannot be written (in life, a full or read-only disk;
+// here the live directory leads into /proc, where no file can be made,
+// even by root) is retried once writing works again: the periodic resync
+// picks it up, with no new change needed. (A plain file where a bundle
+// directory belongs is replaced instead:
+// TestBundleDirReplacesWhatStandsWhereItsDirectoriesBelong.)
 func TestUnwritableChangeIsRetried(t *testing.T) {
 	r := newRouter(t)
 	one, two := startBackend(t, "one"), startBackend(t, "two")
 	w := serveWeb(t, r, "", one)
 	live := filepath.Join(r.stateDir, "live")
 	must(t, os.Rename(live, live+".away"))
-	must(t, os.WriteFile(live, nil, 0o600))
+	must(t, os.Symlink("/proc/1", live))
 	must(t, w.Publish(scaleFiles(r, "", []*backend{two})))
 	r.reportsError("write live bundle")
 	r.keepsServing("web.e2e.test", "one", 1, "while the change cannot be written")
