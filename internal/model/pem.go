@@ -412,9 +412,11 @@ func keyParses(text string) error {
 // whatever format the block holds (routeapihelpers knownBlockDecoders).
 var keyLabels = []string{"RSA PRIVATE KEY", "EC PRIVATE KEY", "ECDSA PRIVATE KEY", "PRIVATE KEY"}
 
-// relabeled returns a key block whose label does not match its content
-// (a SEC 1 key under "PRIVATE KEY", an "ECDSA PRIVATE KEY") under the
-// label OpenSSL reads it by, or nil when it is no such block.
+// relabeled returns a key block that OpenSSL would misread written anew,
+// as OpenShift's router writes every key (routeapihelpers sanitizePEM):
+// under the label that fits its content (a SEC 1 key under "PRIVATE KEY",
+// an "ECDSA PRIVATE KEY"), and with the public key its private value
+// gives (an EC key may carry another). nil when it is no such block.
 func relabeled(b *pem.Block) *pem.Block {
 	if !slices.Contains(keyLabels, b.Type) {
 		return nil
@@ -427,15 +429,17 @@ func relabeled(b *pem.Block) *pem.Block {
 			return &pem.Block{Type: "EC PRIVATE KEY", Bytes: der}
 		}
 	}
-	if _, err := x509.ParsePKCS8PrivateKey(b.Bytes); err == nil {
-		return &pem.Block{Type: "PRIVATE KEY", Bytes: b.Bytes}
+	if k, err := x509.ParsePKCS8PrivateKey(b.Bytes); err == nil {
+		if der, err := x509.MarshalPKCS8PrivateKey(k); err == nil {
+			return &pem.Block{Type: "PRIVATE KEY", Bytes: der}
+		}
 	}
 	return nil
 }
 
-// withRelabeledKey returns tls with the blocks of its key that are
-// mislabelled written under the label that fits, as OpenShift's router
-// rewrites them before HAProxy reads them, with a note. A key whose blocks
+// withRelabeledKey returns tls with the blocks of its key that OpenSSL
+// would misread written anew (relabeled), as OpenShift's router rewrites
+// them before HAProxy reads them, with a note. A key whose blocks
 // all parse as labelled is returned unchanged, byte for byte.
 func withRelabeledKey(c *routeCheck, tls *TLSConfig) *TLSConfig {
 	blocks, err := pemBlocks(tls.Key)
@@ -447,8 +451,11 @@ func withRelabeledKey(c *routeCheck, tls *TLSConfig) *TLSConfig {
 	for _, b := range blocks {
 		if _, err := parseKeyBlock(b.Block); err != nil && slices.Contains(keyLabels, b.Type) {
 			if nb := relabeled(b.Block); nb != nil {
-				c.add(SeverityNote, c.pos("spec.tls.key"), "spec.tls.key", fmt.Sprintf(
-					"key block %d is labelled %q but is read as %q, as OpenShift reads it", b.n, b.Type, nb.Type))
+				msg := fmt.Sprintf("key block %d is labelled %q but is read as %q, as OpenShift reads it", b.n, b.Type, nb.Type)
+				if nb.Type == b.Type {
+					msg = fmt.Sprintf("key block %d %s; it is written with its own, as OpenShift's router writes keys", b.n, err)
+				}
+				c.add(SeverityNote, c.pos("spec.tls.key"), "spec.tls.key", msg)
 				out = append(out, pem.EncodeToMemory(nb)...)
 				changed = true
 				continue
@@ -477,6 +484,9 @@ func parseKeyBlock(b *pem.Block) (crypto.Signer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("does not parse as an EC key: %w", err)
 		}
+		if err := embeddedPublicKeyProblem(b.Bytes, k); err != nil {
+			return nil, err
+		}
 		return k, nil
 	case "PRIVATE KEY":
 		k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
@@ -487,6 +497,18 @@ func parseKeyBlock(b *pem.Block) (crypto.Signer, error) {
 		case *rsa.PrivateKey:
 			return k, nil
 		case *ecdsa.PrivateKey:
+			var p8 struct {
+				Version    int
+				Algorithm  pkix.AlgorithmIdentifier
+				PrivateKey []byte
+				Attributes asn1.RawValue `asn1:"optional,tag:0"`
+				PublicKey  asn1.RawValue `asn1:"optional,tag:1"`
+			}
+			if _, err := asn1.Unmarshal(b.Bytes, &p8); err == nil {
+				if err := embeddedPublicKeyProblem(p8.PrivateKey, k); err != nil {
+					return nil, err
+				}
+			}
 			return k, nil
 		case ed25519.PrivateKey:
 			return k, nil
@@ -498,6 +520,36 @@ func parseKeyBlock(b *pem.Block) (crypto.Signer, error) {
 	default:
 		return nil, fmt.Errorf("%q is not a private key block", b.Type)
 	}
+}
+
+// embeddedPublicKeyProblem checks the public key a SEC 1 EC private key
+// (der) may carry against the one its private value gives. Go derives the
+// public key and ignores the field; OpenSSL takes the field, so a key
+// whose field is another key's matches its certificate for Go and not
+// for HAProxy ("inconsistencies between private key and certificate").
+func embeddedPublicKeyProblem(der []byte, k *ecdsa.PrivateKey) error {
+	var sec1 struct {
+		Version    int
+		PrivateKey []byte
+		Curve      asn1.ObjectIdentifier `asn1:"optional,explicit,tag:0"`
+		PublicKey  asn1.BitString        `asn1:"optional,explicit,tag:1"`
+	}
+	if _, err := asn1.Unmarshal(der, &sec1); err != nil || sec1.PublicKey.BitLength == 0 {
+		return nil // Go parsed it, and it carries no public key
+	}
+	pub, err := k.PublicKey.ECDH()
+	if err != nil {
+		return nil
+	}
+	want, got := pub.Bytes(), sec1.PublicKey.Bytes // uncompressed: 04 X Y
+	n := (len(want) - 1) / 2
+	switch {
+	case len(got) == len(want) && bytes.Equal(got, want):
+		return nil
+	case len(got) == 1+n && (got[0] == 2 || got[0] == 3) && bytes.Equal(got[1:], want[1:1+n]) && got[0]&1 == want[len(want)-1]&1:
+		return nil // compressed: 02 or 03 (the parity of Y), then X
+	}
+	return errors.New("carries a public key that is not its own, which OpenSSL would take")
 }
 
 // keyMatchesCertificate reports whether key is the private half of cert's

@@ -54,6 +54,61 @@ func blankLineAt(text string, n int) string {
 	return strings.Join(slices.Insert(lines, n, ""), "\n")
 }
 
+// foreignPublicKey is c's EC key with another key's public key in its
+// public key field, as SEC 1, or wrapped in PKCS#8.
+func foreignPublicKey(t testing.TB, c testCert, pkcs8 bool) string {
+	type ecKey struct {
+		Version    int
+		PrivateKey []byte
+		Curve      asn1.ObjectIdentifier `asn1:"optional,explicit,tag:0"`
+		PublicKey  asn1.BitString        `asn1:"optional,explicit,tag:1"`
+	}
+	der, err := x509.MarshalECPrivateKey(c.key.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k ecKey
+	if _, err := asn1.Unmarshal(der, &k); err != nil {
+		t.Fatal(err)
+	}
+	other, err := ecdsa.GenerateKey(c.key.(*ecdsa.PrivateKey).Curve, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := other.PublicKey.ECDH()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.PublicKey = asn1.BitString{Bytes: pub.Bytes(), BitLength: 8 * len(pub.Bytes())}
+	if der, err = asn1.Marshal(k); err != nil {
+		t.Fatal(err)
+	}
+	if !pkcs8 {
+		return string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
+	}
+	p8, err := x509.MarshalPKCS8PrivateKey(c.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w struct {
+		Version    int
+		Algorithm  pkix.AlgorithmIdentifier
+		PrivateKey []byte
+	}
+	if _, err := asn1.Unmarshal(p8, &w); err != nil {
+		t.Fatal(err)
+	}
+	// The inner key without its curve, as PKCS#8 writes it.
+	k.Curve = nil
+	if w.PrivateKey, err = asn1.Marshal(k); err != nil {
+		t.Fatal(err)
+	}
+	if p8, err = asn1.Marshal(w); err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: p8}))
+}
+
 // sec1 is c's EC key as an "EC PRIVATE KEY" block.
 func sec1(t testing.TB, c testCert) string {
 	der, err := x509.MarshalECPrivateKey(c.key.(*ecdsa.PrivateKey))
@@ -297,6 +352,13 @@ func certCases(t testing.TB) []certCase {
 		{name: "PKCS#8 key in an RSA PRIVATE KEY block", route: edge(z.selfRSA.certPEM(), relabel(t, k(z.selfRSA), "RSA PRIVATE KEY"), ""), want: []string{
 			pre + `19:7: note: spec.tls.key: key block 1 is labelled "RSA PRIVATE KEY" but is read as "PRIVATE KEY", as OpenShift reads it`,
 		}},
+		// OpenSSL takes the public key an EC key carries; Go derives it.
+		{name: "EC key carrying another key's public key", route: edge(z.selfEC.certPEM(), foreignPublicKey(t, z.selfEC, false), ""), want: []string{
+			pre + `19:7: note: spec.tls.key: key block 1 carries a public key that is not its own, which OpenSSL would take; it is written with its own, as OpenShift's router writes keys`,
+		}},
+		{name: "PKCS#8 EC key carrying another key's public key", route: edge(z.selfEC.certPEM(), foreignPublicKey(t, z.selfEC, true), ""), want: []string{
+			pre + `19:7: note: spec.tls.key: key block 1 carries a public key that is not its own, which OpenSSL would take; it is written with its own, as OpenShift's router writes keys`,
+		}},
 		{name: "key of another certificate", route: edge(z.selfRSA.certPEM(), k(z.selfEC), ""), want: []string{
 			pre + `19:7: error: spec.tls.key: key does not match the certificate (subject "CN=rsa.example.com")`,
 		}},
@@ -399,6 +461,7 @@ func certCases(t testing.TB) []certCase {
 		{name: "bundle: key before certificate and chain", bundle: k(z.leafByInter) + z.leafByInter.certPEM() + z.inter.certPEM()},
 		{name: "bundle: not PEM", bundle: "root:*:19000:0:99999:7:::\n", want: []string{"contains no PEM CERTIFICATE block"}},
 		{name: "bundle: no key", bundle: z.selfEC.certPEM(), want: []string{"contains no private key: it needs the certificate chain and its key"}},
+		{name: "bundle: EC key carrying another key's public key", bundle: z.selfEC.certPEM() + foreignPublicKey(t, z.selfEC, false), want: []string{"key block 2: carries a public key that is not its own, which OpenSSL would take"}},
 		{name: "bundle: RSA 1024", bundle: z.rsa1024.certPEM() + k(z.rsa1024), want: []string{
 			`block 1 (subject "CN=rsa1024.example.com") has a 1024-bit RSA key: OpenSSL (security level 2) refuses keys under 2048 bits ("key too small")`,
 		}},
