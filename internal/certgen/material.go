@@ -180,6 +180,27 @@ func Naming(s model.Settings, field string) string {
 	return ""
 }
 
+// FileNamed is the path of the file s names for field, one of the Field
+// constants; "" when s gives the content inline, or nothing.
+func FileNamed(s model.Settings, field string) string {
+	switch field {
+	case FieldDefaultCertificate:
+		return s.DefaultCertificateFile
+	case FieldDefaultDestinationCA:
+		return s.DefaultDestinationCAFile
+	case FieldStatsCredentials:
+		return s.StatsCredentialsFile
+	case FieldClientCA:
+		if s.ClientTLS == nil || s.ClientTLS.CA != "" {
+			return ""
+		}
+		return s.ClientTLS.CAFile
+	case FieldErrorPages:
+		return s.ErrorPagesDir
+	}
+	return ""
+}
+
 func readDefaultCertificate(path string) ([]byte, error) {
 	return readPEMFile(path, model.CheckCertificateBundle)
 }

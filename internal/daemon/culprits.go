@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"reflect"
@@ -23,12 +24,14 @@ import (
 // refusal is pinned on the RouterConfig's fields (model.JudgeSettings).
 // One that fails so with the settings unchanged is refused as a whole.
 
-// culprit is a route HAProxy refused, with its message, or the settings
-// of the RouterConfig HAProxy refused, at their fields.
+// culprit is a route HAProxy refused, with its message, the settings of
+// the RouterConfig HAProxy refused, at their fields, or the content of
+// files the RouterConfig names (files: their fields), with the message.
 type culprit struct {
 	key      model.RouteKey
 	msg      string
 	settings []model.SettingsProblem
+	files    []string
 }
 
 // culprits returns the routes of next that make `haproxy -c` fail, or the
@@ -44,11 +47,12 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 	if len(changed) == 0 && !settingsNew {
 		return nil, nil
 	}
-	// check renders next with settings and routes, and asks HAProxy.
-	check := func(settings model.Settings, routes []*model.AdmittedRoute) (string, error) {
+	// checkIn renders next with settings and routes in env, and asks
+	// HAProxy.
+	checkIn := func(env renderEnv, settings model.Settings, routes []*model.AdmittedRoute) (string, error) {
 		cp := *next.Desired
 		cp.Router, cp.Routes = settings, routes
-		cand, err := d.prepare(&cp, d.cand.path, envOf(next))
+		cand, err := d.prepare(&cp, d.cand.path, env)
 		if err != nil {
 			return err.Error(), nil
 		}
@@ -62,6 +66,25 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 			return err.Error(), nil
 		}
 		return "", nil
+	}
+	check := func(settings model.Settings, routes []*model.AdmittedRoute) (string, error) {
+		return checkIn(envOf(next), settings, routes)
+	}
+	if env, fields := d.withLastFileContent(next); len(fields) > 0 {
+		// A file the RouterConfig names changed: if next passes with its
+		// last good content, the new content is at fault, whatever else
+		// changed with it.
+		msg, err := checkIn(env, next.Desired.Router, next.Desired.Routes)
+		if err != nil {
+			return nil, err
+		}
+		if msg == "" {
+			whole, err := check(next.Desired.Router, next.Desired.Routes)
+			if err != nil || whole == "" {
+				return nil, err
+			}
+			return []culprit{{files: fields, msg: whole}}, nil
+		}
 	}
 	settings := next.Desired.Router
 	with := func(subset []*model.AdmittedRoute) []*model.AdmittedRoute {
@@ -83,6 +106,32 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 		return nil, err // refused as a whole
 	}
 	return bisect(changed, func(subset []*model.AdmittedRoute) (string, error) { return check(settings, with(subset)) })
+}
+
+// withLastFileContent is next's render environment with the last good
+// content in place of the content of each file the RouterConfig names,
+// under the same name as when it was good, that changed since; and those
+// files' fields. Inline material is the settings' own, judged with them.
+func (d *Daemon) withLastFileContent(next plan.State) (renderEnv, []string) {
+	env := envOf(next)
+	if d.material == nil || d.desired.Desired == nil {
+		return env, nil
+	}
+	prev, now := d.desired.Desired.Router, next.Desired.Router
+	var fields []string
+	for _, f := range materialFields {
+		name := certgen.FileNamed(now, f.field)
+		if name == "" || name != certgen.FileNamed(prev, f.field) {
+			continue
+		}
+		content, last := f.of(&env.material), f.of(d.material)
+		if len(*last) == 0 || bytes.Equal(*content, *last) {
+			continue
+		}
+		*content = *last
+		fields = append(fields, f.field)
+	}
+	return env, fields
 }
 
 // bisect pins the failures of check on single routes of set, which fails

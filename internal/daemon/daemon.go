@@ -157,6 +157,10 @@ type Daemon struct {
 	// materialErr is why the material named by the settings could not be
 	// used, while the last good material serves.
 	materialErr error
+	// refusedMaterial is file content HAProxy refused (refusedFile), by
+	// RouterConfig field: while a file still holds it, its last good
+	// content serves.
+	refusedMaterial map[string]refusedContent
 	// inputCounts are the input problems last published (reportInput);
 	// readErrors, the files the last snapshot could not read.
 	inputCounts inputCounts

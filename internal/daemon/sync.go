@@ -162,6 +162,9 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			return nil
 		}
 		for _, c := range refused {
+			if c.files != nil {
+				continue // refused by refuseFiles: the files' last good content goes
+			}
 			if c.settings != nil {
 				d.loader.RefuseRouterConfig(c.settings)
 				for _, p := range c.settings {
@@ -460,9 +463,15 @@ func (d *Daemon) refusedBy(ctx context.Context, next plan.State, err error) []cu
 		return nil
 	}
 	if len(cs) > 0 {
+		for _, c := range cs {
+			if c.files != nil {
+				d.refuseFiles(next, c)
+			}
+		}
 		d.lastHash = "" // the same snapshot goes again without them
 		return cs
 	}
+
 	// Refused, and neither a route nor the settings are to blame: the
 	// cause is outside the directory (a file changed behind haroute's
 	// back, the binary). Left as it was, the generation waited for the
@@ -633,11 +642,19 @@ func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 	s := res.Desired.Router
 	d.materialStamp = materialStamp(s)
 	m, err := certgen.ResolveOver(s, d.opts.StateDir, time.Now, d.material)
+	if d.material != nil && len(d.refusedMaterial) > 0 {
+		err = errors.Join(err, d.withoutRefusedFiles(&m))
+	}
 	d.materialErr = err
 	if err == nil {
 		return m, nil
 	}
 	pos := materialPos(res) // reads the files again: only on this path
+	for _, f := range materialFields {
+		if _, ok := d.refusedMaterial[f.field]; ok && pos == "" {
+			pos = fieldPos(res, f.field) // the file reads well: HAProxy refused it
+		}
+	}
 	err = fmt.Errorf("%sRouterConfig: %w", pos, err)
 	if d.material == nil {
 		return m, err
@@ -652,6 +669,58 @@ func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 		st.StaleObjects = append(slices.Clone(st.StaleObjects), stale)
 	})
 	return m, nil
+}
+
+// refusedContent is content HAProxy refused, by its hash, with why.
+type refusedContent struct{ hash, why string }
+
+// materialFields are the items of Material a file may hold whose content
+// reaches haproxy.cfg, by the RouterConfig field naming them.
+var materialFields = []struct {
+	field string
+	of    func(*certgen.Material) *[]byte
+}{
+	{certgen.FieldDefaultCertificate, func(m *certgen.Material) *[]byte { return &m.DefaultCertificate }},
+	{certgen.FieldDefaultDestinationCA, func(m *certgen.Material) *[]byte { return &m.DefaultDestinationCA }},
+	{certgen.FieldClientCA, func(m *certgen.Material) *[]byte { return &m.ClientCA }},
+}
+
+// refuseFiles records the content of the files of c (a culprit found in
+// next) as refused until they change: a rotated default certificate that
+// Go takes and OpenSSL does not. Their last good content serves
+// meanwhile, as for a file that cannot be read (withoutRefusedFiles);
+// without this, every later change was refused with the file.
+func (d *Daemon) refuseFiles(next plan.State, c culprit) {
+	now := materialOf(next)
+	if d.refusedMaterial == nil {
+		d.refusedMaterial = map[string]refusedContent{}
+	}
+	for _, f := range materialFields {
+		if slices.Contains(c.files, f.field) {
+			d.refusedMaterial[f.field] = refusedContent{hash: contentHash(*f.of(&now)), why: c.msg}
+			d.log.Error("a file the RouterConfig names was refused by haproxy; its last good content keeps serving", "field", f.field, "err", c.msg)
+		}
+	}
+}
+
+// withoutRefusedFiles puts the last good content in m in place of content
+// HAProxy refused (refusedFile), and says so, or returns nil.
+func (d *Daemon) withoutRefusedFiles(m *certgen.Material) error {
+	var errs []error
+	for _, f := range materialFields {
+		r, ok := d.refusedMaterial[f.field]
+		if !ok {
+			continue
+		}
+		content := f.of(m)
+		if contentHash(*content) != r.hash {
+			delete(d.refusedMaterial, f.field) // the file changed: judged afresh
+			continue
+		}
+		*content = *f.of(d.material)
+		errs = append(errs, fmt.Errorf("%s: HAProxy refused the file's content: %s", f.field, r.why))
+	}
+	return errors.Join(errs...)
 }
 
 // materialPos is "file:line:col: " of the RouterConfig field naming the

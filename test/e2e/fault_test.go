@@ -445,6 +445,45 @@ func TestBrokenDefaultCertificateFileLetsOtherSettingsChange(t *testing.T) {
 	r.reportsError("defaultCertificate")
 }
 
+// A default certificate file rotated to content Go takes and HAProxy
+// refuses (here a wrapper's `haproxy -c` refuses any candidate holding
+// it): no route and no setting is to blame, and every later change was
+// refused with the file. The file's last good content serves, the error
+// names the field, other changes apply, and the file's next content is
+// judged afresh.
+func TestDefaultCertificateFileHAProxyRefusesKeepsItsLastGood(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	certFile := defaultCertificateFile(t, 7001)
+	badCert, badKey := makeCert(t, "*.e2e.test", 7002)
+	marker := strings.Split(badKey, "\n")[2] // a base64 line of the refused content's own
+	r.haproxy = filepath.Join(t.TempDir(), "haproxy")
+	must(t, os.WriteFile(r.haproxy, []byte(fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = -c ] && grep -rqF '%s' \"$(dirname \"$3\")\"; then echo '[ALERT] unable to load the default certificate (the test refuses it)' >&2; exit 1; fi\nexec %s \"$@\"\n",
+		marker, testutil.HAProxy(t))), 0o755))
+	w := publish.NewAtomicWriter(r.dir)
+	gen := func(extra string) map[string][]byte {
+		return files("router.yaml", r.routerConfig(extra+"  defaultCertificate: "+certFile+"\n"),
+			"edge.yaml", edgeRouteYAML("edge", "edge.e2e.test", "one"),
+			"endpoints.yaml", endpointsYAML("one", one))
+	}
+	must(t, w.Publish(gen("")))
+	r.start("atomic")
+	r.eventually(10*time.Second, "the default certificate", func() error { return servedSerial(r, "edge.e2e.test", 7001) })
+
+	must(t, os.WriteFile(certFile, []byte(badCert+badKey), 0o600))
+	must(t, w.Publish(gen("    clientTimeout: 31s\n")))
+	r.onDisk("haproxy.cfg", "timeout client 31s")
+	if err := servedSerial(r, "edge.e2e.test", 7001); err != nil {
+		t.Fatalf("with the refused content in the file: %v", err)
+	}
+	r.reportsError("spec.defaultCertificate: HAProxy refused the file's content")
+
+	good, goodKey := makeCert(t, "*.e2e.test", 7003)
+	must(t, os.WriteFile(certFile, []byte(good+goodKey), 0o600))
+	r.trigger <- struct{}{}
+	r.eventually(10*time.Second, "the next content of the file", func() error { return servedSerial(r, "edge.e2e.test", 7003) })
+}
+
 // A change that comes while the HAProxy worker is stopped (SIGSTOP, a
 // debugger) resumes it and applies at runtime: the session waited its
 // whole timeout (15 s, the loop blocked) and fell back to a reload.
