@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,5 +215,34 @@ func TestCheckEmptyDirectoryWarns(t *testing.T) {
 	}
 	if code, _, _ := run(t, "check", "--strict", dir); code != ExitInvalid {
 		t.Fatalf("check --strict on an empty dir: exit %d, want %d", code, ExitInvalid)
+	}
+}
+
+// TestCheckAsksHAProxyAboutTheRoutes: check loads the whole configuration
+// the routes make into HAProxy, as the router does before a reload, and
+// pins a refusal on the routes responsible. Here a wrapper's `haproxy -c`
+// refuses any configuration that routes refused.example.test, standing in
+// for material OpenSSL reads otherwise than Go.
+func TestCheckAsksHAProxyAboutTheRoutes(t *testing.T) {
+	wrapper := filepath.Join(t.TempDir(), "haproxy")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = -c ] && grep -rqF refused.example.test \"$(dirname \"$3\")/maps\"; then echo '[ALERT] refused by the test' >&2; exit 1; fi\nexec %s \"$@\"\n", testutil.HAProxy(t))
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	refused := strings.NewReplacer("name: web\n  namespace", "name: bad\n  namespace", "web.example.test", "refused.example.test").Replace(goodRoute)
+	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute, "bad.yaml": refused})
+	code, stdout, stderr := run(t, "check", "--haproxy", wrapper, dir)
+	want := "bad.yaml:4:9: error: metadata.name: HAProxy refused this route: [ALERT] refused by the test"
+	var errs []string
+	for line := range strings.Lines(stdout) {
+		if strings.Contains(line, ": error: ") {
+			errs = append(errs, strings.TrimSpace(line))
+		}
+	}
+	if code != ExitInvalid || len(errs) != 1 || errs[0] != want || !strings.Contains(stderr, "1 routes admitted, 1 rejected") {
+		t.Fatalf("check: exit %d, stdout %q, stderr %q; want exit %d, %q", code, stdout, stderr, ExitInvalid, want)
+	}
+	if code, stdout, _ := run(t, "check", "--haproxy", wrapper, writeFiles(t, map[string]string{"routes.yaml": goodRoute})); code != ExitOK {
+		t.Fatalf("check of the good route alone: exit %d, %q", code, stdout)
 	}
 }

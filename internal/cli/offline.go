@@ -79,7 +79,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := newFlags("check", stderr)
 	strict := fs.Bool("strict", false, "treat warnings (unknown fields, ignored annotations) as errors")
 	nofile := fs.Uint64("limit-nofile", daemon.UnitNOFILE, "file-descriptor hard limit the router will run under (LimitNOFILE; the packaged unit's by default)")
-	bin := fs.String("haproxy", "", "haproxy binary that judges the RouterConfig's log formats, ciphers and patterns (default: haproxy from PATH, else /usr/local/sbin or /usr/sbin)")
+	bin := fs.String("haproxy", "", "haproxy binary that judges the RouterConfig's log formats, ciphers and patterns, and loads the whole configuration the routes make (default: haproxy from PATH, else /usr/local/sbin or /usr/sbin)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseErr(err)
@@ -102,6 +102,17 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		res.Diagnostics = append(res.Diagnostics, ds...)
 		res.Diagnostics.Sort()
 	}
+	var refused map[model.RouteKey]string
+	if !res.Diagnostics.HasErrors(false) && res.Desired != nil {
+		ds, r, err := judgeRoutes(ctx, *bin, res)
+		if err != nil {
+			fmt.Fprintf(stderr, "haroute check: %v\n", err)
+			return ExitInvalid
+		}
+		res.Diagnostics = append(res.Diagnostics, ds...)
+		res.Diagnostics.Sort()
+		refused = r
+	}
 	// Notes too (a skipped kind, an annotation haroute ignores): they
 	// explain why the served state differs from the files, and do not
 	// change the exit code.
@@ -116,7 +127,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	admitted, rejected := 0, 0
 	for _, s := range res.Desired.Statuses {
-		if s.State == model.RouteRejected {
+		if _, ok := refused[s.Key]; ok || s.State == model.RouteRejected {
 			rejected++
 		} else {
 			admitted++
@@ -163,28 +174,7 @@ func judgeRouterConfig(ctx context.Context, bin string, res model.Result) (model
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	check := func(s model.Settings) (string, error) {
-		in, err := offlineInput(&model.Desired{Router: s}, tmp, paths.RunDir)
-		if err != nil {
-			return "", err
-		}
-		b, err := render.Render(in)
-		if err != nil {
-			return err.Error(), nil
-		}
-		for _, f := range b.Files {
-			if err := writeBundleFile(tmp, f); err != nil {
-				return "", err
-			}
-		}
-		err = haproxy.Check(ctx, bin, filepath.Join(tmp, render.ConfigFile))
-		if ce := new(haproxy.CheckError); errors.As(err, &ce) {
-			// HAProxy's alerts name lines of a temporary file: the
-			// field says where the value is.
-			return strings.Join(ce.Lines, "; "), nil
-		}
-		return "", err
-	}
+	check := func(s model.Settings) (string, error) { return haproxyJudges(ctx, bin, tmp, &model.Desired{Router: s}) }
 	msg, err := check(res.Desired.Router)
 	if err != nil || msg == "" {
 		return nil, err
@@ -198,6 +188,72 @@ func judgeRouterConfig(ctx context.Context, bin string, res model.Result) (model
 		ds = append(ds, model.Diagnostic{Pos: rc.Source.At(p.Field), Severity: model.SeverityError, Field: p.Field, Message: p.Message})
 	}
 	return ds, nil
+}
+
+// haproxyJudges renders d into dir and asks HAProxy to load it: HAProxy's
+// refusal, or "".
+func haproxyJudges(ctx context.Context, bin, dir string, d *model.Desired) (string, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	in, err := offlineInput(d, dir, paths.RunDir)
+	if err != nil {
+		return "", err
+	}
+	b, err := render.Render(in)
+	if err != nil {
+		return err.Error(), nil
+	}
+	for _, f := range b.Files {
+		if err := writeBundleFile(dir, f); err != nil {
+			return "", err
+		}
+	}
+	err = haproxy.Check(ctx, bin, filepath.Join(dir, render.ConfigFile))
+	if ce := new(haproxy.CheckError); errors.As(err, &ce) {
+		// HAProxy's alerts name lines of a temporary file: the field
+		// says where the value is.
+		return strings.Join(ce.Lines, "; "), nil
+	}
+	return "", err
+}
+
+// judgeRoutes asks HAProxy to load the whole configuration the routes
+// make, as the router's `haproxy -c` does before it reloads: what
+// validation cannot see (material OpenSSL reads otherwise than Go) then
+// fails here, not at the router. The routes HAProxy refuses are found as
+// the router finds them (daemon.RefusedRoutes), each an error at its
+// route; it returns them too. Without an HAProxy at hand, nothing.
+func judgeRoutes(ctx context.Context, bin string, res model.Result) (model.Diagnostics, map[model.RouteKey]string, error) {
+	if _, err := haproxy.Binary(bin); err != nil || len(res.Desired.Routes) == 0 {
+		return nil, nil, nil
+	}
+	tmp, err := os.MkdirTemp("", "haroute-check-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	check := func(routes []*model.AdmittedRoute) (string, error) {
+		d := *res.Desired
+		d.Routes = routes
+		return haproxyJudges(ctx, bin, filepath.Join(tmp, "b"), &d)
+	}
+	refused, err := daemon.RefusedRoutes(res.Desired.Routes, check)
+	if err != nil || len(refused) == 0 {
+		return nil, nil, err
+	}
+	var ds model.Diagnostics
+	for _, r := range res.Objects.Routes {
+		ns := r.Meta.Namespace
+		if ns == "" {
+			ns = "default"
+		}
+		if msg, ok := refused[model.RouteKey{Namespace: ns, Name: r.Meta.Name}]; ok {
+			ds = append(ds, model.Diagnostic{Pos: r.Source.At("metadata.name"), Severity: model.SeverityError, Field: "metadata.name",
+				Message: "HAProxy refused this route: " + msg})
+		}
+	}
+	return ds, refused, nil
 }
 
 func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -134,6 +134,21 @@ func (d *Daemon) withLastFileContent(next plan.State) (renderEnv, []string) {
 	return env, fields
 }
 
+// RefusedRoutes pins the failures of check, which renders the routes it
+// is given and asks HAProxy, on single routes of set, as the router pins
+// a refused candidate's: each with HAProxy's message. For `haroute check`.
+func RefusedRoutes(set []*model.AdmittedRoute, check func([]*model.AdmittedRoute) (string, error)) (map[model.RouteKey]string, error) {
+	cs, err := bisect(set, check)
+	if err != nil || len(cs) == 0 {
+		return nil, err
+	}
+	out := make(map[model.RouteKey]string, len(cs))
+	for _, c := range cs {
+		out[c.key] = c.msg
+	}
+	return out, nil
+}
+
 // bisect pins the failures of check on single routes of set, which fails
 // as a whole. Two halves that pass alone but fail together are all
 // reported, with the message of the whole.
