@@ -189,18 +189,27 @@ func parseHSTS(v string) (string, error) {
 	var maxAge string
 	var sub, preload bool
 	for _, part := range strings.Split(v, ";") {
+		// OpenShift's hstsPattern: space around ';' and '=', the tokens
+		// in any case and repeated, max-age once, its number in quotes
+		// or not.
 		d := strings.TrimSpace(part)
 		name, value, hasValue := strings.Cut(d, "=")
 		switch {
-		case strings.EqualFold(name, "max-age") && hasValue:
-			value = strings.Trim(strings.TrimSpace(value), `"`)
+		case strings.EqualFold(strings.TrimSpace(name), "max-age") && hasValue:
+			value = strings.TrimSpace(value)
+			if unq, ok := strings.CutPrefix(value, `"`); ok {
+				value, ok = strings.CutSuffix(unq, `"`)
+				if !ok {
+					value = "-"
+				}
+			}
 			if _, ok := allDigits(value); !ok || maxAge != "" {
 				return "", fmt.Errorf("value %q: max-age must be given once, as a number of seconds", v)
 			}
 			maxAge = value
-		case strings.EqualFold(d, "includeSubDomains") && !sub:
+		case strings.EqualFold(d, "includeSubDomains"):
 			sub = true
-		case strings.EqualFold(d, "preload") && !preload:
+		case strings.EqualFold(d, "preload"):
 			preload = true
 		default:
 			return "", fmt.Errorf("value %q is not max-age=N[;includeSubDomains][;preload]", v)

@@ -108,6 +108,11 @@ func TestAnnotations(t *testing.T) {
 			}},
 		{name: "hsts", term: TerminationEdge, ann: map[string]string{AnnotationHSTSHeader: "max-age=31536000 ; includesubdomains;preload"},
 			want: def(func(b *BackendSettings) { b.HSTSHeader = "max-age=31536000;includeSubDomains;preload" })},
+		{name: "hsts as OpenShift's pattern spells it", term: TerminationEdge, ann: map[string]string{AnnotationHSTSHeader: `preload ; max-age = "10";preload; INCLUDESUBDOMAINS`},
+			want: def(func(b *BackendSettings) { b.HSTSHeader = "max-age=10;includeSubDomains;preload" })},
+		{name: "hsts with a quote left open", term: TerminationEdge, ann: map[string]string{AnnotationHSTSHeader: `max-age="10`}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: value "max-age=\"10": max-age must be given once, as a number of seconds; annotation ignored`,
+		}},
 		{name: "hsts invalid", term: TerminationReencrypt, ann: map[string]string{AnnotationHSTSHeader: "max-age=1y"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: value "max-age=1y": max-age must be given once, as a number of seconds; annotation ignored`,
 		}},
