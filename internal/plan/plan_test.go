@@ -371,7 +371,7 @@ func TestCompute(t *testing.T) {
 			wantReasons: []string{"router settings changed: httpErrorCodePages", "file changed: errorpages/503.http"},
 			wantChanges: []string{
 				`reload | router settings changed | httpErrorCodePages | "" -> /etc/haroute/error-pages`,
-				"reload | file changed | errorpages/503.http | added",
+				"reload | file changed | errorpages/503.http | content",
 			},
 			wantSummary: "plan: reload (2 reasons: router settings changed: httpErrorCodePages; file changed: errorpages/503.http)",
 		},

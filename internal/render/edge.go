@@ -170,20 +170,54 @@ func compression(w *cfgWriter, s *model.Settings) {
 // errorPageName is the bundle file of the custom error page for code.
 func errorPageName(code int) string { return "errorpages/" + strconv.Itoa(code) + ".http" }
 
-// errorPageFiles are the custom error pages (spec.httpErrorCodePages).
+// errorPageFiles are the error pages: the custom ones
+// (spec.httpErrorCodePages), else the default 503 page.
 func errorPageFiles(in Input) []File {
 	var out []File
-	for code, page := range in.ErrorPages {
-		out = append(out, File{Name: errorPageName(code), Data: page, Mode: 0o644})
+	for _, code := range []int{404, 503} {
+		if page := errorPage(in, code); page != nil {
+			out = append(out, File{Name: errorPageName(code), Data: page, Mode: 0o644})
+		}
 	}
 	return out
 }
 
-// errorFiles serves the custom error pages in place of HAProxy's own,
-// from every frontend and backend (they all start from base).
+// errorPage is the page served for code: the custom one, else for 503
+// DefaultErrorPage503, else nil (HAProxy's own).
+func errorPage(in Input, code int) []byte {
+	if page, ok := in.ErrorPages[code]; ok {
+		return page
+	}
+	if code == 503 {
+		return DefaultErrorPage503
+	}
+	return nil
+}
+
+// DefaultErrorPage503 answers a request no route matches, or whose route
+// has no server up, when spec.httpErrorCodePages gives no 503 page. As
+// OpenShift's default page (its router image's error-page-503.http) it
+// says the application is not available and is an HTTP/1.0 response that
+// nothing caches and that closes the connection; the words are haroute's.
+var DefaultErrorPage503 = func() []byte {
+	body := "<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"><title>Application is not available</title></head>\n" +
+		"<body>\n<h1>Application is not available</h1>\n" +
+		"<p>No application answers at this address right now: no route serves it, or the route's service has no endpoint ready.</p>\n" +
+		"</body>\n</html>\n"
+	return []byte("HTTP/1.0 503 Service Unavailable\r\n" +
+		"Pragma: no-cache\r\n" +
+		"Cache-Control: private, max-age=0, no-cache, no-store\r\n" +
+		"Connection: close\r\n" +
+		"Content-Type: text/html\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n" +
+		"\r\n" + body)
+}()
+
+// errorFiles serves the error pages in place of HAProxy's own, from every
+// frontend and backend (they all start from base).
 func errorFiles(w *cfgWriter, in Input) {
 	for _, code := range []int{404, 503} {
-		if _, ok := in.ErrorPages[code]; ok {
+		if errorPage(in, code) != nil {
 			w.line("  errorfile ", strconv.Itoa(code), " ", in.Dir, "/", errorPageName(code))
 		}
 	}

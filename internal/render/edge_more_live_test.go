@@ -336,8 +336,8 @@ func TestLiveCompression(t *testing.T) {
 
 // TestLiveErrorPages: with custom pages, a request no route matches gets
 // the 404 page, and a route without a live endpoint the 503 page, on
-// plain HTTP and through TLS; without them, HAProxy's own 503 answers
-// both, as before.
+// plain HTTP and through TLS; without them, the default 503 page answers
+// both, as OpenShift's default page does.
 func TestLiveErrorPages(t *testing.T) {
 	for _, custom := range []bool{true, false} {
 		t.Run(fmt.Sprintf("custom=%v", custom), func(t *testing.T) {
@@ -367,9 +367,22 @@ func TestLiveErrorPages(t *testing.T) {
 					t.Errorf("%s: %v", c.url, err)
 				case custom && (code != c.code || body != c.wantBody):
 					t.Errorf("%s: %d %q, want %d %q", c.url, code, body, c.code, c.wantBody)
-				case !custom && (code != 503 || strings.Contains(body, "Custom")):
-					t.Errorf("%s: %d %q, want HAProxy's own 503", c.url, code, body)
+				case !custom && (code != 503 || !strings.Contains(body, "<h1>Application is not available</h1>")):
+					t.Errorf("%s: %d %q, want the default 503 page", c.url, code, body)
 				}
+			}
+			if custom {
+				return
+			}
+			// The default page, as OpenShift's: nothing caches it, and
+			// it closes the connection.
+			resp, err := client(s.HTTPPort, nil).Get("http://nowhere.example.com/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if cc := resp.Header.Get("Cache-Control"); cc != "private, max-age=0, no-cache, no-store" || !resp.Close || resp.Header.Get("Pragma") != "no-cache" {
+				t.Errorf("default 503: Cache-Control %q, Pragma %q, closes %v", cc, resp.Header.Get("Pragma"), resp.Close)
 			}
 		})
 	}

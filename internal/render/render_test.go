@@ -62,6 +62,7 @@ func TestFilesSortedWithModes(t *testing.T) {
 		"certs/default.pem -rw-------",
 		"certs/ns_r.pem -rw-------",
 		"crt-list -rw-r--r--",
+		"errorpages/503.http -rw-r--r--",
 		"haproxy.cfg -rw-------",
 		"maps/hsts.map -rw-r--r--",
 		"maps/http.map -rw-r--r--",
