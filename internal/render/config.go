@@ -2,6 +2,8 @@ package render
 
 import (
 	"bytes"
+	"crypto/md5" //nolint:gosec // OpenShift's cookie names are MD5 hashes
+	"encoding/hex"
 	"net"
 	"net/netip"
 	"slices"
@@ -907,9 +909,26 @@ func SecureCookie(r *model.AdmittedRoute) bool {
 // statsUsers is the userlist of the stats credentials, for /metrics.
 const statsUsers = "haroute_stats"
 
-// CookieName is the default sticky-session cookie name of a backend: a hash
-// of its name, as OpenShift does, so it reveals nothing about the route.
-func CookieName(be model.BackendName) string { return hashHex("haroute-cookie-name", string(be)) }
+// CookieName is the default sticky-session cookie name of a backend, a
+// function of its name alone, so a route's own backend keeps its cookie
+// when it becomes a spare. For a backend named after a route it is
+// OpenShift's: the MD5 of "<termination> <namespace>:<name>" (the
+// router's RoutingKeyName), so a check or a client that knows OpenShift's
+// name finds the same. A pool spare's is a hash of its name.
+func CookieName(be model.BackendName) string {
+	prefix, _, _ := strings.Cut(string(be), ":")
+	term, ok := routingTermination[prefix]
+	if key, named := be.RouteKey(); ok && named {
+		sum := md5.Sum([]byte(term + " " + key.Namespace + ":" + key.Name)) //nolint:gosec // a name, as OpenShift's, not a secret
+		return hex.EncodeToString(sum[:])
+	}
+	return hashHex("haroute-cookie-name", string(be))
+}
+
+// routingTermination is the termination OpenShift's RoutingKeyName names,
+// by the prefix of the backend named after a route of that termination
+// (model.AdmittedRoute.BackendName); passthrough backends have no cookie.
+var routingTermination = map[string]string{"be_http": "", "be_edge_http": "edge", "be_secure": "reencrypt"}
 
 // DynamicCookieKey is the dynamic-cookie-key of a backend. It is derived
 // from the backend name, so it is stable across restarts and hosts (a

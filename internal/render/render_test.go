@@ -525,3 +525,20 @@ func TestServerIDsUniqueWhenNamesCollide(t *testing.T) {
 	}
 	haproxyCheck(t, in)
 }
+
+// TestCookieNameAsOpenShift: a route's own backend has OpenShift's
+// default cookie name (the MD5 of "<termination> <namespace>:<name>", the
+// router's RoutingKeyName); a spare's is its own. Values from md5sum.
+func TestCookieNameAsOpenShift(t *testing.T) {
+	for be, want := range map[model.BackendName]string{
+		"be_http:t:plain":    "e2ea927f48fdb952ed7726604750a1bd",
+		"be_edge_http:t:xfe": "2ab56d159598d2698b990a72323cdf14",
+	} {
+		if got := CookieName(be); got != want {
+			t.Errorf("CookieName(%s) = %s, want %s", be, got, want)
+		}
+	}
+	if got := CookieName("be_pool:http:1"); got == CookieName("be_pool:http:2") || len(got) != 32 {
+		t.Errorf("spare cookie names %s, %s: want distinct hashes", got, CookieName("be_pool:http:2"))
+	}
+}
