@@ -146,6 +146,7 @@ type conflictKey struct {
 	uid         string
 	host, path  string
 	passthrough bool
+	tls         bool // a plain route may share a passthrough route's host
 }
 
 // conflictLoss is one candidate rejected by decideConflicts: its position
@@ -651,7 +652,7 @@ func (a *AdmittedRoute) Claim() string {
 // conflictKeyOf is what decideConflicts decides a valid route's claim by.
 func conflictKeyOf(a *AdmittedRoute) conflictKey {
 	return conflictKey{key: a.Key, created: a.CreationTimestamp, uid: a.UID, host: claimHostOf(a),
-		path: claimPath(a.Path), passthrough: a.Termination == TerminationPassthrough}
+		path: claimPath(a.Path), passthrough: a.Termination == TerminationPassthrough, tls: a.Termination != TerminationNone}
 }
 
 // sameClaim reports whether two admitted routes make the same conflict

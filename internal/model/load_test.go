@@ -492,3 +492,48 @@ func TestServedRouteKeepsItsClaimWhileItChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestPlainRouteTurningTLSOnAPassthroughHostIsDecidedAgain: a plain route
+// may share a passthrough route's host, a TLS one may not. The conflict
+// decisions replayed from the last load must see the route gain or lose
+// its TLS: they kept both admitted (the edge route never served), and a
+// restart then rejected the passthrough route.
+func TestPlainRouteTurningTLSOnAPassthroughHostIsDecidedAgain(t *testing.T) {
+	files := func(acmeTLS string) []SourceFile {
+		return []SourceFile{{Path: "routes.yaml", Data: []byte(`---
+apiVersion: route.openshift.io/v1
+kind: Route
+metadata: {name: pt, namespace: a, creationTimestamp: "2020-01-01T00:00:00Z"}
+spec: {host: pt.example.com, to: {name: s}, tls: {termination: passthrough}}
+---
+apiVersion: route.openshift.io/v1
+kind: Route
+metadata: {name: acme, namespace: a, creationTimestamp: "2021-01-01T00:00:00Z"}
+spec: {host: pt.example.com, path: /.well-known, to: {name: s}` + acmeTLS + `}
+`)}}
+	}
+	states := func(res Result) string {
+		var out []string
+		for _, st := range res.Desired.Statuses {
+			out = append(out, st.Key.Name+"="+string(st.State))
+		}
+		return strings.Join(out, " ")
+	}
+	l := NewLoader()
+	// Edited to edge, acme's new version loses, and its last good (plain)
+	// version serves: stale; a fresh loader has none to serve.
+	for i, step := range []struct{ tls, want, fresh string }{
+		{"", "acme=admitted pt=admitted", "acme=admitted pt=admitted"},
+		{", tls: {termination: edge}", "acme=stale pt=admitted", "acme=rejected pt=admitted"},
+		{"", "acme=admitted pt=admitted", "acme=admitted pt=admitted"},
+	} {
+		res := l.Load(files(step.tls))
+		if got := states(res); got != step.want {
+			t.Fatalf("step %d: %s, want %s", i, got, step.want)
+		}
+		fresh := NewLoader().Load(files(step.tls))
+		if got := states(fresh); got != step.fresh {
+			t.Fatalf("step %d, fresh loader: %s, want %s", i, got, step.fresh)
+		}
+	}
+}
