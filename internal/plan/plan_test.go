@@ -661,10 +661,6 @@ func TestCompute(t *testing.T) {
 			wantChanges: []string{
 				"runtime | host/path changed | default/reen | reen.example.com -> secure.example.com/api",
 				`reload | crt-list changed | crt-list | /var/lib/haroute/bundle/certs/default_reen.pem: SNI "secure.example.com" is not unique in the list`,
-				// The path is not served over HTTP (policy None) while
-				// the host's root is (Allow): it answers 503 there.
-				"runtime | map changed | maps/http.map | +2 -0 entries",
-				"runtime | map changed | maps/http_host.map | +0 -1 entries",
 				"runtime | map changed | maps/https.map | +2 -1 entries",
 				"runtime | map changed | maps/https_host.map | +0 -2 entries",
 				"reload | certificate file changed | certs/default_reen.pem | added",

@@ -258,13 +258,19 @@ func TestPoolAllowlistIsTheSparesACL(t *testing.T) {
 	}
 }
 
-// A path route not served over HTTP (policy None) has HTTPSOnlyValue
-// entries in the HTTP map; unbinding it at runtime must delete them, or
-// its path keeps answering 503 over HTTP where a shorter path of its host
-// now serves.
+// A path route not served over HTTP (policy None) under a root that
+// redirects has HTTPSOnlyValue entries in the HTTP map; unbinding it at
+// runtime must delete them, or its path keeps answering 503 over HTTP
+// where the root now redirects.
 func TestUnboundNonePathRouteLeavesTheHTTPMap(t *testing.T) {
 	const slot = model.BackendName("be_pool:edge:1")
-	bound := baseDesired()
+	redirecting := func() *model.Desired {
+		d := baseDesired()
+		root := routeByName(t, d, "hello")
+		root.Termination, root.InsecurePolicy = model.TerminationEdge, model.InsecurePolicyRedirect
+		return d
+	}
+	bound := redirecting()
 	r := httpRoute("closed", "hello.example.com", svc("closed", 100, srv("127.0.0.1", 18099, 256)))
 	r.Path = "/closed"
 	r.Termination, r.InsecurePolicy = model.TerminationEdge, model.InsecurePolicyNone
@@ -281,7 +287,7 @@ func TestUnboundNonePathRouteLeavesTheHTTPMap(t *testing.T) {
 	if !strings.Contains(string(applied.Bundle.File(render.HTTPMap).Bytes()), "hello.example.com/closed/ "+render.HTTPSOnlyValue) {
 		t.Fatalf("no %s entry in the HTTP map:\n%s", render.HTTPSOnlyValue, applied.Bundle.File(render.HTTPMap).Bytes())
 	}
-	p := Compute(applied, edgeSpares(baseDesired()))
+	p := Compute(applied, edgeSpares(redirecting()))
 	if p.Reload {
 		t.Fatalf("unbinding reloads: %v", reasonStrings(p))
 	}

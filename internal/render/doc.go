@@ -22,7 +22,7 @@
 //     on the parent domain, consulted only when the exact lookup fails.
 //   - on the HTTP frontend the value is the backend name, RedirectValue
 //     for routes whose insecure policy is Redirect, or HTTPSOnlyValue (a
-//     503) for path routes whose policy is None.
+//     503) for path routes whose policy is None under a redirect.
 //
 // Reencrypt destination CA files are also preloaded by a backend no map
 // names (CAPreloadBackend): HAProxy 2.6 only accepts a ca-file in `add

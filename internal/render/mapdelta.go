@@ -42,6 +42,13 @@ func mapsEdited(t *cacheTable, outs []*routeOut, routes []*model.AdmittedRoute) 
 			return nil, nil, false
 		}
 	}
+	// HTTPSOnlyValue entries depend on other routes' entries
+	// (shadowRedirectsOnly): a map that has or gets some is built afresh.
+	for _, e := range slices.Concat(removes, adds) {
+		if e.Value == HTTPSOnlyValue || t.contested[e.name+" "+HTTPSOnlyValue] {
+			return nil, nil, false
+		}
+	}
 	maps = slices.Clone(t.maps)
 	data = slices.Clone(t.mapData)
 	edited := make([]bool, len(maps))

@@ -22,6 +22,8 @@ func TestMapsEditedMatchFullBuild(t *testing.T) {
 		edge(model.InsecurePolicyRedirect, model.RouteTLS{}))
 	through := route("a", "through", "through.example.com", "", svc("s", 100, "10.0.0.1:8443"),
 		func(r *model.AdmittedRoute) { r.Termination = model.TerminationPassthrough })
+	closed := route("a", "closed", "secure.example.com", "/closed/", svc("s", 100, "10.0.0.1:8080"),
+		edge(model.InsecurePolicyNone, model.RouteTLS{}))
 	base := []model.AdmittedRoute{secure, through}
 	for i := range 30 {
 		base = append(base, plain(2*i, fmt.Sprintf("h%03d.example.com", 2*i), ""))
@@ -55,6 +57,16 @@ func TestMapsEditedMatchFullBuild(t *testing.T) {
 		{"the key passes back to it", base, true},
 		{"one route's redirect policy changes", with(without(base, "secure"), route("a", "secure", "secure.example.com", "",
 			svc("s", 100, "10.0.0.1:8080"), edge(model.InsecurePolicyAllow, model.RouteTLS{}))), true},
+		{"back", base, true},
+		// A None path under the redirecting root: its HTTP map entries
+		// depend on the root's, so the map is built afresh while it has
+		// them, and they go when the root stops redirecting.
+		{"a None path under a root that redirects", with(base, closed), false},
+		{"the root allows HTTP", with(without(base, "secure"), closed, route("a", "secure", "secure.example.com", "",
+			svc("s", 100, "10.0.0.1:8080"), edge(model.InsecurePolicyAllow, model.RouteTLS{}))), false},
+		{"back to redirecting", with(base, closed), false},
+		{"the None path deleted", base, false},
+		{"a route added after", with(base, plain(1, "h001.example.com", "")), true},
 	}
 	cache := &Cache{}
 	var last *Bundle

@@ -102,7 +102,9 @@ metadata:
 		route("pass", "pass.example.com", "") + "  tls:\n    termination: passthrough\n    insecureEdgeTerminationPolicy: Redirect\n" +
 		route("acme", "pass.example.com", "") + "  path: /.well-known/acme-challenge\n" +
 		route("mixed-root", "mixed.example.com", "") + tlsBlock("Redirect") +
-		route("mixed-closed", "mixed.example.com", "") + "  path: /closed\n" + tlsBlock("None")
+		route("mixed-closed", "mixed.example.com", "") + "  path: /closed\n" + tlsBlock("None") +
+		route("open-root", "open.example.com", "") + tlsBlock("Allow") +
+		route("open-closed", "open.example.com", "") + "  path: /closed\n" + tlsBlock("None")
 	files := []model.SourceFile{
 		{Path: "router.yaml", Data: []byte(fmt.Sprintf(`apiVersion: haroute.io/v1alpha1
 kind: RouterConfig
@@ -135,8 +137,8 @@ subsets:
 			t.Fatalf("unexpected diagnostic: %s", d)
 		}
 	}
-	if got := len(res.Desired.Routes); got != 11 {
-		t.Fatalf("%d routes admitted, want 11", got)
+	if got := len(res.Desired.Routes); got != 13 {
+		t.Fatalf("%d routes admitted, want 13", got)
 	}
 
 	tmp := testutil.ShortTempDir(t)
@@ -211,6 +213,12 @@ subsets:
 		}
 		if code, _, _ := get(t, httpsClient, "https://mixed.example.com/closed/x", ""); code != http.StatusOK {
 			t.Errorf("the None route answers %d over HTTPS, want 200", code)
+		}
+		// Under a root that serves HTTP (Allow), OpenShift's root
+		// answers: the None route has no backend entry there, and no
+		// redirect to stop.
+		if code, body, _ := get(t, httpClient, "http://open.example.com/closed/x", ""); code != http.StatusOK || !strings.Contains(body, "xfh=open.example.com") {
+			t.Errorf("under an Allow root the None route's path answers %d %q, want the root's 200", code, body)
 		}
 	})
 

@@ -59,8 +59,9 @@ const (
 	RedirectValue = "redirect-https"
 	// HTTPSOnlyValue in an HTTP map names no backend, so HAProxy answers
 	// 503: the entry of a path route not served over HTTP (insecure
-	// policy None), which a shorter path of its host that redirects or
-	// allows HTTP would otherwise answer for. OpenShift answers 503 there.
+	// policy None) under a shorter path of its host that redirects, which
+	// would otherwise answer for it. OpenShift answers 503 there
+	// (shadowRedirectsOnly).
 	HTTPSOnlyValue = "https-only"
 
 	// AdminSocket and SNISocket are the default names of the admin socket
@@ -654,11 +655,56 @@ func buildMaps(outs []*routeOut) ([]Map, map[string]bool) {
 		for _, k := range dropped {
 			contested[name+" "+k] = true
 		}
+		if name == HTTPMap || name == HTTPWildcardMap {
+			var had bool
+			if maps[i].Entries, had = shadowRedirectsOnly(maps[i].Entries); had {
+				// Entries that depend on other routes': mapsEdited,
+				// which edits route by route, keeps off this map.
+				contested[name+" "+HTTPSOnlyValue] = true
+			}
+		}
 	}
 	for _, h := range hostMaps {
 		maps[at[h.host]].Entries = hostEntries(maps[at[h.from]].Entries)
 	}
 	return maps, contested
+}
+
+// shadowRedirectsOnly keeps, of the HTTPSOnlyValue entries of a sorted
+// HTTP map, those in front of a redirect: the entries of the same host
+// whose keys begin theirs, the longest first (passing over other such
+// entries), lead to RedirectValue. OpenShift writes a redirect map entry
+// for every route, "no redirect" for a route not served over HTTP, and
+// a backend entry only for routes served over HTTP: a None path under a
+// root that redirects answers 503 there, and under a root that serves
+// HTTP (Allow, plain) that root answers. It reports whether es had any.
+func shadowRedirectsOnly(es []MapEntry) ([]MapEntry, bool) {
+	if !slices.ContainsFunc(es, func(e MapEntry) bool { return e.Value == HTTPSOnlyValue }) {
+		return es, false
+	}
+	out := make([]MapEntry, 0, len(es))
+	for i, e := range es {
+		if e.Value != HTTPSOnlyValue || fallback(es, i) == RedirectValue {
+			out = append(out, e)
+		}
+	}
+	return out, true
+}
+
+// fallback is the value the entry of es[i]'s host with the longest key
+// that begins es[i]'s own gives, passing over HTTPSOnlyValue entries:
+// what a request for es[i]'s key finds without it. "" when none.
+func fallback(es []MapEntry, i int) string {
+	host, _ := splitKey(es[i].Key)
+	for j := i + 1; j < len(es); j++ {
+		if h, _ := splitKey(es[j].Key); h != host {
+			break
+		}
+		if es[j].Value != HTTPSOnlyValue && strings.HasPrefix(es[i].Key, es[j].Key) {
+			return es[j].Value
+		}
+	}
+	return ""
 }
 
 // ExactMap reports whether HAProxy matches a map's keys exactly (map_str):

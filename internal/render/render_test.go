@@ -175,7 +175,7 @@ func TestInsecurePolicyIsMapOnly(t *testing.T) {
 		}
 	}
 	want := map[model.InsecureEdgeTerminationPolicy][]MapEntry{
-		model.InsecurePolicyNone:     {{Key: "r.example.com/p/", Value: HTTPSOnlyValue}, {Key: "r.example.com/p?", Value: HTTPSOnlyValue}},
+		model.InsecurePolicyNone:     nil, // no redirect to stand in front of
 		model.InsecurePolicyAllow:    {{Key: "r.example.com/p/", Value: "be_edge_http:ns:r"}, {Key: "r.example.com/p?", Value: "be_edge_http:ns:r"}},
 		model.InsecurePolicyRedirect: {{Key: "r.example.com/p/", Value: RedirectValue}, {Key: "r.example.com/p?", Value: RedirectValue}},
 	}
