@@ -114,10 +114,11 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 // files' fields. Inline material is the settings' own, judged with them.
 func (d *Daemon) withLastFileContent(next plan.State) (renderEnv, []string) {
 	env := envOf(next)
-	if d.material == nil || d.desired.Desired == nil {
+	last := d.loader.Settings() // the settings d.material was read for
+	if d.material == nil || last == nil {
 		return env, nil
 	}
-	prev, now := d.desired.Desired.Router, next.Desired.Router
+	prev, now := *last, next.Desired.Router
 	var fields []string
 	for _, f := range materialFields {
 		name := certgen.FileNamed(now, f.field)

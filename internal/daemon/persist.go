@@ -74,6 +74,11 @@ type savedIndex struct {
 	// the first by position (and a route went to a copy without
 	// endpoints).
 	Definitions []savedRoute `json:"definitions,omitempty"`
+	// RefusedSecrets is the Secret material HAProxy refused, by
+	// fingerprint, with its message (model.Loader.RefusedMaterial): a
+	// restart must not take it for good, or serve it when a Secret's
+	// last good version is there to serve.
+	RefusedSecrets map[string]string `json:"refusedSecrets,omitempty"`
 }
 
 type savedRoute struct {
@@ -97,6 +102,7 @@ type saved struct {
 	routes      []*model.AdmittedRoute
 	winners     []model.RouteKey
 	definitions map[model.RouteKey]string
+	refused     map[string]string
 	// rivals are the saved state's rejected and stale routes (rivalsOf),
 	// for the deletion guard before the first sync.
 	rivals map[model.RouteKey]bool
@@ -114,6 +120,7 @@ type saveRequest struct {
 	material       certgen.Material
 	winners        []model.RouteKey
 	definitions    map[model.RouteKey]string
+	refused        map[string]string
 }
 
 // lastGoodStore saves states in the background.
@@ -225,7 +232,7 @@ func (s *lastGoodStore) write(r saveRequest) error {
 			}
 		}
 	}
-	idx := savedIndex{Version: savedVersion}
+	idx := savedIndex{Version: savedVersion, RefusedSecrets: r.refused}
 	for _, k := range r.winners {
 		idx.ConflictWinners = append(idx.ConflictWinners, savedRoute{Namespace: k.Namespace, Name: k.Name})
 	}
@@ -406,6 +413,7 @@ func (s *lastGoodStore) load() (*saved, error) {
 		}
 		sv.definitions[model.RouteKey{Namespace: r.Namespace, Name: r.Name}] = r.Path
 	}
+	sv.refused = idx.RefusedSecrets
 	sv.files = files(idx.Files)
 	sv.anchors = files(idx.Anchors)
 	if idx.RouterConfig != nil {
@@ -473,7 +481,8 @@ func contentHash(b []byte) string {
 // a path whose content is good now is its own anchor.
 func (d *Daemon) saveLastGood(gen generation) {
 	stale := gen.result.StalePaths()
-	req := saveRequest{files: gen.files, material: gen.material, winners: gen.result.ConflictWinners, definitions: gen.result.Definitions}
+	req := saveRequest{files: gen.files, material: gen.material, winners: gen.result.ConflictWinners, definitions: gen.result.Definitions,
+		refused: d.loader.RefusedMaterial()}
 	// A Secret moved to another file and broken there in one change
 	// serves its last good version from the content of the file it came
 	// from, which is good (or gone) now: that content stays the file's
@@ -608,6 +617,9 @@ func (d *Daemon) restore() {
 		}
 		d.loader.Load(first)
 	}
+	// Known before the tree loads (its anchors already have): a Secret
+	// holding refused material serves its last good version.
+	d.loader.RestoreRefusedMaterial(sv.refused)
 	res := d.loader.Load(sv.files)
 	sv.routes, sv.rivals = res.Desired.Routes, rivalsOf(res.Desired.Statuses)
 	if settings != nil {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -450,6 +451,17 @@ func (l *Loader) refuseMaterialOf(r *Route, msg string) bool {
 	}
 	l.refusedMaterial[pair.fingerprint()] = msg
 	return true
+}
+
+// RefusedMaterial is the Secret material HAProxy refused (Refuse), by
+// fingerprint, with its message: saved with the last good state.
+func (l *Loader) RefusedMaterial() map[string]string { return maps.Clone(l.refusedMaterial) }
+
+// RestoreRefusedMaterial takes back what RefusedMaterial gave, at a start.
+func (l *Loader) RestoreRefusedMaterial(m map[string]string) {
+	if len(m) > 0 {
+		l.refusedMaterial = maps.Clone(m)
+	}
 }
 
 // forgetRefusedMaterial drops the refusals of material no Secret holds

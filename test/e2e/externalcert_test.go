@@ -3,11 +3,14 @@ package e2e
 import (
 	"encoding/base64"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 )
 
@@ -124,4 +127,49 @@ func TestMovedAndBrokenSecretKeepsServingAcrossARestart(t *testing.T) {
 	if got, err := r.getTLS("ext.e2e.test"); err != nil || got != "one" {
 		t.Fatalf("moved and broken, after a restart: %q, %v", got, err)
 	}
+}
+
+// A Secret rotated to material HAProxy refuses (here a wrapper refuses to
+// check or start on a configuration holding it) keeps its last good
+// material serving, also across a restart, where the refusal must be found
+// again; fixed, the Secret serves. After a restart the route was rejected
+// for good, and fixing the Secret did not bring it back.
+func TestRefusedSecretMaterialKeepsServingAcrossARestart(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	bad, badKey := makeCert(t, "ext.e2e.test", 8002)
+	marker := strings.Split(badKey, "\n")[2]
+	r.haproxy = filepath.Join(t.TempDir(), "haproxy")
+	must(t, os.WriteFile(r.haproxy, []byte(fmt.Sprintf("#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *haproxy.cfg) d=$(dirname \"$a\");; esac; done\n"+
+		"if [ -n \"$d\" ] && grep -rqF '%s' \"$d/certs\"; then echo '[ALERT] unable to load the certificate (the test refuses it)' >&2; exit 1; fi\nexec %s \"$@\"\n",
+		marker, testutil.HAProxy(t))), 0o755))
+	w := publish.NewAtomicWriter(r.dir)
+	pub := func(certPEM, keyPEM string) {
+		must(t, w.Publish(files("router.yaml", r.routerConfig(""), "routes.yaml", extRoute,
+			"secret.yaml", tlsSecretYAML(certPEM, keyPEM), "endpoints.yaml", endpointsYAML("one", one))))
+	}
+	good, goodKey := makeCert(t, "ext.e2e.test", 8001)
+	pub(good, goodKey)
+	r.start("atomic")
+	r.eventually(20*time.Second, "the Secret's certificate served", func() error { return servedSerial(r, "ext.e2e.test", 8001) })
+
+	pub(bad, badKey)
+	st := r.routeStatus("ext", model.RouteStale)
+	if len(st.Reasons) == 0 || !strings.Contains(st.Reasons[0], "refused by HAProxy") {
+		t.Errorf("stale route's reasons %q, want HAProxy's refusal", st.Reasons)
+	}
+	if err := servedSerial(r, "ext.e2e.test", 8001); err != nil {
+		t.Fatalf("with refused material: %v", err)
+	}
+	time.Sleep(500 * time.Millisecond) // the save of the last good state runs off the loop
+	r.stop()
+	r.start("atomic")
+	r.routeStatus("ext", model.RouteStale)
+	if err := servedSerial(r, "ext.e2e.test", 8001); err != nil {
+		t.Fatalf("with refused material, after a restart: %v", err)
+	}
+	fixed, fixedKey := makeCert(t, "ext.e2e.test", 8003)
+	pub(fixed, fixedKey)
+	r.eventually(20*time.Second, "the fixed Secret's certificate served", func() error { return servedSerial(r, "ext.e2e.test", 8003) })
+	r.routeStatus("ext", model.RouteAdmitted)
 }

@@ -458,7 +458,9 @@ func TestDefaultCertificateFileHAProxyRefusesKeepsItsLastGood(t *testing.T) {
 	badCert, badKey := makeCert(t, "*.e2e.test", 7002)
 	marker := strings.Split(badKey, "\n")[2] // a base64 line of the refused content's own
 	r.haproxy = filepath.Join(t.TempDir(), "haproxy")
-	must(t, os.WriteFile(r.haproxy, []byte(fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = -c ] && grep -rqF '%s' \"$(dirname \"$3\")\"; then echo '[ALERT] unable to load the default certificate (the test refuses it)' >&2; exit 1; fi\nexec %s \"$@\"\n",
+	// As HAProxy would, the wrapper refuses to check or to start on it.
+	must(t, os.WriteFile(r.haproxy, []byte(fmt.Sprintf("#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *haproxy.cfg) d=$(dirname \"$a\");; esac; done\n"+
+		"if [ -n \"$d\" ] && grep -rqF '%s' \"$d/certs\"; then echo '[ALERT] unable to load the default certificate (the test refuses it)' >&2; exit 1; fi\nexec %s \"$@\"\n",
 		marker, testutil.HAProxy(t))), 0o755))
 	w := publish.NewAtomicWriter(r.dir)
 	gen := func(extra string) map[string][]byte {
@@ -476,6 +478,14 @@ func TestDefaultCertificateFileHAProxyRefusesKeepsItsLastGood(t *testing.T) {
 	if err := servedSerial(r, "edge.e2e.test", 7001); err != nil {
 		t.Fatalf("with the refused content in the file: %v", err)
 	}
+	r.reportsError("spec.defaultCertificate: HAProxy refused the file's content")
+
+	// A restart finds the refusal again, with the saved last good content
+	// to fall back on: it stayed down, not ready, before.
+	r.stop()
+	r.start("atomic")
+	r.eventually(10*time.Second, "the last good default certificate after a restart", func() error { return servedSerial(r, "edge.e2e.test", 7001) })
+	r.onDisk("haproxy.cfg", "timeout client 31s")
 	r.reportsError("spec.defaultCertificate: HAProxy refused the file's content")
 
 	good, goodKey := makeCert(t, "*.e2e.test", 7003)
