@@ -125,11 +125,11 @@ func (d *Daemon) withLastFileContent(next plan.State) (renderEnv, []string) {
 		if name == "" || name != certgen.FileNamed(prev, f.field) {
 			continue
 		}
-		content, last := f.of(&env.material), f.of(d.material)
-		if len(*last) == 0 || bytes.Equal(*content, *last) {
+		content, good := f.of(&env.material), f.of(d.material)
+		if len(*good) == 0 || bytes.Equal(*content, *good) {
 			continue
 		}
-		*content = *last
+		*content = *good
 		fields = append(fields, f.field)
 	}
 	return env, fields

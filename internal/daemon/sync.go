@@ -704,7 +704,7 @@ func (d *Daemon) refuseFiles(next plan.State, c culprit) {
 }
 
 // withoutRefusedFiles puts the last good content in m in place of content
-// HAProxy refused (refusedFile), and says so, or returns nil.
+// HAProxy refused (refuseFiles), and says so, or returns nil.
 func (d *Daemon) withoutRefusedFiles(m *certgen.Material) error {
 	var errs []error
 	for _, f := range materialFields {
