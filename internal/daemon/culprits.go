@@ -44,7 +44,8 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 	}
 	stable, changed := splitChanged(prev, next.Desired.Routes)
 	settingsNew := d.desired.Desired == nil || !reflect.DeepEqual(next.Desired.Router, d.desired.Desired.Router)
-	if len(changed) == 0 && !settingsNew {
+	env, files := d.withLastFileContent(next)
+	if len(changed) == 0 && !settingsNew && len(files) == 0 {
 		return nil, nil
 	}
 	// checkIn renders next with settings and routes in env, and asks
@@ -70,7 +71,7 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 	check := func(settings model.Settings, routes []*model.AdmittedRoute) (string, error) {
 		return checkIn(envOf(next), settings, routes)
 	}
-	if env, fields := d.withLastFileContent(next); len(fields) > 0 {
+	if len(files) > 0 {
 		// A file the RouterConfig names changed: if next passes with its
 		// last good content, the new content is at fault, whatever else
 		// changed with it.
@@ -83,7 +84,7 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 			if err != nil || whole == "" {
 				return nil, err
 			}
-			return []culprit{{files: fields, msg: whole}}, nil
+			return []culprit{{files: files, msg: whole}}, nil
 		}
 	}
 	settings := next.Desired.Router

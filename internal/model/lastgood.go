@@ -231,9 +231,12 @@ func (lg *lastGood) servedClaim(a *AdmittedRoute) bool {
 	if !ok || g.memo == nil || g.memo.admitted == nil || g.memo.bad {
 		return false
 	}
+	// A plain route that turns TLS never served TLS on its host: it must
+	// not take the host from a passthrough route that did.
 	was := g.memo.admitted
 	return claimHostOf(was) == claimHostOf(a) && claimPath(was.Path) == claimPath(a.Path) &&
-		(was.Termination == TerminationPassthrough) == (a.Termination == TerminationPassthrough)
+		(was.Termination == TerminationPassthrough) == (a.Termination == TerminationPassthrough) &&
+		(was.Termination == TerminationNone) == (a.Termination == TerminationNone)
 }
 
 // selects reports whether settings select r for this router.

@@ -499,16 +499,28 @@ func TestServedRouteKeepsItsClaimWhileItChanges(t *testing.T) {
 // its TLS: they kept both admitted (the edge route never served), and a
 // restart then rejected the passthrough route.
 func TestPlainRouteTurningTLSOnAPassthroughHostIsDecidedAgain(t *testing.T) {
+	// Without timestamps, name order puts acme first: serving its path
+	// over HTTP, it must still not take the host's TLS from pt.
+	for _, stamps := range []bool{true, false} {
+		t.Run(fmt.Sprintf("timestamps=%v", stamps), func(t *testing.T) { plainTurningTLS(t, stamps) })
+	}
+}
+
+func plainTurningTLS(t *testing.T, stamps bool) {
+	pt, acme := `, creationTimestamp: "2020-01-01T00:00:00Z"`, `, creationTimestamp: "2021-01-01T00:00:00Z"`
+	if !stamps {
+		pt, acme = "", ""
+	}
 	files := func(acmeTLS string) []SourceFile {
 		return []SourceFile{{Path: "routes.yaml", Data: []byte(`---
 apiVersion: route.openshift.io/v1
 kind: Route
-metadata: {name: pt, namespace: a, creationTimestamp: "2020-01-01T00:00:00Z"}
+metadata: {name: pt, namespace: a` + pt + `}
 spec: {host: pt.example.com, to: {name: s}, tls: {termination: passthrough}}
 ---
 apiVersion: route.openshift.io/v1
 kind: Route
-metadata: {name: acme, namespace: a, creationTimestamp: "2021-01-01T00:00:00Z"}
+metadata: {name: acme, namespace: a` + acme + `}
 spec: {host: pt.example.com, path: /.well-known, to: {name: s}` + acmeTLS + `}
 `)}}
 	}
@@ -521,10 +533,15 @@ spec: {host: pt.example.com, path: /.well-known, to: {name: s}` + acmeTLS + `}
 	}
 	l := NewLoader()
 	// Edited to edge, acme's new version loses, and its last good (plain)
-	// version serves: stale; a fresh loader has none to serve.
+	// version serves: stale. A fresh loader has no history: the older
+	// route wins, or without timestamps the first by name.
+	freshEdge := "acme=rejected pt=admitted"
+	if !stamps {
+		freshEdge = "acme=admitted pt=rejected"
+	}
 	for i, step := range []struct{ tls, want, fresh string }{
 		{"", "acme=admitted pt=admitted", "acme=admitted pt=admitted"},
-		{", tls: {termination: edge}", "acme=stale pt=admitted", "acme=rejected pt=admitted"},
+		{", tls: {termination: edge}", "acme=stale pt=admitted", freshEdge},
 		{"", "acme=admitted pt=admitted", "acme=admitted pt=admitted"},
 	} {
 		res := l.Load(files(step.tls))

@@ -472,11 +472,18 @@ func TestDefaultCertificateFileHAProxyRefusesKeepsItsLastGood(t *testing.T) {
 	r.start("atomic")
 	r.eventually(10*time.Second, "the default certificate", func() error { return servedSerial(r, "edge.e2e.test", 7001) })
 
+	// The rotation alone, found by the resync.
 	must(t, os.WriteFile(certFile, []byte(badCert+badKey), 0o600))
+	r.trigger <- struct{}{}
+	r.reportsError("spec.defaultCertificate: HAProxy refused the file's content")
+	if err := servedSerial(r, "edge.e2e.test", 7001); err != nil {
+		t.Fatalf("with the refused content in the file: %v", err)
+	}
+	// Other changes apply.
 	must(t, w.Publish(gen("    clientTimeout: 31s\n")))
 	r.onDisk("haproxy.cfg", "timeout client 31s")
 	if err := servedSerial(r, "edge.e2e.test", 7001); err != nil {
-		t.Fatalf("with the refused content in the file: %v", err)
+		t.Fatalf("with the refused content in the file, after a change: %v", err)
 	}
 	r.reportsError("spec.defaultCertificate: HAProxy refused the file's content")
 
