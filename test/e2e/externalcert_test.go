@@ -3,14 +3,11 @@ package e2e
 import (
 	"encoding/base64"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/haroute/haroute/internal/model"
-	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 )
 
@@ -138,11 +135,7 @@ func TestRefusedSecretMaterialKeepsServingAcrossARestart(t *testing.T) {
 	r := newRouter(t)
 	one := startBackend(t, "one")
 	bad, badKey := makeCert(t, "ext.e2e.test", 8002)
-	marker := strings.Split(badKey, "\n")[2]
-	r.haproxy = filepath.Join(t.TempDir(), "haproxy")
-	must(t, os.WriteFile(r.haproxy, []byte(fmt.Sprintf("#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *haproxy.cfg) d=$(dirname \"$a\");; esac; done\n"+
-		"if [ -n \"$d\" ] && grep -rqF '%s' \"$d/certs\"; then echo '[ALERT] unable to load the certificate (the test refuses it)' >&2; exit 1; fi\nexec %s \"$@\"\n",
-		marker, testutil.HAProxy(t))), 0o755))
+	r.haproxy = refusingCertificates(t, badKey)
 	w := publish.NewAtomicWriter(r.dir)
 	pub := func(certPEM, keyPEM string) {
 		must(t, w.Publish(files("router.yaml", r.routerConfig(""), "routes.yaml", extRoute,

@@ -427,11 +427,7 @@ func TestBrokenDefaultCertificateFileLetsOtherSettingsChange(t *testing.T) {
 	one := startBackend(t, "one")
 	certFile := defaultCertificateFile(t, 7001)
 	w := publish.NewAtomicWriter(r.dir)
-	gen := func(extra string) map[string][]byte {
-		return files("router.yaml", r.routerConfig(extra+"  defaultCertificate: "+certFile+"\n"),
-			"edge.yaml", edgeRouteYAML("edge", "edge.e2e.test", "one"),
-			"endpoints.yaml", endpointsYAML("one", one))
-	}
+	gen := edgeWithDefaultCertificate(r, certFile, one)
 	must(t, w.Publish(gen("")))
 	r.start("atomic")
 	r.eventually(10*time.Second, "the default certificate", func() error { return servedSerial(r, "edge.e2e.test", 7001) })
@@ -456,18 +452,9 @@ func TestDefaultCertificateFileHAProxyRefusesKeepsItsLastGood(t *testing.T) {
 	one := startBackend(t, "one")
 	certFile := defaultCertificateFile(t, 7001)
 	badCert, badKey := makeCert(t, "*.e2e.test", 7002)
-	marker := strings.Split(badKey, "\n")[2] // a base64 line of the refused content's own
-	r.haproxy = filepath.Join(t.TempDir(), "haproxy")
-	// As HAProxy would, the wrapper refuses to check or to start on it.
-	must(t, os.WriteFile(r.haproxy, []byte(fmt.Sprintf("#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *haproxy.cfg) d=$(dirname \"$a\");; esac; done\n"+
-		"if [ -n \"$d\" ] && grep -rqF '%s' \"$d/certs\"; then echo '[ALERT] unable to load the default certificate (the test refuses it)' >&2; exit 1; fi\nexec %s \"$@\"\n",
-		marker, testutil.HAProxy(t))), 0o755))
+	r.haproxy = refusingCertificates(t, badKey)
 	w := publish.NewAtomicWriter(r.dir)
-	gen := func(extra string) map[string][]byte {
-		return files("router.yaml", r.routerConfig(extra+"  defaultCertificate: "+certFile+"\n"),
-			"edge.yaml", edgeRouteYAML("edge", "edge.e2e.test", "one"),
-			"endpoints.yaml", endpointsYAML("one", one))
-	}
+	gen := edgeWithDefaultCertificate(r, certFile, one)
 	must(t, w.Publish(gen("")))
 	r.start("atomic")
 	r.eventually(10*time.Second, "the default certificate", func() error { return servedSerial(r, "edge.e2e.test", 7001) })
@@ -519,6 +506,30 @@ func TestRuntimeChangeResumesStoppedWorker(t *testing.T) {
 	if got := r.store.Get().Fallbacks - before; got != 0 {
 		t.Errorf("%d fallback reloads after %s, want the change applied at runtime once the worker was resumed", got, time.Since(start))
 	}
+}
+
+// edgeWithDefaultCertificate is a generation of an edge route on the
+// default certificate, which certFile holds, with extra RouterConfig spec.
+func edgeWithDefaultCertificate(r *router, certFile string, one *backend) func(extra string) map[string][]byte {
+	return func(extra string) map[string][]byte {
+		return files("router.yaml", r.routerConfig(extra+"  defaultCertificate: "+certFile+"\n"),
+			"edge.yaml", edgeRouteYAML("edge", "edge.e2e.test", "one"),
+			"endpoints.yaml", endpointsYAML("one", one))
+	}
+}
+
+// refusingCertificates writes a wrapper of the real haproxy that, as
+// HAProxy refuses material OpenSSL cannot load, refuses to check or start
+// a configuration whose certificates hold keyPEM, and returns its path:
+// material Go takes and HAProxy refuses, which the tests cannot otherwise
+// make on demand.
+func refusingCertificates(t *testing.T, keyPEM string) string {
+	marker := strings.Split(keyPEM, "\n")[2] // a base64 line of the key's own
+	path := filepath.Join(t.TempDir(), "haproxy")
+	must(t, os.WriteFile(path, []byte(fmt.Sprintf("#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *haproxy.cfg) d=$(dirname \"$a\");; esac; done\n"+
+		"if [ -n \"$d\" ] && grep -rqF '%s' \"$d/certs\"; then echo '[ALERT] unable to load the certificate (the test refuses it)' >&2; exit 1; fi\nexec %s \"$@\"\n",
+		marker, testutil.HAProxy(t))), 0o755))
+	return path
 }
 
 // defaultCertificateFile writes a certificate for *.e2e.test with its key
