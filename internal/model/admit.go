@@ -143,7 +143,6 @@ func sameSlice[T any](a, b []T) bool {
 type conflictKey struct {
 	key         RouteKey
 	created     time.Time
-	uid         string
 	host, path  string
 	passthrough bool
 	tls         bool // a plain route may share a passthrough route's host
@@ -651,7 +650,7 @@ func (a *AdmittedRoute) Claim() string {
 
 // conflictKeyOf is what decideConflicts decides a valid route's claim by.
 func conflictKeyOf(a *AdmittedRoute) conflictKey {
-	return conflictKey{key: a.Key, created: a.CreationTimestamp, uid: a.UID, host: claimHostOf(a),
+	return conflictKey{key: a.Key, created: a.CreationTimestamp, host: claimHostOf(a),
 		path: claimPath(a.Path), passthrough: a.Termination == TerminationPassthrough, tls: a.Termination != TerminationNone}
 }
 
@@ -1075,7 +1074,7 @@ func parentDomainOf(host string) string {
 // ranks routes. It does not say which rule decided: a decision replayed
 // from an earlier one (conflictsFromLast) keeps that one's message, so
 // the message must not depend on which routes served at the time.
-const winsOrder = "a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order"
+const winsOrder = "a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order"
 
 // contestedWinners returns, in key order, the routes of the last decision
 // that won a claim another route lost: those on a loser's host, or in a
@@ -1108,8 +1107,7 @@ func (sc *admitScratch) contestedWinners() []RouteKey {
 }
 
 // olderFirst orders routes for conflicts: older creationTimestamp first, a
-// missing timestamp last; equal timestamps by uid, as OpenShift's
-// RouteLessThan breaks them, then namespace/name.
+// missing timestamp last, then namespace/name.
 func olderFirst(a, b *AdmittedRoute) bool {
 	ta, tb := a.CreationTimestamp, b.CreationTimestamp
 	if ta.IsZero() != tb.IsZero() {
@@ -1117,9 +1115,6 @@ func olderFirst(a, b *AdmittedRoute) bool {
 	}
 	if !ta.Equal(tb) {
 		return ta.Before(tb)
-	}
-	if a.UID != b.UID {
-		return a.UID < b.UID
 	}
 	if a.Key.Namespace != b.Key.Namespace {
 		return a.Key.Namespace < b.Key.Namespace

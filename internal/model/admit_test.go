@@ -200,7 +200,7 @@ func TestAdmitConflicts(t *testing.T) {
 				route("a", "old", "a.example.com", "/x", older, ""),
 			},
 			admitted: []string{"a/old"},
-			want:     []string{`b-new.yaml:12:7: error: spec.host: host "a.example.com" path "/x" is already claimed by route a/old, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order)`},
+			want:     []string{`b-new.yaml:12:7: error: spec.host: host "a.example.com" path "/x" is already claimed by route a/old, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order)`},
 		},
 		{
 			name: "same age: namespace/name order decides",
@@ -209,17 +209,7 @@ func TestAdmitConflicts(t *testing.T) {
 				route("ns", "alpha", "a.example.com", "", older, ""),
 			},
 			admitted: []string{"ns/alpha"},
-			want:     []string{`ns-zeta.yaml:12:7: error: spec.host: host "a.example.com" is already claimed by route ns/alpha, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order)`},
-		},
-		{
-			name: "same age: the lower uid wins, as OpenShift's RouteLessThan decides",
-			routes: func() []Route {
-				a, b := route("ns", "a-tie", "a.example.com", "", older, ""), route("ns", "b-tie", "a.example.com", "", older, "")
-				a.Meta.UID, b.Meta.UID = "ffffffff-0000-0000-0000-000000000000", "00000000-0000-0000-0000-000000000000"
-				return []Route{a, b}
-			}(),
-			admitted: []string{"ns/b-tie"},
-			want:     []string{`ns-a-tie.yaml:12:7: error: spec.host: host "a.example.com" is already claimed by route ns/b-tie, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order)`},
+			want:     []string{`ns-zeta.yaml:12:7: error: spec.host: host "a.example.com" is already claimed by route ns/alpha, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order)`},
 		},
 		{
 			name: "a route without a timestamp loses to one with",
@@ -228,7 +218,7 @@ func TestAdmitConflicts(t *testing.T) {
 				route("ns", "b", "a.example.com", "", newer, ""),
 			},
 			admitted: []string{"ns/b"},
-			want:     []string{`ns-a.yaml:12:7: error: spec.host: host "a.example.com" is already claimed by route ns/b, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order)`},
+			want:     []string{`ns-a.yaml:12:7: error: spec.host: host "a.example.com" is already claimed by route ns/b, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order)`},
 		},
 		{
 			// "/" and "//" render the map key of no path: one key, so
@@ -241,8 +231,8 @@ func TestAdmitConflicts(t *testing.T) {
 			},
 			admitted: []string{"b/oldest"},
 			want: []string{
-				`a-new.yaml:12:7: error: spec.host: host "a.example.com" is already claimed by route b/oldest, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order)`,
-				`b-older.yaml:12:7: error: spec.host: host "a.example.com" is already claimed by route b/oldest, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order)`,
+				`a-new.yaml:12:7: error: spec.host: host "a.example.com" is already claimed by route b/oldest, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order)`,
+				`b-older.yaml:12:7: error: spec.host: host "a.example.com" is already claimed by route b/oldest, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order)`,
 			},
 		},
 		{
@@ -261,7 +251,7 @@ func TestAdmitConflicts(t *testing.T) {
 				route("ns", "pass", "a.example.com", "", newer, TerminationPassthrough),
 			},
 			admitted: []string{"ns/edge"},
-			want:     []string{`ns-pass.yaml:12:7: error: spec.host: host "a.example.com" is already served by TLS-terminating route ns/edge, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order): passthrough and TLS-terminating routes cannot share a host, the SNI sends it one way (a plain HTTP route can)`},
+			want:     []string{`ns-pass.yaml:12:7: error: spec.host: host "a.example.com" is already served by TLS-terminating route ns/edge, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order): passthrough and TLS-terminating routes cannot share a host, the SNI sends it one way (a plain HTTP route can)`},
 		},
 		{
 			name: "a plain HTTP path route shares a passthrough route's host, as on OpenShift",
@@ -287,7 +277,7 @@ func TestAdmitConflicts(t *testing.T) {
 				route("ns", "edge", "a.example.com", "/api", newer, TerminationEdge),
 			},
 			admitted: []string{"ns/acme", "ns/pass"},
-			want:     []string{`ns-edge.yaml:12:7: error: spec.host: host "a.example.com" is already served by passthrough route ns/pass, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order): passthrough and TLS-terminating routes cannot share a host, the SNI sends it one way (a plain HTTP route can)`},
+			want:     []string{`ns-edge.yaml:12:7: error: spec.host: host "a.example.com" is already served by passthrough route ns/pass, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order): passthrough and TLS-terminating routes cannot share a host, the SNI sends it one way (a plain HTTP route can)`},
 		},
 		{
 			name: "an older passthrough keeps its host",
@@ -296,7 +286,7 @@ func TestAdmitConflicts(t *testing.T) {
 				route("ns", "pass", "a.example.com", "", older, TerminationPassthrough),
 			},
 			admitted: []string{"ns/pass"},
-			want:     []string{`ns-edge.yaml:12:7: error: spec.host: host "a.example.com" is already served by passthrough route ns/pass, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order): passthrough and TLS-terminating routes cannot share a host, the SNI sends it one way (a plain HTTP route can)`},
+			want:     []string{`ns-edge.yaml:12:7: error: spec.host: host "a.example.com" is already served by passthrough route ns/pass, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order): passthrough and TLS-terminating routes cannot share a host, the SNI sends it one way (a plain HTTP route can)`},
 		},
 		{
 			name: "a rejected route claims nothing",
@@ -363,7 +353,7 @@ func TestNamespaceOwnership(t *testing.T) {
 				route("b", "steal", "shop.example.com", "/admin", newer, false),
 			},
 			admitted: []string{"a/shop"},
-			want:     []string{`b-steal.yaml:12:7: error: spec.host: host "shop.example.com" is owned by namespace "a" (route a/shop holds it: a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order); with routeAdmission.namespaceOwnership Strict, routes of other namespaces cannot claim any path on it`},
+			want:     []string{`b-steal.yaml:12:7: error: spec.host: host "shop.example.com" is owned by namespace "a" (route a/shop holds it: a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order); with routeAdmission.namespaceOwnership Strict, routes of other namespaces cannot claim any path on it`},
 		},
 		{
 			name: "strict: the same namespace shares its host",
@@ -390,7 +380,7 @@ func TestNamespaceOwnership(t *testing.T) {
 				route("b", "shop", "shop.example.com", "/x", newer, false),
 			},
 			admitted: []string{"a/shop"},
-			want:     []string{`b-shop.yaml:12:7: error: spec.host: host "shop.example.com" path "/x" is already claimed by route a/shop, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order)`},
+			want:     []string{`b-shop.yaml:12:7: error: spec.host: host "shop.example.com" path "/x" is already claimed by route a/shop, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order)`},
 		},
 		{
 			name: "strict: an older wildcard holds its domain against other namespaces",
@@ -400,7 +390,7 @@ func TestNamespaceOwnership(t *testing.T) {
 				route("a", "two", "two.apps.example.com", "", newer, false),
 			},
 			admitted: []string{"a/two", "a/wild"},
-			want:     []string{`b-one.yaml:12:7: error: spec.host: wildcard route a/wild of namespace "a" holds *.apps.example.com (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order); with routeAdmission.namespaceOwnership Strict, routes of other namespaces cannot claim hosts under it`},
+			want:     []string{`b-one.yaml:12:7: error: spec.host: wildcard route a/wild of namespace "a" holds *.apps.example.com (a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order); with routeAdmission.namespaceOwnership Strict, routes of other namespaces cannot claim hosts under it`},
 		},
 		{
 			name: "strict: an older host of another namespace blocks a wildcard over it",
@@ -409,7 +399,7 @@ func TestNamespaceOwnership(t *testing.T) {
 				route("a", "wild", "www.apps.example.com", "", newer, true),
 			},
 			admitted: []string{"b/one"},
-			want:     []string{`a-wild.yaml:12:7: error: spec.host: route b/one of namespace "b" serves host "one.apps.example.com" under *.apps.example.com (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order); with routeAdmission.namespaceOwnership Strict, a wildcard route cannot cover hosts of other namespaces`},
+			want:     []string{`a-wild.yaml:12:7: error: spec.host: route b/one of namespace "b" serves host "one.apps.example.com" under *.apps.example.com (a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order); with routeAdmission.namespaceOwnership Strict, a wildcard route cannot cover hosts of other namespaces`},
 		},
 		{
 			name:      "InterNamespaceAllowed: wildcard and hosts of other namespaces coexist",
@@ -454,7 +444,7 @@ func TestAdmitWildcardConflictsOnDomain(t *testing.T) {
 		t.Errorf("admitted = %v, want %v", got, want)
 	}
 	equalLines(t, withoutNotes(ds), []string{
-		`ns-b.yaml:12:7: error: spec.host: host "*.example.com" is already claimed by route ns/a, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order)`,
+		`ns-b.yaml:12:7: error: spec.host: host "*.example.com" is already claimed by route ns/a, which wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order)`,
 	})
 	if !d.Routes[0].Wildcard || d.Routes[1].Wildcard {
 		t.Errorf("wildcard flags = %v, %v; want true, false", d.Routes[0].Wildcard, d.Routes[1].Wildcard)
@@ -952,14 +942,14 @@ func TestAdmitWildcardPassthroughDoesNotShadow(t *testing.T) {
 			route("plain", "p.example.com", older, "", false),
 			route("other", "x.example.org", older, TerminationReencrypt, false),
 		}, []string{"ns/edge", "ns/other", "ns/plain"}, []string{
-			`ns-wild.yaml:12:7: error: spec.host: *.example.com covers host "x.example.com" of route ns/edge, which terminates TLS and wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order): the SNI would send that host's TLS connections to this passthrough route`,
+			`ns-wild.yaml:12:7: error: spec.host: *.example.com covers host "x.example.com" of route ns/edge, which terminates TLS and wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order): the SNI would send that host's TLS connections to this passthrough route`,
 		}},
 		{"an older wildcard passthrough keeps its domain", []*Route{
 			route("reenc", "x.example.com", older.Add(time.Hour), TerminationReencrypt, false),
 			route("wild", "w.example.com", older, TerminationPassthrough, true),
 			route("exact", "y.example.com", older.Add(time.Hour), TerminationPassthrough, false),
 		}, []string{"ns/exact", "ns/wild"}, []string{
-			`ns-reenc.yaml:12:7: error: spec.host: host "x.example.com" is under *.example.com, which passthrough wildcard route ns/wild holds and wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then the lower uid, then namespace/name order): the SNI would send its TLS connections to that route`,
+			`ns-reenc.yaml:12:7: error: spec.host: host "x.example.com" is under *.example.com, which passthrough wildcard route ns/wild holds and wins (a route that serves a claim keeps it, else the older creationTimestamp wins, then namespace/name order): the SNI would send its TLS connections to that route`,
 		}},
 	}
 	for _, tt := range tests {

@@ -304,9 +304,7 @@ func (w *walker) meta(k, v *yaml.Node, meta *ObjectMeta) {
 			meta.Annotations = w.stringMap(v)
 		case "creationTimestamp":
 			meta.CreationTimestamp = w.timestamp(v)
-		case "uid":
-			meta.UID, _ = w.str(v)
-		case "managedFields", "resourceVersion", "generation", "selfLink",
+		case "managedFields", "resourceVersion", "uid", "generation", "selfLink",
 			"ownerReferences", "finalizers", "generateName", "deletionTimestamp",
 			"deletionGracePeriodSeconds", "clusterName":
 		default:

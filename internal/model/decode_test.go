@@ -42,7 +42,6 @@ func TestDecodeGoodFile(t *testing.T) {
 		Labels:            map[string]string{"app": "web"},
 		Annotations:       map[string]string{"haproxy.router.openshift.io/timeout": "5s"},
 		CreationTimestamp: time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC),
-		UID:               "0b7f1c2e-1111-2222-3333-444455556666",
 	}
 	if !reflect.DeepEqual(route.Meta, wantMeta) {
 		t.Errorf("route meta = %+v, want %+v", route.Meta, wantMeta)

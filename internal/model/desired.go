@@ -297,7 +297,6 @@ type AdmittedRoute struct {
 	// CreationTimestamp decides host conflicts in admission; nothing after
 	// admission reads it.
 	CreationTimestamp time.Time
-	UID               string // metadata.uid: breaks ties of equal timestamps; admission only, as CreationTimestamp
 
 	Host string // lowercased, no port
 	Path string // "" or starting with "/"
@@ -321,7 +320,7 @@ type AdmittedRoute struct {
 }
 
 // SameOutput reports whether a and b yield the same HAProxy configuration:
-// they are equal in every field but CreationTimestamp and UID. The render cache
+// they are equal in every field but CreationTimestamp. The render cache
 // reuses a route's output on it and the planner skips unchanged routes on
 // it; TestSameOutputCoversEveryField keeps it complete.
 func (a *AdmittedRoute) SameOutput(b *AdmittedRoute) bool {

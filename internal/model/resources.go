@@ -14,7 +14,6 @@ type ObjectMeta struct {
 	Labels            map[string]string
 	Annotations       map[string]string
 	CreationTimestamp time.Time // zero when absent: such routes lose ties
-	UID               string    // breaks ties of equal timestamps, as OpenShift's RouteLessThan does
 }
 
 // Source locates an object, and its fields, in the input.

@@ -84,7 +84,6 @@ func validateRoute(r *Route, settings *Settings) (AdmittedRoute, *routeCheck) {
 	ar := AdmittedRoute{
 		Key:               RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name},
 		CreationTimestamp: r.Meta.CreationTimestamp,
-		UID:               r.Meta.UID,
 		Host:              host,
 		Path:              spec.Path,
 	}
