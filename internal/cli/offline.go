@@ -191,11 +191,11 @@ func judgeRouterConfig(ctx context.Context, bin string, res model.Result) (model
 }
 
 // haproxyJudges renders d into dir and asks HAProxy to load it: HAProxy's
-// refusal, or "".
+// refusal, or "". The files of an earlier call are written over, not
+// removed: what they hold that d lacks no configuration names, and the
+// default certificate generated into dir is made once for all the calls
+// of a search.
 func haproxyJudges(ctx context.Context, bin, dir string, d *model.Desired) (string, error) {
-	if err := os.RemoveAll(dir); err != nil {
-		return "", err
-	}
 	in, err := offlineInput(d, dir, paths.RunDir)
 	if err != nil {
 		return "", err

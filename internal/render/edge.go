@@ -183,23 +183,23 @@ func errorPageFiles(in Input) []File {
 }
 
 // errorPage is the page served for code: the custom one, else for 503
-// DefaultErrorPage503, else nil (HAProxy's own).
+// defaultErrorPage503, else nil (HAProxy's own).
 func errorPage(in Input, code int) []byte {
 	if page, ok := in.ErrorPages[code]; ok {
 		return page
 	}
 	if code == 503 {
-		return DefaultErrorPage503
+		return defaultErrorPage503
 	}
 	return nil
 }
 
-// DefaultErrorPage503 answers a request no route matches, or whose route
+// defaultErrorPage503 answers a request no route matches, or whose route
 // has no server up, when spec.httpErrorCodePages gives no 503 page. As
 // OpenShift's default page (its router image's error-page-503.http) it
 // says the application is not available and is an HTTP/1.0 response that
 // nothing caches and that closes the connection; the words are haroute's.
-var DefaultErrorPage503 = func() []byte {
+var defaultErrorPage503 = func() []byte {
 	body := "<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"><title>Application is not available</title></head>\n" +
 		"<body>\n<h1>Application is not available</h1>\n" +
 		"<p>No application answers at this address right now: no route serves it, or the route's service has no endpoint ready.</p>\n" +
