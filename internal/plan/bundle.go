@@ -127,10 +127,10 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 }
 
 // byBackend reports whether a map is keyed by backend names and matched
-// exactly (the timeout and HSTS maps), rather than routing requests to
+// exactly (the timeout, HSTS and forwarded-headers maps), rather than routing requests to
 // backends by prefix.
 func byBackend(name string) bool {
-	return name == render.TimeoutServerMap || name == render.TimeoutTunnelMap || name == render.HSTSMap
+	return name == render.TimeoutServerMap || name == render.TimeoutTunnelMap || name == render.HSTSMap || name == render.ForwardedMap
 }
 
 // entryDiff counts the entries only one side has, and reports whether all

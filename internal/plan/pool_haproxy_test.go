@@ -14,7 +14,8 @@ import (
 )
 
 // TestPoolBindingOnHAProxy binds routes that carry what a spare takes at
-// runtime (own certificate, own destination CA, timeouts, HSTS, an
+// runtime (own certificate, own destination CA, timeouts, forwarded
+// headers, HSTS, an
 // allowlist in every spelling admission admits) to the spares of a real
 // HAProxy, then unbinds them: every command must be accepted, the
 // allowlist HAProxy holds must be the route's, and a fresh HAProxy must
@@ -58,6 +59,7 @@ func TestPoolBindingOnHAProxy(t *testing.T) {
 		bind(d, spares[0], "plain", "plain.example.com", func(r *model.AdmittedRoute) {
 			r.Backend.Timeout, r.Backend.TunnelTimeout = 90*time.Second, 2*time.Hour
 			r.Backend.IPAllowlist = allow
+			r.Backend.ForwardedHeaders = "never"
 		})
 		bind(d, spares[1], "own", "own.example.com", func(r *model.AdmittedRoute) {
 			r.TLS.Certificate, r.TLS.Key = string(ownCert), string(ownKey)
@@ -84,6 +86,7 @@ func TestPoolBindingOnHAProxy(t *testing.T) {
 		{"show ssl ca-file", live.dir + "/cas/default_reen.pem"},
 		{"show map " + live.dir + "/" + render.TimeoutServerMap, "be_pool:http:1 90000"},
 		{"show map " + live.dir + "/" + render.HSTSMap, "be_pool:edge:2 max-age=31536000;includeSubDomains"},
+		{"show map " + live.dir + "/" + render.ForwardedMap, "be_pool:http:1 never"},
 	} {
 		if got := live.cmd(t, want.cmd); !strings.Contains(got, want.has) {
 			t.Errorf("%s after binding:\n%s\nwant %q in it", want.cmd, got, want.has)
@@ -110,6 +113,9 @@ func TestPoolBindingOnHAProxy(t *testing.T) {
 	live.apply(t, p)
 	if got := live.cmd(t, "show ssl crt-list "+live.dir+"/"+render.CrtListFile); strings.Contains(got, "own.example.com") {
 		t.Errorf("the crt-list still serves the unbound route:\n%s", got)
+	}
+	if got := live.cmd(t, "show map "+live.dir+"/"+render.ForwardedMap); strings.Contains(got, "be_pool:http:1") {
+		t.Errorf("the spare keeps the unbound route's forwarded-headers policy:\n%s", got)
 	}
 	if got := live.cmd(t, "show acl "+render.SlotACLID("be_pool:http:1")); !strings.Contains(got, " 0.0.0.0/0\n") || strings.Contains(got, "192.0.2.7") {
 		t.Errorf("the spare's allowlist is not open again:\n%s", got)

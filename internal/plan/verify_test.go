@@ -126,8 +126,8 @@ func TestExpectHealth(t *testing.T) {
 			}
 		}
 	}
-	if got := len(exp.Maps); got != 11 {
-		t.Errorf("Expect has %d maps, want the 11 rendered ones", got)
+	if got := len(exp.Maps); got != 12 {
+		t.Errorf("Expect has %d maps, want the 12 rendered ones", got)
 	}
 }
 

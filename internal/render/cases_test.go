@@ -231,7 +231,7 @@ func goldenCases() []goldenCase {
 			bind := func(slot model.BackendName) func(*model.AdmittedRoute) {
 				return func(r *model.AdmittedRoute) { r.Slot = slot }
 			}
-			// Bound routes: timeouts in the maps, the allowlist in the
+			// Bound routes: timeouts and forwarded headers in the maps, the allowlist in the
 			// spare's ACL file, the certificate in the crt-list, the
 			// backends the spares'.
 			return desired(def,
@@ -240,6 +240,7 @@ func goldenCases() []goldenCase {
 						b.Timeout = 90 * time.Second
 						b.TunnelTimeout = 2 * time.Hour
 						b.IPAllowlist = "10.0.0.0/8 192.168.1.7 2001:db8::/32"
+						b.ForwardedHeaders = "never"
 					})),
 				route("pool", "own", "own.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{Certificate: tc.Cert, Key: tc.Key}),
 					svc("web", 100, "10.8.0.2:8080"), bind("be_pool:edge:3"),

@@ -583,14 +583,15 @@ func routeDefaults(w *cfgWriter, in Input, forwarded string) {
 		w.line("defaults ", name, " from ", baseDefaults)
 		w.line("  mode http")
 		w.line("  balance ", string(model.DefaultBalance))
-		forwardedHeaders(w, forwarded)
 		for _, rule := range rules {
 			rule(w, in)
 		}
 	}
-	httpDefaults(routesHTTP)
-	httpDefaults(poolHTTP, timeoutRules)
-	httpDefaults(poolTLS, timeoutRules, hstsRule)
+	routerHeaders := func(w *cfgWriter, _ Input) { forwardedHeaders(w, forwarded) }
+	spareHeaders := func(w *cfgWriter, in Input) { forwardedByPolicy(w, in, forwarded) }
+	httpDefaults(routesHTTP, routerHeaders)
+	httpDefaults(poolHTTP, spareHeaders, timeoutRules)
+	httpDefaults(poolTLS, spareHeaders, timeoutRules, hstsRule)
 	w.line("")
 	w.line("defaults ", routesTCP, " from ", baseDefaults)
 	w.line("  mode tcp")
@@ -609,9 +610,10 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 	name := string(be)
 
 	// What the backend inherits: mode, balance and, for HTTP with the
-	// router's policy, the forwarded headers.
+	// router's policy or on a spare (which reads the policy from
+	// ForwardedMap), the forwarded headers.
 	defaults, inherited := routesHTTP, model.DefaultBalance
-	ownHeaders := !tcp && bs.ForwardedHeaders != "" && bs.ForwardedHeaders != forwardedPolicy(&in.Desired.Router)
+	ownHeaders := !tcp && bs.ForwardedHeaders != "" && bs.ForwardedHeaders != forwardedPolicy(&in.Desired.Router) && !timeoutsByMap(r)
 	switch {
 	case tcp:
 		defaults, inherited = routesTCP, model.DefaultPassthroughBalance
@@ -680,15 +682,9 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 		forwardedHeaders(w, bs.ForwardedHeaders)
 	}
 	if !tcp {
-		if byMap && ownHeaders {
-			timeoutRules(w, in) // not inherited from poolHTTP
-		}
 		rewriteTarget(w, r)
 		switch {
-		case hstsByMap(r):
-			if ownHeaders {
-				hstsRule(w, in) // not inherited from poolTLS
-			}
+		case hstsByMap(r): // poolTLS's rule
 		case bs.HSTSHeader != "" && r.Termination != model.TerminationNone:
 			v, _ := singleQuoted("hsts header", bs.HSTSHeader, true) // checked in checkRoute
 			w.line("  http-response set-header Strict-Transport-Security ", v, " if { ssl_fc }")
@@ -753,6 +749,64 @@ func hstsRule(w *cfgWriter, in Input) {
 // The client's address comes from forwardedForVar, which the HTTP
 // frontends set (clientFor).
 func forwardedHeaders(w *cfgWriter, policy string) {
+	option, rules := forwardedRules(policy)
+	if option != "" {
+		w.line("  ", option)
+	}
+	for _, r := range rules {
+		if r.cond == "" {
+			w.line("  http-request ", r.action)
+		} else {
+			w.line("  http-request ", r.action, " if ", r.cond)
+		}
+	}
+}
+
+// forwardedPolicies are the set-forwarded-headers policies that add or
+// change headers ("never" does neither).
+var forwardedPolicies = []string{forwardedAppend, "replace", "if-none"}
+
+// forwardedByPolicy writes the rules of a pool spare: every policy's,
+// each guarded by the policy that ForwardedMap holds for the backend, or
+// routerPolicy when it holds none, so that binding a route with its own
+// policy is a map entry rather than a reload. `option forwardfor` has no
+// condition, so a spare adds X-Forwarded-For with a rule, as the option
+// would: one header line with the client's address, after the client's
+// (for if-none, only where the client sent none). The map is read once,
+// with one converter, for the reason timeoutRules gives.
+func forwardedByPolicy(w *cfgWriter, in Input, routerPolicy string) {
+	w.line("  http-request set-var(", forwardedPolicyVar, ") be_name,map_str(", in.Dir, "/", ForwardedMap, ",", routerPolicy, ")")
+	for _, p := range forwardedPolicies {
+		is := "{ var(" + forwardedPolicyVar + ") -m str " + p + " }"
+		option, rules := forwardedRules(p)
+		switch option {
+		case forwardForIfNone:
+			rules = append([]rule{{"add-header X-Forwarded-For " + clientAddr, "!{ req.hdr(X-Forwarded-For) -m found }"}}, rules...)
+		case forwardFor:
+			rules = append([]rule{{"add-header X-Forwarded-For " + clientAddr, ""}}, rules...)
+		}
+		for _, r := range rules {
+			w.line("  http-request ", r.action, " if ", strings.TrimSpace(is+" "+r.cond))
+		}
+	}
+}
+
+// forwardedPolicyVar holds a pool spare's set-forwarded-headers policy for
+// the request (forwardedByPolicy).
+const forwardedPolicyVar = "txn.fwd_policy"
+
+// rule is an http-request action and its condition ("" for none).
+type rule struct{ action, cond string }
+
+// The two spellings of `option forwardfor` that forwardedRules returns.
+const (
+	forwardFor       = "option forwardfor"
+	forwardForIfNone = "option forwardfor if-none"
+)
+
+// forwardedRules are what policy adds to a request: its `option
+// forwardfor` line ("" for none) and its rules.
+func forwardedRules(policy string) (option string, rules []rule) {
 	// One rule rather than OpenShift's two (http if !{ ssl_fc }, https if
 	// { ssl_fc }), and the Forwarded header's proto from the same
 	// expression rather than a lookup of the header just added: the same
@@ -764,29 +818,34 @@ func forwardedHeaders(w *cfgWriter, policy string) {
 	const port = "%fp"
 	switch policy {
 	case "never":
+		return "", nil
 	case "replace":
-		w.line("  http-request set-header X-Forwarded-For ", clientAddr)
-		w.line("  http-request set-header X-Forwarded-Host %[req.hdr(host)]")
-		w.line("  http-request set-header X-Forwarded-Port ", port)
-		w.line("  http-request set-header X-Forwarded-Proto ", proto)
-		w.line("  http-request set-header X-Forwarded-Proto-Version h2 if { ssl_fc_alpn -i h2 }")
-		w.line("  http-request set-header ", forwarded(proto))
+		return "", []rule{
+			{"set-header X-Forwarded-For " + clientAddr, ""},
+			{"set-header X-Forwarded-Host %[req.hdr(host)]", ""},
+			{"set-header X-Forwarded-Port " + port, ""},
+			{"set-header X-Forwarded-Proto " + proto, ""},
+			{"set-header X-Forwarded-Proto-Version h2", "{ ssl_fc_alpn -i h2 }"},
+			{"set-header " + forwarded(proto), ""},
+		}
 	case "if-none":
-		w.line("  option forwardfor if-none")
-		w.line("  http-request set-header X-Forwarded-Host %[req.hdr(host)] if !{ req.hdr(X-Forwarded-Host) -m found }")
-		w.line("  http-request set-header X-Forwarded-Port ", port, " if !{ req.hdr(X-Forwarded-Port) -m found }")
-		w.line("  http-request set-header X-Forwarded-Proto http if !{ ssl_fc } !{ req.hdr(X-Forwarded-Proto) -m found }")
-		w.line("  http-request set-header X-Forwarded-Proto https if { ssl_fc } !{ req.hdr(X-Forwarded-Proto) -m found }")
-		w.line("  http-request set-header X-Forwarded-Proto-Version h2 if { ssl_fc_alpn -i h2 } !{ req.hdr(X-Forwarded-Proto-Version) -m found }")
-		// The client's X-Forwarded-Proto, when it sent one, is the proto.
-		w.line("  http-request set-header ", forwarded("%[req.hdr(X-Forwarded-Proto)]"), " if !{ req.hdr(Forwarded) -m found }")
+		return forwardForIfNone, []rule{
+			{"set-header X-Forwarded-Host %[req.hdr(host)]", "!{ req.hdr(X-Forwarded-Host) -m found }"},
+			{"set-header X-Forwarded-Port " + port, "!{ req.hdr(X-Forwarded-Port) -m found }"},
+			{"set-header X-Forwarded-Proto http", "!{ ssl_fc } !{ req.hdr(X-Forwarded-Proto) -m found }"},
+			{"set-header X-Forwarded-Proto https", "{ ssl_fc } !{ req.hdr(X-Forwarded-Proto) -m found }"},
+			{"set-header X-Forwarded-Proto-Version h2", "{ ssl_fc_alpn -i h2 } !{ req.hdr(X-Forwarded-Proto-Version) -m found }"},
+			// The client's X-Forwarded-Proto, when it sent one, is the proto.
+			{"set-header " + forwarded("%[req.hdr(X-Forwarded-Proto)]"), "!{ req.hdr(Forwarded) -m found }"},
+		}
 	default: // forwardedAppend
-		w.line("  option forwardfor")
-		w.line("  http-request add-header X-Forwarded-Host %[req.hdr(host)]")
-		w.line("  http-request add-header X-Forwarded-Port ", port)
-		w.line("  http-request add-header X-Forwarded-Proto ", proto)
-		w.line("  http-request add-header X-Forwarded-Proto-Version h2 if { ssl_fc_alpn -i h2 }")
-		w.line("  http-request add-header ", forwarded(proto))
+		return forwardFor, []rule{
+			{"add-header X-Forwarded-Host %[req.hdr(host)]", ""},
+			{"add-header X-Forwarded-Port " + port, ""},
+			{"add-header X-Forwarded-Proto " + proto, ""},
+			{"add-header X-Forwarded-Proto-Version h2", "{ ssl_fc_alpn -i h2 }"},
+			{"add-header " + forwarded(proto), ""},
+		}
 	}
 }
 

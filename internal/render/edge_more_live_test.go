@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/tls"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -228,6 +230,78 @@ func TestLiveForwardedHeaderPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLiveForwardedPolicyOnSpares: a route bound to a pool spare, which
+// reads its set-forwarded-headers policy from ForwardedMap, gets the
+// headers a route with the same policy gets on a backend of its own
+// (TestLiveForwardedHeaderPolicy checks those against OpenShift's), under
+// every router policy, over HTTP and HTTPS, from a client that sends
+// forwarded headers of its own.
+func TestLiveForwardedPolicyOnSpares(t *testing.T) {
+	routePolicies := []string{"", "append", "replace", "if-none", "never"}
+	for _, router := range []string{"append", "replace", "if-none", "never"} {
+		t.Run(router, func(t *testing.T) {
+			s := edgeSettings(t)
+			s.ForwardedHeaderPolicy = router
+			be := echoBackend(t)
+			var routes, spares []model.AdmittedRoute
+			for i, p := range routePolicies {
+				name := cmp.Or(p, "unset")
+				slot := model.BackendName(fmt.Sprintf("be_pool:edge-allow:%d", i+1))
+				spares = append(spares, model.SpareRoute(model.TerminationEdge, true, slot, &s))
+				set := backendSettings(func(b *model.BackendSettings) { b.ForwardedHeaders = p })
+				term := edge(model.InsecurePolicyAllow, model.RouteTLS{})
+				routes = append(routes,
+					route("t", "own-"+name, "own-"+name+".example.com", "", term, svc("web", 100, be), set),
+					route("t", "bound-"+name, "bound-"+name+".example.com", "", term, svc("web", 100, be), set,
+						func(r *model.AdmittedRoute) { r.Slot = slot }))
+			}
+			startEdge(t, s, func(in *Input) { in.Spares = spares }, routes...)
+			clients := map[string]*http.Client{
+				"http":  client(s.HTTPPort, nil),
+				"https": client(s.HTTPSPort, &tls.Config{InsecureSkipVerify: true}),
+			}
+			for _, p := range routePolicies {
+				name := cmp.Or(p, "unset")
+				for scheme, cl := range clients {
+					got := map[string]map[string][]string{}
+					for _, kind := range []string{"own", "bound"} {
+						host := kind + "-" + name + ".example.com"
+						_, body, err := fetchURL(cl, scheme+"://"+host+"/", "X-Forwarded-For", "192.0.2.1",
+							"X-Forwarded-Proto", "gopher", "Forwarded", "for=192.0.2.9")
+						if err != nil {
+							t.Fatalf("%s %s: %v", scheme, host, err)
+						}
+						got[kind] = forwardedLines(strings.ReplaceAll(body, host, "HOST"))
+					}
+					if !reflect.DeepEqual(got["own"], got["bound"]) {
+						t.Errorf("route policy %q over %s: on its own backend the backend got\n%v\nbound to a spare\n%v", p, scheme, got["own"], got["bound"])
+					}
+					// Not vacuous: the policy in force shows.
+					policy := cmp.Or(p, router)
+					want := map[string][]string{"append": {"192.0.2.1", "127.0.0.1"}, "replace": {"127.0.0.1"},
+						"if-none": {"192.0.2.1"}, "never": {"192.0.2.1"}}[policy]
+					if xff := got["bound"]["X-Forwarded-For"]; !reflect.DeepEqual(xff, want) {
+						t.Errorf("route policy %q (in force: %s) over %s: X-Forwarded-For %q, want %q", p, policy, scheme, xff, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// forwardedLines are the X-Forwarded-* and Forwarded header values an
+// echoBackend body lists, by name, in the order the backend got them.
+func forwardedLines(body string) map[string][]string {
+	out := map[string][]string{}
+	for line := range strings.Lines(body) {
+		name, value, ok := strings.Cut(strings.TrimSuffix(line, "\n"), ": ")
+		if ok && (name == "Forwarded" || strings.HasPrefix(name, "X-Forwarded-")) {
+			out[name] = append(out[name], value)
+		}
+	}
+	return out
 }
 
 // TestLiveHeaderActions: router-level request actions set and delete

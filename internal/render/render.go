@@ -52,6 +52,10 @@ const (
 	// reencrypt routes bound to spares that set hsts_header, keyed the
 	// same way.
 	HSTSMap = "maps/hsts.map"
+	// ForwardedMap holds the set-forwarded-headers policy of the HTTP
+	// routes bound to spares that set one, keyed the same way; a spare
+	// it does not name follows the router's (forwardedByPolicy).
+	ForwardedMap = "maps/forwarded.map"
 
 	// RedirectValue in an HTTP map sends the client to HTTPS instead of a
 	// backend (insecureEdgeTerminationPolicy Redirect), so switching a
@@ -469,6 +473,9 @@ func routeMapEntries(r *model.AdmittedRoute) []mapAdd {
 	if hstsByMap(r) && r.Backend.HSTSHeader != "" {
 		out = append(out, mapAdd{name: HSTSMap, MapEntry: MapEntry{Key: be, Value: r.Backend.HSTSHeader}})
 	}
+	if timeoutsByMap(r) && r.Backend.ForwardedHeaders != "" {
+		out = append(out, mapAdd{name: ForwardedMap, MapEntry: MapEntry{Key: be, Value: r.Backend.ForwardedHeaders}})
+	}
 	return out
 }
 
@@ -489,11 +496,13 @@ func onPoolSpare(r *model.AdmittedRoute) bool {
 }
 
 // RuntimeSettingsOf returns b with the settings r's backend reads at
-// runtime (timeoutsByMap, hstsByMap, allowlistByID) taken from r: what is
+// runtime (timeoutsByMap, which covers the forwarded headers too,
+// hstsByMap, allowlistByID) taken from r: what is
 // left to differ between b and r's settings changes the backend's text.
 func RuntimeSettingsOf(r *model.AdmittedRoute, b model.BackendSettings) model.BackendSettings {
 	if timeoutsByMap(r) {
 		b.Timeout, b.TunnelTimeout = r.Backend.Timeout, r.Backend.TunnelTimeout
+		b.ForwardedHeaders = r.Backend.ForwardedHeaders
 	}
 	if hstsByMap(r) {
 		b.HSTSHeader = r.Backend.HSTSHeader
@@ -505,7 +514,8 @@ func RuntimeSettingsOf(r *model.AdmittedRoute, b model.BackendSettings) model.Ba
 }
 
 // timeoutsByMap reports whether r's backend takes its timeouts from
-// TimeoutServerMap and TimeoutTunnelMap rather than from its own lines:
+// TimeoutServerMap and TimeoutTunnelMap, and its set-forwarded-headers
+// policy from ForwardedMap, rather than from its own lines:
 // an HTTP pool spare or a route bound to one. (A TCP backend has no action
 // that sets a timeout per connection on 2.6.)
 func timeoutsByMap(r *model.AdmittedRoute) bool {
@@ -608,7 +618,7 @@ func millis(d time.Duration) string {
 // map file the config names to exist.
 func buildMaps(outs []*routeOut) ([]Map, map[string]bool) {
 	names := []string{HTTPMap, HTTPWildcardMap, HTTPHostMap, HTTPSMap, HTTPSWildcardMap, HTTPSHostMap,
-		SNIPassthroughMap, SNIPassthroughWildcardMap, TimeoutServerMap, TimeoutTunnelMap, HSTSMap}
+		SNIPassthroughMap, SNIPassthroughWildcardMap, TimeoutServerMap, TimeoutTunnelMap, HSTSMap, ForwardedMap}
 	sort.Strings(names)
 	at := make(map[string]int, len(names))
 	for i, name := range names {
@@ -708,11 +718,11 @@ func fallback(es []MapEntry, i int) string {
 }
 
 // ExactMap reports whether HAProxy matches a map's keys exactly (map_str):
-// the host, SNI, timeout and HSTS maps. The others are matched by prefix
+// the host, SNI, timeout, HSTS and forwarded-headers maps. The others are matched by prefix
 // (map_beg), where the longest key that begins the request's wins.
 func ExactMap(name string) bool {
 	switch name {
-	case HTTPHostMap, HTTPSHostMap, SNIPassthroughMap, SNIPassthroughWildcardMap, TimeoutServerMap, TimeoutTunnelMap, HSTSMap:
+	case HTTPHostMap, HTTPSHostMap, SNIPassthroughMap, SNIPassthroughWildcardMap, TimeoutServerMap, TimeoutTunnelMap, HSTSMap, ForwardedMap:
 		return true
 	}
 	return false

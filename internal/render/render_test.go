@@ -64,6 +64,7 @@ func TestFilesSortedWithModes(t *testing.T) {
 		"crt-list -rw-r--r--",
 		"errorpages/503.http -rw-r--r--",
 		"haproxy.cfg -rw-------",
+		"maps/forwarded.map -rw-r--r--",
 		"maps/hsts.map -rw-r--r--",
 		"maps/http.map -rw-r--r--",
 		"maps/http_host.map -rw-r--r--",

@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -424,6 +426,74 @@ func TestTimeoutRoutesWithoutReload(t *testing.T) {
 	if got := r.reloads() - before; got != 0 {
 		t.Fatalf("adding a route with a timeout, changing it and deleting it took %d reloads, want 0", got)
 	}
+}
+
+// A route with its own set-forwarded-headers policy binds to a spare,
+// which reads the policy from a map keyed by its name: adding the route,
+// changing its policy and deleting it take no reload, and the policy
+// holds from the first answer.
+func TestForwardedHeaderPolicyRoutesWithoutReload(t *testing.T) {
+	r, w, gen, before := poolRouter(t, startBackend(t, "one"), forwardedForBackend(t))
+	fwdRoute := func(policy string) []byte {
+		return []byte(annotated(routeYAML("fwd", "fwd.e2e.test", "", "xff"), "haproxy.router.openshift.io/set-forwarded-headers", policy))
+	}
+	// forwardedFor waits for the route to answer, and fails at once if
+	// strict and its first answer is not want: the X-Forwarded-For values
+	// the backend got for a client that sent 192.0.2.1.
+	forwardedFor := func(want string, strict bool) {
+		t.Helper()
+		r.eventually(20*time.Second, "fwd.e2e.test forwards "+want, func() error {
+			req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.http), nil)
+			req.Host = "fwd.e2e.test"
+			req.Header.Set("X-Forwarded-For", "192.0.2.1")
+			resp, err := r.client.Do(req)
+			if err != nil {
+				return err
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("status %d", resp.StatusCode)
+			}
+			if string(body) != want {
+				if strict {
+					t.Fatalf("the route's first answer forwarded X-Forwarded-For %s, want %s", body, want)
+				}
+				return fmt.Errorf("X-Forwarded-For %s", body)
+			}
+			return nil
+		})
+	}
+	gen["fwd.yaml"] = fwdRoute("never")
+	must(t, w.Publish(gen))
+	forwardedFor("[192.0.2.1]", true)
+	gen["fwd.yaml"] = fwdRoute("replace")
+	must(t, w.Publish(gen))
+	forwardedFor("[127.0.0.1]", false)
+
+	delete(gen, "fwd.yaml")
+	mark := len(r.appliedSnapshot())
+	must(t, w.Publish(gen))
+	gone, _ := r.appliedSince(mark, 20*time.Second, "fwd route deleted", func(d *model.Desired) bool {
+		return !slices.ContainsFunc(d.Routes, func(ar *model.AdmittedRoute) bool { return ar.Key.Name == "fwd" })
+	})
+	if gone.Reload {
+		t.Fatalf("deleting the route with its own forwarded-headers policy reloaded: %v", gone.Reasons)
+	}
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("adding a route with its own forwarded-headers policy, changing it and deleting it took %d reloads, want 0", got)
+	}
+}
+
+// forwardedForBackend, service "xff", answers with the X-Forwarded-For
+// values it got.
+func forwardedForBackend(t *testing.T) *backend {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		fmt.Fprint(w, req.Header.Values("X-Forwarded-For"))
+	}))
+	t.Cleanup(srv.Close)
+	return &backend{Name: "xff", Port: srv.Listener.Addr().(*net.TCPAddr).Port}
 }
 
 // A route with an IP allowlist binds to a spare: the spare rejects
