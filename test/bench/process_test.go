@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haroute/haroute/internal/haproxy"
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/render"
 	"github.com/haroute/haroute/internal/testutil"
 )
 
@@ -22,9 +26,9 @@ import (
 func TestBenchControllerProcess(t *testing.T) {
 	needBench(t)
 	// 200 adds and deletes: the p99 of 50 would be the slowest one alone.
-	const routes, changes, every, adds = 10000, 1000, 100, 200
+	const routes, changes, every, adds, rawChanges = 10000, 1000, 100, 200, 50
 	r := newRouter(t)
-	base, added := startBackend(t, "base"), startBackend(t, "added")
+	base, added, raw := startBackend(t, "base"), startBackend(t, "added"), startBackend(t, "raw")
 	tr := r.publishOn(routes, base)
 	bin := buildHaroute(t)
 	startAt := time.Now()
@@ -34,6 +38,30 @@ func TestBenchControllerProcess(t *testing.T) {
 	}
 	started := time.Since(startAt)
 	rss := []int64{processRSS(t, pid)}
+
+	// The raw runtime API baseline on the same HAProxy, as figure 3c
+	// measures it for the in-process daemon: the commands haroute sends
+	// for one added endpoint, straight to the admin socket. Services ≡ 5
+	// (mod 10) are left to it; haroute changes multiples of 10.
+	desired := model.NewLoader().Load(tr.sourceFiles()).Desired
+	rt := haproxy.NewRuntime(filepath.Join(r.runDir, render.AdminSocket))
+	var rawServed []time.Duration
+	for i := range rawChanges {
+		k := i*(routes/rawChanges) + 5
+		cmds := addServerCommands(t, desired, tr.key(k), endpointOf(raw))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		t0 := time.Now()
+		_, err := rt.Apply(ctx, cmds)
+		cancel()
+		if err != nil {
+			t.Fatalf("raw change %d: %v", i, err)
+		}
+		at, err := r.untilServedEvery(hostName(k), raw.Name, 30*time.Second, time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rawServed = append(rawServed, at.Sub(t0))
+	}
 
 	before := r.reloads()
 	var served []time.Duration
@@ -57,6 +85,10 @@ func TestBenchControllerProcess(t *testing.T) {
 		"—", ms(started), "—"})
 	record(t, figure{"3h", fmt.Sprintf("`haroute run` in its own process: swap adding one endpoint → new server answers (%d changes, %d routes, every change confirmed; %d reloads)",
 		changes, routes, reloads), "—", spread(served), "—"})
+	rawP50, ourP50 := percentile(rawServed, 50), percentile(served, 50)
+	ratio := float64(ourP50) / float64(max(rawP50, time.Microsecond))
+	record(t, figure{"3k", fmt.Sprintf("`haroute run` in its own process: one endpoint change served (3h) against the raw runtime API on the same HAProxy in the same run (the add-server commands sent straight to the admin socket → new server answers, polled alike: %s)",
+		spread(rawServed)), "≤ 3×", fmt.Sprintf("%.1f× (p50 %s / %s)", ratio, ms(ourP50), ms(rawP50)), verdict(ratio <= 3)})
 	record(t, figure{"3i", fmt.Sprintf("`haroute run` in its own process: route added → served, route deleted → gone (%d routes, one at a time; deletes: %s)",
 		routes, spread(deleted)), "p99 ≤ 50 ms", spread(addedAt),
 		verdict(percentile(addedAt, 99) <= 50*time.Millisecond && percentile(deleted, 99) <= 50*time.Millisecond)})
