@@ -40,28 +40,9 @@ func TestBenchLeanChange10k(t *testing.T) {
 	}
 	desired := r.lastDesired()
 
-	// The baseline: the commands haroute sends for one added endpoint
-	// (add server with the rendered arguments, health, enable), straight
-	// to the admin socket, until the new server answers. Services ≡ 5
-	// (mod 10) are left to it; haroute changes those ≡ 0.
-	rt := haproxy.NewRuntime(filepath.Join(r.runDir, render.AdminSocket))
-	var rawServed []time.Duration
-	for i := range rawChanges {
-		k := i*(routes/rawChanges) + 5
-		cmds := addServerCommands(t, desired, tr.key(k), endpointOf(raw))
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		t0 := time.Now()
-		_, err := rt.Apply(ctx, cmds)
-		cancel()
-		if err != nil {
-			t.Fatalf("raw change %d: %v", i, err)
-		}
-		at, err := r.untilServed(hostName(k), raw.Name, 30*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rawServed = append(rawServed, at.Sub(t0))
-	}
+	// The baseline; services ≡ 5 (mod 10) are left to it, haroute
+	// changes those ≡ 0.
+	rawServed := r.rawChanges(desired, tr, raw, rawChanges, 2*time.Millisecond)
 
 	// haroute: 1000 changes, one service each, in rounds of 100; the
 	// process's resident memory after each round, as the OS counts it (no
@@ -108,6 +89,35 @@ func TestBenchLeanChange10k(t *testing.T) {
 	heapProfile(t, "lean10k")
 }
 
+// rawChanges sends the commands haroute sends for one added endpoint (add
+// server with the rendered arguments, health, enable) straight to the
+// admin socket, for n services ≡ 5 (mod 10) of tr spread over its routes,
+// each adding raw, and returns how long each took until the new server
+// answered, polled every poll.
+func (r *router) rawChanges(desired *model.Desired, tr *tree, raw *backend, n int, poll time.Duration) []time.Duration {
+	t := r.t
+	t.Helper()
+	rt := haproxy.NewRuntime(filepath.Join(r.runDir, render.AdminSocket))
+	var served []time.Duration
+	for i := range n {
+		k := i*(len(tr.eps)/n) + 5
+		cmds := addServerCommands(t, desired, tr.key(k), endpointOf(raw))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		t0 := time.Now()
+		_, err := rt.Apply(ctx, cmds)
+		cancel()
+		if err != nil {
+			t.Fatalf("raw change %d: %v", i, err)
+		}
+		at, err := r.untilServedEvery(hostName(k), raw.Name, 30*time.Second, poll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served = append(served, at.Sub(t0))
+	}
+	return served
+}
+
 // heapProfile writes what the heap holds (daemon and harness) to the
 // results directory, if any.
 func heapProfile(t *testing.T, name string) {
@@ -145,7 +155,7 @@ func (r *router) lastDesired() *model.Desired {
 // addServerCommands are the runtime commands that add ep to route key as
 // haroute would: its server name, the rendered server arguments, checks
 // on (the route then has two endpoints) and out of maintenance.
-func addServerCommands(t *testing.T, d *model.Desired, key model.RouteKey, ep endpoint) []string {
+func addServerCommands(t testing.TB, d *model.Desired, key model.RouteKey, ep endpoint) []string {
 	t.Helper()
 	for _, route := range d.Routes {
 		if route.Key != key {

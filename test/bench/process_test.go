@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/haroute/haroute/internal/haproxy"
 	"github.com/haroute/haroute/internal/model"
-	"github.com/haroute/haroute/internal/render"
 	"github.com/haroute/haroute/internal/testutil"
 )
 
@@ -40,28 +37,9 @@ func TestBenchControllerProcess(t *testing.T) {
 	rss := []int64{processRSS(t, pid)}
 
 	// The raw runtime API baseline on the same HAProxy, as figure 3c
-	// measures it for the in-process daemon: the commands haroute sends
-	// for one added endpoint, straight to the admin socket. Services ≡ 5
-	// (mod 10) are left to it; haroute changes multiples of 10.
-	desired := model.NewLoader().Load(tr.sourceFiles()).Desired
-	rt := haproxy.NewRuntime(filepath.Join(r.runDir, render.AdminSocket))
-	var rawServed []time.Duration
-	for i := range rawChanges {
-		k := i*(routes/rawChanges) + 5
-		cmds := addServerCommands(t, desired, tr.key(k), endpointOf(raw))
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		t0 := time.Now()
-		_, err := rt.Apply(ctx, cmds)
-		cancel()
-		if err != nil {
-			t.Fatalf("raw change %d: %v", i, err)
-		}
-		at, err := r.untilServedEvery(hostName(k), raw.Name, 30*time.Second, time.Millisecond)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rawServed = append(rawServed, at.Sub(t0))
-	}
+	// measures it for the in-process daemon (rawChanges), polled as 3h
+	// is; haroute changes multiples of 10.
+	rawServed := r.rawChanges(model.NewLoader().Load(tr.sourceFiles()).Desired, tr, raw, rawChanges, time.Millisecond)
 
 	before := r.reloads()
 	var served []time.Duration
