@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haroute/haroute/internal/daemon"
 	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/test/publish"
 )
@@ -411,13 +412,7 @@ func TestTimeoutRoutesWithoutReload(t *testing.T) {
 	// Deleting it unbinds the spare: its timeout entries are deleted from
 	// the maps and read back. (A second pattern expression on the timeout
 	// maps once made that read-back fail, and the delete reload.)
-	delete(gen, "slow.yaml")
-	mark := len(r.appliedSnapshot())
-	must(t, w.Publish(gen))
-	gone, _ := r.appliedSince(mark, 20*time.Second, "slow route deleted", func(d *model.Desired) bool {
-		return !slices.ContainsFunc(d.Routes, func(ar *model.AdmittedRoute) bool { return ar.Key.Name == "slow" })
-	})
-	if gone.Reload {
+	if gone := r.deleteRoute(w, gen, "slow.yaml", "slow"); gone.Reload {
 		t.Fatalf("deleting the route with a timeout reloaded: %v", gone.Reasons)
 	}
 	if st := r.store.Get(); st.Fallbacks != 0 {
@@ -471,18 +466,25 @@ func TestForwardedHeaderPolicyRoutesWithoutReload(t *testing.T) {
 	must(t, w.Publish(gen))
 	forwardedFor("[127.0.0.1]", false)
 
-	delete(gen, "fwd.yaml")
-	mark := len(r.appliedSnapshot())
-	must(t, w.Publish(gen))
-	gone, _ := r.appliedSince(mark, 20*time.Second, "fwd route deleted", func(d *model.Desired) bool {
-		return !slices.ContainsFunc(d.Routes, func(ar *model.AdmittedRoute) bool { return ar.Key.Name == "fwd" })
-	})
-	if gone.Reload {
+	if gone := r.deleteRoute(w, gen, "fwd.yaml", "fwd"); gone.Reload {
 		t.Fatalf("deleting the route with its own forwarded-headers policy reloaded: %v", gone.Reasons)
 	}
 	if got := r.reloads() - before; got != 0 {
 		t.Fatalf("adding a route with its own forwarded-headers policy, changing it and deleting it took %d reloads, want 0", got)
 	}
+}
+
+// deleteRoute removes file, which holds route name, from gen, publishes
+// gen, and returns the generation applied without the route.
+func (r *router) deleteRoute(w *publish.AtomicWriter, gen map[string][]byte, file, name string) daemon.Applied {
+	r.t.Helper()
+	delete(gen, file)
+	mark := len(r.appliedSnapshot())
+	must(r.t, w.Publish(gen))
+	gone, _ := r.appliedSince(mark, 20*time.Second, name+" deleted", func(d *model.Desired) bool {
+		return !slices.ContainsFunc(d.Routes, func(ar *model.AdmittedRoute) bool { return ar.Key.Name == name })
+	})
+	return gone
 }
 
 // forwardedForBackend, service "xff", answers with the X-Forwarded-For
