@@ -127,8 +127,8 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 }
 
 // byBackend reports whether a map is keyed by backend names and matched
-// exactly (the timeout, HSTS and forwarded-headers maps), rather than routing requests to
-// backends by prefix.
+// exactly (the timeout, HSTS and forwarded-headers maps), rather than
+// routing requests to backends by prefix.
 func byBackend(name string) bool {
 	return name == render.TimeoutServerMap || name == render.TimeoutTunnelMap || name == render.HSTSMap || name == render.ForwardedMap
 }

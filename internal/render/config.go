@@ -614,7 +614,7 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 	// router's policy or on a spare (which reads the policy from
 	// ForwardedMap), the forwarded headers.
 	defaults, inherited := routesHTTP, model.DefaultBalance
-	ownHeaders := !tcp && bs.ForwardedHeaders != "" && bs.ForwardedHeaders != forwardedPolicy(&in.Desired.Router) && !timeoutsByMap(r)
+	ownHeaders := !tcp && bs.ForwardedHeaders != "" && bs.ForwardedHeaders != forwardedPolicy(&in.Desired.Router) && !forwardedByMap(r)
 	switch {
 	case tcp:
 		defaults, inherited = routesTCP, model.DefaultPassthroughBalance
@@ -932,8 +932,9 @@ func rewriteTarget(w *cfgWriter, r *model.AdmittedRoute) {
 }
 
 // cookie renders sticky sessions with dynamic cookies: the cookie value is
-// derived from the server address and the backend's key, so a server added
+// derived from the server address and DynamicCookieKey, so a server added
 // at runtime and the same server after a reload get the same cookie.
+// ownKey writes the key, for a backend whose defaults section has none.
 func cookie(w *cfgWriter, r *model.AdmittedRoute, be model.BackendName, ownKey bool) {
 	bs := &r.Backend
 	name := bs.CookieName

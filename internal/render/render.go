@@ -473,7 +473,7 @@ func routeMapEntries(r *model.AdmittedRoute) []mapAdd {
 	if hstsByMap(r) && r.Backend.HSTSHeader != "" {
 		out = append(out, mapAdd{name: HSTSMap, MapEntry: MapEntry{Key: be, Value: r.Backend.HSTSHeader}})
 	}
-	if timeoutsByMap(r) && r.Backend.ForwardedHeaders != "" {
+	if forwardedByMap(r) && r.Backend.ForwardedHeaders != "" {
 		out = append(out, mapAdd{name: ForwardedMap, MapEntry: MapEntry{Key: be, Value: r.Backend.ForwardedHeaders}})
 	}
 	return out
@@ -496,12 +496,14 @@ func onPoolSpare(r *model.AdmittedRoute) bool {
 }
 
 // RuntimeSettingsOf returns b with the settings r's backend reads at
-// runtime (timeoutsByMap, which covers the forwarded headers too,
-// hstsByMap, allowlistByID) taken from r: what is
+// runtime (timeoutsByMap, forwardedByMap, hstsByMap, allowlistByID) taken
+// from r: what is
 // left to differ between b and r's settings changes the backend's text.
 func RuntimeSettingsOf(r *model.AdmittedRoute, b model.BackendSettings) model.BackendSettings {
 	if timeoutsByMap(r) {
 		b.Timeout, b.TunnelTimeout = r.Backend.Timeout, r.Backend.TunnelTimeout
+	}
+	if forwardedByMap(r) {
 		b.ForwardedHeaders = r.Backend.ForwardedHeaders
 	}
 	if hstsByMap(r) {
@@ -514,13 +516,17 @@ func RuntimeSettingsOf(r *model.AdmittedRoute, b model.BackendSettings) model.Ba
 }
 
 // timeoutsByMap reports whether r's backend takes its timeouts from
-// TimeoutServerMap and TimeoutTunnelMap, and its set-forwarded-headers
-// policy from ForwardedMap, rather than from its own lines:
+// TimeoutServerMap and TimeoutTunnelMap rather than from its own lines:
 // an HTTP pool spare or a route bound to one. (A TCP backend has no action
 // that sets a timeout per connection on 2.6.)
 func timeoutsByMap(r *model.AdmittedRoute) bool {
 	return onPoolSpare(r) && r.Termination != model.TerminationPassthrough
 }
+
+// forwardedByMap reports whether r's backend takes its
+// set-forwarded-headers policy from ForwardedMap (forwardedByPolicy)
+// rather than from its own lines: the same backends as timeoutsByMap.
+func forwardedByMap(r *model.AdmittedRoute) bool { return timeoutsByMap(r) }
 
 // The allowlist of a pool spare is an inline ACL with an id of its own
 // (SlotACLID), so the runtime API can replace its patterns (`prepare acl
