@@ -21,7 +21,7 @@ const (
 	certPath    = testDir + "/certs/default_secure.pem"
 )
 
-func cookieKey(string) string { return render.DynamicCookieKey }
+func cookieKey(be string) string { return render.DynamicCookieKey(model.BackendName(be)) }
 
 // TestCompute has one row per change type of DESIGN §5, each applied to the
 // same base state, with the exact runtime commands or reload reasons.
@@ -473,7 +473,7 @@ func TestCompute(t *testing.T) {
 				"add server be_http:default:hello/ck_127.0.0.1_18082 127.0.0.1:18082 weight 256 check inter 5s",
 				"enable health be_http:default:hello/ck_127.0.0.1_18082",
 				"enable server be_http:default:hello/ck_127.0.0.1_18082",
-				"set dynamic-cookie-key backend be_http:default:hello " + render.DynamicCookieKey,
+				"set dynamic-cookie-key backend be_http:default:hello " + render.DynamicCookieKey(beHello),
 				"enable dynamic-cookie backend be_http:default:hello",
 				"set server be_http:default:hello/ep_127.0.0.1_18081 state maint",
 			},
@@ -494,7 +494,7 @@ func TestCompute(t *testing.T) {
 			wantCommands: []string{
 				"add server be_http:default:pair/ep_127.0.0.1_18090 127.0.0.1:18090 weight 256",
 				"enable server be_http:default:pair/ep_127.0.0.1_18090",
-				"set dynamic-cookie-key backend be_http:default:pair " + render.DynamicCookieKey,
+				"set dynamic-cookie-key backend be_http:default:pair " + render.DynamicCookieKey(bePair),
 				"enable dynamic-cookie backend be_http:default:pair",
 				"set server be_http:default:pair/ck_127.0.0.1_18090 state maint",
 				"set server be_http:default:pair/ck_127.0.0.1_18091 state maint",
@@ -518,7 +518,7 @@ func TestCompute(t *testing.T) {
 				"enable server be_http:default:pair/ep_127.0.0.1_18090",
 				"add server be_http:default:pair/ep_127.0.0.1_18091 127.0.0.1:18091 weight 0",
 				"enable server be_http:default:pair/ep_127.0.0.1_18091",
-				"set dynamic-cookie-key backend be_http:default:pair " + render.DynamicCookieKey,
+				"set dynamic-cookie-key backend be_http:default:pair " + render.DynamicCookieKey(bePair),
 				"enable dynamic-cookie backend be_http:default:pair",
 				"set server be_http:default:pair/ck_127.0.0.1_18090 state maint",
 				"set server be_http:default:pair/ck_127.0.0.1_18091 state maint",
@@ -742,35 +742,21 @@ func TestCookieKeyMatchesConfig(t *testing.T) {
 	}
 }
 
-// configCookieKey reads "dynamic-cookie-key" from a backend's section, or
-// from the defaults section it inherits from.
+// configCookieKey reads "dynamic-cookie-key" from a backend's section.
 func configCookieKey(t *testing.T, cfg []byte, be model.BackendName) string {
 	t.Helper()
-	ss := sections(cfg)
-	key := func(header string) (string, string, bool) {
-		for _, s := range ss {
-			if s.header != header {
-				continue
-			}
-			first, _, _ := strings.Cut(string(s.body), "\n")
-			_, from, _ := strings.Cut(first, " from ")
-			for line := range strings.Lines(string(s.body)) {
-				if f := strings.Fields(line); len(f) == 2 && f[0] == "dynamic-cookie-key" {
-					return f[1], from, true
-				}
-			}
-			return "", from, true
+	for _, s := range sections(cfg) {
+		if s.header != "backend "+string(be) {
+			continue
 		}
-		return "", "", false
+		for line := range strings.Lines(string(s.body)) {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "dynamic-cookie-key" {
+				return f[1]
+			}
+		}
 	}
-	k, from, ok := key("backend " + string(be))
-	if k == "" && ok && from != "" {
-		k, _, _ = key("defaults " + from)
-	}
-	if k == "" {
-		t.Fatalf("no dynamic-cookie-key for %s in the config", be)
-	}
-	return k
+	t.Fatalf("no dynamic-cookie-key for %s in the config", be)
+	return ""
 }
 
 // A passthrough backend has no cookies: adding a server sends no key.

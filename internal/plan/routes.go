@@ -230,7 +230,7 @@ func (d *differ) servers(old, cur *model.AdmittedRoute, settingsChanged bool) {
 	// Render gives every HTTP backend without disable_cookies dynamic
 	// cookies; servers added at runtime need the key sent again.
 	if added && cur.Termination != model.TerminationPassthrough && !cur.Backend.DisableCookies {
-		d.adds = append(d.adds, SetDynamicCookieKey{Backend: be, Key: render.DynamicCookieKey})
+		d.adds = append(d.adds, SetDynamicCookieKey{Backend: be, Key: render.DynamicCookieKey(be)})
 	}
 }
 

@@ -583,7 +583,6 @@ func routeDefaults(w *cfgWriter, in Input, forwarded string) {
 		w.line("defaults ", name, " from ", baseDefaults)
 		w.line("  mode http")
 		w.line("  balance ", string(model.DefaultBalance))
-		w.line("  dynamic-cookie-key ", DynamicCookieKey)
 		for _, rule := range rules {
 			rule(w, in)
 		}
@@ -691,7 +690,7 @@ func backend(w *cfgWriter, r *model.AdmittedRoute, in Input) {
 			w.line("  http-response set-header Strict-Transport-Security ", v, " if { ssl_fc }")
 		}
 		if !bs.DisableCookies {
-			cookie(w, r, be, defaults == baseDefaults)
+			cookie(w, r, be)
 		}
 		routeHeaderActions(w, "http-request", bs.RequestHeaders)
 		routeHeaderActions(w, "http-response", bs.ResponseHeaders)
@@ -932,10 +931,9 @@ func rewriteTarget(w *cfgWriter, r *model.AdmittedRoute) {
 }
 
 // cookie renders sticky sessions with dynamic cookies: the cookie value is
-// derived from the server address and DynamicCookieKey, so a server added
+// derived from the server address and the backend's key, so a server added
 // at runtime and the same server after a reload get the same cookie.
-// ownKey writes the key, for a backend whose defaults section has none.
-func cookie(w *cfgWriter, r *model.AdmittedRoute, be model.BackendName, ownKey bool) {
+func cookie(w *cfgWriter, r *model.AdmittedRoute, be model.BackendName) {
 	bs := &r.Backend
 	name := bs.CookieName
 	if name == "" {
@@ -957,9 +955,7 @@ func cookie(w *cfgWriter, r *model.AdmittedRoute, be model.BackendName, ownKey b
 	// A cookie name is an RFC 9110 token, which may hold '#', '\'' and
 	// '$': cfgArg quotes it then.
 	w.line("  cookie ", cfgArg(name), " insert indirect nocache httponly", secure, dynamic, sameSite)
-	if ownKey {
-		w.line("  dynamic-cookie-key ", DynamicCookieKey) // base has none
-	}
+	w.line("  dynamic-cookie-key ", DynamicCookieKey(be))
 }
 
 // SecureCookie reports whether r's sticky cookie is Secure (with SameSite):
@@ -993,18 +989,14 @@ func CookieName(be model.BackendName) string {
 // (model.AdmittedRoute.BackendName); passthrough backends have no cookie.
 var routingTermination = map[string]string{"be_http": "", "be_edge_http": "edge", "be_secure": "reencrypt"}
 
-// DynamicCookieKey is the dynamic-cookie-key of every HTTP backend, from
-// the defaults section it inherits (or its own line, under base). One
-// constant keeps a server's cookie value stable across restarts and hosts
-// (a client stays on its server after a reload, or behind several
-// routers); the daemon sends it again with `set dynamic-cookie-key` after
-// adding a server at runtime. A value is the hash of the key and the
-// server's address, so two routes whose servers share an address give
-// them the same value, under each route's own cookie name. The key was
-// once per backend, derived from its name (as public as this one): the
-// line in each of 10k backends was a fifth of haproxy.cfg and 20 ms of
-// HAProxy's parse of it.
-const DynamicCookieKey = "haroute-dynamic-cookie-key-1"
+// DynamicCookieKey is the dynamic-cookie-key of a backend. It is derived
+// from the backend name, so it is stable across restarts and hosts (a
+// client stays on its server after a reload, or behind several routers);
+// the daemon sends it again with `set dynamic-cookie-key` after adding a
+// server at runtime.
+func DynamicCookieKey(be model.BackendName) string {
+	return hashHex("haroute-dynamic-cookie-key", string(be))
+}
 
 // CAPreloadBackend holds one disabled server per destination CA file. On
 // HAProxy 2.6 `add server … ca-file X` fails unless X was loaded at
