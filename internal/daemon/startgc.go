@@ -12,7 +12,7 @@ import (
 // slow it down: they mark a heap that is growing towards its final size,
 // and the last one runs beside HAProxy's parse. Measured with `haroute
 // run` at 10k routes on 2 cores (4 starts each, start → first answer,
-// median): GOGC 50 (haroute's default) 646 ms, GOGC 400 640 ms, the
+// median): GOGC 50 (haroute's default then) 646 ms, GOGC 400 640 ms, the
 // collector off 528 ms, at a peak of 96 MB resident instead of 85.
 //
 // So the collector is off from the daemon's start until its first sync

@@ -772,18 +772,20 @@ var forwardedPolicies = []string{forwardedAppend, "replace", "if-none"}
 // policy is a map entry rather than a reload. `option forwardfor` has no
 // condition, so a spare adds X-Forwarded-For with a rule, as the option
 // would: one header line with the client's address, after the client's
-// (for if-none, only where the client sent none). The map is read once,
+// and the other forwarded headers (for if-none, only where the client
+// sent none). The map is read once,
 // with one converter, for the reason timeoutRules gives.
 func forwardedByPolicy(w *cfgWriter, in Input, routerPolicy string) {
 	w.line("  http-request set-var(", forwardedPolicyVar, ") be_name,map_str(", in.Dir, "/", ForwardedMap, ",", routerPolicy, ")")
 	for _, p := range forwardedPolicies {
 		is := "{ var(" + forwardedPolicyVar + ") -m str " + p + " }"
 		option, rules := forwardedRules(p)
+		// Last, where the option adds it: after every rule.
 		switch option {
 		case forwardForIfNone:
-			rules = append([]rule{{"add-header X-Forwarded-For " + clientAddr, "!{ req.hdr(X-Forwarded-For) -m found }"}}, rules...)
+			rules = append(rules, rule{"add-header X-Forwarded-For " + clientAddr, "!{ req.hdr(X-Forwarded-For) -m found }"})
 		case forwardFor:
-			rules = append([]rule{{"add-header X-Forwarded-For " + clientAddr, ""}}, rules...)
+			rules = append(rules, rule{"add-header X-Forwarded-For " + clientAddr, ""})
 		}
 		for _, r := range rules {
 			w.line("  http-request ", r.action, " if ", strings.TrimSpace(is+" "+r.cond))

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"compress/gzip"
@@ -244,7 +245,7 @@ func TestLiveForwardedPolicyOnSpares(t *testing.T) {
 		t.Run(router, func(t *testing.T) {
 			s := edgeSettings(t)
 			s.ForwardedHeaderPolicy = router
-			be := echoBackend(t)
+			be := rawEchoBackend(t)
 			var routes, spares []model.AdmittedRoute
 			for i, p := range routePolicies {
 				name := cmp.Or(p, "unset")
@@ -265,7 +266,7 @@ func TestLiveForwardedPolicyOnSpares(t *testing.T) {
 			for _, p := range routePolicies {
 				name := cmp.Or(p, "unset")
 				for scheme, cl := range clients {
-					got := map[string]map[string][]string{}
+					got := map[string][][2]string{}
 					for _, kind := range []string{"own", "bound"} {
 						host := kind + "-" + name + ".example.com"
 						_, body, err := fetchURL(cl, scheme+"://"+host+"/", "X-Forwarded-For", "192.0.2.1",
@@ -282,7 +283,13 @@ func TestLiveForwardedPolicyOnSpares(t *testing.T) {
 					policy := cmp.Or(p, router)
 					want := map[string][]string{"append": {"192.0.2.1", "127.0.0.1"}, "replace": {"127.0.0.1"},
 						"if-none": {"192.0.2.1"}, "never": {"192.0.2.1"}}[policy]
-					if xff := got["bound"]["X-Forwarded-For"]; !reflect.DeepEqual(xff, want) {
+					var xff []string
+					for _, h := range got["bound"] {
+						if h[0] == "x-forwarded-for" {
+							xff = append(xff, h[1])
+						}
+					}
+					if !reflect.DeepEqual(xff, want) {
 						t.Errorf("route policy %q (in force: %s) over %s: X-Forwarded-For %q, want %q", p, policy, scheme, xff, want)
 					}
 				}
@@ -291,17 +298,57 @@ func TestLiveForwardedPolicyOnSpares(t *testing.T) {
 	}
 }
 
-// forwardedLines are the X-Forwarded-* and Forwarded header values an
-// echoBackend body lists, by name, in the order the backend got them.
-func forwardedLines(body string) map[string][]string {
-	out := map[string][]string{}
-	for line := range strings.Lines(body) {
-		name, value, ok := strings.Cut(strings.TrimSuffix(line, "\n"), ": ")
-		if ok && (name == "Forwarded" || strings.HasPrefix(name, "X-Forwarded-")) {
-			out[name] = append(out[name], value)
+// forwardedLines are the X-Forwarded-* and Forwarded headers of a request
+// head that rawEchoBackend sent back, names lowercased, in order.
+func forwardedLines(head string) [][2]string {
+	var out [][2]string
+	for line := range strings.Lines(head) {
+		name, value, ok := strings.Cut(strings.TrimRight(line, "\r\n"), ":")
+		name = strings.ToLower(name)
+		if ok && (name == "forwarded" || strings.HasPrefix(name, "x-forwarded-")) {
+			out = append(out, [2]string{name, strings.TrimSpace(value)})
 		}
 	}
 	return out
+}
+
+// rawEchoBackend answers every request with its head as HAProxy sent it,
+// headers in their order, on connections kept alive.
+func rawEchoBackend(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					var head strings.Builder
+					for {
+						line, err := br.ReadString('\n')
+						if err != nil {
+							return
+						}
+						if line == "\r\n" {
+							break
+						}
+						head.WriteString(line)
+					}
+					if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", head.Len(), head.String()); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // TestLiveHeaderActions: router-level request actions set and delete
