@@ -35,21 +35,23 @@ func tlsSecretYAML(certPEM, keyPEM string) string {
 		b64(certPEM), b64(keyPEM))
 }
 
+// extPublisher returns what publishes r's tree: extRoute served by one,
+// and its Secret with certPEM and keyPEM.
+func extPublisher(t *testing.T, r *router, one *backend) func(certPEM, keyPEM string) {
+	w := publish.NewAtomicWriter(r.dir)
+	return func(certPEM, keyPEM string) {
+		must(t, w.Publish(files("router.yaml", r.routerConfig(""), "routes.yaml", extRoute,
+			"secret.yaml", tlsSecretYAML(certPEM, keyPEM), "endpoints.yaml", endpointsYAML("one", one))))
+	}
+}
+
 // A route's spec.tls.externalCertificate names a kubernetes.io/tls Secret
 // in the directory; the Secret's certificate is served, and a new Secret
 // rotates it at runtime, without a reload, as OpenShift's router does.
 func TestExternalCertificateSecretRotatesWithoutReload(t *testing.T) {
 	r := newRouter(t)
 	one := startBackend(t, "one")
-	w := publish.NewAtomicWriter(r.dir)
-	pub := func(certPEM, keyPEM string) {
-		must(t, w.Publish(files(
-			"router.yaml", r.routerConfig(""),
-			"routes.yaml", extRoute,
-			"secret.yaml", tlsSecretYAML(certPEM, keyPEM),
-			"endpoints.yaml", endpointsYAML("one", one),
-		)))
-	}
+	pub := extPublisher(t, r, one)
 	c1, k1 := makeCert(t, "ext.e2e.test", 3003)
 	pub(c1, k1)
 	r.start("atomic")
@@ -77,18 +79,25 @@ func TestExternalCertificateSecretRotatesWithoutReload(t *testing.T) {
 	if got, err := r.getTLS("ext.e2e.test"); err != nil || got != "one" {
 		t.Fatalf("with a broken Secret: %q, %v", got, err)
 	}
-	// And across a restart.
+	staleAcrossRestartThenFixed(t, r, pub, 4004, 6006)
+}
+
+// staleAcrossRestartThenFixed restarts r, whose route ext serves its last
+// good certificate (serial) with the Secret broken: it must still be stale
+// and serve it after the restart; then a fixed Secret (fixedSerial),
+// published with pub, serves, and the route is admitted again.
+func staleAcrossRestartThenFixed(t *testing.T, r *router, pub func(certPEM, keyPEM string), serial, fixedSerial int64) {
+	t.Helper()
 	time.Sleep(500 * time.Millisecond) // the save of the last good state runs off the loop
 	r.stop()
 	r.start("atomic")
 	r.routeStatus("ext", model.RouteStale)
-	if err := servedSerial(r, "ext.e2e.test", 4004); err != nil {
+	if err := servedSerial(r, "ext.e2e.test", serial); err != nil {
 		t.Fatalf("with a broken Secret, after a restart: %v", err)
 	}
-	// Fixed, it serves again, fresh.
-	c6, k6 := makeCert(t, "ext.e2e.test", 6006)
-	pub(c6, k6)
-	r.eventually(20*time.Second, "the fixed Secret's certificate served", func() error { return servedSerial(r, "ext.e2e.test", 6006) })
+	fixed, fixedKey := makeCert(t, "ext.e2e.test", fixedSerial)
+	pub(fixed, fixedKey)
+	r.eventually(20*time.Second, "the fixed Secret's certificate served", func() error { return servedSerial(r, "ext.e2e.test", fixedSerial) })
 	r.routeStatus("ext", model.RouteAdmitted)
 }
 
@@ -136,11 +145,7 @@ func TestRefusedSecretMaterialKeepsServingAcrossARestart(t *testing.T) {
 	one := startBackend(t, "one")
 	bad, badKey := makeCert(t, "ext.e2e.test", 8002)
 	r.haproxy = refusingCertificates(t, badKey)
-	w := publish.NewAtomicWriter(r.dir)
-	pub := func(certPEM, keyPEM string) {
-		must(t, w.Publish(files("router.yaml", r.routerConfig(""), "routes.yaml", extRoute,
-			"secret.yaml", tlsSecretYAML(certPEM, keyPEM), "endpoints.yaml", endpointsYAML("one", one))))
-	}
+	pub := extPublisher(t, r, one)
 	good, goodKey := makeCert(t, "ext.e2e.test", 8001)
 	pub(good, goodKey)
 	r.start("atomic")
@@ -154,15 +159,5 @@ func TestRefusedSecretMaterialKeepsServingAcrossARestart(t *testing.T) {
 	if err := servedSerial(r, "ext.e2e.test", 8001); err != nil {
 		t.Fatalf("with refused material: %v", err)
 	}
-	time.Sleep(500 * time.Millisecond) // the save of the last good state runs off the loop
-	r.stop()
-	r.start("atomic")
-	r.routeStatus("ext", model.RouteStale)
-	if err := servedSerial(r, "ext.e2e.test", 8001); err != nil {
-		t.Fatalf("with refused material, after a restart: %v", err)
-	}
-	fixed, fixedKey := makeCert(t, "ext.e2e.test", 8003)
-	pub(fixed, fixedKey)
-	r.eventually(20*time.Second, "the fixed Secret's certificate served", func() error { return servedSerial(r, "ext.e2e.test", 8003) })
-	r.routeStatus("ext", model.RouteAdmitted)
+	staleAcrossRestartThenFixed(t, r, pub, 8001, 8003)
 }
