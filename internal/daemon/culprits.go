@@ -37,7 +37,8 @@ type culprit struct {
 // culprits returns the routes of next that make `haproxy -c` fail, or the
 // settings that do: new settings (or a first start's) that fail without
 // any changed route are judged field by field (model.JudgeSettings).
-func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, error) {
+// whole is HAProxy's message about next as a whole.
+func (d *Daemon) culprits(ctx context.Context, next plan.State, whole string) ([]culprit, error) {
 	var prev []*model.AdmittedRoute
 	if d.desired.Desired != nil {
 		prev = d.desired.Desired.Routes
@@ -80,10 +81,6 @@ func (d *Daemon) culprits(ctx context.Context, next plan.State) ([]culprit, erro
 			return nil, err
 		}
 		if msg == "" {
-			whole, err := check(next.Desired.Router, next.Desired.Routes)
-			if err != nil || whole == "" {
-				return nil, err
-			}
 			return []culprit{{files: files, msg: whole}}, nil
 		}
 	}

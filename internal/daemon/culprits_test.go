@@ -51,10 +51,11 @@ func TestCulpritsFindsRefusedRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.writeChecked(context.Background(), next); err == nil {
+	werr := d.writeChecked(context.Background(), next)
+	if werr == nil {
 		t.Fatal("haproxy -c accepted the broken candidate; the test proves nothing")
 	}
-	cs, err := d.culprits(context.Background(), next)
+	cs, err := d.culprits(context.Background(), next, werr.Error())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -453,10 +453,11 @@ func touchesCertificates(p plan.Plan) bool {
 func (d *Daemon) refusedBy(ctx context.Context, next plan.State, err error) []culprit {
 	d.writeFailed(err)
 	var rej rejected
-	if !errors.As(err, &rej) || !rej.checked {
+	var whole *haproxy.CheckError
+	if !errors.As(err, &rej) || !rej.checked || !errors.As(err, &whole) {
 		return nil
 	}
-	cs, cerr := d.culprits(ctx, next)
+	cs, cerr := d.culprits(ctx, next, whole.Error())
 	if cerr != nil {
 		d.recordError(fmt.Errorf("looking for the routes haproxy refuses: %w", cerr))
 		d.retryLater()
@@ -471,7 +472,6 @@ func (d *Daemon) refusedBy(ctx context.Context, next plan.State, err error) []cu
 		d.lastHash = "" // the same snapshot goes again without them
 		return cs
 	}
-
 	// Refused, and neither a route nor the settings are to blame: the
 	// cause is outside the directory (a file changed behind haroute's
 	// back, the binary). Left as it was, the generation waited for the
