@@ -244,11 +244,8 @@ func judgeRoutes(ctx context.Context, bin string, res model.Result) (model.Diagn
 	}
 	var ds model.Diagnostics
 	for _, r := range res.Objects.Routes {
-		ns := r.Meta.Namespace
-		if ns == "" {
-			ns = "default"
-		}
-		if msg, ok := refused[model.RouteKey{Namespace: ns, Name: r.Meta.Name}]; ok {
+		// (The decoder gave every object a namespace.)
+		if msg, ok := refused[model.RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}]; ok {
 			ds = append(ds, model.Diagnostic{Pos: r.Source.At("metadata.name"), Severity: model.SeverityError, Field: "metadata.name",
 				Message: "HAProxy refused this route: " + msg})
 		}
