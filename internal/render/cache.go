@@ -45,7 +45,12 @@ type cacheTable struct {
 	// contested is "<map> <key>" for each key that more than one entry
 	// claimed in the last full build of the maps (mapsEdited keeps off
 	// them); keyOrdered, that the last render's routes were in key order.
-	contested  map[string]bool
+	contested map[string]bool
+	// dependent are the maps that held HTTPSOnlyValue entries in the last
+	// full build: which of them stand depends on other routes' entries
+	// (shadowRedirectsOnly), so mapsEdited, which edits route by route,
+	// keeps off them.
+	dependent  map[string]bool
 	keyOrdered bool
 	skeleton   []byte   // of the last successful render: a head, then parts
 	parts      [][]byte // the parts of skeleton after its head: the slots, then the other routes

@@ -45,7 +45,7 @@ func mapsEdited(t *cacheTable, outs []*routeOut, routes []*model.AdmittedRoute) 
 	// HTTPSOnlyValue entries depend on other routes' entries
 	// (shadowRedirectsOnly): a map that has or gets some is built afresh.
 	for _, e := range slices.Concat(removes, adds) {
-		if e.Value == HTTPSOnlyValue || t.contested[e.name+" "+HTTPSOnlyValue] {
+		if e.Value == HTTPSOnlyValue || t.dependent[e.name] {
 			return nil, nil, false
 		}
 	}

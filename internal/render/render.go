@@ -141,13 +141,13 @@ func Render(in Input) (*Bundle, error) {
 
 	b := &Bundle{}
 	var mapData [][]byte
-	var contested map[string]bool // nil: t's still hold
+	var contested, dependent map[string]bool // nil: t's still hold
 	if mapsSame {
 		b.Maps, mapData = t.maps, t.mapData
 	} else if maps, data, ok := mapsEdited(t, outs, in.Desired.Routes); ok {
 		b.Maps, mapData = maps, data
 	} else {
-		b.Maps, contested = buildMaps(outs)
+		b.Maps, contested, dependent = buildMaps(outs)
 		mapData = make([][]byte, len(b.Maps))
 		for i, m := range b.Maps {
 			mapData[i] = mapFileData(m)
@@ -168,7 +168,7 @@ func Render(in Input) (*Bundle, error) {
 	if t != nil {
 		t.commit(outs, b.Maps, mapData, skeleton, parts)
 		if contested != nil {
-			t.contested = contested
+			t.contested, t.dependent = contested, dependent
 		}
 		t.keyOrdered = model.InKeyOrder(in.Desired.Routes)
 	}
@@ -622,7 +622,7 @@ func millis(d time.Duration) string {
 
 // buildMaps computes every map, including empty ones: HAProxy needs each
 // map file the config names to exist.
-func buildMaps(outs []*routeOut) ([]Map, map[string]bool) {
+func buildMaps(outs []*routeOut) (maps []Map, contested, dependent map[string]bool) {
 	names := []string{HTTPMap, HTTPWildcardMap, HTTPHostMap, HTTPSMap, HTTPSWildcardMap, HTTPSHostMap,
 		SNIPassthroughMap, SNIPassthroughWildcardMap, TimeoutServerMap, TimeoutTunnelMap, HSTSMap, ForwardedMap}
 	sort.Strings(names)
@@ -662,8 +662,8 @@ func buildMaps(outs []*routeOut) ([]Map, map[string]bool) {
 			}
 		}
 	}
-	maps := make([]Map, len(names))
-	contested := map[string]bool{}
+	maps = make([]Map, len(names))
+	contested, dependent = map[string]bool{}, map[string]bool{}
 	for i, name := range names {
 		var dropped []string
 		maps[i].Name = name
@@ -672,18 +672,13 @@ func buildMaps(outs []*routeOut) ([]Map, map[string]bool) {
 			contested[name+" "+k] = true
 		}
 		if name == HTTPMap || name == HTTPWildcardMap {
-			var had bool
-			if maps[i].Entries, had = shadowRedirectsOnly(maps[i].Entries); had {
-				// Entries that depend on other routes': mapsEdited,
-				// which edits route by route, keeps off this map.
-				contested[name+" "+HTTPSOnlyValue] = true
-			}
+			maps[i].Entries, dependent[name] = shadowRedirectsOnly(maps[i].Entries)
 		}
 	}
 	for _, h := range hostMaps {
 		maps[at[h.host]].Entries = hostEntries(maps[at[h.from]].Entries)
 	}
-	return maps, contested
+	return maps, contested, dependent
 }
 
 // shadowRedirectsOnly keeps, of the HTTPSOnlyValue entries of a sorted
