@@ -120,6 +120,33 @@ func (s *slab[T]) take(n int) []T {
 // longer be used.
 func (s *slab[T]) reset() { s.next, s.cur = 0, nil }
 
+// release zeroes what was handed out since the last reset, so that no
+// stale item keeps the text it points into alive, and keeps at most keep
+// arrays for the next parse.
+func (s *slab[T]) release(keep int) {
+	for _, c := range s.all[:s.next] {
+		clear(c[:cap(c)])
+	}
+	clear(s.all[min(keep, len(s.all)):])
+	s.all = s.all[:min(keep, len(s.all))]
+	s.reset()
+}
+
+// keptSlabs bounds what an idle parser keeps: enough for a file of a few
+// hundred objects, the usual size of one change, without holding on to
+// what the largest chunk of a cold load needed.
+const keptSlabs = 4
+
+// Release ends the use of the last documents parsed: it drops the
+// parser's references to their text and keeps its arrays, within bounds,
+// for the next Parse. A parser kept between loads is released first.
+func (p *Parser) Release() {
+	p.nodes.release(keptSlabs)
+	p.ptrs.release(keptSlabs)
+	clear(p.stack[:cap(p.stack)])
+	p.text, p.stack = "", p.stack[:0]
+}
+
 // errDecline is the parser's only failure: not in the subset.
 type errDecline struct{}
 

@@ -360,3 +360,47 @@ func checkGenerated(t *testing.T, seed uint64, n int) int {
 }
 
 func pick2(rng *rand.Rand, xs ...int) int { return xs[rng.IntN(len(xs))] }
+
+// A parser kept from load to load (the model's decoder pools them) is
+// released after each: it must then hold nothing of the text it parsed,
+// keep a bounded amount of memory, and parse the next text as a new
+// parser would.
+func TestReleasedParserKeepsNoText(t *testing.T) {
+	var big strings.Builder
+	for i := range 2000 { // many slabs of nodes
+		fmt.Fprintf(&big, "---\nkind: Endpoints\nmetadata:\n  name: svc-%d\nsubsets:\n- addresses:\n  - ip: 10.0.0.%d\n", i, i%250)
+	}
+	p := Parser{Strict: true}
+	if _, ok := p.Parse([]byte(big.String())); !ok {
+		t.Fatal("the fast path declined the test's own text")
+	}
+	if len(p.nodes.all) <= keptSlabs {
+		t.Fatalf("the text took %d slabs of nodes; the test needs more than %d", len(p.nodes.all), keptSlabs)
+	}
+	p.Release()
+	if p.text != "" {
+		t.Error("a released parser still refers to the text")
+	}
+	for what, n := range map[string]int{"nodes": len(p.nodes.all), "pointers": len(p.ptrs.all)} {
+		if n > keptSlabs {
+			t.Errorf("a released parser keeps %d slabs of %s, want at most %d", n, what, keptSlabs)
+		}
+	}
+	for _, c := range p.nodes.all {
+		for i, n := range c[:cap(c)] {
+			if n.Value != "" || n.Content != nil {
+				t.Fatalf("a kept node (%d) still holds %q", i, n.Value)
+			}
+		}
+	}
+	next := "apiVersion: v1\nkind: Route\nspec:\n  host: a.example.com\n  to: {kind: Service, name: web}\n"
+	got, ok := p.Parse([]byte(next))
+	fresh := Parser{Strict: true}
+	want, ok2 := fresh.Parse([]byte(next))
+	if !ok || !ok2 || len(got) != 1 || len(want) != 1 {
+		t.Fatalf("parsing %q: released parser %d documents (%v), new parser %d (%v)", next, len(got), ok, len(want), ok2)
+	}
+	if d := sameTree(got[0], want[0], "doc"); d != "" {
+		t.Fatalf("a released parser read %q differently from a new one: %s", next, d)
+	}
+}
