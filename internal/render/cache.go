@@ -54,6 +54,8 @@ type cacheTable struct {
 	keyOrdered bool
 	skeleton   []byte   // of the last successful render: a head, then parts
 	parts      [][]byte // the parts of skeleton after its head: the slots, then the other routes
+	// spareParts is a list for the next render's parts (buildConfig).
+	spareParts [][]byte
 	spares     map[model.BackendName]renderedSpare
 	// shift is where lookup last found a route, relative to where it was
 	// asked for.

@@ -243,27 +243,68 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 		t.headFull, t.headSkel = len(w.full), len(w.skel)
 	}
 	slotFull, slotSkel := slotParts(in, outs, t)
-	full = make([][]byte, 0, 1+len(slotFull)+len(outs))
-	full = append(full, w.full)
-	full = append(full, slotFull...)
-	parts = make([][]byte, 0, len(slotSkel)+len(outs))
+	cfg := pieces{list: make([][]byte, 0, 1+len(slotFull)+2*len(outs)/backendsPerPart+16)}
+	cfg.list = append(cfg.list, w.full)
+	cfg.list = append(cfg.list, slotFull...)
+	// The list of skeleton parts lives as long as the cache has it: the
+	// cache's spare list is filled and, when the skeleton is the same,
+	// copied over its own (the same content), so that an endpoint change
+	// allocates no list of 10k parts.
+	if t != nil {
+		parts = t.spareParts[:0]
+	}
 	parts = append(parts, slotSkel...)
 	for i, o := range outs {
 		if in.Desired.Routes[i].Slot != "" {
 			continue // rendered in its slot
 		}
-		full = append(full, o.full)
+		cfg.add(o)
 		parts = append(parts, o.skel)
 	}
+	full = cfg.list
 	// An endpoint change leaves every skeleton part as it was: the last
 	// skeleton is then reused rather than joined again.
 	if t != nil && t.sameSkeleton(w.skel, parts) {
-		return full, t.skeleton, parts
+		copy(t.parts, parts)
+		t.spareParts = parts
+		return full, t.skeleton, t.parts
+	}
+	if t != nil {
+		// parts becomes the cache's; the list it replaces is the spare,
+		// emptied so that it keeps no old text alive.
+		clear(t.parts[:cap(t.parts)])
+		t.spareParts = t.parts
 	}
 	skelParts := make([][]byte, 0, len(parts)+1)
 	skelParts = append(skelParts, w.skel)
 	skelParts = append(skelParts, parts...)
 	return full, bytes.Join(skelParts, nil), parts
+}
+
+// pieces is haproxy.cfg as a list of slices. Routes rendered together
+// are side by side in one buffer (routeOutputs), and neighbours there are
+// one piece: at 10k routes, a change that renders one route again makes a
+// list of a few dozen pieces, not a list of 10k, which was 240 kB to
+// allocate, and for the collector to scan, at every change.
+type pieces struct {
+	list [][]byte
+	// block, start and end locate the last piece in its buffer when it
+	// is a run of routes that the next one may extend.
+	block      []byte
+	start, end int
+}
+
+func (p *pieces) add(o *routeOut) {
+	if len(o.full) == 0 {
+		return
+	}
+	if len(p.block) > 0 && len(o.block) > 0 && &p.block[0] == &o.block[0] && o.at == p.end {
+		p.end += len(o.full)
+		p.list[len(p.list)-1] = p.block[p.start:p.end:p.end]
+		return
+	}
+	p.list = append(p.list, o.full)
+	p.block, p.start, p.end = o.block, o.at, o.at+len(o.full)
 }
 
 // routeOut is everything Render derives from one route alone.
@@ -279,6 +320,11 @@ type routeOut struct {
 	maps         []mapAdd
 	destCA, cert []byte // the route's own files; nil when none
 	crtLine      string
+
+	// block is the buffer full was rendered into with the other routes
+	// of its part, at is where full starts in it (pieces.add).
+	block []byte
+	at    int
 }
 
 // routeOutputs returns the output of every route, in order: from t when
@@ -361,6 +407,7 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 				continue
 			}
 			o.full = full[sp.full[0]:sp.full[1]:sp.full[1]]
+			o.block, o.at = full, sp.full[0]
 			s := w.skel[sp.skel[0]:sp.skel[1]]
 			if n := len(s); bytes.HasPrefix(o.full, s) {
 				o.skel = o.full[:n:n]
