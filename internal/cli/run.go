@@ -157,10 +157,13 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 // with change latency unchanged (the collections run between changes:
 // daemon/gc.go). Since then the live heap shrank to about 55 MB, and 50
 // held the controller at 100–101 MB over 1000 changes (bench figure 3j);
-// 30 holds it at 90 MB, change latency again unchanged (swap → served
+// 30 held it at 90 MB, change latency again unchanged (swap → served
 // p50 10.1 ms, p99 19.9 ms, against 12.0 and 22.1 ms in the same run
-// with 50).
-const gcPercent = 30
+// with 50). Then a change's garbage shrank from 2 MB to 0.7 (pooled
+// parser scratch, a config of a few pieces): 20 collects as seldom as 30
+// did before, and holds the controller at 84–87 MB (88–91 with 30 before
+// that, 93–94 with 30 after), swap → served unchanged.
+const gcPercent = 20
 
 // stopGrace bounds how long run waits for the daemon after the first
 // SIGTERM or SIGINT. The daemon hands HAProxy over (--handover-grace, 10 s

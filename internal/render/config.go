@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/parallel"
@@ -327,6 +328,44 @@ type routeOut struct {
 	at    int
 }
 
+// partWriters keeps the buffers that parts of many routes are rendered
+// into: only exact-size copies of them outlive a render. A cold render
+// of 10k routes made 14 MB of these for its 20 parts, at start, while
+// the collector is off (daemon/startgc.go) and every megabyte stays
+// resident until HAProxy serves; the two workers need two.
+var partWriters sync.Pool
+
+// pooledPart is the size from which a part's buffers are pooled: a change
+// renders a route or two again, into buffers too small to be worth it.
+const pooledPart = 64 << 10
+
+func partWriter(full, skel int) *cfgWriter {
+	if full < pooledPart {
+		return &cfgWriter{full: make([]byte, 0, full), skel: make([]byte, 0, skel)}
+	}
+	w, _ := partWriters.Get().(*cfgWriter)
+	if w == nil {
+		w = &cfgWriter{}
+	}
+	if cap(w.full) < full {
+		w.full = make([]byte, 0, full)
+	}
+	if cap(w.skel) < skel {
+		w.skel = make([]byte, 0, skel)
+	}
+	return w
+}
+
+// releasePartWriter returns w's buffers, whose content has been copied
+// out, to the pool.
+func releasePartWriter(w *cfgWriter) {
+	if cap(w.full) < pooledPart {
+		return
+	}
+	w.full, w.skel = w.full[:0], w.skel[:0]
+	partWriters.Put(w)
+}
+
 // routeOutputs returns the output of every route, in order: from t when
 // the route is unchanged, else rendered, on all cores, in parts of
 // backendsPerPart routes. sameKeys reports that t's last render had the
@@ -363,7 +402,8 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 				n += len(svc.Servers)
 			}
 		}
-		w := &cfgWriter{full: make([]byte, 0, len(part)*backendSize+n*serverSize), skel: make([]byte, 0, len(part)*backendSize)}
+		w := partWriter(len(part)*backendSize+n*serverSize, len(part)*backendSize)
+		defer releasePartWriter(w)
 		type span struct{ full, skel [2]int }
 		spans := make([]span, len(part))
 		for j, i := range part {
