@@ -89,6 +89,9 @@ type slab[T any] struct {
 	all  [][]T
 	next int // of all, the first not handed out since reset
 	cur  []T
+	// used is how many of all were handed out since the last release,
+	// over all resets in between.
+	used int
 }
 
 // slabSize is the number of items allocated at once.
@@ -118,18 +121,23 @@ func (s *slab[T]) take(n int) []T {
 
 // reset makes every array available again: what was handed out must no
 // longer be used.
-func (s *slab[T]) reset() { s.next, s.cur = 0, nil }
+func (s *slab[T]) reset() {
+	s.used = max(s.used, s.next)
+	s.next, s.cur = 0, nil
+}
 
-// release zeroes what was handed out since the last reset, so that no
-// stale item keeps the text it points into alive, and keeps at most keep
-// arrays for the next parse.
+// release zeroes what was handed out since the last release (by every
+// parse since: a chunk may use fewer arrays than the one before it), so
+// that no stale item keeps the text it points into alive, and keeps at
+// most keep arrays for the next parse.
 func (s *slab[T]) release(keep int) {
-	for _, c := range s.all[:s.next] {
+	s.reset()
+	kept := min(keep, len(s.all))
+	for _, c := range s.all[:min(s.used, kept)] {
 		clear(c[:cap(c)])
 	}
-	clear(s.all[min(keep, len(s.all)):])
-	s.all = s.all[:min(keep, len(s.all))]
-	s.reset()
+	clear(s.all[kept:])
+	s.all, s.used = s.all[:kept], 0
 }
 
 // keptSlabs bounds what an idle parser keeps: enough for a file of a few
