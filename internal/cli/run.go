@@ -161,7 +161,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 // p50 10.1 ms, p99 19.9 ms, against 12.0 and 22.1 ms in the same run
 // with 50). Then a change's garbage shrank from 2 MB to 0.7 (pooled
 // parser scratch, a config of a few pieces): 20 collects as seldom as 30
-// did before, and holds the controller at 84–87 MB (88–91 with 30 before
+// did before, and holds the controller at 84–89 MB (88–91 with 30 before
 // that, 93–94 with 30 after), swap → served unchanged.
 const gcPercent = 20
 

@@ -115,10 +115,24 @@ func (t *cacheTable) lookup(i int, key model.RouteKey) *routeOut {
 	return t.entries[j]
 }
 
-// commit records a successful render's outputs.
+// commit records a successful render's outputs. A parts list other than
+// the one the table holds replaces it, and the one it replaces, emptied
+// so that it keeps no old text alive, is the spare for the next render
+// (buildConfig). Swapped here, not before: until the render commits, the
+// spare and the table's list must stay two lists, or the next render
+// would compare its parts with themselves.
 func (t *cacheTable) commit(outs []*routeOut, m []Map, data [][]byte, skeleton []byte, parts [][]byte) {
 	t.rendered, t.entries, t.maps, t.mapData, t.shift = true, outs, m, data, 0
-	t.skeleton, t.parts = skeleton, parts
+	if !sameList(parts, t.parts) {
+		clear(t.parts[:cap(t.parts)])
+		t.parts, t.spareParts = parts, t.parts
+	}
+	t.skeleton = skeleton
+}
+
+// sameList reports whether a and b are slices of one array.
+func sameList(a, b [][]byte) bool {
+	return cap(a) > 0 && cap(b) > 0 && &a[:1][0] == &b[:1][0]
 }
 
 // sameSkeleton reports whether the skeleton joined from head and parts

@@ -250,7 +250,8 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	// The list of skeleton parts lives as long as the cache has it: the
 	// cache's spare list is filled and, when the skeleton is the same,
 	// copied over its own (the same content), so that an endpoint change
-	// allocates no list of 10k parts.
+	// allocates no list of 10k parts; when not, it replaces the cache's
+	// at the commit.
 	if t != nil {
 		parts = t.spareParts[:0]
 	}
@@ -269,12 +270,6 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 		copy(t.parts, parts)
 		t.spareParts = parts
 		return full, t.skeleton, t.parts
-	}
-	if t != nil {
-		// parts becomes the cache's; the list it replaces is the spare,
-		// emptied so that it keeps no old text alive.
-		clear(t.parts[:cap(t.parts)])
-		t.spareParts = t.parts
 	}
 	skelParts := make([][]byte, 0, len(parts)+1)
 	skelParts = append(skelParts, w.skel)

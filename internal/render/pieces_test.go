@@ -105,3 +105,44 @@ func TestPiecesJoinNeighboursOfOneBuffer(t *testing.T) {
 		t.Errorf("a joined piece has room after it (cap %d, len %d): an append could write into its neighbour", cap(p.list[0]), len(p.list[0]))
 	}
 }
+
+// buildConfig leaves the cache's own list of skeleton parts alone: the
+// lists are swapped at the commit. Were they swapped before, a render
+// stopped between the two would leave the cache comparing the next
+// render's parts with themselves, and keep a stale skeleton of the same
+// length.
+func TestSkeletonPartsSwapOnlyAtCommit(t *testing.T) {
+	in := bench10k(t)
+	in.Desired.Routes = slices.Clone(in.Desired.Routes[:600])
+	in.Cache = &Cache{}
+	if _, err := Render(in); err != nil {
+		t.Fatal(err)
+	}
+	withTimeout := func(d time.Duration) {
+		routes := slices.Clone(in.Desired.Routes)
+		r := *routes[3]
+		r.Backend.Timeout = d
+		routes[3] = &r
+		in.Desired = &model.Desired{Router: in.Desired.Router, Routes: routes}
+	}
+	// A render as far as buildConfig, not committed.
+	withTimeout(time.Minute)
+	tb := in.Cache.table(in)
+	outs, _, _ := routeOutputs(in, tb)
+	buildConfig(in, outs, tb)
+	// Then a whole one, whose skeleton is as long as that one's.
+	withTimeout(2 * time.Minute)
+	got, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := in
+	fresh.Cache = nil
+	want, err := Render(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Skeleton, want.Skeleton) {
+		t.Error("after a render that stopped before its commit, the next render kept a stale skeleton")
+	}
+}
