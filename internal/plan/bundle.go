@@ -102,7 +102,7 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 		// order: the ends both sides share cannot differ in the count.
 		o, n := trimCommon(old.Entries, m.Entries)
 		added, removed, explained := d.entryDiff(o, n)
-		if explained && !byBackend(m.Name) {
+		if explained && !render.BackendMap(m.Name) {
 			// Every difference belongs to a backend that appears or goes
 			// away: the route change's reload rewrites this map anyway.
 			continue
@@ -124,13 +124,6 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 			d.add(Change{Mode: ModeReload, Kind: KindMapFile, Subject: olds[i].Name, Detail: "removed"})
 		}
 	}
-}
-
-// byBackend reports whether a map is keyed by backend names and matched
-// exactly (the timeout, HSTS and forwarded-headers maps), rather than
-// routing requests to backends by prefix.
-func byBackend(name string) bool {
-	return name == render.TimeoutServerMap || name == render.TimeoutTunnelMap || name == render.HSTSMap || name == render.ForwardedMap
 }
 
 // entryDiff counts the entries only one side has, and reports whether all

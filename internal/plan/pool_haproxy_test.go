@@ -15,12 +15,11 @@ import (
 
 // TestPoolBindingOnHAProxy binds routes that carry what a spare takes at
 // runtime (own certificate, own destination CA, timeouts, forwarded
-// headers, HSTS, an
-// allowlist in every spelling admission admits) to the spares of a real
-// HAProxy, then unbinds them: every command must be accepted, the
-// allowlist HAProxy holds must be the route's, and a fresh HAProxy must
-// load the files the bound state renders. What `check` admits, HAProxy
-// loads, at runtime and at start alike.
+// headers, HSTS, an allowlist in every spelling admission admits) to the
+// spares of a real HAProxy, then unbinds them: every command must be
+// accepted, the allowlist HAProxy holds must be the route's, and a fresh
+// HAProxy must load the files the bound state renders. What `check`
+// admits, HAProxy loads, at runtime and at start alike.
 func TestPoolBindingOnHAProxy(t *testing.T) {
 	bin := testutil.HAProxy(t)
 	def := testutil.SelfSignedPEM(t, "default.example", 1)

@@ -48,9 +48,9 @@ type Input struct {
 // File is one file of a bundle. Name is relative to Input.Dir. Its
 // content is Data or, for haproxy.cfg, the concatenation of Parts: the
 // global part, then the spares and runs of route backends, shared with
-// the render cache. At 10k routes the config is megabytes; an endpoint change then
-// compares and writes it part by part instead of first copying it into
-// one new buffer. Read the content through Bytes, Equal and WriteTo,
+// the render cache. At 10k routes the config is megabytes; an endpoint
+// change then compares and writes it part by part instead of first
+// copying it into one new buffer. Read the content through Bytes, Equal and WriteTo,
 // which treat both forms alike.
 type File struct {
 	Name  string

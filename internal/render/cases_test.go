@@ -231,9 +231,9 @@ func goldenCases() []goldenCase {
 			bind := func(slot model.BackendName) func(*model.AdmittedRoute) {
 				return func(r *model.AdmittedRoute) { r.Slot = slot }
 			}
-			// Bound routes: timeouts and forwarded headers in the maps, the allowlist in the
-			// spare's ACL file, the certificate in the crt-list, the
-			// backends the spares'.
+			// Bound routes: timeouts and forwarded headers in the maps,
+			// the allowlist in the spare's ACL file, the certificate in
+			// the crt-list, the backends the spares'.
 			return desired(def,
 				route("pool", "slow", "slow.example.com", "", svc("web", 100, "10.8.0.1:8080"), bind("be_pool:http:1"),
 					backendSettings(func(b *model.BackendSettings) {

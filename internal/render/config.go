@@ -855,8 +855,8 @@ var forwardedPolicies = []string{forwardedAppend, "replace", "if-none"}
 // condition, so a spare adds X-Forwarded-For with a rule, as the option
 // would: one header line with the client's address, after the client's
 // and the other forwarded headers (for if-none, only where the client
-// sent none). The map is read once,
-// with one converter, for the reason timeoutRules gives.
+// sent none). The map is read once, with one converter, for the reason
+// timeoutRules gives.
 func forwardedByPolicy(w *cfgWriter, in Input, routerPolicy string) {
 	w.line("  http-request set-var(", forwardedPolicyVar, ") be_name,map_str(", in.Dir, "/", ForwardedMap, ",", routerPolicy, ")")
 	for _, p := range forwardedPolicies {

@@ -497,8 +497,8 @@ func onPoolSpare(r *model.AdmittedRoute) bool {
 
 // RuntimeSettingsOf returns b with the settings r's backend reads at
 // runtime (timeoutsByMap, forwardedByMap, hstsByMap, allowlistByID) taken
-// from r: what is
-// left to differ between b and r's settings changes the backend's text.
+// from r: what is left to differ between b and r's settings changes the
+// backend's text.
 func RuntimeSettingsOf(r *model.AdmittedRoute, b model.BackendSettings) model.BackendSettings {
 	if timeoutsByMap(r) {
 		b.Timeout, b.TunnelTimeout = r.Backend.Timeout, r.Backend.TunnelTimeout
@@ -719,11 +719,24 @@ func fallback(es []MapEntry, i int) string {
 }
 
 // ExactMap reports whether HAProxy matches a map's keys exactly (map_str):
-// the host, SNI, timeout, HSTS and forwarded-headers maps. The others are matched by prefix
-// (map_beg), where the longest key that begins the request's wins.
+// the host and SNI maps, and the maps keyed by backend. The others are
+// matched by prefix (map_beg), where the longest key that begins the
+// request's wins.
 func ExactMap(name string) bool {
 	switch name {
-	case HTTPHostMap, HTTPSHostMap, SNIPassthroughMap, SNIPassthroughWildcardMap, TimeoutServerMap, TimeoutTunnelMap, HSTSMap, ForwardedMap:
+	case HTTPHostMap, HTTPSHostMap, SNIPassthroughMap, SNIPassthroughWildcardMap:
+		return true
+	}
+	return BackendMap(name)
+}
+
+// BackendMap reports whether a map is keyed by backend names: the
+// settings a pool spare reads at runtime (timeouts, HSTS, the
+// forwarded-headers policy), rather than the routing of requests to
+// backends.
+func BackendMap(name string) bool {
+	switch name {
+	case TimeoutServerMap, TimeoutTunnelMap, HSTSMap, ForwardedMap:
 		return true
 	}
 	return false
