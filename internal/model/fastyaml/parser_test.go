@@ -410,3 +410,29 @@ func TestReleasedParserKeepsNoText(t *testing.T) {
 		t.Fatalf("a released parser read %q differently from a new one: %s", next, d)
 	}
 }
+
+// A parse that the fast path declines part way (here an anchor after
+// many documents, which yaml.v3 then reads) leaves nodes in the slabs
+// too: a release after it keeps none of that text either.
+func TestReleaseAfterDeclinedParse(t *testing.T) {
+	var text strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&text, "---\nkind: Endpoints\nmetadata:\n  name: svc-%d\n", i)
+	}
+	text.WriteString("---\na: &x 1\nb: *x\n")
+	p := Parser{}
+	if _, ok := p.Parse([]byte(text.String())); ok {
+		t.Fatal("the fast path read an anchor; the test needs a decline")
+	}
+	p.Release()
+	if p.text != "" {
+		t.Error("a released parser still refers to the declined text")
+	}
+	for _, c := range p.nodes.all {
+		for i, n := range c[:cap(c)] {
+			if n.Value != "" || n.Content != nil {
+				t.Fatalf("a kept node (%d) still holds %q", i, n.Value)
+			}
+		}
+	}
+}
