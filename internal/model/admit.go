@@ -1136,17 +1136,13 @@ func duplicateService(before []ServiceBackend, name string) bool {
 func resolveServices(c *candidate, idx endpointIndex) {
 	ar := c.writable()
 	ns := ar.Key.Namespace
-	var maxW int32
-	for _, s := range ar.Services {
-		maxW = max(maxW, s.Weight)
-	}
 	// Which service each server name went to; only routes with
 	// alternateBackends can see a name twice.
 	var seen map[ServerName]string
 	if len(ar.Services) > 1 {
 		seen = make(map[ServerName]string)
 	}
-	for i := range ar.Services {
+	for _, i := range claimOrder(ar.Services) {
 		svc := &ar.Services[i]
 		field := "spec.to.name"
 		if i > 0 {
@@ -1155,6 +1151,14 @@ func resolveServices(c *candidate, idx endpointIndex) {
 		if duplicateService(ar.Services[:i], svc.Name) {
 			// Named again (validateServices warned): its endpoints
 			// serve under the first mention, with the last weight.
+			svc.Servers = nil
+			continue
+		}
+		if svc.Weight == 0 && ar.Termination == TerminationPassthrough {
+			// The OpenShift router leaves a weight-0 service out of a
+			// passthrough backend (an HTTP backend keeps its servers at
+			// weight 0): no servers, no checks, and its endpoints stay
+			// free for a weighted service that shares them.
 			svc.Servers = nil
 			continue
 		}
@@ -1187,13 +1191,35 @@ func resolveServices(c *candidate, idx endpointIndex) {
 			}
 			svc.Servers = append(svc.Servers, Server{Name: name, Address: addr, Port: e.port, H2C: e.h2c})
 		}
-		w := serverWeight(svc.Weight, maxW, len(svc.Servers))
-		for j := range svc.Servers {
-			svc.Servers[j].Weight = w
-		}
 	}
+	spreadWeights(ar.Services)
 	ar.NameServers()
 }
+
+// claimOrder is the order in which a route's services claim the server
+// names of their endpoints: services with a weight first, in route order,
+// then those of weight 0. An endpoint shared by two services then serves
+// at the weight of one that gets traffic, as it does under the OpenShift
+// router, which keeps a server per service.
+func claimOrder(services []ServiceBackend) []int {
+	if len(services) == 1 {
+		return onlyService // most routes: no allocation
+	}
+	order := make([]int, 0, len(services))
+	for i, s := range services {
+		if s.Weight > 0 {
+			order = append(order, i)
+		}
+	}
+	for i, s := range services {
+		if s.Weight <= 0 {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
+var onlyService = []int{0}
 
 // status reports the route's admission outcome.
 func (c *candidate) status() RouteStatus {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -567,7 +568,7 @@ func TestAdmitEndpointResolution(t *testing.T) {
 				},
 				Ports: []EndpointPort{{Name: "http", Port: 8080, Protocol: "TCP"}},
 			}},
-			servers: []string{"ck_10.0.0.2_8080 10.0.0.2:8080 85", "ck_10.0.0.10_8080 10.0.0.10:8080 85", "ck_fd00--1_8080 fd00::1:8080 85"},
+			servers: []string{"ck_10.0.0.2_8080 10.0.0.2:8080 1", "ck_10.0.0.10_8080 10.0.0.10:8080 1", "ck_fd00--1_8080 fd00::1:8080 1"},
 		},
 		{
 			name: "targetPort by name",
@@ -576,7 +577,7 @@ func TestAdmitEndpointResolution(t *testing.T) {
 				Addresses: []EndpointAddress{{IP: "10.0.0.1"}},
 				Ports:     []EndpointPort{{Name: "dns", Port: 53, Protocol: "UDP"}, {Name: "http", Port: 8080}, {Name: "admin", Port: 9000}},
 			}}}},
-			servers: []string{"ep_10.0.0.1_9000 10.0.0.1:9000 256"},
+			servers: []string{"ep_10.0.0.1_9000 10.0.0.1:9000 1"},
 		},
 		{
 			name: "targetPort by number",
@@ -585,7 +586,7 @@ func TestAdmitEndpointResolution(t *testing.T) {
 				Addresses: []EndpointAddress{{IP: "10.0.0.1"}},
 				Ports:     []EndpointPort{{Name: "http", Port: 8080}, {Name: "admin", Port: 9000}},
 			}}}},
-			servers: []string{"ep_10.0.0.1_9000 10.0.0.1:9000 256"},
+			servers: []string{"ep_10.0.0.1_9000 10.0.0.1:9000 1"},
 		},
 		{
 			// As the OpenShift router: no targetPort serves every port.
@@ -594,7 +595,7 @@ func TestAdmitEndpointResolution(t *testing.T) {
 				Addresses: []EndpointAddress{{IP: "10.0.0.1"}},
 				Ports:     []EndpointPort{{Name: "dns", Port: 53, Protocol: "UDP"}, {Name: "http", Port: 8080}, {Name: "admin", Port: 9000}},
 			}}}},
-			servers: []string{"ck_10.0.0.1_8080 10.0.0.1:8080 128", "ck_10.0.0.1_9000 10.0.0.1:9000 128"},
+			servers: []string{"ck_10.0.0.1_8080 10.0.0.1:8080 1", "ck_10.0.0.1_9000 10.0.0.1:9000 1"},
 		},
 		{
 			name: "no port matches",
@@ -624,7 +625,7 @@ func TestAdmitEndpointResolution(t *testing.T) {
 				}},
 				Source: testSource("ep.yaml", "subsets[0].addresses[0].ip", "subsets[0].addresses[1].ip", "subsets[0].addresses[2].ip", "subsets[0].ports[0].port"),
 			}},
-			servers: []string{"ep_10.0.0.1_8080 10.0.0.1:8080 256"},
+			servers: []string{"ep_10.0.0.1_8080 10.0.0.1:8080 1"},
 			diags: []string{
 				`ep.yaml:10:7: warning: subsets[0].addresses[0].ip: address "db.internal" is a hostname; only IP addresses are supported, skipped`,
 				`ep.yaml:11:7: error: subsets[0].addresses[1].ip: address "10.0.0.300" is not an IP address`,
@@ -645,7 +646,7 @@ func TestAdmitEndpointResolution(t *testing.T) {
 				Source: testSource("ep.yaml", "subsets[0].addresses[0].ip", "subsets[0].addresses[1].ip", "subsets[0].addresses[2].ip",
 					"subsets[0].addresses[3].ip", "subsets[0].addresses[4].hostname"),
 			}},
-			servers: []string{"ep_10.0.0.1_8080 10.0.0.1:8080 256"},
+			servers: []string{"ep_10.0.0.1_8080 10.0.0.1:8080 1"},
 			diags: []string{
 				`ep.yaml:10:7: error: subsets[0].addresses[0].ip: address "0.0.0.0" is unspecified, multicast or broadcast: not an address a server can have`,
 				`ep.yaml:11:7: error: subsets[0].addresses[1].ip: address "::" is unspecified, multicast or broadcast: not an address a server can have`,
@@ -672,7 +673,7 @@ func TestAdmitEndpointResolution(t *testing.T) {
 					Endpoints: []SliceEndpoint{{Addresses: []string{"10.0.0.4"}}}, Ports: []EndpointPort{{Port: 8080}},
 					Source: testSource("foo.yaml", "addressType")},
 			},
-			servers: []string{"ck_10.0.0.1_8080 10.0.0.1:8080 128", "ck_fd00--2_8080 fd00::2:8080 128"},
+			servers: []string{"ck_10.0.0.1_8080 10.0.0.1:8080 1", "ck_fd00--2_8080 fd00::2:8080 1"},
 			diags: []string{
 				`foo.yaml:10:7: error: addressType: addressType "Foo" is not IPv4, IPv6 or FQDN`,
 				`fqdn.yaml:10:7: warning: addressType: FQDN endpoint slices name hosts, and haroute's servers are IP addresses; ignored`,
@@ -745,11 +746,17 @@ func TestServerWeights(t *testing.T) {
 		counts  []int // endpoints per service
 		weights []int // server weight per service
 	}{
-		{"single service, one endpoint", nil, nil, []int{1}, []int{256}},
-		{"single service, three endpoints", nil, nil, []int{3}, []int{85}},
-		{"75/25 split, equal endpoints", ptr[int32](75), []*int32{ptr[int32](25)}, []int{2, 2}, []int{128, 43}},
-		{"weight 0 gets no traffic", ptr[int32](100), []*int32{ptr[int32](0)}, []int{1, 2}, []int{256, 0}},
-		{"many endpoints never drop below 1", ptr[int32](256), []*int32{ptr[int32](1)}, []int{1, 10}, []int{256, 1}},
+		// One active service: its servers weigh 1 (OpenShift's
+		// calculateServiceWeights), whatever the other services.
+		{"single service, one endpoint", nil, nil, []int{1}, []int{1}},
+		{"single service, three endpoints", nil, nil, []int{3}, []int{1}},
+		{"weight 0 gets no traffic", ptr[int32](100), []*int32{ptr[int32](0)}, []int{1, 2}, []int{1, 0}},
+		// Shares per endpoint, the largest scaled to 256, truncated.
+		{"75/25 split, equal endpoints", ptr[int32](75), []*int32{ptr[int32](25)}, []int{2, 2}, []int{256, 85}},
+		{"the router's own example: 20 over 2, 10 over 4", ptr[int32](20), []*int32{ptr[int32](10)}, []int{2, 4}, []int{256, 64}},
+		{"the largest share is the service with many endpoints", ptr[int32](256), []*int32{ptr[int32](1)}, []int{3, 1}, []int{256, 3}},
+		{"30/60/0 over 3/1/1", ptr[int32](30), []*int32{ptr[int32](60), ptr[int32](0)}, []int{3, 1, 1}, []int{42, 256, 0}},
+		{"many endpoints never drop below 1", ptr[int32](1), []*int32{ptr[int32](256)}, []int{10, 1}, []int{1, 256}},
 		{"all zero", ptr[int32](0), nil, []int{2}, []int{0}},
 	}
 	for _, tt := range tests {
@@ -964,6 +971,42 @@ func TestAdmitWildcardPassthroughDoesNotShadow(t *testing.T) {
 				t.Errorf("admitted = %v, want %v", got, tt.admitted)
 			}
 			equalLines(t, withoutNotes(ds), tt.want)
+		})
+	}
+}
+
+// A service of weight 0 gets no traffic, so it neither takes an endpoint
+// it shares with a weighted service (which the OpenShift router would
+// serve under the weighted one) nor, on a passthrough route, keeps
+// servers at all (the router's be_tcp leaves it out).
+func TestWeightZeroServiceYieldsItsEndpoints(t *testing.T) {
+	for _, term := range []Termination{TerminationNone, TerminationPassthrough} {
+		t.Run(cmp.Or(string(term), "http"), func(t *testing.T) {
+			r := testRoute("ns", "r", "a.example.com")
+			if term != TerminationNone {
+				r.Spec.TLS = &TLSConfig{Termination: term}
+			}
+			r.Spec.To = RouteTargetReference{Name: "idle", Weight: ptr[int32](0)}
+			r.Spec.AlternateBackends = []RouteTargetReference{{Name: "live", Weight: ptr[int32](10)}}
+			d, ds := Admit(Objects{Routes: refs(r), Endpoints: eprefs(
+				testEndpoints("ns", "idle", "10.0.0.1", "10.0.0.2"), testEndpoints("ns", "live", "10.0.0.1"),
+			)}, nil)
+			if len(d.Routes) != 1 {
+				t.Fatalf("not admitted: %v", ds)
+			}
+			var got []string
+			for _, svc := range d.Routes[0].Services {
+				for _, s := range svc.Servers {
+					got = append(got, fmt.Sprintf("%s %s %d", svc.Name, s.Address, s.Weight))
+				}
+			}
+			want := []string{"idle 10.0.0.2 0", "live 10.0.0.1 1"}
+			if term == TerminationPassthrough {
+				want = []string{"live 10.0.0.1 1"}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("servers = %q, want %q", got, want)
+			}
 		})
 	}
 }

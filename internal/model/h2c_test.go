@@ -54,9 +54,9 @@ subsets:
 		t.Fatalf("desired %+v, diagnostics %v", res.Desired, res.Diagnostics)
 	}
 	want := map[string][]Server{
-		"grpc": {{Name: "ck_10.0.0.1_9000", Address: "10.0.0.1", Port: 9000, Weight: 128, H2C: true},
-			{Name: "ck_10.0.0.2_9000", Address: "10.0.0.2", Port: 9000, Weight: 128, H2C: true}},
-		"web": {{Name: "ep_10.0.0.3_8080", Address: "10.0.0.3", Port: 8080, Weight: 256}},
+		"grpc": {{Name: "ck_10.0.0.1_9000", Address: "10.0.0.1", Port: 9000, Weight: 1, H2C: true},
+			{Name: "ck_10.0.0.2_9000", Address: "10.0.0.2", Port: 9000, Weight: 1, H2C: true}},
+		"web": {{Name: "ep_10.0.0.3_8080", Address: "10.0.0.3", Port: 8080, Weight: 1}},
 	}
 	for _, r := range res.Desired.Routes {
 		got := r.Servers()

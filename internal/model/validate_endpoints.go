@@ -3,7 +3,6 @@ package model
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -443,17 +442,48 @@ func pickPort(ports []EndpointPort, tp *RoutePort) (EndpointPort, bool) {
 	return EndpointPort{}, false
 }
 
-// serverWeight spreads a service weight over its endpoints, OpenShift's
-// scheme: weights are scaled so the route's largest service weight is 256,
-// then divided among the service's n endpoints, never below 1 for a
-// service that should get traffic.
-func serverWeight(w, maxW int32, n int) int {
-	if w <= 0 || maxW <= 0 || n <= 0 {
-		return 0
+// spreadWeights sets the weight of every server of a route, as the
+// OpenShift router does (calculateServiceWeights), so that a migrated
+// route balances exactly as it did:
+//   - with one active service (weight above 0 and servers), its servers
+//     weigh 1 each: the ratio between them is all that counts, and HAProxy
+//     then keeps no large weight tables;
+//   - otherwise each service's weight is divided among its servers, the
+//     largest share is scaled to 256 and the others alike, truncated (in
+//     float32, as the router computes), never below 1 for a share above 0.
+//
+// A service of weight 0 keeps weight 0 on its servers.
+func spreadWeights(services []ServiceBackend) {
+	active := 0
+	var maxShare float32
+	for _, s := range services {
+		if len(s.Servers) == 0 {
+			continue
+		}
+		if s.Weight > 0 {
+			active++
+		}
+		maxShare = max(maxShare, float32(s.Weight)/float32(len(s.Servers)))
 	}
-	scaled := float64(w) * maxServiceWeight / float64(maxW)
-	sw := int(math.Round(scaled / float64(n)))
-	return max(1, min(sw, maxServiceWeight))
+	var scale float32
+	if maxShare > 0 {
+		scale = maxServiceWeight / maxShare
+	}
+	for i := range services {
+		s := &services[i]
+		w := 0
+		switch {
+		case len(s.Servers) == 0 || s.Weight <= 0:
+		case active == 1:
+			w = 1
+		default:
+			share := float32(s.Weight) / float32(len(s.Servers))
+			w = max(1, int(int32(share*scale)))
+		}
+		for j := range s.Servers {
+			s.Servers[j].Weight = w
+		}
+	}
 }
 
 // describeTargetPort renders targetPort for messages.
