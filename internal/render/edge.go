@@ -202,7 +202,7 @@ func errorPage(in Input, code int) []byte {
 var defaultErrorPage503 = func() []byte {
 	body := "<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"><title>Application is not available</title></head>\n" +
 		"<body>\n<h1>Application is not available</h1>\n" +
-		"<p>No application answers at this address right now: no route serves it, or the route's service has no endpoint ready.</p>\n" +
+		"<p>No application answers at this address right now: no route serves it, or none of the route's endpoints is ready and reachable (for a reencrypt route, one whose certificate fails verification is not).</p>\n" +
 		"</body>\n</html>\n"
 	return []byte("HTTP/1.0 503 Service Unavailable\r\n" +
 		"Pragma: no-cache\r\n" +
