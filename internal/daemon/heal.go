@@ -61,7 +61,15 @@ type healState struct {
 	backoff time.Duration
 	// linkErr is the last failure to link admin.sock, logged once.
 	linkErr string
+	// masterGone is when the master socket alone was first found
+	// missing, for masterLossGrace.
+	masterGone time.Time
 }
+
+// masterLossGrace is how long the master socket alone may be missing
+// before it is healed: longer than a master takes to execute itself
+// again and parse a large config.
+const masterLossGrace = 5 * time.Second
 
 // initialSockets are the default socket names, and the backup hop in the
 // state dir unless its path cannot name a unix socket in HAProxy's
@@ -173,6 +181,23 @@ func (d *Daemon) heal(ctx context.Context) {
 		d.linkAdminSocket()
 		return
 	}
+	var se *haproxy.SocketsError
+	if errors.As(broken, &se) && se.MasterOnly && d.healing.broken == "" {
+		// A master that reloads (an operator's `reload` on the master
+		// CLI, a SIGUSR2) executes itself again and binds its socket
+		// afresh: for a moment, up to a config parse at 10k routes, the
+		// socket is gone or refuses. Healing that would reload a second
+		// time, and fail on the very socket that is coming back; only a
+		// loss that outlasts masterLossGrace is one.
+		now := time.Now()
+		if d.healing.masterGone.IsZero() {
+			d.healing.masterGone = now
+		}
+		if now.Sub(d.healing.masterGone) < masterLossGrace {
+			d.log.Debug("haproxy master socket missing; waiting for a reloading master to bind it again", "since", d.healing.masterGone)
+			return
+		}
+	}
 	if pids := d.proc.ResumeStopped(); len(pids) > 0 {
 		// Stopped, not gone: its sockets answer again once it runs.
 		d.log.Warn("haproxy processes were stopped (SIGSTOP); resumed them", "pids", pids)
@@ -192,8 +217,7 @@ func (d *Daemon) heal(ctx context.Context) {
 		d.healFailed(fmt.Errorf("heal run dir: %w", err))
 		return
 	}
-	var se *haproxy.SocketsError
-	if !errors.As(broken, &se) {
+	if se == nil {
 		d.healFailed(fmt.Errorf("heal: %w", broken))
 		return
 	}

@@ -288,3 +288,55 @@ func TestReadyzNotReadyWhileRunDirBroken(t *testing.T) {
 	})
 	r.eventually(20*time.Second, "TLS route served again", func() error { _, err := r.getTLS("tls.e2e.test"); return err })
 }
+
+// A master that reloads on its own (an operator's `reload` on the master
+// CLI) binds its socket afresh, and haroute must not take that moment for
+// a lost socket: healing it reloaded a second time, through the socket
+// that was coming back, and recorded errors. The socket is also moved
+// away for two housekeeping ticks and back, which a heal without a grace
+// period always caught.
+func TestMasterSocketGoneForAMomentIsNotHealed(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", routeYAML("plain", "plain.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one),
+	)))
+	r.start("atomic")
+	r.serves("plain.e2e.test", "/", "one")
+	since := time.Now()
+	reloads := r.reloads()
+
+	master := filepath.Join(r.runDir, "master.sock")
+	must(t, os.Rename(master, master+".away"))
+	time.Sleep(2500 * time.Millisecond)
+	must(t, os.Rename(master+".away", master))
+
+	c, err := net.DialTimeout("unix", master, time.Second)
+	must(t, err)
+	_, err = c.Write([]byte("reload\n"))
+	c.Close()
+	must(t, err)
+	r.eventually(20*time.Second, "the operator's reload done", func() error {
+		if got := r.reloads(); got != reloads+1 {
+			return fmt.Errorf("master reloads %d, want %d", got, reloads+1)
+		}
+		return nil
+	})
+	// Past the grace period: a heal would have reloaded by now.
+	time.Sleep(masterGrace + 2*time.Second)
+	if got := r.reloads(); got != reloads+1 {
+		t.Errorf("master reloads %d after one operator reload, want %d", got, reloads+1)
+	}
+	for _, e := range r.store.Get().RecentErrors {
+		if !e.Time.Before(since) {
+			t.Errorf("error recorded: %s", e.Message)
+		}
+	}
+	r.serves("plain.e2e.test", "/", "one")
+}
+
+// masterGrace is the daemon's masterLossGrace.
+const masterGrace = 5 * time.Second
