@@ -55,11 +55,19 @@ type Reader struct {
 	last lastFiles
 }
 
-// lastFiles holds the previous snapshot's files. The map is never changed
-// once stored, so a read may use it after releasing the lock.
+// lastFiles holds the previous snapshot's files and layout. The map is
+// never changed once stored, so a read may use it after releasing the
+// lock.
 type lastFiles struct {
 	mu    sync.Mutex
 	files map[string]model.SourceFile
+	mode  Mode
+}
+
+func (l *lastFiles) layout() Mode {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mode
 }
 
 func (l *lastFiles) get() map[string]model.SourceFile {
@@ -68,14 +76,48 @@ func (l *lastFiles) get() map[string]model.SourceFile {
 	return l.files
 }
 
-func (l *lastFiles) set(files []model.SourceFile) {
+func (l *lastFiles) set(files []model.SourceFile, mode Mode) {
 	m := make(map[string]model.SourceFile, len(files))
 	for _, f := range files {
 		m[f.Path] = f
 	}
 	l.mu.Lock()
-	l.files = m
+	l.files, l.mode = m, mode
 	l.mu.Unlock()
+}
+
+// commitPointLost fails a detected plain read of an empty directory that
+// the last read found published through a commit point (..data, or the
+// directory being a link). Such a directory is a volume torn down or
+// unmounted, or a checkout half removed, not a generation without routes:
+// read as one, it deleted every route once the deletion guard's quiet
+// period had passed. It is reported as not found, so the last good state
+// keeps serving; a generation published again, or plain files put in the
+// directory, are read as usual.
+func (r *Reader) commitPointLost(dir string, detected Mode) error {
+	was := r.last.layout()
+	if detected != ModePlain || (was != ModeAtomic && was != ModeLink) {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // the read itself reports it
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") {
+			return nil
+		}
+	}
+	return fmt.Errorf("read config dir %s: %w: it was published through %s and is now empty; its commit point is gone (a volume unmounted?), so it is not read as a generation without routes: publish one, or put plain files in it",
+		dir, ErrNotFound, commitPointOf(was))
+}
+
+// commitPointOf names the commit point of a layout, for messages.
+func commitPointOf(m Mode) string {
+	if m == ModeLink {
+		return "a symlink swapped in its place"
+	}
+	return DataLink
 }
 
 func (r *Reader) maxFileSize() int64 {
@@ -135,6 +177,9 @@ func (r *Reader) Read(ctx context.Context, dir string, mode Mode) (*Snapshot, er
 			if m, err = Detect(abs); err != nil {
 				return nil, err
 			}
+			if err := r.commitPointLost(abs, m); err != nil {
+				return nil, err
+			}
 		}
 		root, err := resolve(abs, m)
 		if err != nil && !errors.Is(err, errMoved) {
@@ -144,7 +189,7 @@ func (r *Reader) Read(ctx context.Context, dir string, mode Mode) (*Snapshot, er
 			snap, err := r.readRoot(ctx, abs, m, root)
 			if err == nil {
 				snap.Attempts = attempt + 1
-				r.last.set(snap.Files)
+				r.last.set(snap.Files, m)
 				return snap, nil
 			}
 			if !errors.Is(err, errMoved) {

@@ -196,6 +196,60 @@ func TestReadAtomicReadsResolvedGeneration(t *testing.T) {
 	}
 }
 
+// A directory published through a commit point that turns up empty (a
+// ConfigMap volume unmounted, the links and ..data removed together) is
+// not found, not a generation without routes; a fresh reader, and plain
+// files put in the directory, read as plain.
+func TestEmptiedAtomicDirIsNotFound(t *testing.T) {
+	dir := t.TempDir()
+	if err := publish.NewAtomicWriter(dir).Publish(bytesOf(map[string]string{"a.yaml": "a1"})); err != nil {
+		t.Fatal(err)
+	}
+	r := &Reader{}
+	if s := read(t, r, dir, ModeAuto); s.Mode != ModeAtomic {
+		t.Fatalf("Mode = %s, want atomic", s.Mode)
+	}
+	// What is left of a torn-down volume: nothing, or only the hidden
+	// timestamped generation.
+	for _, name := range []string{"a.yaml", "..data"} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := r.Read(context.Background(), dir, ModeAuto)
+	if s != nil || !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "commit point is gone") {
+		t.Fatalf("Read of the emptied dir = %v, %v; want ErrNotFound naming the lost commit point", s, err)
+	}
+	if s := read(t, &Reader{}, dir, ModeAuto); s.Mode != ModePlain || len(s.Files) != 0 {
+		t.Errorf("a fresh reader: Mode %s, %d files; want plain, none", s.Mode, len(s.Files))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b.yaml"), []byte("b1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s := read(t, r, dir, ModeAuto); s.Mode != ModePlain || contents(t, s) != "b.yaml=b1\n" {
+		t.Errorf("plain files put in: Mode %s, files %q; want plain, b.yaml", s.Mode, contents(t, s))
+	}
+}
+
+// The same for a git-sync link replaced by an empty directory.
+func TestLinkReplacedByEmptyDirIsNotFound(t *testing.T) {
+	g := publish.NewGitSync(t.TempDir(), "current")
+	if err := g.Publish(bytesOf(map[string]string{"r.yaml": "r1"})); err != nil {
+		t.Fatal(err)
+	}
+	r := &Reader{}
+	read(t, r, g.Link(), ModeAuto)
+	if err := os.Remove(g.Link()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(g.Link(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := r.Read(context.Background(), g.Link(), ModeAuto); s != nil || !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Read = %v, %v; want ErrNotFound", s, err)
+	}
+}
+
 func TestReadLink(t *testing.T) {
 	g := publish.NewGitSync(t.TempDir(), "current")
 	if err := g.Publish(bytesOf(map[string]string{"r.yaml": "r1", "d/e.json": "e1"})); err != nil {

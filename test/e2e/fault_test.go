@@ -595,3 +595,30 @@ func TestFirstStartOnAnEmptyDirectoryWaits(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(r.dir, "a.yaml"), []byte(join(routeYAML("a", "a.e2e.test", "", "one"), endpointsYAML("one", one))), 0o644))
 	r.serves("a.e2e.test", "/", "one")
 }
+
+// A ConfigMap volume torn down leaves its mount point empty: ..data and
+// every link gone together. Read as a plain directory that was a
+// generation without routes, which the deletion guard applied after its
+// quiet period; it is a directory whose commit point is gone, and the last
+// good state keeps serving past the quiet period until a generation is
+// published again.
+func TestEmptiedAtomicDirectoryKeepsServing(t *testing.T) {
+	r := newRouter(t)
+	r.deletionQuiet = time.Second
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	must(t, publish.NewAtomicWriter(r.dir).Publish(oneRoute(r, one)))
+	r.start("auto")
+	r.serves("one.e2e.test", "/", "one")
+
+	entries, err := os.ReadDir(r.dir)
+	must(t, err)
+	for _, e := range entries {
+		must(t, os.RemoveAll(filepath.Join(r.dir, e.Name())))
+	}
+	r.reportsError("commit point is gone")
+	time.Sleep(3 * r.deletionQuiet)
+	r.keepsServing("one.e2e.test", "one", 10, "emptied atomic directory")
+
+	must(t, publish.NewAtomicWriter(r.dir).Publish(oneRoute(r, two)))
+	r.serves("one.e2e.test", "/", "two")
+}
