@@ -37,6 +37,11 @@ type fileResult struct {
 	objs   Objects
 	diags  Diagnostics
 	failed bool
+	// broken are the objects that decoded with errors (taken out of
+	// objs); partial is set when they explain every error of the file,
+	// so that its other objects can apply (Loader.decodeWithMemos).
+	broken  []objectID
+	partial bool
 }
 
 // chunk is a run of whole documents of one file.
@@ -95,14 +100,19 @@ func decodeFiles(files []SourceFile, lim Limits) []fileResult {
 	}
 
 	// Chunks are in file order, then document order.
+	explained := make([]int, len(files))
 	for j, c := range chunks {
 		r := &results[c.file]
 		r.objs.append(out[j].objs)
 		r.diags = append(r.diags, out[j].diags...)
+		r.broken = append(r.broken, out[j].broken...)
+		explained[c.file] += out[j].explained
 	}
 	for i := range results {
-		if results[i].diags.HasErrors(false) {
-			results[i].failed = true
+		r := &results[i]
+		if errs := r.diags.errorCount(); errs > 0 {
+			r.failed = true
+			r.partial = textOK[i] && len(r.broken) > 0 && errs == explained[i]
 		}
 	}
 	return results
@@ -230,8 +240,10 @@ var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
 // chunkResult is what the documents of one chunk decoded to.
 type chunkResult struct {
-	objs  Objects
-	diags Diagnostics
+	objs      Objects
+	diags     Diagnostics
+	broken    []objectID
+	explained int
 }
 
 // decodeChunk parses the documents of c and decodes each. A syntax error
@@ -244,7 +256,7 @@ func decodeChunk(path string, c chunk, lim Limits, sc *scratch) chunkResult {
 			for _, root := range docs {
 				w.checkedDocument(root, lim)
 			}
-			res.diags = w.diags
+			res.diags, res.broken, res.explained = w.diags, w.broken, w.explained
 			return res
 		}
 	}
@@ -261,7 +273,7 @@ func decodeChunk(path string, c chunk, lim Limits, sc *scratch) chunkResult {
 		}
 		w.checkedDocument(&root, lim)
 	}
-	res.diags = w.diags
+	res.diags, res.broken, res.explained = w.diags, w.broken, w.explained
 	return res
 }
 

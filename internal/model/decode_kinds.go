@@ -74,9 +74,28 @@ func typeNodes(m *yaml.Node, depth int) (kind, api *yaml.Node) {
 	return kind, api
 }
 
-// object decodes one Kubernetes object (or a List of them) at n. Its field
-// paths are its own: those of a List's items do not start with "items".
+// object decodes one Kubernetes object (or a List of them) at n. A Route,
+// Endpoints or EndpointSlice with a name that decodes with errors is
+// taken out of the objects and listed as broken, with its errors counted
+// as explained (walker.broken): the rest of its file can still apply
+// (Loader.decodeWithMemos).
 func (w *walker) object(n *yaml.Node) {
+	start, explained := len(w.diags), w.explained
+	before := w.objs.counts()
+	w.decodeObject(n)
+	errs := w.diags[start:].errorCount() - (w.explained - explained)
+	if errs == 0 {
+		return
+	}
+	if id, ok := w.objs.dropNew(before); ok {
+		w.broken = append(w.broken, id)
+		w.explained += errs
+	}
+}
+
+// decodeObject is object's decoding. Its field paths are the object's
+// own: those of a List's items do not start with "items".
+func (w *walker) decodeObject(n *yaml.Node) {
 	outer := w.field
 	w.field = w.field[len(w.field):]
 	defer func() { w.field = outer }()

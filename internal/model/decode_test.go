@@ -583,12 +583,20 @@ func TestDecodeSplitFile(t *testing.T) {
 	if got := diagStrings(r.diags); len(got) != 1 || got[0] != want {
 		t.Errorf("diagnostics = %q, want [%q]", got, want)
 	}
-	if len(r.objs.Routes) != n {
-		t.Fatalf("%d routes, want %d", len(r.objs.Routes), n)
+	// The broken route is taken out and named, and explains the error.
+	if want := []objectID{{"Route", "default", fmt.Sprintf("r%d", n-10)}}; !reflect.DeepEqual(r.broken, want) || !r.partial || !r.failed {
+		t.Errorf("broken %v, partial %t, failed %t; want %v, partial and failed", r.broken, r.partial, r.failed, want)
 	}
-	for i, rt := range r.objs.Routes {
+	if len(r.objs.Routes) != n-1 {
+		t.Fatalf("%d routes, want %d", len(r.objs.Routes), n-1)
+	}
+	for j, rt := range r.objs.Routes {
+		i := j
+		if j >= n-10 {
+			i++
+		}
 		if rt.Meta.Name != fmt.Sprintf("r%d", i) || rt.Source.Pos.Line != 2+11*i {
-			t.Fatalf("route %d is %q at %s, want r%d at line %d", i, rt.Meta.Name, rt.Source.Pos, i, 2+11*i)
+			t.Fatalf("route %d is %q at %s, want r%d at line %d", j, rt.Meta.Name, rt.Source.Pos, i, 2+11*i)
 		}
 	}
 }

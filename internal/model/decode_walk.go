@@ -41,6 +41,56 @@ type walker struct {
 	// file's (Route.slips).
 	slips  Diagnostics
 	fields []fieldPos // positions recorded so far, reused across objects
+
+	// broken are the objects that decoded with errors, which object took
+	// out of objs, and explained the number of errors they account for.
+	broken    []objectID
+	explained int
+}
+
+// objectID names one object of a kind whose last good version can stand
+// in for a broken one within a file: Route, Endpoints or EndpointSlice.
+type objectID struct {
+	kind            string
+	namespace, name string
+}
+
+// objectCounts are how many objects of each kind Objects holds.
+type objectCounts struct{ routes, endpoints, slices, others int }
+
+func (objs *Objects) counts() objectCounts {
+	return objectCounts{len(objs.Routes), len(objs.Endpoints), len(objs.EndpointSlices), len(objs.RouterConfigs) + len(objs.Secrets)}
+}
+
+// dropNew takes out the one object added since before, and returns its
+// identity, when that is a single Route, Endpoints or EndpointSlice with a
+// name. Anything else (a List, a kind that keeps its file's last good
+// content whole, an object without a name) is left as it is.
+func (objs *Objects) dropNew(before objectCounts) (objectID, bool) {
+	now := objs.counts()
+	var id objectID
+	switch {
+	case now.others != before.others:
+		return id, false
+	case now == objectCounts{before.routes + 1, before.endpoints, before.slices, before.others}:
+		r := objs.Routes[before.routes]
+		id = objectID{"Route", namespaceOrDefault(r.Meta.Namespace), r.Meta.Name}
+	case now == objectCounts{before.routes, before.endpoints + 1, before.slices, before.others}:
+		e := objs.Endpoints[before.endpoints]
+		id = objectID{"Endpoints", namespaceOrDefault(e.Meta.Namespace), e.Meta.Name}
+	case now == objectCounts{before.routes, before.endpoints, before.slices + 1, before.others}:
+		sl := &objs.EndpointSlices[before.slices]
+		id = objectID{"EndpointSlice", namespaceOrDefault(sl.Meta.Namespace), sl.Meta.Name}
+	default:
+		return id, false
+	}
+	if id.name == "" {
+		return objectID{}, false
+	}
+	objs.Routes = objs.Routes[:before.routes]
+	objs.Endpoints = objs.Endpoints[:before.endpoints]
+	objs.EndpointSlices = objs.EndpointSlices[:before.slices]
+	return id, true
 }
 
 // fieldPos is one recorded field position. The path is the object's; the

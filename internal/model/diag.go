@@ -94,6 +94,17 @@ func (ds Diagnostics) HasErrors(strict bool) bool {
 	return false
 }
 
+// errorCount is how many diagnostics are errors.
+func (ds Diagnostics) errorCount() int {
+	n := 0
+	for _, d := range ds {
+		if d.Severity == SeverityError {
+			n++
+		}
+	}
+	return n
+}
+
 // Sort orders diagnostics by file, line, column, then message, so output
 // is deterministic.
 func (ds Diagnostics) Sort() {

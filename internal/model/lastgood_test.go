@@ -425,3 +425,61 @@ func TestMisplacedRouteFieldsAreTheRoutesErrors(t *testing.T) {
 		t.Errorf("the file's other route serves %q, want other.example.test: the slip failed the whole file", got)
 	}
 }
+
+// A document that decodes with errors keeps its object's last good version
+// alone (DESIGN §7, per object): the file's other objects apply, a fix of
+// one of them too, and a route that was rejected before and is now fixed
+// shows no error from its old text (an audit found the daemon reporting
+// "must be lowercase" for a host no longer in the file, and the fix held
+// back). Routes gone from the broken content stay until it decodes.
+func TestBrokenDocumentKeepsItsObjectOnly(t *testing.T) {
+	file := func(docs ...string) []SourceFile {
+		return []SourceFile{{Path: "r.yaml", Data: []byte(strings.Join(docs, ""))}}
+	}
+	brokenB := "---\napiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n  name: b\n  namespace: ns\nspec:\n  host: [b3.example.test]\n  to: {name: svc}\n"
+	l := NewLoader()
+	l.Load(file(routeYAML("a", "a.example.test"), routeYAML("b", "b.example.test"), routeYAML("c", "c.example.test")))
+	// a: an invalid edit, rejected and stale.
+	res := l.Load(file(routeYAML("a", "A2.example.test"), routeYAML("b", "b.example.test"), routeYAML("c", "c.example.test")))
+	if st := statusOf(t, res.Desired, "a"); st.State != RouteStale {
+		t.Fatalf("a uppercased: %+v, want stale", st)
+	}
+	// a fixed, b broken in decoding, c removed.
+	res = l.Load(file(routeYAML("a", "a3.example.test"), brokenB))
+	for name, want := range map[string]string{"a": "a3.example.test", "b": "b.example.test", "c": "c.example.test"} {
+		if got := servedHost(res.Desired, name); got != want {
+			t.Errorf("%s serves %q, want %q", name, got, want)
+		}
+	}
+	if st := statusOf(t, res.Desired, "a"); st.State != RouteAdmitted {
+		t.Errorf("fixed a: %+v, want admitted", st)
+	}
+	for _, name := range []string{"b", "c"} {
+		if st := statusOf(t, res.Desired, name); st.State != RouteStale || len(st.Reasons) != 1 || !strings.HasPrefix(st.Reasons[0], "r.yaml:17:9: spec.host") {
+			t.Errorf("%s: %+v, want stale with b's error at r.yaml:17:9", name, st)
+		}
+	}
+	var got []string
+	for _, d := range res.Diagnostics {
+		if d.Severity != SeverityNote {
+			got = append(got, d.String())
+		}
+	}
+	want := []string{
+		"r.yaml:1:1: warning: file has errors: its objects that decode apply; 2 other(s), with errors or gone from it, keep their last good version",
+		`r.yaml:17:9: error: spec.host: expected a string, got a list`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("diagnostics:\n got %q\nwant %q", got, want)
+	}
+	// A new route that breaks has no last good version: left out.
+	res = l.Load(file(routeYAML("a", "a3.example.test"), brokenB, strings.ReplaceAll(brokenB, "name: b", "name: d")))
+	if got := servedHost(res.Desired, "d"); got != "" || len(res.Desired.Routes) != 3 {
+		t.Errorf("broken new route d serves %q; %d routes, want a, b, c", got, len(res.Desired.Routes))
+	}
+	// Fixed: the file's content is whole again, c is gone.
+	res = l.Load(file(routeYAML("a", "a3.example.test"), routeYAML("b", "b4.example.test")))
+	if servedHost(res.Desired, "b") != "b4.example.test" || servedHost(res.Desired, "c") != "" || res.StaleCount() != 0 {
+		t.Errorf("fixed: b %q, c %q, %d stale; want b4, none, 0", servedHost(res.Desired, "b"), servedHost(res.Desired, "c"), res.StaleCount())
+	}
+}

@@ -172,6 +172,12 @@ type fileState struct {
 	mayConfigure bool
 	good         *Objects  // of the last content without errors; nil if none yet
 	memo         *fileMemo // admission results for good, made as needed
+	// kept is set when the current content failed only in some objects
+	// (fileResult.partial): good then holds the current content's other
+	// objects, and kept lists the objects that serve their last good
+	// version in it (stale).
+	kept    map[objectID]bool
+	partial bool
 }
 
 // NewLoader returns a Loader with the default limits.
@@ -292,7 +298,16 @@ func (l *Loader) markBrokenFiles(d *Desired) map[string]int {
 		if !st.failed || st.good == nil {
 			continue
 		}
-		if n := len(st.good.Endpoints) + len(st.good.EndpointSlices) + len(st.good.Secrets); n > 0 {
+		n := len(st.good.Endpoints) + len(st.good.EndpointSlices) + len(st.good.Secrets)
+		if st.partial {
+			n = 0
+			for id := range st.kept {
+				if id.kind != "Route" {
+					n++
+				}
+			}
+		}
+		if n > 0 {
 			if others == nil {
 				others = map[string]int{}
 			}
@@ -314,6 +329,10 @@ func (l *Loader) markBrokenFiles(d *Desired) map[string]int {
 		reasons, ok := broken[st.Source.Path]
 		if !ok || (st.State != RouteAdmitted && st.State != RouteAdmittedWithWarnings) {
 			continue
+		}
+		if f := l.files[st.Source.Path]; f != nil && f.partial &&
+			!f.kept[objectID{"Route", namespaceOrDefault(st.Key.Namespace), st.Key.Name}] {
+			continue // its current version decoded: it is not stale
 		}
 		marked := *st
 		marked.State, marked.Reasons = RouteStale, reasons
@@ -534,14 +553,20 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 		// A broken file that names the RouterConfig kind may be the
 		// router's settings: see Result.RouterUnsettled.
 		st.mayConfigure = r.failed && routerConfigKind.Match(changed[i].Data)
-		if !r.failed {
-			objs := r.objs
-			memo := newFileMemo(&objs)
-			if st.good != nil {
-				memo.carryOver(st.good, st.memo, &objs)
-			}
-			st.good, st.memo = &objs, memo
+		st.kept, st.partial = nil, false
+		objs := r.objs
+		switch {
+		case !r.failed:
+		case r.partial && st.good != nil && perObject(st.good) && perObject(&objs):
+			st.kept, st.partial = keepLastGood(&objs, st.good), true
+		default:
+			continue // the last good content stays whole
 		}
+		memo := newFileMemo(&objs)
+		if st.good != nil {
+			memo.carryOver(st.good, st.memo, &objs)
+		}
+		st.good, st.memo = &objs, memo
 	}
 	for path := range l.files {
 		if !present[path] {
@@ -562,7 +587,7 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 		st := l.files[path]
 		diags = append(diags, st.diags...)
 		if st.failed {
-			diags = append(diags, keptNote(path, st.good != nil))
+			diags = append(diags, keptNote(path, st.good != nil, st.partial, len(st.kept)))
 			if st.good != nil {
 				l.broken = append(l.broken, path)
 			}
@@ -627,14 +652,76 @@ func withCap[T any](n int) []T {
 
 // keptNote says what a failed file contributes, so operators know the
 // served state differs from the file as written.
-func keptNote(path string, kept bool) Diagnostic {
-	d := Diagnostic{Pos: Position{Path: path, Line: 1, Col: 1}}
-	if kept {
-		d.Severity = SeverityWarning
+func keptNote(path string, kept, partial bool, objects int) Diagnostic {
+	d := Diagnostic{Pos: Position{Path: path, Line: 1, Col: 1}, Severity: SeverityWarning}
+	switch {
+	case partial && objects > 0:
+		d.Message = fmt.Sprintf("file has errors: its objects that decode apply; %d other(s), with errors or gone from it, keep their last good version", objects)
+	case partial:
+		d.Message = "file has errors: its objects that decode apply; those with errors have no last good version and are left out"
+	case kept:
 		d.Message = "file has errors: its last good content stays in force"
-	} else {
+	default:
 		d.Severity = SeverityNote
 		d.Message = "file has errors: it contributes nothing until fixed"
 	}
 	return d
+}
+
+// perObject reports whether the objects of a file can stand for
+// themselves when some of them break: Routes, Endpoints and
+// EndpointSlices. A file with a RouterConfig or a Secret keeps its last
+// good content whole, as the settings and certificate material in force
+// are saved and judged per file.
+func perObject(objs *Objects) bool {
+	return len(objs.RouterConfigs) == 0 && len(objs.Secrets) == 0
+}
+
+// keepLastGood adds to objs, the objects of a file's current content that
+// decode, the last good version from good of every object that objs lacks:
+// those that broke, and those gone from a content that is not well formed
+// (DESIGN §7: only a well-formed generation deletes an object). It
+// returns which objects it kept.
+func keepLastGood(objs *Objects, good *Objects) map[objectID]bool {
+	have := make(map[objectID]bool, len(objs.Routes)+len(objs.Endpoints)+len(objs.EndpointSlices))
+	for _, r := range objs.Routes {
+		have[objectID{"Route", namespaceOrDefault(r.Meta.Namespace), r.Meta.Name}] = true
+	}
+	for _, e := range objs.Endpoints {
+		have[objectID{"Endpoints", namespaceOrDefault(e.Meta.Namespace), e.Meta.Name}] = true
+	}
+	for i := range objs.EndpointSlices {
+		sl := &objs.EndpointSlices[i]
+		have[objectID{"EndpointSlice", namespaceOrDefault(sl.Meta.Namespace), sl.Meta.Name}] = true
+	}
+	kept := map[objectID]bool{}
+	keep := func(id objectID) bool {
+		if have[id] {
+			return false
+		}
+		kept[id] = true
+		return true
+	}
+	// Fresh slices: objs' may share their backing arrays with the chunks.
+	routes := slices.Clip(objs.Routes)
+	for _, r := range good.Routes {
+		if keep(objectID{"Route", namespaceOrDefault(r.Meta.Namespace), r.Meta.Name}) {
+			routes = append(routes, r)
+		}
+	}
+	eps := slices.Clip(objs.Endpoints)
+	for _, e := range good.Endpoints {
+		if keep(objectID{"Endpoints", namespaceOrDefault(e.Meta.Namespace), e.Meta.Name}) {
+			eps = append(eps, e)
+		}
+	}
+	sls := slices.Clip(objs.EndpointSlices)
+	for i := range good.EndpointSlices {
+		sl := &good.EndpointSlices[i]
+		if keep(objectID{"EndpointSlice", namespaceOrDefault(sl.Meta.Namespace), sl.Meta.Name}) {
+			sls = append(sls, *sl)
+		}
+	}
+	objs.Routes, objs.Endpoints, objs.EndpointSlices = routes, eps, sls
+	return kept
 }

@@ -871,3 +871,48 @@ func TestRestartKeepsPortsOfBrokenRouterConfigWithBrokenFile(t *testing.T) {
 		t.Fatalf("after the restart haproxy.cfg lacks %q", want)
 	}
 }
+
+// The audit's case, live: one route of a file rejected (an uppercase
+// host), then fixed in the same change that breaks another document of
+// the file so that it no longer decodes (a host written as a list). The
+// fix serves, with no error left from the old text; the broken route
+// serves its last good version, stale; a restart keeps both.
+func TestFixBesideABrokenDocumentServes(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	publishRoutes := func(routes ...string) {
+		must(t, w.Publish(files(
+			"router.yaml", r.routerConfig(""),
+			"routes.yaml", join(routes...),
+			"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("two", two)),
+		)))
+	}
+	plain2 := routeYAML("plain2", "plain2.e2e.test", "", "two")
+	publishRoutes(routeYAML("plain", "plain.e2e.test", "", "one"), plain2)
+	r.start("atomic")
+	r.serves("plain.e2e.test", "/", "one")
+	r.serves("plain2.e2e.test", "/", "two")
+
+	publishRoutes(routeYAML("plain", "PLAIN.e2e.test", "", "one"), plain2)
+	r.routeStatus("plain", model.RouteStale)
+
+	broken := strings.Replace(plain2, "host: plain2.e2e.test", "host: [plain2x.e2e.test]", 1)
+	publishRoutes(routeYAML("plain", "plainx.e2e.test", "", "one"), broken)
+	r.serves("plainx.e2e.test", "/", "one")
+	r.serves("plain2.e2e.test", "/", "two")
+	st := r.routeStatus("plain", model.RouteAdmitted)
+	if len(st.Reasons) != 0 {
+		t.Errorf("fixed route plain still reports %q", st.Reasons)
+	}
+	r.routeStatus("plain2", model.RouteStale)
+	if le := r.store.Get().LastError; le == nil || strings.Contains(le.Message, "lowercase") || !strings.Contains(le.Message, "spec.host") {
+		t.Errorf("last error %+v, want the broken document's, not the fixed host's", le)
+	}
+
+	time.Sleep(1500 * time.Millisecond) // the save runs off the loop, at most once a second
+	r.stop()
+	r.start("atomic")
+	r.serves("plainx.e2e.test", "/", "one")
+	r.serves("plain2.e2e.test", "/", "two")
+}
