@@ -19,6 +19,7 @@ import (
 	"github.com/haroute/haroute/internal/certgen"
 	"github.com/haroute/haroute/internal/fsutil"
 	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/snapshot"
 )
 
 // Last good survives restarts (DESIGN §7). A package upgrade restarts
@@ -58,6 +59,10 @@ type savedIndex struct {
 	// the TLS material in force.
 	DefaultCertificate   string `json:"defaultCertificate,omitempty"`
 	DefaultDestinationCA string `json:"defaultDestinationCA,omitempty"`
+	// Layout is the config dir's layout when the state was read
+	// (snapshot.Mode): at start, an empty directory that had a commit
+	// point is not a generation without routes (Reader.AssumeLayout).
+	Layout string `json:"layout,omitempty"`
 	// StatsCredentials is the content hash of "user:password".
 	StatsCredentials string `json:"statsCredentials,omitempty"`
 	// ClientCA is the content hash of the client certificates' CA.
@@ -103,6 +108,7 @@ type saved struct {
 	winners     []model.RouteKey
 	definitions map[model.RouteKey]string
 	refused     map[string]string
+	layout      snapshot.Mode
 	// rivals are the saved state's rejected and stale routes (rivalsOf),
 	// for the deletion guard before the first sync.
 	rivals map[model.RouteKey]bool
@@ -115,6 +121,7 @@ type saved struct {
 // of broken paths, and the TLS material. It shares memory with the
 // daemon's snapshot, which is never modified.
 type saveRequest struct {
+	layout         snapshot.Mode
 	files, anchors []model.SourceFile
 	routerConfig   *model.SourceFile
 	material       certgen.Material
@@ -232,7 +239,7 @@ func (s *lastGoodStore) write(r saveRequest) error {
 			}
 		}
 	}
-	idx := savedIndex{Version: savedVersion, RefusedSecrets: r.refused}
+	idx := savedIndex{Version: savedVersion, RefusedSecrets: r.refused, Layout: string(r.layout)}
 	for _, k := range r.winners {
 		idx.ConflictWinners = append(idx.ConflictWinners, savedRoute{Namespace: k.Namespace, Name: k.Name})
 	}
@@ -413,7 +420,7 @@ func (s *lastGoodStore) load() (*saved, error) {
 		}
 		sv.definitions[model.RouteKey{Namespace: r.Namespace, Name: r.Name}] = r.Path
 	}
-	sv.refused = idx.RefusedSecrets
+	sv.refused, sv.layout = idx.RefusedSecrets, snapshot.Mode(idx.Layout)
 	sv.files = files(idx.Files)
 	sv.anchors = files(idx.Anchors)
 	if idx.RouterConfig != nil {
@@ -481,7 +488,7 @@ func contentHash(b []byte) string {
 // a path whose content is good now is its own anchor.
 func (d *Daemon) saveLastGood(gen generation) {
 	stale := gen.result.StalePaths()
-	req := saveRequest{files: gen.files, material: gen.material, winners: gen.result.ConflictWinners, definitions: gen.result.Definitions,
+	req := saveRequest{layout: d.reader.Layout(), files: gen.files, material: gen.material, winners: gen.result.ConflictWinners, definitions: gen.result.Definitions,
 		refused: d.loader.RefusedMaterial()}
 	// A Secret moved to another file and broken there in one change
 	// serves its last good version from the content of the file it came
@@ -630,6 +637,9 @@ func (d *Daemon) restore() {
 		if _, ok := d.anchors[f.Path]; !ok && !d.loader.Failed(f.Path) {
 			d.anchors[f.Path] = f
 		}
+	}
+	if sv.layout != "" {
+		d.reader.AssumeLayout(sv.layout)
 	}
 	d.material = sv.material
 	d.restored = sv

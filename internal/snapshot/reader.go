@@ -86,6 +86,21 @@ func (l *lastFiles) set(files []model.SourceFile, mode Mode) {
 	l.mu.Unlock()
 }
 
+// Layout is the layout of the last snapshot read; "" before the first.
+func (r *Reader) Layout() Mode { return r.last.layout() }
+
+// AssumeLayout makes m the layout of the last snapshot until one is read:
+// a restarted daemon gives the layout of the state it saved, so that an
+// empty directory at start (a volume torn down while it was stopped) is
+// judged as the reader that read the saved state would have judged it.
+func (r *Reader) AssumeLayout(m Mode) {
+	r.last.mu.Lock()
+	defer r.last.mu.Unlock()
+	if r.last.mode == "" {
+		r.last.mode = m
+	}
+}
+
 // commitPointLost fails a detected plain read of an empty directory that
 // the last read found published through a commit point (..data, or the
 // directory being a link). Such a directory is a volume torn down or

@@ -622,3 +622,28 @@ func TestEmptiedAtomicDirectoryKeepsServing(t *testing.T) {
 	must(t, publish.NewAtomicWriter(r.dir).Publish(oneRoute(r, two)))
 	r.serves("one.e2e.test", "/", "two")
 }
+
+// The same volume torn down while haroute is stopped: the saved state
+// names the layout it was read from, so the empty directory at start is
+// not taken for a generation without routes either, and the saved state
+// serves past the deletion guard's quiet period.
+func TestTornVolumeAtRestartServesSaved(t *testing.T) {
+	r := newRouter(t)
+	r.deletionQuiet = time.Second
+	one := startBackend(t, "one")
+	must(t, publish.NewAtomicWriter(r.dir).Publish(oneRoute(r, one)))
+	r.start("auto")
+	r.serves("one.e2e.test", "/", "one")
+	time.Sleep(1500 * time.Millisecond) // the save runs off the loop, at most once a second
+	r.stop()
+
+	entries, err := os.ReadDir(r.dir)
+	must(t, err)
+	for _, e := range entries {
+		must(t, os.RemoveAll(filepath.Join(r.dir, e.Name())))
+	}
+	r.start("auto")
+	r.reportsError("commit point is gone")
+	time.Sleep(3 * r.deletionQuiet)
+	r.keepsServing("one.e2e.test", "one", 10, "volume torn down across a restart")
+}
