@@ -195,6 +195,10 @@ type Daemon struct {
 	// served is what HAProxy runs, for the per-route metrics read on the
 	// HTTP goroutine.
 	served atomic.Pointer[model.Desired]
+	// certs are when the certificates served expire (certexpiry.go),
+	// checked for expired ones every certsEvery.
+	certs          certExpiry
+	certsCheckedAt time.Time
 	// pool is the committed pool of spare backends (pool.go); lastSync is
 	// when the last change arrived, lastRefill when the pool was last
 	// topped up on its own.
@@ -344,6 +348,7 @@ func New(opts Options) (*Daemon, error) {
 	d.restore()
 	d.status.Set(func(s *status.Status) { s.NotReadyReason = "no configuration applied yet" })
 	d.metrics.RegisterRouteStats(d.routeStats)
+	d.metrics.RegisterCertificates(func() ([]metrics.CertificateExpiry, time.Time) { return d.certs.routes(d.served.Load()) })
 	return d, nil
 }
 
@@ -532,6 +537,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 			d.heal(ctx)
 			d.housekeep(ctx)
+			d.checkCertificates(time.Now())
 			if err := d.retryUnbound(ctx); err != nil {
 				return err
 			}

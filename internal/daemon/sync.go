@@ -1123,6 +1123,10 @@ func (d *Daemon) loaded(reasons []string, reload bool, elapsed time.Duration) {
 func (d *Daemon) published(reasons []string, reload bool, elapsed time.Duration) {
 	d.generation++
 	d.served.Store(d.applied.Desired)
+	if d.material != nil {
+		d.certs.setDefault(d.material.DefaultCertificate)
+	}
+	d.certsCheckedAt = time.Time{} // a new generation: check its certificates at the next tick
 	now := time.Now()
 	var hash string
 	if d.appliedFrom != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 )
 
 // alertsDir holds the example alerting rules, which must only use metrics
@@ -22,6 +23,9 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	exercise(m)
 	m.RegisterRouteStats(func(context.Context) ([]RouteStat, error) {
 		return []RouteStat{{Namespace: "ns", Route: "r", Up: 1}}, nil
+	})
+	m.RegisterCertificates(func() ([]CertificateExpiry, time.Time) {
+		return []CertificateExpiry{{Namespace: "ns", Route: "r", NotAfter: time.Unix(2e9, 0)}}, time.Unix(2e9, 0)
 	})
 	families, err := m.Registry().Gather()
 	if err != nil {

@@ -711,3 +711,47 @@ func TestRefusedGenerationWithoutCulpritIsRetried(t *testing.T) {
 	r.serves("other.e2e.test", "/", "one")
 	r.eventually(10*time.Second, "the directory no longer behind", r.metricIs("haroute_directory_behind", "0"))
 }
+
+// A route whose certificate has expired is served, as OpenShift serves it
+// (the client decides), and its expiry is exported, with the default
+// certificate's, for the alert that fires ahead of it.
+func TestExpiredCertificateServedAndExported(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	expiredAt := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
+	cert, key, _ := testutil.SelfSignedCert(t, "old.e2e.test", big.NewInt(7), expiredAt)
+	must(t, publish.NewAtomicWriter(r.dir).Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", join(ownCertRouteYAML("old", "old.e2e.test", "one", string(cert), string(key)), routeYAML("plain", "plain.e2e.test", "", "one")),
+		"endpoints.yaml", endpointsYAML("one", one),
+	)))
+	r.start("atomic")
+	r.eventually(20*time.Second, "the expired certificate's route served", func() error { _, err := r.getTLS("old.e2e.test"); return err })
+
+	value := func(m, series string) (float64, bool) {
+		for _, line := range strings.Split(m, "\n") {
+			if v, ok := strings.CutPrefix(line, series+" "); ok {
+				var f float64
+				_, err := fmt.Sscan(v, &f)
+				return f, err == nil
+			}
+		}
+		return 0, false
+	}
+	r.eventually(10*time.Second, "certificate expiry exported", func() error {
+		m, err := r.scrapeMetrics()
+		if err != nil {
+			return err
+		}
+		if v, ok := value(m, `haroute_route_certificate_expiry_timestamp_seconds{namespace="e2e",route="old"}`); !ok || int64(v) != expiredAt.Unix() {
+			return fmt.Errorf("route old's expiry %v (found %t), want %d", v, ok, expiredAt.Unix())
+		}
+		if strings.Contains(m, `haroute_route_certificate_expiry_timestamp_seconds{namespace="e2e",route="plain"}`) {
+			return fmt.Errorf("a plain route has a certificate expiry series")
+		}
+		if v, ok := value(m, "haroute_default_certificate_expiry_timestamp_seconds"); !ok || v < float64(time.Now().Unix()) {
+			return fmt.Errorf("default certificate expiry %v (found %t), want a time to come", v, ok)
+		}
+		return nil
+	})
+}

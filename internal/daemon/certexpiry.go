@@ -1,0 +1,137 @@
+package daemon
+
+import (
+	"bytes"
+	"crypto/x509"
+	"encoding/pem"
+	"sync"
+	"time"
+
+	"github.com/haroute/haroute/internal/metrics"
+	"github.com/haroute/haroute/internal/model"
+)
+
+// Certificates that expire. As OpenShift, haroute serves an expired
+// certificate and lets the client decide (model/pem.go): refusing it would
+// take the route down. But the operator must hear of it before the
+// clients do: the expiry of every certificate served is exported for an
+// alert (haroute_route_certificate_expiry_timestamp_seconds), and one found
+// expired is logged, once.
+
+// certExpiry remembers when the certificates served expire. Routes are
+// shared from generation to generation while unchanged (model.Desired),
+// so a certificate is parsed once, when its route changes; a scrape or a
+// check at 10k routes is map lookups.
+type certExpiry struct {
+	mu      sync.Mutex
+	byRoute map[*model.AdmittedRoute]time.Time // zero: no certificate of its own
+	def     []byte
+	defAt   time.Time
+	// warned are the routes (and the default certificate, under the
+	// zero key) logged as expired, with the expiry they were logged for.
+	warned map[model.RouteKey]time.Time
+}
+
+// setDefault notes the default certificate served now.
+func (c *certExpiry) setDefault(pemData []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if bytes.Equal(pemData, c.def) {
+		return
+	}
+	c.def, c.defAt = bytes.Clone(pemData), notAfter(string(pemData))
+}
+
+// routes returns the expiry of the certificate of each route of d that
+// serves one of its own, and the default certificate's.
+func (c *certExpiry) routes(d *model.Desired) ([]metrics.CertificateExpiry, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d == nil {
+		return nil, c.defAt
+	}
+	next := make(map[*model.AdmittedRoute]time.Time, len(c.byRoute))
+	var out []metrics.CertificateExpiry
+	for _, r := range d.Routes {
+		if r.TLS.Certificate == "" || (r.Termination != model.TerminationEdge && r.Termination != model.TerminationReencrypt) {
+			continue
+		}
+		at, ok := c.byRoute[r]
+		if !ok {
+			at = notAfter(r.TLS.Certificate)
+		}
+		next[r] = at
+		if !at.IsZero() {
+			out = append(out, metrics.CertificateExpiry{Namespace: r.Key.Namespace, Route: r.Key.Name, NotAfter: at})
+		}
+	}
+	c.byRoute = next
+	return out, c.defAt
+}
+
+// newlyExpired returns what serves a certificate expired at now and was
+// not reported yet for that expiry: routes by key, the default
+// certificate as the zero key.
+func (c *certExpiry) newlyExpired(d *model.Desired, now time.Time) map[model.RouteKey]time.Time {
+	routes, def := c.routes(d)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out map[model.RouteKey]time.Time
+	note := func(k model.RouteKey, at time.Time) {
+		if at.IsZero() || now.Before(at) || c.warned[k].Equal(at) {
+			return
+		}
+		if c.warned == nil {
+			c.warned = map[model.RouteKey]time.Time{}
+		}
+		if out == nil {
+			out = map[model.RouteKey]time.Time{}
+		}
+		c.warned[k], out[k] = at, at
+	}
+	for _, r := range routes {
+		note(model.RouteKey{Namespace: r.Namespace, Name: r.Route}, r.NotAfter)
+	}
+	note(model.RouteKey{}, def)
+	return out
+}
+
+// notAfter is the expiry of the first certificate in pemData (the one
+// served; the rest is its chain), or zero when there is none.
+func notAfter(pemData string) time.Time {
+	rest := []byte(pemData)
+	for {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			return time.Time{}
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return time.Time{}
+		}
+		return c.NotAfter
+	}
+}
+
+// certsEvery is how often the certificates served are checked for one
+// that expired meanwhile (and after every generation).
+const certsEvery = time.Minute
+
+// checkCertificates logs each certificate served that has expired, once
+// for each expiry.
+func (d *Daemon) checkCertificates(now time.Time) {
+	if now.Sub(d.certsCheckedAt) < certsEvery {
+		return
+	}
+	d.certsCheckedAt = now
+	for k, at := range d.certs.newlyExpired(d.served.Load(), now) {
+		if k == (model.RouteKey{}) {
+			d.log.Warn("the default certificate has expired; clients that verify it refuse the routes it serves (haroute serves it, as OpenShift does)", "expired", at)
+			continue
+		}
+		d.log.Warn("a route serves an expired certificate; clients that verify it refuse the route (haroute serves it, as OpenShift does)", "route", k.String(), "expired", at)
+	}
+}

@@ -1,0 +1,59 @@
+package daemon
+
+import (
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/testutil"
+)
+
+func edgeRoute(name, cert string) *model.AdmittedRoute {
+	return &model.AdmittedRoute{Key: model.RouteKey{Namespace: "ns", Name: name}, Termination: model.TerminationEdge,
+		TLS: model.RouteTLS{Certificate: cert}}
+}
+
+// The expiry of each certificate a route serves of its own is reported,
+// and each expired one is reported once per expiry: again only when the
+// route's certificate is replaced by another that also expired.
+func TestCertificateExpiry(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	past, future := now.Add(-48*time.Hour).Truncate(time.Second), now.Add(90*24*time.Hour).Truncate(time.Second)
+	expired, _, _ := testutil.SelfSignedCert(t, "old.example.test", big.NewInt(1), past)
+	valid, _, _ := testutil.SelfSignedCert(t, "new.example.test", big.NewInt(2), future)
+	plain := &model.AdmittedRoute{Key: model.RouteKey{Namespace: "ns", Name: "plain"}}
+	withDefault := edgeRoute("default-cert", "")
+	old, fresh := edgeRoute("old", string(expired)), edgeRoute("fresh", string(valid))
+	d := &model.Desired{Routes: []*model.AdmittedRoute{withDefault, fresh, old, plain}}
+
+	var c certExpiry
+	c.setDefault(valid)
+	routes, def := c.routes(d)
+	if len(routes) != 2 || routes[0].Route != "fresh" || !routes[0].NotAfter.Equal(future) || routes[1].Route != "old" || !routes[1].NotAfter.Equal(past) {
+		t.Fatalf("routes = %+v, want fresh at %v and old at %v", routes, future, past)
+	}
+	if !def.Equal(future) {
+		t.Errorf("default certificate expires %v, want %v", def, future)
+	}
+	got := c.newlyExpired(d, now)
+	if len(got) != 1 || !got[model.RouteKey{Namespace: "ns", Name: "old"}].Equal(past) {
+		t.Fatalf("newly expired = %v, want ns/old", got)
+	}
+	if got := c.newlyExpired(d, now.Add(time.Hour)); len(got) != 0 {
+		t.Errorf("reported again: %v", got)
+	}
+	// Another expired certificate for the route, and the default
+	// certificate expired: both reported.
+	older, _, _ := testutil.SelfSignedCert(t, "old.example.test", big.NewInt(3), past.Add(-time.Hour))
+	c.setDefault(expired)
+	d2 := &model.Desired{Routes: []*model.AdmittedRoute{fresh, edgeRoute("old", string(older))}}
+	got = c.newlyExpired(d2, now)
+	if len(got) != 2 || !got[model.RouteKey{}].Equal(past) || !got[model.RouteKey{Namespace: "ns", Name: "old"}].Equal(past.Add(-time.Hour)) {
+		t.Errorf("newly expired = %v, want the default certificate and ns/old's new one", got)
+	}
+	// Time passes: the valid one expires too.
+	if got := c.newlyExpired(d2, future.Add(time.Second)); len(got) != 1 || !got[model.RouteKey{Namespace: "ns", Name: "fresh"}].Equal(future) {
+		t.Errorf("after %v: newly expired = %v, want ns/fresh", future, got)
+	}
+}
