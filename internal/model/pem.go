@@ -582,9 +582,23 @@ func checkCertificateAndKey(certPEM, keyPEM string) ([]*x509.Certificate, *certK
 		return nil, &certKeyProblem{field: "key", msg: "key " + err.Error()}
 	}
 	if !keyMatchesCertificate(certs[0], key) {
-		return nil, &certKeyProblem{field: "key", msg: fmt.Sprintf("key does not match the certificate (subject %q)", certs[0].Subject.String())}
+		return nil, &certKeyProblem{field: "key", msg: keyMismatch(certs, key)}
 	}
 	return certs, nil
+}
+
+// keyMismatch says why key does not go with the chain certs: for another
+// certificate, or for one of the chain that is not first, the order
+// HAProxy and OpenSSL read a chain in (the served certificate, then its
+// issuers).
+func keyMismatch(certs []*x509.Certificate, key crypto.Signer) string {
+	for i, c := range certs[1:] {
+		if keyMatchesCertificate(c, key) {
+			return fmt.Sprintf("key does not match the first certificate (subject %q) but certificate %d of the chain (subject %q): the certificate the key belongs to must come first, then its issuers",
+				certs[0].Subject.String(), i+2, c.Subject.String())
+		}
+	}
+	return fmt.Sprintf("key does not match the certificate (subject %q)", certs[0].Subject.String())
 }
 
 // checkRouteTLSMaterial judges the PEM fields of an edge or reencrypt
@@ -695,7 +709,7 @@ func CheckCertificateBundle(text []byte) error {
 		return fmt.Errorf("key %w", err)
 	}
 	if !keyMatchesCertificate(certs[0], key) {
-		return fmt.Errorf("key does not match the certificate (subject %q)", certs[0].Subject.String())
+		return errors.New(keyMismatch(certs, key))
 	}
 	return nil
 }

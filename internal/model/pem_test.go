@@ -362,6 +362,9 @@ func certCases(t testing.TB) []certCase {
 		{name: "key of another certificate", route: edge(z.selfRSA.certPEM(), k(z.selfEC), ""), want: []string{
 			pre + `19:7: error: spec.tls.key: key does not match the certificate (subject "CN=rsa.example.com")`,
 		}},
+		{name: "chain in the wrong order: issuer first", route: edge(z.inter.certPEM()+z.leafByInter.certPEM(), k(z.leafByInter), ""), want: []string{
+			pre + `19:7: error: spec.tls.key: key does not match the first certificate (subject "CN=Intermediate CA") but certificate 2 of the chain (subject "CN=inter.example.com"): the certificate the key belongs to must come first, then its issuers`,
+		}},
 		{name: "expired self-signed (OpenShift serves it)", route: edge(z.expired.certPEM(), k(z.expired), "")},
 
 		// Chains and caCertificate.
