@@ -212,6 +212,7 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 		// Both sides are in key order and mostly the same routes: equal
 		// keys (cheap to compare) first.
 		if j < len(prev) && prev[j].Key == r.Key {
+			st = d.moveToSpare(st, desired, i, prev[j], in)
 			j++
 			continue
 		}
@@ -219,7 +220,11 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 			j++
 		}
 		isNew := j == len(prev) || prev[j].Key != r.Key
-		if !isNew || d.applied.Desired == nil {
+		if !isNew {
+			st = d.moveToSpare(st, desired, i, prev[j], in)
+			continue
+		}
+		if d.applied.Desired == nil {
 			continue
 		}
 		if k := st.slotNamed(r.BackendName()); k >= 0 && !st.used[st.spares[k].Slot] && render.SameBackend(*r, st.spares[k], in) {
@@ -238,6 +243,38 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 		st = st.dropRetired().topUp(desired)
 	}
 	return st
+}
+
+// moveToSpare binds route i of desired, whose last version p had a backend
+// of its own, to a free spare that reads like its new version, when its
+// own backend would read otherwise (its settings, or its termination,
+// changed): the change is then a move at runtime, as a delete and an add
+// are, not a reload. Its own backend stays rendered, as a deleted route's
+// does (retire). A route whose own backend reads the same stays in it,
+// and a route bound to a slot keeps it (its map-driven settings change at
+// runtime there). Its clients' sticky cookies name the old backend's
+// cookie, so they stick anew once.
+func (d *Daemon) moveToSpare(st poolState, desired *model.Desired, i int, p *model.AdmittedRoute, in render.Input) poolState {
+	r := desired.Routes[i]
+	if p == r || d.applied.Desired == nil || p.Slot != "" || r.Slot != "" {
+		return st
+	}
+	if p.Backend == r.Backend && p.Termination == r.Termination && p.InsecurePolicy == r.InsecurePolicy && p.Path == r.Path {
+		// What the backend section is made of is the same (the common
+		// case: its endpoints changed), without rendering it twice. A
+		// change this misses reloads, as before.
+		return st
+	}
+	if render.SameBackend(*r, *p, in) {
+		return st
+	}
+	k := st.free(classOf(r), func(s model.AdmittedRoute) bool { return render.SameBackend(*r, s, in) }, d.servedSlots)
+	if k < 0 {
+		return st
+	}
+	desired.Routes[i] = withSlot(r, st.spares[k].Slot)
+	st = st.bind(r.Key, k)
+	return st.keepBackendOf(p, &desired.Router, in)
 }
 
 // earlierBindings reads which route each pool slot of the live
@@ -362,16 +399,48 @@ func (st poolState) retire(prev []*model.AdmittedRoute, desired *model.Desired, 
 		if (j < len(cur) && cur[j].Key == p.Key) || p.Slot != "" {
 			continue
 		}
-		sp := spareOf(classOf(p), p.BackendName(), &desired.Router)
-		switch {
-		case st.slotNamed(sp.Slot) >= 0:
-		case render.SameBackend(*p, sp, in):
+		if sp, ok, retire := st.backendOf(p, &desired.Router, in); ok {
 			add = append(add, sp)
-		default:
-			add = append(add, emptied(p))
-			retired = append(retired, sp.Slot)
+			if retire {
+				retired = append(retired, sp.Slot)
+			}
 		}
 	}
+	return st.withKept(add, retired)
+}
+
+// backendOf is what route p's own backend stays as once p no longer
+// serves from it: a spare where it reads like one, else p's backend
+// emptied, to retire. ok is false when the pool has it already.
+func (st poolState) backendOf(p *model.AdmittedRoute, s *model.Settings, in render.Input) (sp model.AdmittedRoute, ok, retire bool) {
+	sp = spareOf(classOf(p), p.BackendName(), s)
+	switch {
+	case st.slotNamed(sp.Slot) >= 0:
+		return sp, false, false
+	case render.SameBackend(*p, sp, in):
+		return sp, true, false
+	default:
+		return emptied(p), true, true
+	}
+}
+
+// keepBackendOf returns st with route p's own backend kept (backendOf),
+// draining.
+func (st poolState) keepBackendOf(p *model.AdmittedRoute, s *model.Settings, in render.Input) poolState {
+	sp, ok, retire := st.backendOf(p, s, in)
+	if !ok {
+		return st
+	}
+	var retired []model.BackendName
+	if retire {
+		retired = []model.BackendName{sp.Slot}
+	}
+	return st.withKept([]model.AdmittedRoute{sp}, retired)
+}
+
+// withKept returns st with the backends add in the pool, draining, and
+// those named in retired retired.
+func (st poolState) withKept(add []model.AdmittedRoute, retired []model.BackendName) poolState {
 	if len(add) == 0 {
 		return st
 	}

@@ -40,9 +40,34 @@ func (d *differ) routes() {
 				d.newBackends[cur.BackendName()] = true
 			}
 		default:
+			if d.moved(old, cur) {
+				continue
+			}
 			d.route(old, cur)
 		}
 	}
+}
+
+// moved plans route cur, whose last version old served from a backend of
+// its own, bound to a spare instead (the daemon's pool does so when its
+// own backend would have to change): unbound from its own backend, which
+// the desired side keeps as a spare or retired, and bound to the spare the
+// running HAProxy has free, both at runtime, as a delete and an add are.
+func (d *differ) moved(old, cur *model.AdmittedRoute) bool {
+	if old.Slot != "" || cur.Slot == "" || old.BackendName() == cur.BackendName() {
+		return false
+	}
+	was := d.spare(d.desired, &d.desiredSpares, old.BackendName())
+	spare := d.spare(d.applied, &d.appliedSpares, cur.Slot)
+	if was == nil || spare == nil {
+		return false
+	}
+	d.add(Change{Mode: ModeRuntime, Kind: KindRouteUnbound, Subject: old.Key.String(), Field: "backend",
+		Detail: string(old.BackendName()) + ": its backend settings changed and a spare has the new ones"})
+	d.slotRoute(old, was, old)
+	d.add(Change{Mode: ModeRuntime, Kind: KindRouteBound, Subject: cur.Key.String(), Detail: string(cur.Slot)})
+	d.slotRoute(spare, cur, cur)
+	return true
 }
 
 // sortedRoutes returns routes ordered by key. Desired promises that order;

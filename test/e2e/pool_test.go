@@ -759,3 +759,85 @@ func TestRoutesWithServerSettingsBindWithoutReload(t *testing.T) {
 		t.Fatalf("binding the three routes took %d reloads", after-before)
 	}
 }
+
+// A route with a backend of its own (loaded at start) whose settings
+// change moves to a spare that has the new ones, at runtime, as a delete
+// and an add would: a timeout annotation set, then the route made edge.
+// Each is served at once without a reload, and the files on disk say the
+// same: a reload through the master serves it alike.
+func TestOwnBackendSettingsChangeMovesToASpare(t *testing.T) {
+	r := newRouter(t)
+	one, hang := startBackend(t, "one"), hangingBackend(t)
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig(""),
+		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"slow.yaml", routeYAML("slow", "slow.e2e.test", "", "hang"),
+		"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("hang", hang)))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	r.onDisk("haproxy.cfg", "backend be_http:e2e:slow")
+	before := r.reloads()
+
+	gen["slow.yaml"] = []byte(annotated(routeYAML("slow", "slow.e2e.test", "", "hang"), "haproxy.router.openshift.io/timeout", "500ms"))
+	must(t, w.Publish(gen))
+	// The default server timeout is 30s: a 504 within 5s is the route's.
+	timesOut := func() {
+		t.Helper()
+		client := &http.Client{Timeout: 10 * time.Second}
+		r.eventually(30*time.Second, "slow.e2e.test times out after its 500ms", func() error {
+			req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.http), nil)
+			req.Host = "slow.e2e.test"
+			start := time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if took := time.Since(start); resp.StatusCode != http.StatusGatewayTimeout || took >= 5*time.Second {
+				return fmt.Errorf("status %d after %v", resp.StatusCode, took)
+			}
+			return nil
+		})
+	}
+	timesOut()
+	r.onDisk("haproxy.cfg", "# route e2e/slow\nbackend be_pool:http:")
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("a timeout set on a route with its own backend took %d reloads, want 0", got)
+	}
+
+	// Made edge: another class of spare.
+	gen["a.yaml"] = []byte(edgeRouteYAML("a", "a.e2e.test", "one"))
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "a served over TLS", func() error {
+		got, err := r.getTLS("a.e2e.test")
+		if err == nil && got != "one" {
+			err = fmt.Errorf("answered by %q", got)
+		}
+		return err
+	})
+	r.onDisk("haproxy.cfg", "# route e2e/a\nbackend be_pool:edge:")
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("a route made edge took %d reloads, want 0", got)
+	}
+	if st := r.store.Get(); st.Fallbacks != 0 {
+		t.Fatalf("%d runtime fallbacks; last error %+v", st.Fallbacks, st.LastError)
+	}
+
+	// What is on disk serves the same.
+	c, err := net.DialTimeout("unix", filepath.Join(r.runDir, "master.sock"), time.Second)
+	must(t, err)
+	_, err = c.Write([]byte("reload\n"))
+	c.Close()
+	must(t, err)
+	r.eventually(20*time.Second, "reloaded from disk", func() error {
+		if got := r.reloads() - before; got != 1 {
+			return fmt.Errorf("%d reloads", got)
+		}
+		return nil
+	})
+	timesOut()
+	if got, err := r.getTLS("a.e2e.test"); err != nil || got != "one" {
+		t.Fatalf("after the reload, a over TLS: %q, %v", got, err)
+	}
+}
