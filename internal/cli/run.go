@@ -98,6 +98,12 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) int {
 		}
 	}
 
+	// A log pipe that breaks (`| head`, a log shipper restarting) must not
+	// kill the router: Go exits on SIGPIPE from a write to stderr unless
+	// the signal is handled, and that left HAProxy running with no
+	// reaper. Ignored, the write fails and the log line is lost.
+	signal.Ignore(syscall.SIGPIPE)
+
 	// Signals become events here, at the edge: SIGTERM/SIGINT stop the
 	// daemon (see serve), SIGHUP asks for a resync on a capacity-1 channel.
 	stopSigs := make(chan os.Signal, 2) // room for an impatient second signal

@@ -315,10 +315,16 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 	}
 	if len(p.Changes) == 0 && !d.throttle.pending && !d.onDisk {
 		// Nothing for HAProxy to do, but the generation may still differ
-		// in what status shows: a route rejected or gone stale.
+		// in what status shows: a route rejected or gone stale. The same
+		// tree read again (SIGHUP, a resync) is no new generation: the
+		// one HAProxy runs stays, as dashboards and alerts key on it.
+		same := d.applied.Desired != nil && d.appliedFrom != nil && d.desiredFrom != nil &&
+			d.desiredFrom.Hash == d.appliedFrom.Hash && sameStatuses(next.Desired.Statuses, d.applied.Desired.Statuses)
 		d.accept(gen)
 		d.applied, d.appliedFrom, d.appliedWant = next, d.desiredFrom, d.desiredWant
-		d.published(nil, false, 0)
+		if !same {
+			d.published(nil, false, 0)
+		}
 		return nil, nil
 	}
 	// mode is what the change alone would take; via is how it is to go
@@ -1226,4 +1232,19 @@ func firstError(ds model.Diagnostics) string {
 		}
 	}
 	return ""
+}
+
+// sameStatuses reports whether two generations' route statuses read the
+// same. Admission hands out the very same slice, or the same status
+// pointers, while nothing changed (model.admitOnce).
+func sameStatuses(a, b []*model.RouteStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] && !a[i].Same(b[i]) {
+			return false
+		}
+	}
+	return true
 }

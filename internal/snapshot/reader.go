@@ -82,8 +82,14 @@ func (l *lastFiles) set(files []model.SourceFile, mode Mode) {
 		m[f.Path] = f
 	}
 	l.mu.Lock()
-	l.files, l.mode = m, mode
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	l.files = m
+	if mode == ModePlain && len(files) == 0 && (l.mode == ModeAtomic || l.mode == ModeLink) {
+		// A directory being torn down, read half way (only links left
+		// dangling): it is not plain until it holds a file to read.
+		return
+	}
+	l.mode = mode
 }
 
 // Layout is the layout of the last snapshot read; "" before the first.

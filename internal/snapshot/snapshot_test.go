@@ -209,12 +209,19 @@ func TestEmptiedAtomicDirIsNotFound(t *testing.T) {
 	if s := read(t, r, dir, ModeAuto); s.Mode != ModeAtomic {
 		t.Fatalf("Mode = %s, want atomic", s.Mode)
 	}
+	// Torn down half way: ..data gone, its link left dangling. Read as
+	// a plain directory with nothing to read, which does not make it
+	// plain.
+	if err := os.Remove(filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := r.Read(context.Background(), dir, ModeAuto); err != nil || len(s.Files) != 0 {
+		t.Fatalf("half torn down: %v, %v; want a snapshot with no file", s, err)
+	}
 	// What is left of a torn-down volume: nothing, or only the hidden
 	// timestamped generation.
-	for _, name := range []string{"a.yaml", "..data"} {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.Remove(filepath.Join(dir, "a.yaml")); err != nil {
+		t.Fatal(err)
 	}
 	s, err := r.Read(context.Background(), dir, ModeAuto)
 	if s != nil || !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "commit point is gone") {

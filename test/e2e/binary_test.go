@@ -23,16 +23,7 @@ import (
 // HAProxy with it.
 func TestBinaryScalesFromOutsideWithoutReload(t *testing.T) {
 	haproxyBin := testutil.HAProxy(t)
-	bin := filepath.Join(t.TempDir(), "haroute")
-	// go test puts its own GOROOT/bin first in the test's PATH.
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go not in PATH: %v", err)
-	}
-	build := exec.Command(goTool, "build", "-o", bin, "github.com/haroute/haroute/cmd/haroute")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildHaroute(t)
 	r := newRouter(t)
 	var bs []*backend
 	for i := range 6 {
@@ -120,4 +111,56 @@ func TestBinaryScalesFromOutsideWithoutReload(t *testing.T) {
 		return nil
 	})
 	exited <- nil // for the cleanup
+}
+
+// haroute run behind a log pipe that breaks (`| head`, a log shipper that
+// restarts) carries on: a Go program whose stderr write hits a closed
+// pipe dies of SIGPIPE unless it says otherwise, and haroute did, leaving
+// HAProxy running with no reaper. It serves the next change, and SIGTERM
+// still stops it cleanly.
+func TestBinarySurvivesABrokenLogPipe(t *testing.T) {
+	haproxyBin := testutil.HAProxy(t)
+	bin := buildHaroute(t)
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(oneRoute(r, one)))
+
+	logs, pipe, err := os.Pipe()
+	must(t, err)
+	cmd := exec.Command(bin, "run", "--haproxy", haproxyBin, "--config-dir", r.dir, "--run-dir", r.runDir,
+		"--state-dir", filepath.Join(t.TempDir(), "state"), "--metrics-address", r.metrics, "--handover-grace", "0")
+	cmd.Stdout, cmd.Stderr = pipe, pipe
+	must(t, cmd.Start())
+	pipe.Close()
+	exited := make(chan struct{}) // closed once cmd has exited, with waitErr
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	// The reader goes away after the first line, as `| head -1` does.
+	first := make([]byte, 1)
+	_, err = logs.Read(first)
+	must(t, err)
+	logs.Close()
+
+	r.serves("one.e2e.test", "/", "one")
+	must(t, w.Publish(oneRoute(r, two))) // logged, into the broken pipe
+	r.serves("one.e2e.test", "/", "two")
+	select {
+	case <-exited:
+		t.Fatalf("haroute exited with its log pipe broken: %v", waitErr)
+	default:
+	}
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("haroute exited with %v after SIGTERM", waitErr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("haroute still running 30s after SIGTERM")
+	}
 }

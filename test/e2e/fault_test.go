@@ -647,3 +647,21 @@ func TestTornVolumeAtRestartServesSaved(t *testing.T) {
 	time.Sleep(3 * r.deletionQuiet)
 	r.keepsServing("one.e2e.test", "one", 10, "volume torn down across a restart")
 }
+
+// A resync asked for (SIGHUP) that finds the same tree is no new
+// generation: dashboards and alerts key on the generation HAProxy runs.
+func TestResyncOfTheSameTreeKeepsTheGeneration(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	must(t, publish.NewAtomicWriter(r.dir).Publish(oneRoute(r, one)))
+	r.start("atomic")
+	r.serves("one.e2e.test", "/", "one")
+	gen := r.store.Get().Generation
+	for range 3 {
+		r.trigger <- struct{}{}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if got := r.store.Get().Generation; got != gen {
+		t.Errorf("generation %d after resyncs of the same tree, want %d", got, gen)
+	}
+}
