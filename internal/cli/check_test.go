@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -181,10 +182,16 @@ func TestCheckAsksHAProxyAboutRouterConfig(t *testing.T) {
 		})
 	}
 
+	// A host without HAProxy (found by no name: --haproxy names one that
+	// must be there) gets a note that only the shape was checked.
 	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute, "router.yaml": rc(tests[0].spec)})
-	code, stdout, _ := run(t, "check", "--haproxy", filepath.Join(t.TempDir(), "no-haproxy"), dir)
-	if code != ExitOK || !strings.Contains(stdout, "note: log formats, cipher lists and subject patterns were checked for shape only") {
-		t.Fatalf("check without haproxy: exit %d, stdout %q, want exit 0 and a note", code, stdout)
+	res, err := loadDir(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := judgeRouterConfig(context.Background(), filepath.Join(t.TempDir(), "no-haproxy"), res)
+	if err != nil || len(ds) != 1 || !strings.Contains(ds[0].String(), "note: log formats, cipher lists and subject patterns were checked for shape only") {
+		t.Fatalf("without haproxy: %v, %v; want a note", ds, err)
 	}
 }
 
@@ -244,5 +251,16 @@ func TestCheckAsksHAProxyAboutTheRoutes(t *testing.T) {
 	}
 	if code, stdout, _ := run(t, "check", "--haproxy", wrapper, writeFiles(t, map[string]string{"routes.yaml": goodRoute})); code != ExitOK {
 		t.Fatalf("check of the good route alone: exit %d, %q", code, stdout)
+	}
+}
+
+// An HAProxy named with --haproxy that is not there is a usage error: the
+// check it asks for would not run, and a CI job with a wrong path passed.
+func TestCheckRefusesAMissingNamedHAProxy(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute, "endpoints.yaml": goodEndpoints})
+	missing := filepath.Join(t.TempDir(), "haproxy")
+	code, _, stderr := run(t, "check", "--haproxy", missing, dir)
+	if code != ExitUsage || !strings.Contains(stderr, "--haproxy") || !strings.Contains(stderr, missing) {
+		t.Fatalf("check --haproxy %s: exit %d, stderr %q; want exit %d naming the flag and the path", missing, code, stderr, ExitUsage)
 	}
 }

@@ -88,6 +88,16 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "usage: haroute check DIR [--strict] [--limit-nofile N] [--haproxy PATH]")
 		return ExitUsage
 	}
+	if *bin != "" {
+		// Asked for by name, it must be there: without it the whole
+		// configuration goes unchecked, which a CI job with a wrong
+		// path would take for a pass. (Without --haproxy, a host with
+		// no HAProxy gets a note: the shape checks still run.)
+		if _, err := haproxy.Binary(*bin); err != nil {
+			fmt.Fprintf(stderr, "haroute check: --haproxy: %v\n", err)
+			return ExitUsage
+		}
+	}
 	res, err := loadDir(ctx, pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "haroute check: %v\n", err)
