@@ -313,8 +313,27 @@ func unknownAnnotations(c *routeCheck, ann map[string]string) {
 	sort.Strings(unknown)
 	for _, k := range unknown {
 		f := annotationField(k)
+		if like, ok := nearAnnotation(k); ok {
+			// A typo of one haroute reads is a warning (check --strict
+			// fails): a misspelled ip_allowlist opened the route to
+			// every client with a note alone.
+			c.add(SeverityWarning, c.pos(f), f, fmt.Sprintf("annotation is not supported by haroute; ignored: did you mean %s?", like))
+			continue
+		}
 		c.add(SeverityNote, c.pos(f), f, "annotation is not supported by haroute; ignored")
 	}
+}
+
+// nearAnnotation returns the annotation haroute reads that k most likely
+// misspells: one at most two edits away, case aside.
+func nearAnnotation(k string) (string, bool) {
+	lk := strings.ToLower(k)
+	for _, a := range Annotations {
+		if withinTwoEdits(lk, strings.ToLower(a.Key)) {
+			return a.Key, true
+		}
+	}
+	return "", false
 }
 
 func hasRouterPrefix(k string) bool {

@@ -223,6 +223,11 @@ func TestAnnotations(t *testing.T) {
 		}, want: def(nil), diag: []string{
 			`ns-r.yaml:31:5: note: metadata.annotations.haproxy.router.openshift.io/hsts_preload: annotation is not supported by haroute; ignored`,
 		}},
+		{name: "a misspelled annotation is a warning naming the one it is like", ann: map[string]string{
+			"haproxy.router.openshift.io/ip_alowlist": "10.0.0.1",
+		}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_alowlist: annotation is not supported by haroute; ignored: did you mean haproxy.router.openshift.io/ip_allowlist?`,
+		}},
 		{name: "annotation OpenShift honours and haroute does not is a warning naming it", ann: map[string]string{
 			AnnotationH1AdjustCase: "true",
 		}, want: def(nil), diag: []string{

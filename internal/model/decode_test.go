@@ -259,8 +259,8 @@ func TestDecodeDiagnostics(t *testing.T) {
 			in:   routeHead + "  colour: blue\nspec:\n  host: a.example.com\n  hostt: b\n  tls: {termination: edge, keyy: x}\nextra: 1\n",
 			want: []string{
 				"f.yaml:5:3: warning: metadata.colour: unknown field",
-				"f.yaml:8:3: warning: spec.hostt: unknown field",
-				"f.yaml:9:28: warning: spec.tls.keyy: unknown field",
+				"f.yaml:8:3: warning: spec.hostt: unknown field: did you mean host?",
+				"f.yaml:9:28: warning: spec.tls.keyy: unknown field: did you mean key?",
 				"f.yaml:10:1: warning: extra: unknown field",
 			},
 		},

@@ -215,7 +215,31 @@ func (w *walker) unknownField(k *yaml.Node) {
 		w.slips = append(w.slips, w.diag(SeverityError, k, fmt.Sprintf("unknown field here: %s belongs at %s; check its indentation", k.Value, home)))
 		return
 	}
+	if like, ok := w.nearField(k.Value); ok {
+		// A warning still (DESIGN §3), but one that says what was
+		// meant: a "tsl" block served an edge route in clear.
+		w.report(w.unknown, k, "unknown field: did you mean %s?", like)
+		return
+	}
 	w.report(w.unknown, k, "unknown field")
+}
+
+// nearField returns the field of the kind's at the current level that key
+// most likely misspells: one at most two edits away (w.homes).
+func (w *walker) nearField(key string) (string, bool) {
+	at := string(w.field)
+	if i := strings.LastIndexByte(at, '.'); i >= 0 {
+		at = at[:i]
+	} else {
+		at = ""
+	}
+	best := ""
+	for field, home := range w.homes {
+		if home == at && withinTwoEdits(strings.ToLower(key), strings.ToLower(field)) && (best == "" || field < best) {
+			best = field // the first by name when several are near: the same every time
+		}
+	}
+	return best, best != ""
 }
 
 // misplaced reports where key, unknown at the current field, belongs when
