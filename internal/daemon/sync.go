@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -335,8 +336,18 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 	if p.Reload {
 		via = "reload"
 	}
-	for _, c := range p.Changes {
-		d.log.Info("change planned", "mode", c.Mode.String(), "via", via, "kind", string(c.Kind), "subject", c.Subject, "detail", c.Detail)
+	for i, c := range p.Changes {
+		level := slog.LevelInfo
+		if i >= maxChangesLogged {
+			level = slog.LevelDebug
+		}
+		d.log.Log(ctx, level, "change planned", "mode", c.Mode.String(), "via", via, "kind", string(c.Kind), "subject", c.Subject, "detail", c.Detail)
+	}
+	if n := len(p.Changes) - maxChangesLogged; n > 0 {
+		// A tree's worth of changes (a namespace deleted, a first sync
+		// at 10k routes) ran into journald's rate limit, taking the
+		// lines that matter after it along.
+		d.log.Info("more changes planned, listed at debug level", "more", n, "of", len(p.Changes))
 	}
 	if p.Reload || d.throttle.pending || touchesCertificates(p) {
 		// A reload is needed (or already waiting): validate, write, and let
@@ -1248,3 +1259,6 @@ func sameStatuses(a, b []*model.RouteStatus) bool {
 	}
 	return true
 }
+
+// maxChangesLogged is how many changes of one plan are logged at info.
+const maxChangesLogged = 20

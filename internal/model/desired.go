@@ -221,7 +221,12 @@ type RouteKey struct {
 	Name      string
 }
 
-func (k RouteKey) String() string { return k.Namespace + "/" + k.Name }
+func (k RouteKey) String() string {
+	if k.Namespace == "" {
+		return k.Name // a spare backend's (daemon's pool): no route's
+	}
+	return k.Namespace + "/" + k.Name
+}
 
 // Compare orders keys by namespace, then name: the order admission gives
 // routes in.

@@ -23,8 +23,13 @@ func (d *differ) routes() {
 		case cur == nil:
 			if spare := d.spare(d.desired, &d.desiredSpares, old.BackendName()); spare != nil {
 				// Its backend goes back to the pool: servers drained, map
-				// entries removed, at runtime.
-				d.add(Change{Mode: ModeRuntime, Kind: KindRouteUnbound, Subject: old.Key.String(), Detail: string(old.Slot)})
+				// entries removed, at runtime. A backend of its own stays
+				// rendered, as a spare or emptied (daemon's pool).
+				c := Change{Mode: ModeRuntime, Kind: KindRouteUnbound, Subject: old.Key.String(), Detail: string(old.Slot)}
+				if old.Slot == "" {
+					c.Kind, c.Detail = KindRouteDeleted, string(old.BackendName())+" stays, empty, until a reload drops it"
+				}
+				d.add(c)
 				d.slotRoute(old, spare, old)
 			} else {
 				d.add(Change{Mode: ModeReload, Kind: KindRouteDeleted, Subject: old.Key.String()})
