@@ -84,7 +84,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return cmd(ctx, args[1:], stdout, stderr)
 }
 
-func versionCmd(_ context.Context, _ []string, stdout, _ io.Writer) int {
+func versionCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) != 0 {
+		fmt.Fprintln(stderr, "usage: haroute version")
+		return ExitUsage
+	}
 	v := Version
 	if v == "dev" {
 		if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {

@@ -315,3 +315,19 @@ func TestRenderFitsMaxConnToTheLimit(t *testing.T) {
 		t.Fatalf("render --limit-nofile 300: exit %d, stderr %q; want the budget error", code, stderr)
 	}
 }
+
+// Arguments a command does not take are usage errors, not ignored:
+// `haroute status 127.0.0.1:9191` asked the default address and said the
+// daemon was not running there. A file given to check is named as such.
+func TestStrayArgumentsAreUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{"status", "127.0.0.1:1"}, {"version", "extra"}} {
+		if code, _, stderr := run(t, args...); code != ExitUsage || !strings.Contains(stderr, "usage: haroute "+args[0]) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and the usage", args, code, stderr, ExitUsage)
+		}
+	}
+	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute})
+	file := filepath.Join(dir, "routes.yaml")
+	if code, _, stderr := run(t, "check", file); code != ExitInvalid || !strings.Contains(stderr, file+" is a file: give the directory") {
+		t.Errorf("check FILE: exit %d, stderr %q; want exit %d naming the file", code, stderr, ExitInvalid)
+	}
+}

@@ -25,6 +25,11 @@ import (
 
 // loadDir reads and admits dir. File read errors become diagnostics.
 func loadDir(ctx context.Context, dir string) (model.Result, error) {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		// `haroute check route.yaml` read "config dir not found: not a
+		// directory", about a path that is there.
+		return model.Result{}, fmt.Errorf("%s is a file: give the directory that holds it (haroute reads a whole tree, as the router does)", dir)
+	}
 	var r snapshot.Reader
 	snap, err := r.Read(ctx, dir, snapshot.ModeAuto)
 	if err != nil {

@@ -17,6 +17,11 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := fs.Parse(args); err != nil {
 		return parseErr(err)
 	}
+	if fs.NArg() != 0 {
+		// `haroute status 127.0.0.1:9191` asked the default address.
+		fmt.Fprintln(stderr, "usage: haroute status [--address ADDR]")
+		return ExitUsage
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	st, err := status.Fetch(ctx, *addr)
