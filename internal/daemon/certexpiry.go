@@ -18,18 +18,26 @@ import (
 // alert (haroute_route_certificate_expiry_timestamp_seconds), and one found
 // expired is logged, once.
 
-// certExpiry remembers when the certificates served expire. Routes are
-// shared from generation to generation while unchanged (model.Desired),
-// so a certificate is parsed once, when its route changes; a scrape or a
-// check at 10k routes is map lookups.
+// certExpiry remembers when the certificates served expire, by route, with
+// the certificate text it read: a certificate is parsed once, when it
+// changes. Unchanged, the route's text is the very string it was (routes
+// and their strings are shared from load to load, and a route bound to a
+// spare is a copy naming its slot), so comparing it costs no more than a
+// pointer: a scrape or a check at 10k routes is map lookups.
 type certExpiry struct {
 	mu      sync.Mutex
-	byRoute map[*model.AdmittedRoute]time.Time // zero: no certificate of its own
+	byRoute map[model.RouteKey]certSeen
 	def     []byte
 	defAt   time.Time
 	// warned are the routes (and the default certificate, under the
 	// zero key) logged as expired, with the expiry they were logged for.
 	warned map[model.RouteKey]time.Time
+}
+
+// certSeen is a route's certificate and its expiry (zero: none read).
+type certSeen struct {
+	cert string
+	at   time.Time
 }
 
 // setDefault notes the default certificate served now.
@@ -50,17 +58,18 @@ func (c *certExpiry) routes(d *model.Desired) ([]metrics.CertificateExpiry, time
 	if d == nil {
 		return nil, c.defAt
 	}
-	next := make(map[*model.AdmittedRoute]time.Time, len(c.byRoute))
+	next := make(map[model.RouteKey]certSeen, len(c.byRoute))
 	var out []metrics.CertificateExpiry
 	for _, r := range d.Routes {
 		if r.TLS.Certificate == "" || (r.Termination != model.TerminationEdge && r.Termination != model.TerminationReencrypt) {
 			continue
 		}
-		at, ok := c.byRoute[r]
-		if !ok {
-			at = notAfter(r.TLS.Certificate)
+		seen, ok := c.byRoute[r.Key]
+		if !ok || seen.cert != r.TLS.Certificate {
+			seen = certSeen{cert: r.TLS.Certificate, at: notAfter(r.TLS.Certificate)}
 		}
-		next[r] = at
+		next[r.Key] = seen
+		at := seen.at
 		if !at.IsZero() {
 			out = append(out, metrics.CertificateExpiry{Namespace: r.Key.Namespace, Route: r.Key.Name, NotAfter: at})
 		}

@@ -239,8 +239,59 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 			st = st.bind(r.Key, k)
 		}
 	}
+	st = st.yieldNames(desired)
 	if refill || d.applied.Desired == nil {
 		st = st.dropRetired().topUp(desired)
+	}
+	return st
+}
+
+// yieldNames drops from the pool each slot named like the own backend a
+// route of desired renders: the kept backend of a route deleted or moved
+// that came back where no spare fits it (a review found it kept as a
+// spare, bound to another route meanwhile). Two backends of one name fail
+// `haproxy -c`; the route takes a reload for its own backend anyway. A
+// route bound to such a slot leaves it for a backend of its own, in the
+// same reload. Only kept backends bear route names: pool slots are
+// be_pool:….
+func (st poolState) yieldNames(desired *model.Desired) poolState {
+	var clash map[model.BackendName]bool
+	for i := range st.spares {
+		slot := st.spares[i].Slot
+		if strings.HasPrefix(string(slot), model.PoolSlotPrefix) {
+			continue
+		}
+		key, ok := slot.RouteKey()
+		if !ok {
+			continue
+		}
+		if j, found := model.FindRoute(desired.Routes, key); found && desired.Routes[j].Slot == "" && desired.Routes[j].BackendName() == slot {
+			if clash == nil {
+				clash = map[model.BackendName]bool{}
+			}
+			clash[slot] = true
+		}
+	}
+	if len(clash) == 0 {
+		return st
+	}
+	for key, slot := range st.bound {
+		if !clash[slot] {
+			continue
+		}
+		st = st.unbind(key, slot)
+		if j, found := model.FindRoute(desired.Routes, key); found {
+			cp := *desired.Routes[j]
+			cp.Slot = ""
+			desired.Routes[j] = &cp
+		}
+	}
+	st.spares = slices.DeleteFunc(slices.Clone(st.spares), func(sp model.AdmittedRoute) bool { return clash[sp.Slot] })
+	st.draining, st.retired, st.used = cloneOr(st.draining), cloneOr(st.retired), cloneOr(st.used)
+	for slot := range clash {
+		delete(st.draining, slot)
+		delete(st.retired, slot)
+		delete(st.used, slot)
 	}
 	return st
 }
@@ -256,8 +307,18 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 // cookie, so they stick anew once.
 func (d *Daemon) moveToSpare(st poolState, desired *model.Desired, i int, p *model.AdmittedRoute, in render.Input) poolState {
 	r := desired.Routes[i]
-	if p == r || d.applied.Desired == nil || p.Slot != "" || r.Slot != "" {
+	if p == r || d.applied.Desired == nil || p.Slot != "" {
 		return st
+	}
+	if r.Slot != "" {
+		// Moved by an earlier pass over this very generation (advance
+		// binds the pool again when a reload refits it), from a pool
+		// state this one does not share: judged afresh, or it kept a
+		// slot the new state has free for another route.
+		cp := *r
+		cp.Slot = ""
+		r = &cp
+		desired.Routes[i] = r
 	}
 	if p.Backend == r.Backend && p.Termination == r.Termination && p.InsecurePolicy == r.InsecurePolicy && p.Path == r.Path {
 		// What the backend section is made of is the same (the common

@@ -319,8 +319,8 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 		// in what status shows: a route rejected or gone stale. The same
 		// tree read again (SIGHUP, a resync) is no new generation: the
 		// one HAProxy runs stays, as dashboards and alerts key on it.
-		same := d.applied.Desired != nil && d.appliedFrom != nil && d.desiredFrom != nil &&
-			d.desiredFrom.Hash == d.appliedFrom.Hash && sameStatuses(next.Desired.Statuses, d.applied.Desired.Statuses)
+		same := d.applied.Desired != nil && d.appliedFrom != nil && gen.snap != nil &&
+			gen.snap.Hash == d.appliedFrom.Hash && sameStatuses(next.Desired.Statuses, d.applied.Desired.Statuses)
 		d.accept(gen)
 		d.applied, d.appliedFrom, d.appliedWant = next, d.desiredFrom, d.desiredWant
 		if !same {

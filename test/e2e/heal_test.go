@@ -314,11 +314,7 @@ func TestMasterSocketGoneForAMomentIsNotHealed(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond)
 	must(t, os.Rename(master+".away", master))
 
-	c, err := net.DialTimeout("unix", master, time.Second)
-	must(t, err)
-	_, err = c.Write([]byte("reload\n"))
-	c.Close()
-	must(t, err)
+	r.reloadThroughMaster()
 	r.eventually(20*time.Second, "the operator's reload done", func() error {
 		if got := r.reloads(); got != reloads+1 {
 			return fmt.Errorf("master reloads %d, want %d", got, reloads+1)
@@ -340,3 +336,14 @@ func TestMasterSocketGoneForAMomentIsNotHealed(t *testing.T) {
 
 // masterGrace is the daemon's masterLossGrace.
 const masterGrace = 5 * time.Second
+
+// reloadThroughMaster reloads HAProxy as an operator does, with `reload`
+// on the master CLI, behind haroute's back.
+func (r *router) reloadThroughMaster() {
+	r.t.Helper()
+	c, err := net.DialTimeout("unix", filepath.Join(r.runDir, "master.sock"), time.Second)
+	must(r.t, err)
+	defer c.Close()
+	_, err = c.Write([]byte("reload\n"))
+	must(r.t, err)
+}

@@ -368,29 +368,7 @@ func TestTimeoutRoutesWithoutReload(t *testing.T) {
 	slowRoute := func(timeout string) []byte {
 		return []byte(annotated(routeYAML("slow", "slow.e2e.test", "", "hang"), "haproxy.router.openshift.io/timeout", timeout))
 	}
-	// timesOut waits for the route to answer 504 and returns how long
-	// that answer took.
-	timesOut := func() time.Duration {
-		t.Helper()
-		var took time.Duration
-		client := &http.Client{Timeout: 10 * time.Second}
-		r.eventually(30*time.Second, "slow.e2e.test times out", func() error {
-			req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.http), nil)
-			req.Host = "slow.e2e.test"
-			start := time.Now()
-			resp, err := client.Do(req)
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusGatewayTimeout {
-				return fmt.Errorf("status %d", resp.StatusCode)
-			}
-			took = time.Since(start)
-			return nil
-		})
-		return took
-	}
+	timesOut := func() time.Duration { t.Helper(); return r.timesOut("slow.e2e.test", 0) }
 	gen["slow.yaml"] = slowRoute("500ms")
 	must(t, w.Publish(gen))
 	if took := timesOut(); took >= 5*time.Second {
@@ -782,24 +760,7 @@ func TestOwnBackendSettingsChangeMovesToASpare(t *testing.T) {
 	gen["slow.yaml"] = []byte(annotated(routeYAML("slow", "slow.e2e.test", "", "hang"), "haproxy.router.openshift.io/timeout", "500ms"))
 	must(t, w.Publish(gen))
 	// The default server timeout is 30s: a 504 within 5s is the route's.
-	timesOut := func() {
-		t.Helper()
-		client := &http.Client{Timeout: 10 * time.Second}
-		r.eventually(30*time.Second, "slow.e2e.test times out after its 500ms", func() error {
-			req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.http), nil)
-			req.Host = "slow.e2e.test"
-			start := time.Now()
-			resp, err := client.Do(req)
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if took := time.Since(start); resp.StatusCode != http.StatusGatewayTimeout || took >= 5*time.Second {
-				return fmt.Errorf("status %d after %v", resp.StatusCode, took)
-			}
-			return nil
-		})
-	}
+	timesOut := func() { t.Helper(); r.timesOut("slow.e2e.test", 5*time.Second) }
 	timesOut()
 	r.onDisk("haproxy.cfg", "# route e2e/slow\nbackend be_pool:http:")
 	if got := r.reloads() - before; got != 0 {
@@ -825,11 +786,7 @@ func TestOwnBackendSettingsChangeMovesToASpare(t *testing.T) {
 	}
 
 	// What is on disk serves the same.
-	c, err := net.DialTimeout("unix", filepath.Join(r.runDir, "master.sock"), time.Second)
-	must(t, err)
-	_, err = c.Write([]byte("reload\n"))
-	c.Close()
-	must(t, err)
+	r.reloadThroughMaster()
 	r.eventually(20*time.Second, "reloaded from disk", func() error {
 		if got := r.reloads() - before; got != 1 {
 			return fmt.Errorf("%d reloads", got)
@@ -840,4 +797,28 @@ func TestOwnBackendSettingsChangeMovesToASpare(t *testing.T) {
 	if got, err := r.getTLS("a.e2e.test"); err != nil || got != "one" {
 		t.Fatalf("after the reload, a over TLS: %q, %v", got, err)
 	}
+}
+
+// timesOut waits for host to answer 504, sooner than within when that is
+// not 0, and returns how long that answer took.
+func (r *router) timesOut(host string, within time.Duration) time.Duration {
+	r.t.Helper()
+	var took time.Duration
+	client := &http.Client{Timeout: 10 * time.Second}
+	r.eventually(30*time.Second, host+" times out", func() error {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", r.http), nil)
+		req.Host = host
+		start := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		took = time.Since(start)
+		if resp.StatusCode != http.StatusGatewayTimeout || (within > 0 && took >= within) {
+			return fmt.Errorf("status %d after %v", resp.StatusCode, took)
+		}
+		return nil
+	})
+	return took
 }
