@@ -55,6 +55,18 @@ type objectID struct {
 	namespace, name string
 }
 
+func routeID(r *Route) objectID {
+	return objectID{"Route", namespaceOrDefault(r.Meta.Namespace), r.Meta.Name}
+}
+
+func endpointsID(e *Endpoints) objectID {
+	return objectID{"Endpoints", namespaceOrDefault(e.Meta.Namespace), e.Meta.Name}
+}
+
+func sliceID(s *EndpointSlice) objectID {
+	return objectID{"EndpointSlice", namespaceOrDefault(s.Meta.Namespace), s.Meta.Name}
+}
+
 // objectCounts are how many objects of each kind Objects holds.
 type objectCounts struct{ routes, endpoints, slices, others int }
 
@@ -73,14 +85,11 @@ func (objs *Objects) dropNew(before objectCounts) (objectID, bool) {
 	case now.others != before.others:
 		return id, false
 	case now == objectCounts{before.routes + 1, before.endpoints, before.slices, before.others}:
-		r := objs.Routes[before.routes]
-		id = objectID{"Route", namespaceOrDefault(r.Meta.Namespace), r.Meta.Name}
+		id = routeID(objs.Routes[before.routes])
 	case now == objectCounts{before.routes, before.endpoints + 1, before.slices, before.others}:
-		e := objs.Endpoints[before.endpoints]
-		id = objectID{"Endpoints", namespaceOrDefault(e.Meta.Namespace), e.Meta.Name}
+		id = endpointsID(objs.Endpoints[before.endpoints])
 	case now == objectCounts{before.routes, before.endpoints, before.slices + 1, before.others}:
-		sl := &objs.EndpointSlices[before.slices]
-		id = objectID{"EndpointSlice", namespaceOrDefault(sl.Meta.Namespace), sl.Meta.Name}
+		id = sliceID(&objs.EndpointSlices[before.slices])
 	default:
 		return id, false
 	}

@@ -685,14 +685,13 @@ func perObject(objs *Objects) bool {
 func keepLastGood(objs *Objects, good *Objects) map[objectID]bool {
 	have := make(map[objectID]bool, len(objs.Routes)+len(objs.Endpoints)+len(objs.EndpointSlices))
 	for _, r := range objs.Routes {
-		have[objectID{"Route", namespaceOrDefault(r.Meta.Namespace), r.Meta.Name}] = true
+		have[routeID(r)] = true
 	}
 	for _, e := range objs.Endpoints {
-		have[objectID{"Endpoints", namespaceOrDefault(e.Meta.Namespace), e.Meta.Name}] = true
+		have[endpointsID(e)] = true
 	}
 	for i := range objs.EndpointSlices {
-		sl := &objs.EndpointSlices[i]
-		have[objectID{"EndpointSlice", namespaceOrDefault(sl.Meta.Namespace), sl.Meta.Name}] = true
+		have[sliceID(&objs.EndpointSlices[i])] = true
 	}
 	kept := map[objectID]bool{}
 	keep := func(id objectID) bool {
@@ -705,20 +704,19 @@ func keepLastGood(objs *Objects, good *Objects) map[objectID]bool {
 	// Fresh slices: objs' may share their backing arrays with the chunks.
 	routes := slices.Clip(objs.Routes)
 	for _, r := range good.Routes {
-		if keep(objectID{"Route", namespaceOrDefault(r.Meta.Namespace), r.Meta.Name}) {
+		if keep(routeID(r)) {
 			routes = append(routes, r)
 		}
 	}
 	eps := slices.Clip(objs.Endpoints)
 	for _, e := range good.Endpoints {
-		if keep(objectID{"Endpoints", namespaceOrDefault(e.Meta.Namespace), e.Meta.Name}) {
+		if keep(endpointsID(e)) {
 			eps = append(eps, e)
 		}
 	}
 	sls := slices.Clip(objs.EndpointSlices)
 	for i := range good.EndpointSlices {
-		sl := &good.EndpointSlices[i]
-		if keep(objectID{"EndpointSlice", namespaceOrDefault(sl.Meta.Namespace), sl.Meta.Name}) {
+		if sl := &good.EndpointSlices[i]; keep(sliceID(sl)) {
 			sls = append(sls, *sl)
 		}
 	}
