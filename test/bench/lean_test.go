@@ -167,10 +167,9 @@ func addServerCommands(t testing.TB, d *model.Desired, key model.RouteKey, ep en
 		// to maint.
 		next := *route // the daemon's: shared, read-only
 		next.Services = slices.Clone(route.Services)
-		next.Services[0].Servers = append(slices.Clone(route.Services[0].Servers), model.Server{Address: ep.ip, Port: ep.port})
-		for i := range next.Services[0].Servers {
-			next.Services[0].Servers[i].Weight = route.Services[0].Servers[0].Weight / 2
-		}
+		// One service: each server weighs 1, whatever their number (the
+		// OpenShift router's weights, model.spreadWeights).
+		next.Services[0].Servers = append(slices.Clone(route.Services[0].Servers), model.Server{Address: ep.ip, Port: ep.port, Weight: 1})
 		next.NameServers()
 		var cmds []string
 		for _, s := range next.Servers() {
