@@ -683,43 +683,28 @@ func perObject(objs *Objects) bool {
 // (DESIGN §7: only a well-formed generation deletes an object). It
 // returns which objects it kept.
 func keepLastGood(objs *Objects, good *Objects) map[objectID]bool {
-	have := make(map[objectID]bool, len(objs.Routes)+len(objs.Endpoints)+len(objs.EndpointSlices))
-	for _, r := range objs.Routes {
-		have[routeID(r)] = true
-	}
-	for _, e := range objs.Endpoints {
-		have[endpointsID(e)] = true
-	}
-	for i := range objs.EndpointSlices {
-		have[sliceID(&objs.EndpointSlices[i])] = true
-	}
 	kept := map[objectID]bool{}
-	keep := func(id objectID) bool {
-		if have[id] {
-			return false
-		}
-		kept[id] = true
-		return true
-	}
-	// Fresh slices: objs' may share their backing arrays with the chunks.
-	routes := slices.Clip(objs.Routes)
-	for _, r := range good.Routes {
-		if keep(routeID(r)) {
-			routes = append(routes, r)
-		}
-	}
-	eps := slices.Clip(objs.Endpoints)
-	for _, e := range good.Endpoints {
-		if keep(endpointsID(e)) {
-			eps = append(eps, e)
-		}
-	}
-	sls := slices.Clip(objs.EndpointSlices)
-	for i := range good.EndpointSlices {
-		if sl := &good.EndpointSlices[i]; keep(sliceID(sl)) {
-			sls = append(sls, *sl)
-		}
-	}
-	objs.Routes, objs.Endpoints, objs.EndpointSlices = routes, eps, sls
+	objs.Routes = keepMissing(objs.Routes, good.Routes, routeID, kept)
+	objs.Endpoints = keepMissing(objs.Endpoints, good.Endpoints, endpointsID, kept)
+	objs.EndpointSlices = keepMissing(objs.EndpointSlices, good.EndpointSlices,
+		func(s EndpointSlice) objectID { return sliceID(&s) }, kept)
 	return kept
+}
+
+// keepMissing is keepLastGood for one kind: cur followed by the objects of
+// good that cur has none of, each noted in kept. The result is a fresh
+// slice: cur's may share its array with the chunks it was decoded in.
+func keepMissing[T any](cur, good []T, id func(T) objectID, kept map[objectID]bool) []T {
+	have := make(map[objectID]bool, len(cur))
+	for _, o := range cur {
+		have[id(o)] = true
+	}
+	out := slices.Clip(cur)
+	for _, o := range good {
+		if k := id(o); !have[k] {
+			kept[k] = true
+			out = append(out, o)
+		}
+	}
+	return out
 }
