@@ -297,15 +297,9 @@ func TestReadyzNotReadyWhileRunDirBroken(t *testing.T) {
 // period always caught.
 func TestMasterSocketGoneForAMomentIsNotHealed(t *testing.T) {
 	r := newRouter(t)
-	one := startBackend(t, "one")
-	w := publish.NewAtomicWriter(r.dir)
-	must(t, w.Publish(files(
-		"router.yaml", r.routerConfig(""),
-		"routes.yaml", routeYAML("plain", "plain.e2e.test", "", "one"),
-		"endpoints.yaml", endpointsYAML("one", one),
-	)))
+	must(t, publish.NewAtomicWriter(r.dir).Publish(oneRoute(r, startBackend(t, "one"))))
 	r.start("atomic")
-	r.serves("plain.e2e.test", "/", "one")
+	r.serves("one.e2e.test", "/", "one")
 	since := time.Now()
 	reloads := r.reloads()
 
@@ -331,7 +325,7 @@ func TestMasterSocketGoneForAMomentIsNotHealed(t *testing.T) {
 			t.Errorf("error recorded: %s", e.Message)
 		}
 	}
-	r.serves("plain.e2e.test", "/", "one")
+	r.serves("one.e2e.test", "/", "one")
 }
 
 // masterGrace is the daemon's masterLossGrace.
