@@ -1057,21 +1057,23 @@ const statsUsers = "haroute_stats"
 // when it becomes a spare. For a backend named after a route it is
 // OpenShift's: the MD5 of "<termination> <namespace>:<name>" (the
 // router's RoutingKeyName), so a check or a client that knows OpenShift's
-// name finds the same. A pool spare's is a hash of its name.
+// name finds the same. The router hashes that key before it reads the
+// route's termination (createServiceAliasConfig), so the termination is
+// always empty: " <namespace>:<name>", whatever the route terminates. A
+// pool spare's is a hash of its name.
 func CookieName(be model.BackendName) string {
 	prefix, _, _ := strings.Cut(string(be), ":")
-	term, ok := routingTermination[prefix]
-	if key, named := be.RouteKey(); ok && named {
-		sum := md5.Sum([]byte(term + " " + key.Namespace + ":" + key.Name)) //nolint:gosec // a name, as OpenShift's, not a secret
+	if key, named := be.RouteKey(); cookieBackends[prefix] && named {
+		sum := md5.Sum([]byte(" " + key.Namespace + ":" + key.Name)) //nolint:gosec // a name, as OpenShift's, not a secret
 		return hex.EncodeToString(sum[:])
 	}
 	return hashHex("haroute-cookie-name", string(be))
 }
 
-// routingTermination is the termination OpenShift's RoutingKeyName names,
-// by the prefix of the backend named after a route of that termination
-// (model.AdmittedRoute.BackendName); passthrough backends have no cookie.
-var routingTermination = map[string]string{"be_http": "", "be_edge_http": "edge", "be_secure": "reencrypt"}
+// cookieBackends are the prefixes of the backends named after a route
+// (model.AdmittedRoute.BackendName) that can set a cookie; passthrough
+// backends have none.
+var cookieBackends = map[string]bool{"be_http": true, "be_edge_http": true, "be_secure": true}
 
 // DynamicCookieKey is the dynamic-cookie-key of a backend. It is derived
 // from the backend name, so it is stable across restarts and hosts (a

@@ -529,11 +529,13 @@ func TestServerIDsUniqueWhenNamesCollide(t *testing.T) {
 
 // TestCookieNameAsOpenShift: a route's own backend has OpenShift's
 // default cookie name (the MD5 of "<termination> <namespace>:<name>", the
-// router's RoutingKeyName); a spare's is its own. Values from md5sum.
+// router's RoutingKeyName, whose termination it has not read yet: always
+// empty); a spare's is its own. Values from md5sum.
 func TestCookieNameAsOpenShift(t *testing.T) {
 	for be, want := range map[model.BackendName]string{
 		"be_http:t:plain":    "e2ea927f48fdb952ed7726604750a1bd",
-		"be_edge_http:t:xfe": "2ab56d159598d2698b990a72323cdf14",
+		"be_edge_http:t:xfe": "312e9668d82ff2203846dc3b1b03f913",
+		"be_secure:t:re":     "17d07ee5cdfb65e160c046baf87d70a6",
 	} {
 		if got := CookieName(be); got != want {
 			t.Errorf("CookieName(%s) = %s, want %s", be, got, want)
