@@ -496,26 +496,48 @@ func parseHealthCheckInterval(p *annotationParse, v string) error {
 	return err
 }
 
-// An allowlist with an entry that cannot be read is an error of the
-// route, not an annotation to ignore: ignored, it served the route to
-// every client, and applied in part (as OpenShift does, dropping the bad
-// entry) it would lock out the clients that entry meant. The route's last
+// An allowlist's entries that cannot be read are left out, with a
+// warning, and the others enforced, as OpenShift's parseIPList does: a
+// route OpenShift serves (a list written with commas) is served alike.
+// An allowlist with no entry it can read is an error of the route, not an
+// annotation to ignore, as OpenShift's router ignores it: that would serve
+// the route to every client its owner meant to keep out. The route's last
 // good version keeps serving; a new route is not served until it is fixed.
 // An empty value asks for no allowlist and is ignored.
 func parseAllowlist(p *annotationParse, v string) error {
-	list, err := parseIPAllowlist(v)
-	switch {
-	case err == nil && v != strings.TrimSpace(v):
+	if strings.TrimSpace(v) == "" {
+		return fmt.Errorf("value is empty")
+	}
+	list, bad := parseIPAllowlist(v)
+	if len(list) == 0 {
+		return refusal{fmt.Errorf("%s; the route is not served with an allowlist it cannot enforce", notAddresses(bad))}
+	}
+	p.b.IPAllowlist = AddressList(strings.Join(list, " "))
+	var problems []string
+	if v != strings.TrimSpace(v) {
 		// OpenShift's parseIPList drops such a list, which serves the
 		// route to every client: haroute enforces it, and says so.
-		p.b.IPAllowlist = AddressList(strings.Join(list, " "))
-		return notice{fmt.Errorf("%s; haroute enforces the list, where OpenShift's router would drop it and serve every client", surroundingSpace(v))}
-	case err == nil:
-		p.b.IPAllowlist = AddressList(strings.Join(list, " "))
-	case strings.TrimSpace(v) != "":
-		return refusal{fmt.Errorf("%w; the route is not served with an allowlist it cannot enforce", err)}
+		problems = append(problems, surroundingSpace(v)+"; haroute enforces the list, where OpenShift's router would drop it and serve every client")
 	}
-	return err
+	if len(bad) > 0 {
+		problems = append(problems, notAddresses(bad)+"; left out, as OpenShift's router leaves it out: the route allows "+string(p.b.IPAllowlist)+" only")
+	}
+	if len(problems) > 0 {
+		return notice{errors.New(strings.Join(problems, "; "))}
+	}
+	return nil
+}
+
+// notAddresses says which allowlist entries are not addresses.
+func notAddresses(bad []string) string {
+	quoted := make([]string, len(bad))
+	for i, b := range bad {
+		quoted[i] = strconv.Quote(b)
+	}
+	if len(bad) == 1 {
+		return quoted[0] + " is not an IP address or CIDR"
+	}
+	return strings.Join(quoted, ", ") + " are not IP addresses or CIDRs"
 }
 
 // refusal is an annotation error that rejects the route's version rather

@@ -156,30 +156,27 @@ func parseTimeSpec(v string) (time.Duration, error) {
 	return parseHAProxyTime(v)
 }
 
-// parseIPAllowlist parses a space-separated list of IPs and CIDRs; one
-// bad entry fails the whole list (see parseAllowlist).
-func parseIPAllowlist(v string) ([]string, error) {
+// parseIPAllowlist parses a space-separated list of IPs and CIDRs into
+// the entries it can read and those it cannot (see parseAllowlist).
+func parseIPAllowlist(v string) (list, bad []string) {
 	fields := strings.Fields(v)
-	if len(fields) == 0 {
-		return nil, fmt.Errorf("value is empty")
-	}
-	out := make([]string, 0, len(fields))
+	list = make([]string, 0, len(fields))
 	for _, f := range fields {
 		if strings.Contains(f, "/") {
-			p, err := netip.ParsePrefix(f)
-			if err != nil {
-				return nil, fmt.Errorf("%q is not an IP address or CIDR", f)
+			if p, err := netip.ParsePrefix(f); err == nil {
+				list = append(list, p.String())
+			} else {
+				bad = append(bad, f)
 			}
-			out = append(out, p.String())
 			continue
 		}
-		a, err := netip.ParseAddr(f)
-		if err != nil || a.Zone() != "" {
-			return nil, fmt.Errorf("%q is not an IP address or CIDR", f)
+		if a, err := netip.ParseAddr(f); err == nil && a.Zone() == "" {
+			list = append(list, a.String())
+		} else {
+			bad = append(bad, f)
 		}
-		out = append(out, a.String())
 	}
-	return out, nil
+	return list, bad
 }
 
 // parseHSTS validates a Strict-Transport-Security value of the form

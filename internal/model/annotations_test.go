@@ -98,9 +98,17 @@ func TestAnnotations(t *testing.T) {
 			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.0.0.1" }), diag: []string{
 				`ns-r.yaml:31:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_whitelist: haproxy.router.openshift.io/ip_allowlist is set and takes precedence; annotation ignored`,
 			}},
-		{name: "allowlist with one bad entry is an error", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.0/8 10.0.0.300"},
+		{name: "allowlist with a bad entry enforces the others, as OpenShift does", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.0/8 10.0.0.300"},
+			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.0.0.0/8" }), diag: []string{
+				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_allowlist: "10.0.0.300" is not an IP address or CIDR; left out, as OpenShift's router leaves it out: the route allows 10.0.0.0/8 only`,
+			}},
+		{name: "allowlist written with commas", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.1, 10.0.0.2 ::1"},
+			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.0.0.2 ::1" }), diag: []string{
+				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_allowlist: "10.0.0.1," is not an IP address or CIDR; left out, as OpenShift's router leaves it out: the route allows 10.0.0.2 ::1 only`,
+			}},
+		{name: "allowlist with no entry it can read is an error", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.300 fe80::1%eth0 10.0.0.0/33"},
 			want: def(nil), diag: []string{
-				`ns-r.yaml:30:5: error: metadata.annotations.haproxy.router.openshift.io/ip_allowlist: "10.0.0.300" is not an IP address or CIDR; the route is not served with an allowlist it cannot enforce`,
+				`ns-r.yaml:30:5: error: metadata.annotations.haproxy.router.openshift.io/ip_allowlist: "10.0.0.300", "fe80::1%eth0", "10.0.0.0/33" are not IP addresses or CIDRs; the route is not served with an allowlist it cannot enforce`,
 			}},
 		{name: "empty allowlist is ignored", ann: map[string]string{AnnotationIPAllowlist: " "},
 			want: def(nil), diag: []string{

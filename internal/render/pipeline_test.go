@@ -264,7 +264,10 @@ func TestHostileValues(t *testing.T) {
 		{"metadata.annotations." + model.AnnotationRewriteTarget, "/" + long, ignored},
 		{"metadata.annotations." + model.AnnotationHSTSHeader, "max-age=1'", ignored},
 		{"metadata.annotations." + model.AnnotationHSTSHeader, "max-age=1;%[src]", ignored},
-		{"metadata.annotations." + model.AnnotationIPAllowlist, "10.0.0.1 #", rejected},
+		// An entry it cannot read is left out, with a warning (as
+		// OpenShift leaves it out); a list with none left is refused.
+		{"metadata.annotations." + model.AnnotationIPAllowlist, "10.0.0.1 #", ignored},
+		{"metadata.annotations." + model.AnnotationIPAllowlist, "# %[src]", rejected},
 		{"metadata.annotations." + model.AnnotationIPAllowlist, "fe80::1%eth0", rejected},
 		{"metadata.annotations." + model.AnnotationBalance, "roundrobin\nglobal", ignored},
 		{"metadata.annotations." + model.AnnotationTimeout, "10s #", ignored},
