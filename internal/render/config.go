@@ -315,7 +315,11 @@ type routeOut struct {
 	stem         string // of the route's file names
 	maps         []mapAdd
 	destCA, cert []byte // the route's own files; nil when none
-	crtLine      string
+	// crtPath and crtSNI make the route's crt-list line (crtListLine),
+	// when it has a certificate of its own; certSum tells another route's
+	// certificate that is the same.
+	crtPath, crtSNI string
+	certSum         uint64
 
 	// block is the buffer full was rendered into with the other routes
 	// of its part, at is where full starts in it (pieces.add).
@@ -418,7 +422,7 @@ func routeOutputs(in Input, t *cacheTable) (outs []*routeOut, sameKeys, mapsSame
 			backend(w, r, in)
 			spans[j] = span{full: [2]int{f, len(w.full)}, skel: [2]int{s, len(w.skel)}}
 			o.stem = fileStem(r.Key.Namespace, r.Key.Name)
-			o.destCA, o.cert, o.crtLine = routeTLS(r, in.Dir, in.Desired.Router.HTTP2)
+			routeTLS(o, r, in.Dir)
 		}
 		// The cache keeps these outputs as long as their routes are
 		// unchanged, so they are copied to their exact size rather than

@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net"
 	"path"
 	"slices"
@@ -856,9 +857,19 @@ func buildTLS(in Input, outs []*routeOut, files []File) ([]Cert, []File) {
 	if in.Desired.Router.ClientTLS != nil {
 		files = append(files, File{Name: ClientCAFile, Data: in.ClientCA, Mode: 0o644})
 	}
+	h2 := in.Desired.Router.HTTP2
+	var shared map[uint64]int
 	n := 0
 	for _, o := range outs {
-		n += len(o.crtLine)
+		if o.cert != nil {
+			n += len(o.crtPath) + len(alpnH2) + len(o.crtSNI) + 2
+			if h2 {
+				if shared == nil {
+					shared = map[uint64]int{}
+				}
+				shared[o.certSum]++
+			}
+		}
 	}
 	crtList := make([]byte, 0, n)
 	for i, o := range outs {
@@ -872,38 +883,49 @@ func buildTLS(in Input, outs []*routeOut, files []File) ([]Cert, []File) {
 		name := routeCertName(r)
 		certs = append(certs, Cert{Name: name, PEM: o.cert})
 		files = append(files, File{Name: name, Data: o.cert, Mode: 0o600})
-		crtList = append(crtList, o.crtLine...)
+		crtList = append(crtList, o.crtPath...)
+		if h2 && shared[o.certSum] == 1 {
+			crtList = append(crtList, alpnH2...)
+		}
+		crtList = append(crtList, ' ')
+		crtList = append(crtList, o.crtSNI...)
+		crtList = append(crtList, '\n')
 	}
 	files = append(files, File{Name: CrtListFile, Data: crtList, Mode: 0o644})
 	sort.Slice(certs, func(i, j int) bool { return certs[i].Name < certs[j].Name })
 	return certs, files
 }
 
-// routeTLS returns a route's destination CA file, its certificate file
-// and its crt-list line; nil and "" when it has none. With h2, the line
-// offers HTTP/2 as OpenShift's does: only routes with their own
-// certificate, which no other host shares, can be reached over h2, so a
-// browser never coalesces requests for another host onto it.
-func routeTLS(r *model.AdmittedRoute, dir string, h2 bool) (destCA, cert []byte, crtLine string) {
+// alpnH2 are the crt-list options that offer HTTP/2 on a route's line.
+const alpnH2 = " [alpn h2,http/1.1]"
+
+// routeTLS sets o's destination CA file, its certificate file and what
+// its crt-list line is made of; nil and "" when it has none. With HTTP/2
+// on, buildTLS offers it as OpenShift's router does: on the line of a
+// route with a certificate of its own that no other route has
+// (generateHAProxyCertConfigMap's CertificateIndex), so a browser never
+// coalesces requests for another host onto its connection.
+func routeTLS(o *routeOut, r *model.AdmittedRoute, dir string) {
 	if r.Termination == model.TerminationReencrypt && r.TLS.DestinationCACertificate != "" {
-		destCA = joinPEM(r.TLS.DestinationCACertificate)
+		o.destCA = joinPEM(r.TLS.DestinationCACertificate)
 	}
 	if !hasOwnCert(r) {
-		return destCA, nil, ""
+		return
 	}
-	cert = joinPEM(r.TLS.Certificate, r.TLS.Key, r.TLS.CACertificate)
-	sni := r.Host
+	o.cert = joinPEM(r.TLS.Certificate, r.TLS.Key, r.TLS.CACertificate)
+	o.crtSNI = r.Host
 	if r.Wildcard {
 		if parent, ok := parentDomain(r.Host); ok {
-			sni = "*." + parent
+			o.crtSNI = "*." + parent
 		}
 	}
-	alpn := ""
-	if h2 {
-		alpn = " [alpn h2,http/1.1]"
-	}
-	return destCA, cert, dir + "/" + routeCertName(r) + alpn + " " + sni + "\n"
+	o.crtPath = dir + "/" + routeCertName(r)
+	o.certSum = maphash.String(certSeed, strings.TrimSpace(r.TLS.Certificate))
 }
+
+// certSeed seeds the sums that tell equal certificates apart (routeOut's
+// certSum); they are compared within this process only.
+var certSeed = maphash.MakeSeed()
 
 // joinPEM concatenates PEM blocks, each ending in a newline.
 func joinPEM(parts ...string) []byte {

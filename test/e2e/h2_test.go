@@ -231,3 +231,51 @@ func TestEndpointBackWhileDrainingWithOtherOptions(t *testing.T) {
 	r.serves("grpc.e2e.test", "/", "g2 HTTP/2.0")
 	once.Do(func() { close(release) })
 }
+
+// With http2 on, a route's own certificate is offered with h2 only while
+// no other route has the same certificate, as OpenShift's router offers
+// it: a browser would otherwise send another host's requests over the
+// connection it opened for this one (connection coalescing). A second
+// route with the same certificate takes h2 off both, and deleting it
+// gives h2 back, each at runtime.
+func TestHTTP2OnlyOnACertificateOfItsOwn(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	cert, key := makeCert(t, "a.h2.e2e.test", 4001)
+	gen := files("router.yaml", r.routerConfig("  http2: true\n"),
+		"a.yaml", ownCertRouteYAML("a", "a.h2.e2e.test", "one", cert, key),
+		"c.yaml", routeYAML("c", "c.h2.e2e.test", "", "one"),
+		"endpoints.yaml", endpointsYAML("one", one))
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	negotiates := func(host, want string) {
+		t.Helper()
+		r.eventually(20*time.Second, host+" negotiates "+want, func() error {
+			conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", r.https),
+				&tls.Config{ServerName: host, InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}})
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			if got := conn.ConnectionState().NegotiatedProtocol; got != want {
+				return fmt.Errorf("negotiated %q", got)
+			}
+			return nil
+		})
+	}
+	negotiates("a.h2.e2e.test", "h2")
+
+	before := r.reloads()
+	gen["b.yaml"] = []byte(ownCertRouteYAML("b", "b.h2.e2e.test", "one", cert, key))
+	must(t, w.Publish(gen))
+	negotiates("b.h2.e2e.test", "http/1.1")
+	negotiates("a.h2.e2e.test", "http/1.1")
+
+	delete(gen, "b.yaml")
+	must(t, w.Publish(gen))
+	negotiates("a.h2.e2e.test", "h2")
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("sharing a certificate and deleting the route that shared it took %d reloads, want 0", got)
+	}
+}
