@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -312,6 +313,23 @@ func TestRouterConfigBindAddresses(t *testing.T) {
 	})
 }
 
+// A flag one subject pattern sets holds for that pattern alone: joined
+// bare, "(?i)" let /CN=ADMIN through "^/CN=admin$". Go's regexp reads
+// flags in groups as PCRE, HAProxy's, does.
+func TestSubjectPatternFlagsStayInTheirPattern(t *testing.T) {
+	got, ds := loadRouterConfig(t, "  clientTLS:\n    clientCertificatePolicy: Required\n    clientCA: /ca.pem\n"+
+		"    allowedSubjectPatterns: [\"(?i)^/CN=foo$\", \"^/CN=admin$\"]\n")
+	if len(ds) > 0 || got.ClientTLS == nil {
+		t.Fatalf("client TLS %+v, diagnostics %q", got.ClientTLS, ds)
+	}
+	re := regexp.MustCompile(got.ClientTLS.SubjectFilter)
+	for dn, want := range map[string]bool{"/CN=FOO": true, "/CN=foo": true, "/CN=admin": true, "/CN=ADMIN": false} {
+		if got := re.MatchString(dn); got != want {
+			t.Errorf("filter %s matches %s: %v, want %v", re, dn, got, want)
+		}
+	}
+}
+
 func TestRouterConfigClientTLS(t *testing.T) {
 	runEdgeCases(t, []edgeCase{
 		{
@@ -320,7 +338,7 @@ func TestRouterConfigClientTLS(t *testing.T) {
 				"    allowedSubjectPatterns:\n      - \"^/CN=example.com/ST=NC/C=US/O=Security/OU=OpenShift$\"\n      - \"/O=Team A/\"\n",
 			want: func(s *Settings) {
 				s.ClientTLS = &ClientTLSPolicy{Verify: "required", CAFile: "/etc/haroute/client-ca.pem",
-					SubjectFilter: "(?:^/CN=example.com/ST=NC/C=US/O=Security/OU=OpenShift$|/O=Team A/)"}
+					SubjectFilter: "(?:(?:^/CN=example.com/ST=NC/C=US/O=Security/OU=OpenShift$)|(?:/O=Team A/))"}
 			},
 		},
 		{

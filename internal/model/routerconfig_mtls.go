@@ -75,7 +75,12 @@ func (v *rcCheck) clientTLS(c *ClientTLS) *ClientTLSPolicy {
 		}
 	}
 	if len(pats) > 0 {
-		out.SubjectFilter = "(?:" + strings.Join(pats, "|") + ")"
+		// Each pattern in a group of its own: joined bare, a flag one
+		// sets ("(?i)") held for the patterns after it, and "^/CN=admin$"
+		// after "(?i)^/CN=foo$" also let "/CN=ADMIN" in. The ingress
+		// operator joins them bare; each pattern meaning what it means
+		// alone is what the API's list promises.
+		out.SubjectFilter = "(?:(?:" + strings.Join(pats, ")|(?:") + "))"
 	}
 	if !ok {
 		return nil
