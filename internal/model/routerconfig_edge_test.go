@@ -238,6 +238,14 @@ func TestRouterConfigTLSProfile(t *testing.T) {
 			},
 		},
 		{
+			name: "Custom with TLS 1.3 ciphers alone and TLS 1.2 allowed",
+			spec: "  tlsSecurityProfile:\n    type: Custom\n    custom:\n      ciphers: [TLS_AES_128_GCM_SHA256]\n      minTLSVersion: VersionTLS12\n",
+			want: func(s *Settings) {
+				s.TLS = TLSPolicy{Profile: "Custom", Ciphers: tlsProfiles["Intermediate"].Ciphers, CipherSuites: "TLS_AES_128_GCM_SHA256", MinVersion: "TLSv1.2"}
+			},
+			diags: []string{"rc.yaml:9:7: warning: spec.tlsSecurityProfile.custom.ciphers: no cipher for TLS 1.2, which minTLSVersion VersionTLS12 allows, is listed: TLS 1.2 uses the Intermediate profile's ciphers, as on OpenShift; set minTLSVersion VersionTLS13 to allow TLS 1.3 alone"},
+		},
+		{
 			name: "Custom errors at their fields",
 			spec: "  tlsSecurityProfile:\n    type: Custom\n    custom:\n      ciphers:\n        - ECDHE-RSA-AES256-GCM-SHA384\n        - '!aNULL'\n      minTLSVersion: TLS12\n",
 			diags: []string{

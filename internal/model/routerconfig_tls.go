@@ -100,6 +100,15 @@ func (v *rcCheck) tlsProfile(p *TLSSecurityProfile, s *Settings) {
 		}
 		if ok {
 			s.TLS = tlsPolicy("Custom", c.MinTLSVersion, c.Ciphers)
+			if min != "TLSv1.3" && s.TLS.Ciphers == "" {
+				// Without ssl-default-bind-ciphers, TLS 1.2 took
+				// OpenSSL's DEFAULT list, wider than any profile's (CBC
+				// and SHA-1 suites): a list narrowed to TLS 1.3 opened
+				// 1.2 up. OpenShift's router falls back on its
+				// intermediate list when ROUTER_CIPHERS is empty.
+				s.TLS.Ciphers = tlsProfiles["Intermediate"].Ciphers
+				v.warnf(f+".custom.ciphers", "no cipher for TLS 1.2, which minTLSVersion %s allows, is listed: TLS 1.2 uses the Intermediate profile's ciphers, as on OpenShift; set minTLSVersion VersionTLS13 to allow TLS 1.3 alone", c.MinTLSVersion)
+			}
 		}
 	default:
 		v.errorf(f+".type", "type %q is not one of Old, Intermediate, Modern, Custom", p.Type)
