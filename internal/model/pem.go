@@ -688,10 +688,15 @@ func CheckCertificateBundle(text []byte) error {
 	}
 	var certBlocks, keyBlocks []numberedBlock
 	for _, b := range blocks {
-		if b.Type == "CERTIFICATE" {
+		switch {
+		case b.Type == "CERTIFICATE":
 			certBlocks = append(certBlocks, b)
-		} else {
+		case strings.HasSuffix(b.Type, "PRIVATE KEY") || b.Type == "EC PARAMETERS":
 			keyBlocks = append(keyBlocks, b)
+		default:
+			// Read as a second key, DH parameters were "more than one
+			// private key".
+			return fmt.Errorf("block %d is %s: only CERTIFICATE and PRIVATE KEY blocks belong here", b.n, b.Type)
 		}
 	}
 	if len(certBlocks) == 0 {

@@ -316,6 +316,16 @@ const (
 	headerInjected = "-----BEGIN CERTIFICATE-----\nFoo: bar\n\n"
 	procType       = "-----BEGIN CERTIFICATE-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00000000000000000000000000000000\n\n"
 	damagedBlock   = "-----BEGIN CERTIFICATE-----\nMIIB*not*base64\n-----END CERTIFICATE-----\n"
+	// RFC 7919's ffdhe2048, as `openssl genpkey -genparam -algorithm DH
+	// -pkeyopt group:ffdhe2048` writes it.
+	dhParams = "-----BEGIN DH PARAMETERS-----\n" +
+		"MIIBCAKCAQEA//////////+t+FRYortKmq/cViAnPTzx2LnFg84tNpWp4TZBFGQz\n" +
+		"+8yTnc4kmz75fS/jY2MMddj2gbICrsRhetPfHtXV/WVhJDP1H18GbtCFY2VVPe0a\n" +
+		"87VXE15/V8k1mE8McODmi3fipona8+/och3xWKE2rec1MKzKT0g6eXq8CrGCsyT7\n" +
+		"YdEIqUuyyOP7uWrat2DX9GgdT0Kj3jlN9K5W7edjcrsZCwenyO4KbXCeAvzhzffi\n" +
+		"7MA0BM0oNC9hkXL+nOmFg/+OTxIy7vKBg8P+OxtMb61zO7X8vC7CIAXFjvGDfRaD\n" +
+		"ssbzSibBsu/6iGtCOGEoXJf//////////wIBAg==\n" +
+		"-----END DH PARAMETERS-----\n"
 )
 
 func certCases(t testing.TB) []certCase {
@@ -463,6 +473,9 @@ func certCases(t testing.TB) []certCase {
 		// RouterConfig defaultCertificate: a crt bundle.
 		{name: "bundle: key before certificate and chain", bundle: k(z.leafByInter) + z.leafByInter.certPEM() + z.inter.certPEM()},
 		{name: "bundle: not PEM", bundle: "root:*:19000:0:99999:7:::\n", want: []string{"contains no PEM CERTIFICATE block"}},
+		{name: "bundle: DH parameters after the key", bundle: z.selfEC.certPEM() + k(z.selfEC) + dhParams,
+			policy: "a bundle holds a certificate chain and its key; HAProxy would read DH parameters from it", want: []string{
+				"block 3 is DH PARAMETERS: only CERTIFICATE and PRIVATE KEY blocks belong here"}},
 		{name: "bundle: no key", bundle: z.selfEC.certPEM(), want: []string{"contains no private key: it needs the certificate chain and its key"}},
 		{name: "bundle: EC key carrying another key's public key", bundle: z.selfEC.certPEM() + foreignPublicKey(t, z.selfEC, false), want: []string{"key block 2: carries a public key that is not its own, which OpenSSL would take"}},
 		{name: "bundle: RSA 1024", bundle: z.rsa1024.certPEM() + k(z.rsa1024), want: []string{
