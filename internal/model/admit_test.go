@@ -634,6 +634,24 @@ func TestAdmitEndpointResolution(t *testing.T) {
 			},
 		},
 		{
+			// The API server refuses a name twice; the first port keeps
+			// it, as a route's targetPort would have found it.
+			name: "a port name given twice is reported, the first port serves",
+			port: &RoutePort{TargetPort: IntOrString{IsString: true, Str: "http"}},
+			eps: []Endpoints{{
+				Meta: ObjectMeta{Name: "web", Namespace: "ns"},
+				Subsets: []EndpointSubset{{
+					Addresses: []EndpointAddress{{IP: "10.0.0.1"}},
+					Ports:     []EndpointPort{{Name: "http", Port: 8080}, {Name: "http", Port: 9090}},
+				}},
+				Source: testSource("ep.yaml", "subsets[0].ports[1].name"),
+			}},
+			servers: []string{"ep_10.0.0.1_8080 10.0.0.1:8080 1"},
+			diags: []string{
+				`ep.yaml:10:7: warning: subsets[0].ports[1].name: port name "http" is already used by subsets[0].ports[0]; this port is left out (the API server refuses port names that repeat)`,
+			},
+		},
+		{
 			// HAProxy would send requests for 0.0.0.0 or :: to where
 			// the client connected: the router itself.
 			name: "addresses no server can have, and a missing ip, are reported and skipped",

@@ -280,6 +280,7 @@ func namespaceOrDefault(ns string) string {
 // (DNS), and a TCP router simply has nothing to do with them.
 func validPorts(ports []EndpointPort, src Source, prefix string, ds *Diagnostics) []EndpointPort {
 	out := make([]EndpointPort, 0, len(ports))
+	var named map[string]int // the index of each name's first port
 	for i, p := range ports {
 		if p.Protocol != "" && p.Protocol != "TCP" {
 			continue
@@ -289,6 +290,20 @@ func validPorts(ports []EndpointPort, src Source, prefix string, ds *Diagnostics
 			*ds = append(*ds, Diagnostic{Pos: positionOf(src, field, prefix+"["+strconv.Itoa(i)+"]"), Severity: SeverityError, Field: field,
 				Message: fmt.Sprintf("port %d is out of range 1-65535", p.Port)})
 			continue
+		}
+		if p.Name != "" {
+			// The API server refuses such a list; which port a route's
+			// targetPort names would otherwise be chosen silently.
+			if first, dup := named[p.Name]; dup {
+				field := prefix + "[" + strconv.Itoa(i) + "].name"
+				*ds = append(*ds, Diagnostic{Pos: positionOf(src, field, prefix+"["+strconv.Itoa(i)+"]"), Severity: SeverityWarning, Field: field,
+					Message: fmt.Sprintf("port name %q is already used by %s[%d]; this port is left out (the API server refuses port names that repeat)", p.Name, prefix, first)})
+				continue
+			}
+			if named == nil {
+				named = map[string]int{}
+			}
+			named[p.Name] = i
 		}
 		// Copied: the memo outlives this version of the file (see
 		// ownKey).
