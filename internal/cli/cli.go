@@ -38,9 +38,9 @@ Usage:
                   [--deletion-quiet D] [--deletion-share F]
   haroute check   DIR [--strict] [--haproxy PATH] [--limit-nofile N]
                                         exit 0 valid, 1 invalid; errors as path:line:col: message
-  haroute render  DIR --out OUTDIR [--allow-errors] [--run-dir DIR] [--limit-nofile N]
+  haroute render  DIR --out OUTDIR [--allow-errors] [--run-dir DIR] [--limit-nofile N] [--haproxy PATH]
                                         write haproxy.cfg, maps, crt-list and certificates;
-                                        exit 1 without writing when DIR has errors
+                                        exit 1 without writing when DIR has errors (as check finds them)
   haroute plan    --from DIR --to DIR   which changes apply at runtime and which reload, and why
   haroute status  [--address ADDR]      ask the running daemon for its state
   haroute service install|uninstall|start|stop|status [run flags]

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/haroute/haroute/internal/testutil"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -238,6 +240,26 @@ func TestRenderFailsOnErrorsUnlessAllowed(t *testing.T) {
 	}
 	if !strings.Contains(string(cfg), "backend be_http:demo:web") || strings.Contains(string(cfg), "demo:bad") {
 		t.Errorf("render --allow-errors: haproxy.cfg should hold web and not bad")
+	}
+}
+
+// A value only HAProxy can judge fails render as it fails check: render
+// wrote a configuration HAProxy refuses, and exited 0.
+func TestRenderFailsOnWhatHAProxyRefuses(t *testing.T) {
+	bin := testutil.HAProxy(t)
+	dir := writeFiles(t, map[string]string{
+		"routes.yaml": goodRoute, "endpoints.yaml": goodEndpoints,
+		"router.yaml": "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec:\n" +
+			"  logging:\n    access:\n      destination:\n        type: Container\n      httpLogFormat: \"%[nosuchfetch]\"\n",
+	})
+	out := filepath.Join(t.TempDir(), "bundle")
+	code, _, stderr := run(t, "render", dir, "--out", out, "--haproxy", bin)
+	if code != ExitInvalid || !strings.Contains(stderr, "spec.logging.access.httpLogFormat: HAProxy refuses the configuration this value makes") ||
+		!strings.Contains(stderr, "invalid, nothing rendered") {
+		t.Fatalf("render of a log format HAProxy refuses: exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("render wrote %s: %v", out, err)
 	}
 }
 

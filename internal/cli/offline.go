@@ -108,25 +108,10 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "haroute check: %v\n", err)
 		return ExitInvalid
 	}
-	if !res.Diagnostics.HasErrors(false) && len(res.Objects.RouterConfigs) > 0 {
-		ds, err := judgeRouterConfig(ctx, *bin, res)
-		if err != nil {
-			fmt.Fprintf(stderr, "haroute check: %v\n", err)
-			return ExitInvalid
-		}
-		res.Diagnostics = append(res.Diagnostics, ds...)
-		res.Diagnostics.Sort()
-	}
-	var refused map[model.RouteKey]string
-	if !res.Diagnostics.HasErrors(false) && res.Desired != nil {
-		ds, r, err := judgeRoutes(ctx, *bin, res)
-		if err != nil {
-			fmt.Fprintf(stderr, "haroute check: %v\n", err)
-			return ExitInvalid
-		}
-		res.Diagnostics = append(res.Diagnostics, ds...)
-		res.Diagnostics.Sort()
-		refused = r
+	refused, err := judgeByHAProxy(ctx, *bin, &res)
+	if err != nil {
+		fmt.Fprintf(stderr, "haroute check: %v\n", err)
+		return ExitInvalid
 	}
 	// Notes too (a skipped kind, an annotation haroute ignores): they
 	// explain why the served state differs from the files, and do not
@@ -172,6 +157,31 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fmt.Fprintf(stderr, "%s: valid (%d routes admitted)\n", pos[0], admitted)
 	return ExitOK
+}
+
+// judgeByHAProxy adds to res's diagnostics what only HAProxy can judge,
+// once the input has no error of its own: the RouterConfig's values, then
+// the routes, each with the settings. It returns the routes HAProxy
+// refuses, with why.
+func judgeByHAProxy(ctx context.Context, bin string, res *model.Result) (map[model.RouteKey]string, error) {
+	if !res.Diagnostics.HasErrors(false) && len(res.Objects.RouterConfigs) > 0 {
+		ds, err := judgeRouterConfig(ctx, bin, *res)
+		if err != nil {
+			return nil, err
+		}
+		res.Diagnostics = append(res.Diagnostics, ds...)
+		res.Diagnostics.Sort()
+	}
+	if res.Diagnostics.HasErrors(false) || res.Desired == nil {
+		return nil, nil
+	}
+	ds, refused, err := judgeRoutes(ctx, bin, *res)
+	if err != nil {
+		return nil, err
+	}
+	res.Diagnostics = append(res.Diagnostics, ds...)
+	res.Diagnostics.Sort()
+	return refused, nil
 }
 
 // judgeRouterConfig asks HAProxy what only it can judge of the settings
@@ -274,13 +284,20 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	runDir := fs.String("run-dir", paths.RunDir, "run dir the config refers to for its sockets")
 	allowErrors := fs.Bool("allow-errors", false, "render what is admitted even when the input has errors (exit 0)")
 	nofile := fs.Uint64("limit-nofile", daemon.UnitNOFILE, "file-descriptor hard limit HAProxy will run under (LimitNOFILE; the packaged unit's by default): maxconn is fitted to it as the router fits it")
+	bin := fs.String("haproxy", "", "haproxy binary that judges what only it can, as check does (default: haproxy from PATH, else /usr/local/sbin or /usr/sbin)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseErr(err)
 	}
 	if len(pos) != 1 || *out == "" {
-		fmt.Fprintln(stderr, "usage: haroute render DIR --out OUTDIR [--allow-errors] [--limit-nofile N]")
+		fmt.Fprintln(stderr, "usage: haroute render DIR --out OUTDIR [--allow-errors] [--limit-nofile N] [--haproxy PATH]")
 		return ExitUsage
+	}
+	if *bin != "" {
+		if _, err := haproxy.Binary(*bin); err != nil {
+			fmt.Fprintf(stderr, "haroute render: --haproxy: %v\n", err)
+			return ExitUsage
+		}
 	}
 	outDir, err := filepath.Abs(*out)
 	if err != nil {
@@ -291,6 +308,16 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		fmt.Fprintf(stderr, "haroute render: %v\n", err)
 		return ExitInvalid
+	}
+	if !*allowErrors {
+		// As check judges it: a log format, cipher or pattern only
+		// HAProxy reads would otherwise render a configuration it
+		// refuses, with exit 0. (What --allow-errors renders is what
+		// the router would try to serve, judged when it loads.)
+		if _, err := judgeByHAProxy(ctx, *bin, &res); err != nil {
+			fmt.Fprintf(stderr, "haroute render: %v\n", err)
+			return ExitInvalid
+		}
 	}
 	for _, d := range res.Diagnostics {
 		if d.Severity != model.SeverityNote {
