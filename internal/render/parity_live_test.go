@@ -33,6 +33,7 @@ func TestLiveOpenShiftParity(t *testing.T) {
 		w.Header().Set("X-Backend-Secret", "leak")
 		fmt.Fprintf(w, "forwarded=%s\nxff=%s\nxfh=%s\n", strings.Join(r.Header.Values("Forwarded"), "|"),
 			strings.Join(r.Header.Values("X-Forwarded-For"), "|"), strings.Join(r.Header.Values("X-Forwarded-Host"), "|"))
+		fmt.Fprintf(w, "host=%s\n", r.Host)
 		fmt.Fprintf(w, "client-host=%s\ndebug=%s\n", r.Header.Get("X-Client-Host"), r.Header.Get("X-Debug"))
 	}))
 	t.Cleanup(echo.Close)
@@ -250,6 +251,35 @@ subsets:
 		}
 	})
 
+	t.Run("the Host header reaches the backend lowercased", func(t *testing.T) {
+		// As OpenShift's frontends set it (RFC 4343): X-Forwarded-Host
+		// and Forwarded say the host as routing read it, over HTTP and
+		// HTTPS; a lowercase Host is left as it came.
+		for _, c := range []struct {
+			cl         *http.Client
+			url, host  string
+			wantHost   string
+			wantPrefix string
+		}{
+			{httpClient, "http://replace.example.com/", fmt.Sprintf("Replace.Example.COM:%d", httpPort), fmt.Sprintf("replace.example.com:%d", httpPort),
+				fmt.Sprintf("forwarded=for=127.0.0.1;host=replace.example.com:%d;proto=http\nxff=127.0.0.1\nxfh=replace.example.com:%d\n", httpPort, httpPort)},
+			{httpsClient, "https://none.example.com/", "NONE.example.com", "none.example.com", ""},
+			{httpClient, "http://plain.example.com/", "plain.example.com", "plain.example.com", ""},
+		} {
+			r, _ := http.NewRequest("GET", c.url, nil)
+			r.Host = c.host
+			resp, err := c.cl.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readAll(t, resp)
+			resp.Body.Close()
+			if !strings.Contains(body, "\nhost="+c.wantHost+"\n") || !strings.HasPrefix(body, c.wantPrefix) {
+				t.Errorf("Host %q: backend saw %q, want host=%s and prefix %q", c.host, body, c.wantHost, c.wantPrefix)
+			}
+		}
+	})
+
 	t.Run("spec.httpHeaders actions", func(t *testing.T) {
 		r, _ := http.NewRequest("GET", "http://headers.example.com/", nil)
 		r.Host = "Headers.Example.COM"
@@ -335,7 +365,7 @@ func TestRedirectLocationAsOpenShift(t *testing.T) {
 	}
 	in.Desired.Router.HTTPSPort = 8443
 	cfg = string(mustRender(t, in).File(ConfigFile).Bytes())
-	if want := "http-request redirect location https://%[req.fhdr(host),field(1,:),lower]:8443%[capture.req.uri] code 302"; !strings.Contains(cfg, want) {
+	if want := "http-request redirect location https://%[req.fhdr(host),field(1,:)]:8443%[capture.req.uri] code 302"; !strings.Contains(cfg, want) {
 		t.Errorf("HTTPS port 8443: no line %q", want)
 	}
 }
