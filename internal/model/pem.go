@@ -180,13 +180,27 @@ func certificatesOf(blocks []numberedBlock) ([]*x509.Certificate, error) {
 	return certs, nil
 }
 
+// unsupported says in an operator's words which of Go's parse errors are
+// material haroute does not support, though OpenSSL may load it (Go's
+// messages name an OID): it is refused all the same, as haroute cannot
+// judge it.
+func unsupported(err error) error {
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "unsupported elliptic curve"):
+		return fmt.Errorf("its elliptic curve is not one haroute supports (brainpool and secp256k1 are not): use P-256, P-384 or P-521 (%w)", err)
+	case strings.Contains(msg, "1.2.840.113549.1.1.10"):
+		return fmt.Errorf("it is an RSA-PSS key, which haroute does not support: use an RSA (rsaEncryption), ECDSA or Ed25519 key (%w)", err)
+	}
+	return err
+}
+
 func parseCertificateBlock(b numberedBlock) (*x509.Certificate, error) {
 	if err := headerProblem(b); err != nil {
 		return nil, err
 	}
 	c, err := x509.ParseCertificate(b.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("block %d does not parse as a certificate: %w", b.n, err)
+		return nil, fmt.Errorf("block %d does not parse as a certificate: %w", b.n, unsupported(err))
 	}
 	if msg := certificateProblem(c); msg != "" {
 		return nil, fmt.Errorf("block %d (subject %q) %s", b.n, c.Subject.String(), msg)
@@ -491,7 +505,7 @@ func parseKeyBlock(b *pem.Block) (crypto.Signer, error) {
 	case "PRIVATE KEY":
 		k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
 		if err != nil {
-			return nil, fmt.Errorf("does not parse as a PKCS#8 key: %w", err)
+			return nil, fmt.Errorf("does not parse as a PKCS#8 key: %w", unsupported(err))
 		}
 		switch k := k.(type) {
 		case *rsa.PrivateKey:

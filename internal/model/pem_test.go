@@ -413,6 +413,12 @@ func certCases(t testing.TB) []certCase {
 		{name: "leaf signed with RSA-PSS over SHA-1", route: edge(pss(t, "leaf-pss-sha1.pem"), pss(t, "leaf.pkcs8.key"), ""), want: []string{
 			pre + `18:7: error: spec.tls.certificate: certificate block 1 (subject "CN=www.example.com") is signed by its issuer with RSA-PSS over SHA-1 or MD5: such signatures are refused ("ca md too weak"), except on self-signed certificates`,
 		}},
+		{name: "brainpool certificate", route: edge(pss(t, "brainpool-self.pem"), pss(t, "brainpool.key"), ""),
+			policy: "Go cannot read the curve, so haroute cannot judge the material", want: []string{
+				"ns-r.yaml:18:7: error: spec.tls.certificate: certificate block 1 does not parse as a certificate: its elliptic curve is not one haroute supports (brainpool and secp256k1 are not): use P-256, P-384 or P-521 (x509: unsupported elliptic curve)"}},
+		{name: "RSA-PSS private key", route: edge(pss(t, "pss-self.pem"), pss(t, "pss2048.key"), ""),
+			policy: "Go cannot read RSA-PSS private keys, so haroute cannot judge the material", want: []string{
+				"ns-r.yaml:19:7: error: spec.tls.key: key block 1: does not parse as a PKCS#8 key: it is an RSA-PSS key, which haroute does not support: use an RSA (rsaEncryption), ECDSA or Ed25519 key (x509: PKCS#8 wrapping contained private key with unknown algorithm: 1.2.840.113549.1.1.10)"}},
 		{name: "reencrypt to backends of a 1024-bit RSA-PSS CA", route: reencrypt(pss(t, "pss1024-ca.pem")), policy: "OpenSSL refuses to verify a chain with a key under 2048 bits: every backend would answer 503", want: []string{
 			pre + `21:7: error: spec.tls.destinationCACertificate: destinationCACertificate block 1 (subject "CN=pss1024-ca") has a 1024-bit RSA-PSS key: OpenSSL (security level 2) refuses keys under 2048 bits ("key too small")`,
 		}},
