@@ -94,9 +94,13 @@ type inputCounts struct{ errors, warnings, notes, stale int }
 
 // clearErrorIfClean clears the last error once an accepted generation has
 // no errors: "last error" describes the present, the history the past.
+//
+// A failing reload, heal or write of the live files is not the input's:
+// it stands until it succeeds (loaded clears it then). Accepting a clean
+// generation said "resolved" of a reload that kept failing.
 func (d *Daemon) clearErrorIfClean(res model.Result) {
 	d.inputClean = !res.Diagnostics.HasErrors(false) && d.materialErr == nil && (d.desiredFrom == nil || len(d.desiredFrom.Errors) == 0)
-	if d.inputClean {
+	if d.inputClean && !d.behindReload && d.healing.backoff == 0 && d.writeRetryAt.IsZero() {
 		d.clearError()
 	}
 }

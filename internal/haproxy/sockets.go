@@ -189,6 +189,41 @@ func (s *Supervisor) relocate(takeover bool) (bool, error) {
 	return true, nil
 }
 
+// roomToBind reports, as an error, a run dir (or the fallback the master
+// binds in) that takes no new file for want of space or inodes. A 2.6
+// master re-executed by a reload binds its sockets afresh (a temporary
+// name each, and a link that keeps the previous one), and when it cannot
+// it exits ("Non-recoverable mworker wait-mode error"): every route went
+// down until the disk had room again. The probe creates as many files as
+// that takes, then removes them. Other errors (a run dir deleted, which
+// healing recreates) are left to the reload to meet.
+func (p *Process) roomToBind() error {
+	dirs := []string{p.sup.opts.RunDir}
+	if rel := p.sup.opts.Relocate; p.relocated {
+		dirs = append(dirs, rel.Fallback)
+	}
+	n := 2 * (2 + len(p.sup.opts.ListenerSockets))
+	for _, dir := range dirs {
+		var made []string
+		var err error
+		for range n {
+			var f *os.File
+			if f, err = os.CreateTemp(dir, ".bind-probe-*"); err != nil {
+				break
+			}
+			f.Close()
+			made = append(made, f.Name())
+		}
+		for _, name := range made {
+			_ = os.Remove(name)
+		}
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return fmt.Errorf("%s takes no new file (%w): a reload would leave the HAProxy master unable to bind its sockets, and it would exit; HAProxy keeps serving its current state until there is room", dir, err)
+		}
+	}
+	return nil
+}
+
 // liveIn reports whether every listener socket declared in dir answers.
 func (s *Supervisor) liveIn(dir string) bool {
 	for _, path := range s.opts.ListenerSockets {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -489,8 +488,9 @@ func (p *Process) Err() error {
 // Master.Reload). A failed reload's error carries the [ALERT] lines the
 // master printed for it.
 //
-// When the master socket is gone, the reload is signalled (SIGUSR2) and
-// confirmed once the re-executed master has created the socket again.
+// When the master socket is gone or answers nothing, the reload is
+// signalled (SIGUSR2) and confirmed once the re-executed master has
+// created the socket again.
 func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 	ctx, stop := p.Watch(ctx)
 	defer stop()
@@ -501,11 +501,18 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 			return ProcInfo{}, fmt.Errorf("create %s: %w", p.sup.opts.Relocate.Fallback, err)
 		}
 	}
+	if err := p.roomToBind(); err != nil {
+		return ProcInfo{}, err
+	}
 	mark := p.out.mark()
 	var info ProcInfo
 	var err error
-	if _, serr := os.Stat(p.master.socketPath); errors.Is(serr, fs.ErrNotExist) {
-		p.log.Warn("master socket missing; reloading by signal", "socket", p.master.socketPath)
+	if !isLiveSocket(p.master.socketPath) {
+		// Gone, or replaced by what answers nothing (a FIFO, a file, a
+		// socket nobody listens on): the master CLI cannot be reached,
+		// and only a missing path fell back on the signal, so every
+		// reload (a heal's too) failed until someone removed it.
+		p.log.Warn("master socket missing or not answering; reloading by signal", "socket", p.master.socketPath)
 		if err = p.signalReload(); err == nil {
 			info, err = p.master.confirmReload(ctx, p.known)
 		}

@@ -665,3 +665,67 @@ func TestResyncOfTheSameTreeKeepsTheGeneration(t *testing.T) {
 		t.Errorf("generation %d after resyncs of the same tree, want %d", got, gen)
 	}
 }
+
+// A reload needs room in the run dir: the master a reload re-executes
+// binds its sockets afresh, and on 2.6, when the run dir takes no new
+// file (no inode left), it exits, and every route went down until there
+// was room again. The reload waits instead, HAProxy serving what it has,
+// and goes ahead once the run dir has room. A tmpfs with few inodes
+// stands for the run dir (root only: CI runs as root).
+func TestReloadWaitsForRoomInTheRunDir(t *testing.T) {
+	r := newRouter(t)
+	testutil.Tmpfs(t, r.runDir, "4m")
+	testutil.Mount(t, "-o", "remount,nr_inodes=256", r.runDir)
+	w := publish.NewAtomicWriter(r.dir)
+	gen := oneRoute(r, startBackend(t, "one"))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("one.e2e.test", "/", "one")
+	before := r.reloads()
+
+	var fillers []string
+	for i := 0; ; i++ {
+		path := filepath.Join(r.runDir, fmt.Sprintf("filler-%d", i))
+		f, err := os.Create(path)
+		if errors.Is(err, syscall.ENOSPC) {
+			break
+		}
+		must(t, err)
+		f.Close()
+		fillers = append(fillers, path)
+	}
+	gen["two.yaml"] = []byte(reloadingRouteYAML("two", "two.e2e.test", "one"))
+	must(t, w.Publish(gen))
+	r.reportsError("takes no new file")
+	r.keepsServing("one.e2e.test", "one", 20, "while the run dir has no room")
+	// A clean change meanwhile (it waits for the reload too) does not
+	// make the failing reload's error "resolved": accepting it did.
+	gen["three.yaml"] = []byte(routeYAML("three", "three.e2e.test", "", "one"))
+	must(t, w.Publish(gen))
+	time.Sleep(time.Second)
+	for _, e := range r.store.Get().RecentErrors {
+		if strings.Contains(e.Message, "takes no new file") && !e.Resolved.IsZero() {
+			t.Fatalf("the reload's error was resolved while the run dir still had no room: %+v", e)
+		}
+	}
+	r.reportsStanding(5*time.Second, "takes no new file")
+	if got := r.reloads(); got != before {
+		t.Fatalf("HAProxy reloaded %d time(s) while the run dir had no room", got-before)
+	}
+
+	for _, path := range fillers {
+		must(t, os.Remove(path))
+	}
+	r.eventually(30*time.Second, "two served once the run dir has room", func() error {
+		got, err := r.get("two.e2e.test", "/")
+		if err == nil && got != "one" {
+			err = fmt.Errorf("answered by %q", got)
+		}
+		return err
+	})
+	r.serves("one.e2e.test", "/", "one")
+	r.serves("three.e2e.test", "/", "one")
+	if got := r.reloads(); got != before+1 {
+		t.Errorf("%d reload(s) once there was room, want 1", got-before)
+	}
+}

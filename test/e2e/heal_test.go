@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -122,16 +123,24 @@ func TestDeletedSocketsAreHealed(t *testing.T) {
 		// deletes are done one after the other, each once the one before
 		// is healed; each returns the path it deletes.
 		deletes []func(*router) string
+		// fifo puts a FIFO where each deleted path was, which answers no
+		// connection: the master CLI cannot be reached through it.
+		fifo bool
 	}{
-		{"hop socket", []func(*router) string{inRunDir("fe_sni.sock")}},
-		{"admin socket", []func(*router) string{inRunDir("admin.sock")}},
-		{"master socket", []func(*router) string{inRunDir("master.sock")}},
-		{"run dir", []func(*router) string{runDir}},
+		{"hop socket", []func(*router) string{inRunDir("fe_sni.sock")}, false},
+		{"admin socket", []func(*router) string{inRunDir("admin.sock")}, false},
+		{"master socket", []func(*router) string{inRunDir("master.sock")}, false},
+		{"run dir", []func(*router) string{runDir}, false},
 		// The backup hop, in the state dir, is healed the same way.
-		{"backup hop socket", []func(*router) string{func(r *router) string { return filepath.Join(r.stateDir, "fe_sni.sock") }}},
+		{"backup hop socket", []func(*router) string{func(r *router) string { return filepath.Join(r.stateDir, "fe_sni.sock") }}, false},
 		// A second loss after a heal: the renamed sockets (and a worker
 		// still on the first names) go too.
-		{"hop socket then run dir", []func(*router) string{inRunDir("fe_sni.sock"), runDir}},
+		{"hop socket then run dir", []func(*router) string{inRunDir("fe_sni.sock"), runDir}, false},
+		// A reload then goes by signal, as for a missing master socket:
+		// only a missing one did, and every reload failed until the FIFO
+		// was removed by hand.
+		{"master socket replaced by a FIFO", []func(*router) string{inRunDir("master.sock")}, true},
+		{"admin socket replaced by a FIFO", []func(*router) string{inRunDir("admin.sock")}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRouter(t)
@@ -155,6 +164,9 @@ func TestDeletedSocketsAreHealed(t *testing.T) {
 				gone = append(gone, path)
 				deleted := time.Now()
 				must(t, os.RemoveAll(path))
+				if tc.fifo {
+					must(t, syscall.Mkfifo(path, 0o600))
+				}
 				r.reportsHeal(path, deleted)
 				r.eventually(30*time.Second, "ready again with every socket back", func() error {
 					for _, s := range []string{"master.sock", "admin.sock"} {
