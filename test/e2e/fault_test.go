@@ -729,3 +729,38 @@ func TestReloadWaitsForRoomInTheRunDir(t *testing.T) {
 		t.Errorf("%d reload(s) once there was room, want 1", got-before)
 	}
 }
+
+// Idle connections a tool leaves open on the admin socket do not push
+// haroute's runtime commands out: HAProxy allowed 10 at a time, and the
+// 11th, haroute's, made an endpoint change fall back on a reload (which
+// fetches the listening sockets through the same socket, and refused
+// connections). 30 idle connections later, an endpoint added still
+// applies at runtime.
+func TestIdleAdminConnectionsLeaveRoomForRuntime(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	gen := oneRoute(r, one)
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("one.e2e.test", "/", "one")
+	before := r.reloads()
+
+	for range 30 {
+		c, err := net.DialTimeout("unix", filepath.Join(r.runDir, "admin.sock"), time.Second)
+		must(t, err)
+		t.Cleanup(func() { c.Close() })
+	}
+	gen["endpoints.yaml"] = []byte(endpointsYAML("one", one, two))
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "the added endpoint answers", func() error {
+		got, err := r.get("one.e2e.test", "/")
+		if err == nil && got != "two" {
+			err = fmt.Errorf("answered by %q", got)
+		}
+		return err
+	})
+	if got := r.reloads(); got != before {
+		t.Errorf("adding an endpoint beside 30 idle admin connections took %d reload(s), want 0", got-before)
+	}
+}
