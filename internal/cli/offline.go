@@ -314,6 +314,9 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		// HAProxy reads would otherwise render a configuration it
 		// refuses, with exit 0. (What --allow-errors renders is what
 		// the router would try to serve, judged when it loads.)
+		if _, err := haproxy.Binary(*bin); err != nil {
+			fmt.Fprintf(stderr, "note: log formats, cipher lists, subject patterns and the whole configuration were not judged by HAProxy: %v\n", err)
+		}
 		if _, err := judgeByHAProxy(ctx, *bin, &res); err != nil {
 			fmt.Fprintf(stderr, "haroute render: %v\n", err)
 			return ExitInvalid

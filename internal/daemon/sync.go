@@ -1047,7 +1047,7 @@ func (d *Daemon) reload(ctx context.Context) {
 			// for a while (an OOM-killed or timed-out `haproxy -c`, the
 			// binary replaced by an upgrade), and dropping the reload here
 			// left HAProxy behind the directory until an unrelated change.
-			err = fmt.Errorf("reload skipped, live config rejected (will retry); HAProxy keeps its current state: %w", err)
+			err = fmt.Errorf(reloadSkipped+", live config rejected (will retry); HAProxy keeps its current state: %w", err)
 			d.status.Set(func(s *status.Status) {
 				s.LastReload = &status.Reload{Time: now, Reasons: reasonStrings(reasons), OK: false, Error: err.Error()}
 			})
@@ -1067,7 +1067,7 @@ func (d *Daemon) reload(ctx context.Context) {
 	elapsed := time.Since(now)
 	d.metrics.ObserveReload(elapsed, kinds, err == nil, time.Now())
 	if err != nil {
-		d.recordError(fmt.Errorf("reload failed (will retry): %w", err))
+		d.recordError(fmt.Errorf(reloadFailed+" (will retry): %w", err))
 		d.behindReload = true
 		d.showBehind()
 		d.status.Set(func(s *status.Status) {
@@ -1081,6 +1081,13 @@ func (d *Daemon) reload(ctx context.Context) {
 	d.maxConnKept = false // the reload rendered a fresh fit
 	d.loaded(texts, true, elapsed)
 }
+
+// How the errors of a reload that failed, or was skipped, begin: one that
+// succeeds resolves them (loaded).
+const (
+	reloadFailed  = "reload failed"
+	reloadSkipped = "reload skipped"
+)
 
 // unbindableNow checks, as the reload is about to run, the listeners the
 // pending settings add: the check when the change was planned can be a
@@ -1104,6 +1111,9 @@ func (d *Daemon) unbindableNow(ctx context.Context) bool {
 		d.log.Error("RouterConfig refused: haproxy cannot bind it; the last good settings stay in force", "field", p.Field, "err", p.Message)
 	}
 	d.throttle.clear()
+	// The reload is dropped, not behind: back to what runs.
+	d.behindReload = false
+	d.showBehind()
 	if err := d.writeLive(d.applied); err != nil {
 		d.recordError(err)
 	} else {
@@ -1128,6 +1138,12 @@ func (d *Daemon) loaded(reasons []string, reload bool, elapsed time.Duration) {
 	clear(d.lingering)
 	clear(d.drainWait)
 	d.housekeepAfter, d.housekeepBackoff = time.Time{}, 0 // a new worker: ask again
+	// A reload or heal that failed before is over now, whatever else
+	// stands (an error in the directory keeps the rest below from
+	// clearing anything).
+	d.resolveErrors(func(msg string) bool {
+		return strings.HasPrefix(msg, reloadFailed) || strings.HasPrefix(msg, reloadSkipped) || strings.HasPrefix(msg, "heal")
+	})
 	if d.inputClean && d.writeRetryAt.IsZero() && !d.live.pending() && d.unbound == nil {
 		// HAProxy runs the accepted state, and nothing else stands: a
 		// start or reload that failed before is over. It stood as the

@@ -177,7 +177,7 @@ func (s *Supervisor) relocate(takeover bool) (bool, error) {
 	if takeover && s.liveIn(rel.Dir) {
 		return false, nil
 	}
-	f, err := os.CreateTemp(rel.Dir, ".bind-probe-*")
+	f, err := os.CreateTemp(rel.Dir, probePattern)
 	if err == nil {
 		f.Close()
 		_ = os.Remove(f.Name())
@@ -195,8 +195,10 @@ func (s *Supervisor) relocate(takeover bool) (bool, error) {
 // name each, and a link that keeps the previous one), and when it cannot
 // it exits ("Non-recoverable mworker wait-mode error"): every route went
 // down until the disk had room again. The probe creates as many files as
-// that takes, then removes them. Other errors (a run dir deleted, which
-// healing recreates) are left to the reload to meet.
+// that takes, then removes them; probes a haroute killed meanwhile left
+// behind (taking inodes that matter here) go first. A read-only run dir
+// stops the reload too. Other errors (a run dir deleted, which healing
+// recreates) are left to the reload to meet.
 func (p *Process) roomToBind() error {
 	dirs := []string{p.sup.opts.RunDir}
 	if rel := p.sup.opts.Relocate; p.relocated {
@@ -204,11 +206,16 @@ func (p *Process) roomToBind() error {
 	}
 	n := 2 * (2 + len(p.sup.opts.ListenerSockets))
 	for _, dir := range dirs {
+		if stale, _ := filepath.Glob(filepath.Join(dir, probePattern)); len(stale) > 0 {
+			for _, name := range stale {
+				_ = os.Remove(name)
+			}
+		}
 		var made []string
 		var err error
 		for range n {
 			var f *os.File
-			if f, err = os.CreateTemp(dir, ".bind-probe-*"); err != nil {
+			if f, err = os.CreateTemp(dir, probePattern); err != nil {
 				break
 			}
 			f.Close()
@@ -217,12 +224,15 @@ func (p *Process) roomToBind() error {
 		for _, name := range made {
 			_ = os.Remove(name)
 		}
-		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS) {
 			return fmt.Errorf("%s takes no new file (%w): a reload would leave the HAProxy master unable to bind its sockets, and it would exit; HAProxy keeps serving its current state until there is room", dir, err)
 		}
 	}
 	return nil
 }
+
+// probePattern names the files that probe a directory for room.
+const probePattern = ".bind-probe-*"
 
 // liveIn reports whether every listener socket declared in dir answers.
 func (s *Supervisor) liveIn(dir string) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -507,7 +508,7 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 	mark := p.out.mark()
 	var info ProcInfo
 	var err error
-	if !isLiveSocket(p.master.socketPath) {
+	if !p.masterAnswers(ctx) {
 		// Gone, or replaced by what answers nothing (a FIFO, a file, a
 		// socket nobody listens on): the master CLI cannot be reached,
 		// and only a missing path fell back on the signal, so every
@@ -534,6 +535,41 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 	}
 	return info, err
 }
+
+// masterAnswers reports whether the master CLI can be reached. A socket
+// that refuses connections may be a master re-executing for a reload
+// someone else asked for (it binds its socket afresh): it is given
+// masterReexecGrace to answer, as a signal then would reload it twice, or
+// reach it before it handles the signal. What is not a socket at all (a
+// FIFO, a file) or is missing does not wait.
+func (p *Process) masterAnswers(ctx context.Context) bool {
+	path := p.master.socketPath
+	if isLiveSocket(path) {
+		return true
+	}
+	deadline := time.Now().Add(masterReexecGrace)
+	for {
+		if fi, err := os.Lstat(path); err != nil || fi.Mode().Type() != fs.ModeSocket {
+			return false
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+		if isLiveSocket(path) {
+			return true
+		}
+	}
+}
+
+// masterReexecGrace is how long a master socket that refuses connections
+// is waited for before a reload goes by signal: a 2.6 master re-executes
+// in well under a second.
+const masterReexecGrace = 3 * time.Second
 
 // keepAgainAfter is how long after a start or reload the kept sockets
 // are fetched again.

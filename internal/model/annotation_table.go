@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -520,7 +521,11 @@ func parseAllowlist(p *annotationParse, v string) error {
 		problems = append(problems, surroundingSpace(v)+"; haroute enforces the list, where OpenShift's router would drop it and serve every client")
 	}
 	if len(bad) > 0 {
-		problems = append(problems, notAddresses(bad)+"; left out, as OpenShift's router leaves it out: the route allows "+string(p.b.IPAllowlist)+" only")
+		msg := notAddresses(bad) + "; left out, as OpenShift's router leaves it out: the route allows " + string(p.b.IPAllowlist) + " only"
+		if slices.ContainsFunc(bad, func(b string) bool { return strings.HasSuffix(b, ",") }) {
+			msg += " (entries are separated by spaces, not commas)"
+		}
+		problems = append(problems, msg)
 	}
 	if len(problems) > 0 {
 		return notice{errors.New(strings.Join(problems, "; "))}

@@ -104,7 +104,7 @@ func TestAnnotations(t *testing.T) {
 			}},
 		{name: "allowlist written with commas", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.1, 10.0.0.2 ::1"},
 			want: def(func(b *BackendSettings) { b.IPAllowlist = "10.0.0.2 ::1" }), diag: []string{
-				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_allowlist: "10.0.0.1," is not an IP address or CIDR; left out, as OpenShift's router leaves it out: the route allows 10.0.0.2 ::1 only`,
+				`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/ip_allowlist: "10.0.0.1," is not an IP address or CIDR; left out, as OpenShift's router leaves it out: the route allows 10.0.0.2 ::1 only (entries are separated by spaces, not commas)`,
 			}},
 		{name: "allowlist with no entry it can read is an error", ann: map[string]string{AnnotationIPAllowlist: "10.0.0.300 fe80::1%eth0 10.0.0.0/33"},
 			want: def(nil), diag: []string{

@@ -156,7 +156,7 @@ func goldenCases() []goldenCase {
 		}},
 		// HTTP/2 is offered on the line of a route whose certificate no
 		// other route has (secure), as OpenShift's router offers it;
-		// own and twin share theirs.
+		// own and twin share theirs (twin's written with CRLF).
 		{name: "http2", desired: func(tc testCerts) *model.Desired {
 			s := def
 			s.HTTP2 = true
@@ -164,7 +164,7 @@ func goldenCases() []goldenCase {
 			return desired(s,
 				route("shop", "own", "own.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{Certificate: tc.Cert, Key: tc.Key}), svc("web", 100, "10.1.0.1:8080")),
 				route("shop", "shared", "shared.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{}), svc("web", 100, "10.1.0.1:8080")),
-				route("shop", "twin", "twin.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{Certificate: tc.Cert + "\n", Key: tc.Key}), svc("web", 100, "10.1.0.1:8080")),
+				route("shop", "twin", "twin.example.com", "", edge(model.InsecurePolicyNone, model.RouteTLS{Certificate: strings.ReplaceAll(tc.Cert, "\n", "\r\n"), Key: tc.Key}), svc("web", 100, "10.1.0.1:8080")),
 				route("shop", "secure", "secure.example.com", "", reencrypt(model.InsecurePolicyNone,
 					model.RouteTLS{Certificate: tc.Default[:keyAt], Key: tc.Default[keyAt:], DestinationCACertificate: tc.CA}), svc("api", 100, "10.2.0.2:8443")),
 			)

@@ -1,9 +1,11 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/pem"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"net"
 	"path"
 	"slices"
@@ -920,12 +922,27 @@ func routeTLS(o *routeOut, r *model.AdmittedRoute, dir string) {
 		}
 	}
 	o.crtPath = dir + "/" + routeCertName(r)
-	o.certSum = maphash.String(certSeed, strings.TrimSpace(r.TLS.Certificate))
+	o.certSum = leafSum(r.TLS.Certificate)
 }
 
-// certSeed seeds the sums that tell equal certificates apart (routeOut's
-// certSum); they are compared within this process only.
-var certSeed = maphash.MakeSeed()
+// leafSum tells a route's certificate from another's by its first
+// block's DER, so that the same certificate written with CRLF, wrapped
+// otherwise or after a "Bag Attributes" preamble is the same one.
+func leafSum(certPEM string) uint64 {
+	data := []byte(certPEM)
+	for {
+		b, rest := pem.Decode(data)
+		if b == nil {
+			sum := sha256.Sum256([]byte(strings.TrimSpace(certPEM))) // not PEM: validation refused it already
+			return binary.LittleEndian.Uint64(sum[:])
+		}
+		if b.Type == "CERTIFICATE" {
+			sum := sha256.Sum256(b.Bytes)
+			return binary.LittleEndian.Uint64(sum[:])
+		}
+		data = rest
+	}
+}
 
 // joinPEM concatenates PEM blocks, each ending in a newline.
 func joinPEM(parts ...string) []byte {

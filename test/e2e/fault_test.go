@@ -728,6 +728,14 @@ func TestReloadWaitsForRoomInTheRunDir(t *testing.T) {
 	if got := r.reloads(); got != before+1 {
 		t.Errorf("%d reload(s) once there was room, want 1", got-before)
 	}
+	r.eventually(10*time.Second, "the reload's error resolved once it reloaded", func() error {
+		for _, e := range r.store.Get().RecentErrors {
+			if strings.Contains(e.Message, "takes no new file") && e.Resolved.IsZero() {
+				return fmt.Errorf("still standing: %s", e.Message)
+			}
+		}
+		return nil
+	})
 }
 
 // Idle connections a tool leaves open on the admin socket do not push

@@ -123,24 +123,26 @@ func TestDeletedSocketsAreHealed(t *testing.T) {
 		// deletes are done one after the other, each once the one before
 		// is healed; each returns the path it deletes.
 		deletes []func(*router) string
-		// fifo puts a FIFO where each deleted path was, which answers no
-		// connection: the master CLI cannot be reached through it.
-		fifo bool
+		// replace puts, where each deleted path was, what answers no
+		// connection: a "fifo", or a "dead" socket nobody listens on (a
+		// master re-executing looks like it for a moment).
+		replace string
 	}{
-		{"hop socket", []func(*router) string{inRunDir("fe_sni.sock")}, false},
-		{"admin socket", []func(*router) string{inRunDir("admin.sock")}, false},
-		{"master socket", []func(*router) string{inRunDir("master.sock")}, false},
-		{"run dir", []func(*router) string{runDir}, false},
+		{"hop socket", []func(*router) string{inRunDir("fe_sni.sock")}, ""},
+		{"admin socket", []func(*router) string{inRunDir("admin.sock")}, ""},
+		{"master socket", []func(*router) string{inRunDir("master.sock")}, ""},
+		{"run dir", []func(*router) string{runDir}, ""},
 		// The backup hop, in the state dir, is healed the same way.
-		{"backup hop socket", []func(*router) string{func(r *router) string { return filepath.Join(r.stateDir, "fe_sni.sock") }}, false},
+		{"backup hop socket", []func(*router) string{func(r *router) string { return filepath.Join(r.stateDir, "fe_sni.sock") }}, ""},
 		// A second loss after a heal: the renamed sockets (and a worker
 		// still on the first names) go too.
-		{"hop socket then run dir", []func(*router) string{inRunDir("fe_sni.sock"), runDir}, false},
+		{"hop socket then run dir", []func(*router) string{inRunDir("fe_sni.sock"), runDir}, ""},
 		// A reload then goes by signal, as for a missing master socket:
 		// only a missing one did, and every reload failed until the FIFO
 		// was removed by hand.
-		{"master socket replaced by a FIFO", []func(*router) string{inRunDir("master.sock")}, true},
-		{"admin socket replaced by a FIFO", []func(*router) string{inRunDir("admin.sock")}, true},
+		{"master socket replaced by a FIFO", []func(*router) string{inRunDir("master.sock")}, "fifo"},
+		{"master socket replaced by a dead socket", []func(*router) string{inRunDir("master.sock")}, "dead"},
+		{"admin socket replaced by a FIFO", []func(*router) string{inRunDir("admin.sock")}, "fifo"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRouter(t)
@@ -164,8 +166,14 @@ func TestDeletedSocketsAreHealed(t *testing.T) {
 				gone = append(gone, path)
 				deleted := time.Now()
 				must(t, os.RemoveAll(path))
-				if tc.fifo {
+				switch tc.replace {
+				case "fifo":
 					must(t, syscall.Mkfifo(path, 0o600))
+				case "dead":
+					ln, err := net.Listen("unix", path)
+					must(t, err)
+					ln.(*net.UnixListener).SetUnlinkOnClose(false)
+					must(t, ln.Close())
 				}
 				r.reportsHeal(path, deleted)
 				r.eventually(30*time.Second, "ready again with every socket back", func() error {
