@@ -54,12 +54,13 @@ func (d *differ) routes() {
 }
 
 // moved plans route cur, whose last version old served from a backend of
-// its own, bound to a spare instead (the daemon's pool does so when its
-// own backend would have to change): unbound from its own backend, which
-// the desired side keeps as a spare or retired, and bound to the spare the
-// running HAProxy has free, both at runtime, as a delete and an add are.
+// its own or from another spare, bound to a spare instead (the daemon's
+// pool does so when the backend it served from would have to change):
+// unbound from that backend, which the desired side keeps as a spare or
+// retired, and bound to the spare the running HAProxy has free, both at
+// runtime, as a delete and an add are.
 func (d *differ) moved(old, cur *model.AdmittedRoute) bool {
-	if old.Slot != "" || cur.Slot == "" || old.BackendName() == cur.BackendName() {
+	if cur.Slot == "" || old.BackendName() == cur.BackendName() {
 		return false
 	}
 	was := d.spare(d.desired, &d.desiredSpares, old.BackendName())
@@ -110,8 +111,14 @@ func (d *differ) routeDiff(old, cur *model.AdmittedRoute, sameSection bool) {
 	if oldBe, newBe := old.BackendName(), cur.BackendName(); oldBe != newBe {
 		// A new backend replaces the old one: a reload, whatever else
 		// changed in the route.
-		d.add(Change{Mode: ModeReload, Kind: KindTermination, Subject: key,
-			Detail: fmt.Sprintf("%s -> %s", terminationName(old.Termination), terminationName(cur.Termination))})
+		c := Change{Mode: ModeReload, Kind: KindTermination, Subject: key,
+			Detail: fmt.Sprintf("%s -> %s", terminationName(old.Termination), terminationName(cur.Termination))}
+		if old.Termination == cur.Termination {
+			// Its settings left the spare it was bound to (a balance
+			// algorithm no free spare has, say).
+			c.Kind, c.Detail = KindBackendSettings, fmt.Sprintf("%s -> %s", oldBe, newBe)
+		}
+		d.add(c)
 		d.newBackends[newBe] = true
 		return
 	}

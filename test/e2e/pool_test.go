@@ -822,3 +822,48 @@ func (r *router) timesOut(host string, within time.Duration) time.Duration {
 	})
 	return took
 }
+
+// A route bound to a spare that changes kind (here http to edge) moves to
+// a spare of its new kind at runtime. It kept its slot before: the slot's
+// text changed, which took a reload whose reason named a setting, and the
+// slot, reading unlike its class, was not adopted at a restart, so the
+// route came back under a backend of its own (other counters, sticky
+// cookies). The files on disk serve the same.
+func TestBoundRouteOfAnotherKindMovesToASpare(t *testing.T) {
+	r, w, gen, before := poolRouter(t, startBackend(t, "one"))
+	gen["b.yaml"] = []byte(routeYAML("b", "b.e2e.test", "", "one"))
+	must(t, w.Publish(gen))
+	r.serves("b.e2e.test", "/", "one")
+	r.onDisk("haproxy.cfg", "# route e2e/b\nbackend be_pool:http:")
+
+	gen["b.yaml"] = []byte(edgeRouteYAML("b", "b.e2e.test", "one"))
+	must(t, w.Publish(gen))
+	overTLS := func(what string) {
+		t.Helper()
+		r.eventually(20*time.Second, what, func() error {
+			got, err := r.getTLS("b.e2e.test")
+			if err == nil && got != "one" {
+				err = fmt.Errorf("answered by %q", got)
+			}
+			return err
+		})
+	}
+	overTLS("b served over TLS")
+	r.onDisk("haproxy.cfg", "# route e2e/b\nbackend be_pool:edge:")
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("a bound route made edge took %d reloads, want 0", got)
+	}
+	if st := r.store.Get(); st.Fallbacks != 0 {
+		t.Fatalf("%d runtime fallbacks; last error %+v", st.Fallbacks, st.LastError)
+	}
+
+	r.reloadThroughMaster()
+	r.eventually(20*time.Second, "reloaded from disk", func() error {
+		if got := r.reloads() - before; got != 1 {
+			return fmt.Errorf("%d reloads", got)
+		}
+		return nil
+	})
+	overTLS("b served over TLS from the files")
+	r.serves("a.e2e.test", "/", "one")
+}
