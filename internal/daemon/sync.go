@@ -367,6 +367,7 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 			reasons = []plan.Reason{{Kind: plan.KindCoalesced}}
 		}
 		d.throttle.request(reasons...)
+		d.applyWhatDoesNotWait(ctx)
 		return nil, nil
 	}
 	// Servers, weights, map entries: the files are staged before the
@@ -1075,6 +1076,7 @@ func (d *Daemon) reload(ctx context.Context) {
 		})
 		d.throttle.failed()
 		d.throttle.request(reasons...)
+		d.applyWhatDoesNotWait(ctx)
 		return
 	}
 	d.throttle.succeeded()

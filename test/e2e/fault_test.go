@@ -677,7 +677,8 @@ func TestReloadWaitsForRoomInTheRunDir(t *testing.T) {
 	testutil.Tmpfs(t, r.runDir, "4m")
 	testutil.Mount(t, "-o", "remount,nr_inodes=256", r.runDir)
 	w := publish.NewAtomicWriter(r.dir)
-	gen := oneRoute(r, startBackend(t, "one"))
+	one, other := startBackend(t, "one"), startBackend(t, "other")
+	gen := oneRoute(r, one)
 	must(t, w.Publish(gen))
 	r.start("atomic")
 	r.serves("one.e2e.test", "/", "one")
@@ -698,11 +699,17 @@ func TestReloadWaitsForRoomInTheRunDir(t *testing.T) {
 	must(t, w.Publish(gen))
 	r.reportsError("takes no new file")
 	r.keepsServing("one.e2e.test", "one", 20, "while the run dir has no room")
-	// A clean change meanwhile (it waits for the reload too) does not
-	// make the failing reload's error "resolved": accepting it did.
+	// What needs no reload does not wait for it (DESIGN §5: runtime
+	// updates are not throttled): a new route that binds a spare, and an
+	// endpoint replaced, serve while the reload waits for room. They
+	// waited with it, and an endpoint scaled away kept its traffic.
 	gen["three.yaml"] = []byte(routeYAML("three", "three.e2e.test", "", "one"))
+	gen["endpoints.yaml"] = []byte(endpointsYAML("one", other))
 	must(t, w.Publish(gen))
-	time.Sleep(time.Second)
+	r.serves("three.e2e.test", "/", "other")
+	r.serves("one.e2e.test", "/", "other")
+	// Accepting that clean change does not make the failing reload's
+	// error "resolved": it did.
 	for _, e := range r.store.Get().RecentErrors {
 		if strings.Contains(e.Message, "takes no new file") && !e.Resolved.IsZero() {
 			t.Fatalf("the reload's error was resolved while the run dir still had no room: %+v", e)
@@ -718,13 +725,13 @@ func TestReloadWaitsForRoomInTheRunDir(t *testing.T) {
 	}
 	r.eventually(30*time.Second, "two served once the run dir has room", func() error {
 		got, err := r.get("two.e2e.test", "/")
-		if err == nil && got != "one" {
+		if err == nil && got != "other" {
 			err = fmt.Errorf("answered by %q", got)
 		}
 		return err
 	})
-	r.serves("one.e2e.test", "/", "one")
-	r.serves("three.e2e.test", "/", "one")
+	r.serves("one.e2e.test", "/", "other")
+	r.serves("three.e2e.test", "/", "other")
 	if got := r.reloads(); got != before+1 {
 		t.Errorf("%d reload(s) once there was room, want 1", got-before)
 	}

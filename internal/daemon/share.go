@@ -1,0 +1,136 @@
+package daemon
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/haroute/haroute/internal/model"
+	"github.com/haroute/haroute/internal/plan"
+)
+
+// Runtime updates are not throttled (DESIGN §5). A plan with one change
+// that needs a reload went in whole by that reload, so while the reload
+// waited (its interval, or the backoff of one that failed: a run dir with
+// no room, a master out of reach) every other change waited with it: an
+// endpoint scaled away kept its traffic, a new route its 503. While a
+// reload waits, what of the desired state needs none is applied at
+// runtime now: the desired state with each route whose change needs the
+// reload as HAProxy runs it (or left out, when it is new). The files on
+// disk hold the whole desired state already, which the reload loads.
+
+// applyWhatDoesNotWait applies the runtime share of d.desired while the
+// reload it needs waits. It does nothing when the reload runs now, or
+// waits for something other than routes (settings, the pool, a heal, a
+// fallback), or when the share cannot be had without a reload either.
+func (d *Daemon) applyWhatDoesNotWait(ctx context.Context) {
+	if d.proc == nil || d.applied.Desired == nil || d.desired.Desired == nil || d.onDisk {
+		return
+	}
+	now := time.Now()
+	if at, ok := d.throttle.due(now); !ok || !at.After(now) {
+		return
+	}
+	for _, r := range d.throttle.reasons {
+		switch r.Kind {
+		case plan.KindRuntimeFallback, plan.KindHeal, plan.KindPoolRefill, plan.KindRouterSettings, plan.KindDCMDisabled:
+			return // HAProxy's state or the whole config is in question
+		}
+	}
+	base := d.applied
+	base.PendingDeletes = d.pending
+	p := plan.Compute(base, d.desired)
+	if !p.Reload {
+		return
+	}
+	share, ok := d.runtimeShare(p)
+	if !ok {
+		return
+	}
+	sp := plan.Compute(base, share)
+	if sp.Reload || len(sp.Ops) == 0 {
+		return
+	}
+	d.log.Info("applying at runtime what does not wait for the pending reload", "ops", len(sp.Ops), "waiting", reasonStrings(p.Reasons))
+	d.applyRuntime(ctx, sp, share)
+}
+
+// runtimeShare is d.desired with the routes whose change in p needs a
+// reload as d.applied serves them, rendered. It reports false when such a
+// route is bound to a spare there (its slot may be free, or another's, in
+// d.desired's pool), or when the share does not render.
+func (d *Daemon) runtimeShare(p plan.Plan) (plan.State, bool) {
+	prev, next := d.applied.Desired, d.desired.Desired
+	waits := map[model.RouteKey]bool{}
+	for _, c := range p.Changes {
+		ns, name, ok := strings.Cut(c.Subject, "/")
+		if c.Mode != plan.ModeReload || !ok {
+			continue
+		}
+		key := model.RouteKey{Namespace: ns, Name: name}
+		_, inPrev := model.FindRoute(prev.Routes, key)
+		_, inNext := model.FindRoute(next.Routes, key)
+		if inPrev || inNext {
+			waits[key] = true
+		}
+	}
+	if len(waits) == 0 {
+		return plan.State{}, false
+	}
+	// Both in key order; merged in key order, as a Desired's must be.
+	routes := make([]*model.AdmittedRoute, 0, len(next.Routes))
+	for i, j := 0, 0; i < len(prev.Routes) || j < len(next.Routes); {
+		var old, cur *model.AdmittedRoute
+		switch {
+		case j == len(next.Routes) || i < len(prev.Routes) && prev.Routes[i].Key.Compare(next.Routes[j].Key) < 0:
+			old, i = prev.Routes[i], i+1
+		case i == len(prev.Routes) || prev.Routes[i].Key.Compare(next.Routes[j].Key) > 0:
+			cur, j = next.Routes[j], j+1
+		default:
+			old, cur, i, j = prev.Routes[i], next.Routes[j], i+1, j+1
+		}
+		key := model.RouteKey{}
+		if old != nil {
+			key = old.Key
+		} else {
+			key = cur.Key
+		}
+		switch {
+		case !waits[key]:
+			if cur != nil {
+				routes = append(routes, cur)
+			}
+		case old != nil && old.Slot != "":
+			return plan.State{}, false
+		case old != nil:
+			routes = append(routes, old)
+		}
+	}
+	merged := *next
+	merged.Routes = routes
+	merged.Statuses = statusesAsServed(next.Statuses, prev.Statuses, waits)
+	share, err := d.prepare(&merged, d.live.path, envOf(d.desired))
+	if err != nil {
+		return plan.State{}, false
+	}
+	return share, true
+}
+
+// statusesAsServed is statuses with those of the routes in waits as prev
+// has them, or left out when prev has none: status shows what serves.
+func statusesAsServed(statuses, prev []*model.RouteStatus, waits map[model.RouteKey]bool) []*model.RouteStatus {
+	out := make([]*model.RouteStatus, 0, len(statuses))
+	for _, st := range statuses {
+		if !waits[st.Key] {
+			out = append(out, st)
+		}
+	}
+	for _, st := range prev {
+		if waits[st.Key] {
+			out = append(out, st)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *model.RouteStatus) int { return a.Key.Compare(b.Key) })
+	return out
+}
