@@ -373,7 +373,10 @@ func (d *Daemon) outgrows(r *model.AdmittedRoute, prev []*model.AdmittedRoute, s
 		return false
 	}
 	k := st.slotNamed(slot)
-	return k >= 0 && !render.SameBackend(*r, st.spares[k], in)
+	// Of another class, the slot may still read the same (edge and
+	// reencrypt spares do), but a restart adopts a slot for a route of
+	// its class only.
+	return k >= 0 && (classOf(r) != classOf(&st.spares[k]) || !render.SameBackend(*r, st.spares[k], in))
 }
 
 // earlierBindings reads which route each pool slot of the live

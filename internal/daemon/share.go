@@ -46,10 +46,15 @@ func (d *Daemon) applyWhatDoesNotWait(ctx context.Context) {
 	}
 	share, ok := d.runtimeShare(p)
 	if !ok {
+		d.log.Debug("nothing applied before the pending reload: a waiting route is on a spare or a wildcard route", "waiting", reasonStrings(p.Reasons))
 		return
 	}
 	sp := plan.Compute(base, share)
-	if sp.Reload || len(sp.Ops) == 0 {
+	if sp.Reload {
+		d.log.Debug("nothing applied before the pending reload: what does not wait needs a reload too", "reasons", reasonStrings(sp.Reasons))
+		return
+	}
+	if len(sp.Ops) == 0 {
 		return
 	}
 	d.log.Info("applying at runtime what does not wait for the pending reload", "ops", len(sp.Ops), "waiting", reasonStrings(p.Reasons))
@@ -78,17 +83,62 @@ func (d *Daemon) runtimeShare(p plan.Plan) (plan.State, bool) {
 	if len(waits) == 0 {
 		return plan.State{}, false
 	}
-	// Both in key order; merged in key order, as a Desired's must be.
-	routes := make([]*model.AdmittedRoute, 0, len(next.Routes))
-	for i, j := 0, 0; i < len(prev.Routes) || j < len(next.Routes); {
+	routes, ok := shareRoutes(prev.Routes, next.Routes, waits)
+	for ok {
+		// A route that takes a host a waiting route still serves (the
+		// waiting one moved away from it, or was deleted, in the
+		// directory) waits too: the two would claim it together,
+		// admitted by no one.
+		held := map[string]bool{}
+		for _, r := range routes {
+			if waits[r.Key] {
+				held[r.ClaimHost()] = true
+			}
+		}
+		grew := false
+		for _, r := range routes {
+			if waits[r.Key] || !held[r.ClaimHost()] {
+				continue
+			}
+			if i, found := model.FindRoute(prev.Routes, r.Key); found && prev.Routes[i].Claim() == r.Claim() {
+				continue // it shared the host that way already
+			}
+			waits[r.Key], grew = true, true
+		}
+		if !grew {
+			break
+		}
+		routes, ok = shareRoutes(prev.Routes, next.Routes, waits)
+	}
+	if !ok {
+		return plan.State{}, false
+	}
+	merged := *next
+	merged.Routes = routes
+	merged.Statuses = statusesAsServed(next.Statuses, prev.Statuses, waits)
+	share, err := d.prepare(&merged, d.live.path, envOf(d.desired))
+	if err != nil {
+		return plan.State{}, false
+	}
+	return share, true
+}
+
+// shareRoutes merges prev and next (both in key order) into the routes
+// of a share: next's, but those in waits as prev has them (or left out
+// when prev has none). It reports false when a waiting route is bound to
+// a spare in prev (its slot may be free, or another's, in d.desired's
+// pool) or is a wildcard route, whose claims reach other hosts.
+func shareRoutes(prev, next []*model.AdmittedRoute, waits map[model.RouteKey]bool) ([]*model.AdmittedRoute, bool) {
+	routes := make([]*model.AdmittedRoute, 0, len(next))
+	for i, j := 0, 0; i < len(prev) || j < len(next); {
 		var old, cur *model.AdmittedRoute
 		switch {
-		case j == len(next.Routes) || i < len(prev.Routes) && prev.Routes[i].Key.Compare(next.Routes[j].Key) < 0:
-			old, i = prev.Routes[i], i+1
-		case i == len(prev.Routes) || prev.Routes[i].Key.Compare(next.Routes[j].Key) > 0:
-			cur, j = next.Routes[j], j+1
+		case j == len(next) || i < len(prev) && prev[i].Key.Compare(next[j].Key) < 0:
+			old, i = prev[i], i+1
+		case i == len(prev) || prev[i].Key.Compare(next[j].Key) > 0:
+			cur, j = next[j], j+1
 		default:
-			old, cur, i, j = prev.Routes[i], next.Routes[j], i+1, j+1
+			old, cur, i, j = prev[i], next[j], i+1, j+1
 		}
 		key := model.RouteKey{}
 		if old != nil {
@@ -101,20 +151,13 @@ func (d *Daemon) runtimeShare(p plan.Plan) (plan.State, bool) {
 			if cur != nil {
 				routes = append(routes, cur)
 			}
-		case old != nil && old.Slot != "":
-			return plan.State{}, false
+		case old != nil && old.Slot != "", old != nil && old.Wildcard, cur != nil && cur.Wildcard:
+			return nil, false
 		case old != nil:
 			routes = append(routes, old)
 		}
 	}
-	merged := *next
-	merged.Routes = routes
-	merged.Statuses = statusesAsServed(next.Statuses, prev.Statuses, waits)
-	share, err := d.prepare(&merged, d.live.path, envOf(d.desired))
-	if err != nil {
-		return plan.State{}, false
-	}
-	return share, true
+	return routes, true
 }
 
 // statusesAsServed is statuses with those of the routes in waits as prev

@@ -648,6 +648,10 @@ func (a *AdmittedRoute) Claim() string {
 		strconv.FormatBool(a.Termination == TerminationPassthrough)
 }
 
+// ClaimHost is the host a route claims in admission: its host, or for a
+// wildcard route the domain it covers.
+func (a *AdmittedRoute) ClaimHost() string { return claimHostOf(a) }
+
 // conflictKeyOf is what decideConflicts decides a valid route's claim by.
 func conflictKeyOf(a *AdmittedRoute) conflictKey {
 	return conflictKey{key: a.Key, created: a.CreationTimestamp, host: claimHostOf(a),

@@ -684,17 +684,7 @@ func TestReloadWaitsForRoomInTheRunDir(t *testing.T) {
 	r.serves("one.e2e.test", "/", "one")
 	before := r.reloads()
 
-	var fillers []string
-	for i := 0; ; i++ {
-		path := filepath.Join(r.runDir, fmt.Sprintf("filler-%d", i))
-		f, err := os.Create(path)
-		if errors.Is(err, syscall.ENOSPC) {
-			break
-		}
-		must(t, err)
-		f.Close()
-		fillers = append(fillers, path)
-	}
+	fillers := fillInodes(t, r.runDir)
 	gen["two.yaml"] = []byte(reloadingRouteYAML("two", "two.e2e.test", "one"))
 	must(t, w.Publish(gen))
 	r.reportsError("takes no new file")
@@ -768,14 +758,67 @@ func TestIdleAdminConnectionsLeaveRoomForRuntime(t *testing.T) {
 	}
 	gen["endpoints.yaml"] = []byte(endpointsYAML("one", one, two))
 	must(t, w.Publish(gen))
-	r.eventually(20*time.Second, "the added endpoint answers", func() error {
-		got, err := r.get("one.e2e.test", "/")
-		if err == nil && got != "two" {
+	r.serves("one.e2e.test", "/", "two")
+	if got := r.reloads(); got != before {
+		t.Errorf("adding an endpoint beside 30 idle admin connections took %d reload(s), want 0", got-before)
+	}
+}
+
+// fillInodes creates empty files in dir until its file system has no
+// inode left, and returns their paths.
+func fillInodes(t *testing.T, dir string) []string {
+	t.Helper()
+	var fillers []string
+	for i := 0; ; i++ {
+		path := filepath.Join(dir, fmt.Sprintf("filler-%d", i))
+		f, err := os.Create(path)
+		if errors.Is(err, syscall.ENOSPC) {
+			return fillers
+		}
+		must(t, err)
+		f.Close()
+		fillers = append(fillers, path)
+	}
+}
+
+// While a reload waits, a route whose change needs it keeps serving as
+// before, and a route that takes the host it leaves waits with it: the
+// runtime share put both on the host, and which one answered depended on
+// their names. After the reload, each serves as the directory says.
+func TestRouteTakingAWaitingRoutesHostWaitsToo(t *testing.T) {
+	r := newRouter(t)
+	testutil.Tmpfs(t, r.runDir, "4m")
+	testutil.Mount(t, "-o", "remount,nr_inodes=256", r.runDir)
+	w := publish.NewAtomicWriter(r.dir)
+	one, other := startBackend(t, "one"), startBackend(t, "other")
+	gen := files("router.yaml", r.routerConfig(""),
+		"w.yaml", routeYAML("w", "w.e2e.test", "", "one"),
+		"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("other", other)))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("w.e2e.test", "/", "one")
+	before := r.reloads()
+
+	fillers := fillInodes(t, r.runDir)
+	// w moves to w2 in a change that needs a reload; a takes its host.
+	gen["w.yaml"] = []byte(reloadingRouteYAML("w", "w2.e2e.test", "one"))
+	gen["a.yaml"] = []byte(routeYAML("a", "w.e2e.test", "", "other"))
+	must(t, w.Publish(gen))
+	r.reportsError("takes no new file")
+	r.keepsServing("w.e2e.test", "one", 20, "while w's move waits for the reload")
+
+	for _, path := range fillers {
+		must(t, os.Remove(path))
+	}
+	r.eventually(30*time.Second, "w2 served once the run dir has room", func() error {
+		got, err := r.get("w2.e2e.test", "/")
+		if err == nil && got != "one" {
 			err = fmt.Errorf("answered by %q", got)
 		}
 		return err
 	})
-	if got := r.reloads(); got != before {
-		t.Errorf("adding an endpoint beside 30 idle admin connections took %d reload(s), want 0", got-before)
+	r.serves("w.e2e.test", "/", "other")
+	if got := r.reloads(); got != before+1 {
+		t.Errorf("%d reload(s), want 1", got-before)
 	}
 }

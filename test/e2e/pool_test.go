@@ -770,29 +770,12 @@ func TestOwnBackendSettingsChangeMovesToASpare(t *testing.T) {
 	// Made edge: another class of spare.
 	gen["a.yaml"] = []byte(edgeRouteYAML("a", "a.e2e.test", "one"))
 	must(t, w.Publish(gen))
-	r.eventually(20*time.Second, "a served over TLS", func() error {
-		got, err := r.getTLS("a.e2e.test")
-		if err == nil && got != "one" {
-			err = fmt.Errorf("answered by %q", got)
-		}
-		return err
-	})
+	r.servesTLS("a.e2e.test", "one")
 	r.onDisk("haproxy.cfg", "# route e2e/a\nbackend be_pool:edge:")
-	if got := r.reloads() - before; got != 0 {
-		t.Fatalf("a route made edge took %d reloads, want 0", got)
-	}
-	if st := r.store.Get(); st.Fallbacks != 0 {
-		t.Fatalf("%d runtime fallbacks; last error %+v", st.Fallbacks, st.LastError)
-	}
+	r.noReloadNorFallback(before, "a route made edge")
 
 	// What is on disk serves the same.
-	r.reloadThroughMaster()
-	r.eventually(20*time.Second, "reloaded from disk", func() error {
-		if got := r.reloads() - before; got != 1 {
-			return fmt.Errorf("%d reloads", got)
-		}
-		return nil
-	})
+	r.reloadedFromDisk(before)
 	timesOut()
 	if got, err := r.getTLS("a.e2e.test"); err != nil || got != "one" {
 		t.Fatalf("after the reload, a over TLS: %q, %v", got, err)
@@ -838,25 +821,57 @@ func TestBoundRouteOfAnotherKindMovesToASpare(t *testing.T) {
 
 	gen["b.yaml"] = []byte(edgeRouteYAML("b", "b.e2e.test", "one"))
 	must(t, w.Publish(gen))
-	overTLS := func(what string) {
-		t.Helper()
-		r.eventually(20*time.Second, what, func() error {
-			got, err := r.getTLS("b.e2e.test")
-			if err == nil && got != "one" {
-				err = fmt.Errorf("answered by %q", got)
-			}
-			return err
-		})
-	}
-	overTLS("b served over TLS")
+	r.servesTLS("b.e2e.test", "one")
 	r.onDisk("haproxy.cfg", "# route e2e/b\nbackend be_pool:edge:")
+	r.noReloadNorFallback(before, "a bound route made edge")
+
+	// Edge and reencrypt spares read the same, but a restart adopts a
+	// slot for a route of its class only: reencrypt takes a spare of its
+	// own. (Its backend, plain HTTP, fails verification: only the slot is
+	// looked at.)
+	gen["b.yaml"] = []byte(strings.Replace(edgeRouteYAML("b", "b.e2e.test", "one"), "edge", "reencrypt", 1))
+	must(t, w.Publish(gen))
+	r.onDisk("haproxy.cfg", "# route e2e/b\nbackend be_pool:reencrypt:")
+	r.noReloadNorFallback(before, "a bound route made reencrypt")
+	gen["b.yaml"] = []byte(edgeRouteYAML("b", "b.e2e.test", "one"))
+	must(t, w.Publish(gen))
+	r.servesTLS("b.e2e.test", "one")
+	r.onDisk("haproxy.cfg", "# route e2e/b\nbackend be_pool:edge:")
+
+	r.reloadedFromDisk(before)
+	r.servesTLS("b.e2e.test", "one")
+	r.serves("a.e2e.test", "/", "one")
+}
+
+// servesTLS waits until host answers want over TLS.
+func (r *router) servesTLS(host, want string) {
+	r.t.Helper()
+	r.eventually(20*time.Second, host+" served over TLS by "+want, func() error {
+		got, err := r.getTLS(host)
+		if err == nil && got != want {
+			err = fmt.Errorf("answered by %q", got)
+		}
+		return err
+	})
+}
+
+// noReloadNorFallback fails the test when HAProxy reloaded since before
+// (a count of r.reloads) or a runtime plan fell back on a reload, after
+// what.
+func (r *router) noReloadNorFallback(before int, what string) {
+	r.t.Helper()
 	if got := r.reloads() - before; got != 0 {
-		t.Fatalf("a bound route made edge took %d reloads, want 0", got)
+		r.t.Fatalf("%s took %d reloads, want 0", what, got)
 	}
 	if st := r.store.Get(); st.Fallbacks != 0 {
-		t.Fatalf("%d runtime fallbacks; last error %+v", st.Fallbacks, st.LastError)
+		r.t.Fatalf("%d runtime fallbacks; last error %+v", st.Fallbacks, st.LastError)
 	}
+}
 
+// reloadedFromDisk reloads HAProxy from the files on disk, behind
+// haroute's back, and waits until that is the one reload since before.
+func (r *router) reloadedFromDisk(before int) {
+	r.t.Helper()
 	r.reloadThroughMaster()
 	r.eventually(20*time.Second, "reloaded from disk", func() error {
 		if got := r.reloads() - before; got != 1 {
@@ -864,6 +879,4 @@ func TestBoundRouteOfAnotherKindMovesToASpare(t *testing.T) {
 		}
 		return nil
 	})
-	overTLS("b served over TLS from the files")
-	r.serves("a.e2e.test", "/", "one")
 }
