@@ -62,9 +62,10 @@ func (d *Daemon) applyWhatDoesNotWait(ctx context.Context) {
 }
 
 // runtimeShare is d.desired with the routes whose change in p needs a
-// reload as d.applied serves them, rendered. It reports false when such a
-// route is bound to a spare there (its slot may be free, or another's, in
-// d.desired's pool), or when the share does not render.
+// reload as d.applied serves them (and those holdHosts adds), rendered. It
+// reports false when such a route is bound to a spare there (its slot may
+// be free, or another's, in d.desired's pool), when d.desired's pool keeps
+// its own backend, or when the share does not render.
 func (d *Daemon) runtimeShare(p plan.Plan) (plan.State, bool) {
 	prev, next := d.applied.Desired, d.desired.Desired
 	waits := map[model.RouteKey]bool{}
@@ -83,44 +84,77 @@ func (d *Daemon) runtimeShare(p plan.Plan) (plan.State, bool) {
 	if len(waits) == 0 {
 		return plan.State{}, false
 	}
+	holdHosts(prev.Routes, next.Routes, waits)
 	routes, ok := shareRoutes(prev.Routes, next.Routes, waits)
-	for ok {
-		// A route that takes a host a waiting route still serves (the
-		// waiting one moved away from it, or was deleted, in the
-		// directory) waits too: the two would claim it together,
-		// admitted by no one.
-		held := map[string]bool{}
-		for _, r := range routes {
-			if waits[r.Key] {
-				held[r.ClaimHost()] = true
-			}
-		}
-		grew := false
-		for _, r := range routes {
-			if waits[r.Key] || !held[r.ClaimHost()] {
-				continue
-			}
-			if i, found := model.FindRoute(prev.Routes, r.Key); found && prev.Routes[i].Claim() == r.Claim() {
-				continue // it shared the host that way already
-			}
-			waits[r.Key], grew = true, true
-		}
-		if !grew {
-			break
-		}
-		routes, ok = shareRoutes(prev.Routes, next.Routes, waits)
-	}
 	if !ok {
 		return plan.State{}, false
+	}
+	env := envOf(d.desired)
+	kept := make(map[model.BackendName]bool, len(env.spares))
+	for _, sp := range env.spares {
+		kept[sp.Slot] = true
+	}
+	for _, r := range routes {
+		if waits[r.Key] && kept[r.BackendName()] {
+			// Deleted or moved in the directory, its own backend is kept
+			// in d.desired's pool: held as it serves, it would render a
+			// second backend of that name.
+			return plan.State{}, false
+		}
 	}
 	merged := *next
 	merged.Routes = routes
 	merged.Statuses = statusesAsServed(next.Statuses, prev.Statuses, waits)
-	share, err := d.prepare(&merged, d.live.path, envOf(d.desired))
+	share, err := d.prepare(&merged, d.live.path, env)
 	if err != nil {
 		return plan.State{}, false
 	}
 	return share, true
+}
+
+// holdHosts adds to waits, until nothing changes, the routes whose host a
+// waiting route's would share in the runtime share, so that each host
+// keeps one claimant until the reload:
+//   - a route that takes a host a waiting route still serves (the
+//     waiting one moves away from it in the directory): the two would
+//     claim it together, admitted by no one;
+//   - a route that leaves a host (deleted, renamed, moved) that a waiting
+//     route takes in the directory: the share applied the leaving, and
+//     the host answered 503 until the reload, where the route that
+//     leaves used to serve it until then.
+//
+// A route whose claim is the same in both is left alone: it shared the
+// host that way already.
+func holdHosts(prev, next []*model.AdmittedRoute, waits map[model.RouteKey]bool) {
+	sameClaim := func(other []*model.AdmittedRoute, r *model.AdmittedRoute) bool {
+		i, found := model.FindRoute(other, r.Key)
+		return found && other[i].Claim() == r.Claim()
+	}
+	for {
+		served, taken := map[string]bool{}, map[string]bool{}
+		for key := range waits {
+			if i, found := model.FindRoute(prev, key); found {
+				served[prev[i].ClaimHost()] = true
+			}
+			if j, found := model.FindRoute(next, key); found {
+				taken[next[j].ClaimHost()] = true
+			}
+		}
+		grew := false
+		for _, r := range next {
+			if !waits[r.Key] && served[r.ClaimHost()] && !sameClaim(prev, r) {
+				waits[r.Key], grew = true, true
+			}
+		}
+		for _, r := range prev {
+			if !waits[r.Key] && taken[r.ClaimHost()] && !sameClaim(next, r) {
+				waits[r.Key], grew = true, true
+			}
+		}
+		if !grew {
+			return
+		}
+	}
 }
 
 // shareRoutes merges prev and next (both in key order) into the routes

@@ -822,3 +822,66 @@ func TestRouteTakingAWaitingRoutesHostWaitsToo(t *testing.T) {
 		t.Errorf("%d reload(s), want 1", got-before)
 	}
 }
+
+// While a reload waits, a route that leaves a host a waiting route takes
+// in the directory keeps serving it until the reload: the share applied
+// the leaving at once, and the host answered 503 for the whole wait (a
+// route moved off its host, or replaced by a new route under another
+// name that needs the reload).
+func TestHostAWaitingRouteTakesIsServedUntilTheReload(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// change edits gen in one publish, checked answers host: want
+		// while the reload waits, and after are the answers once it ran.
+		change        func(gen map[string][]byte)
+		checked, want string
+		after         map[string]string
+	}{
+		{"moved off", func(gen map[string][]byte) {
+			gen["w.yaml"] = []byte(reloadingRouteYAML("w", "hv.e2e.test", "one")) // takes hv; needs the reload
+			gen["v.yaml"] = []byte(routeYAML("v", "hz.e2e.test", "", "other"))    // leaves hv for hz
+		}, "hv.e2e.test", "other", map[string]string{"hv.e2e.test": "one", "hz.e2e.test": "other"}},
+		{"replaced under another name", func(gen map[string][]byte) {
+			delete(gen, "v.yaml")
+			gen["v2.yaml"] = []byte(reloadingRouteYAML("v2", "hv.e2e.test", "third"))
+		}, "hv.e2e.test", "other", map[string]string{"hv.e2e.test": "third", "hw.e2e.test": "one"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRouter(t)
+			testutil.Tmpfs(t, r.runDir, "4m")
+			testutil.Mount(t, "-o", "remount,nr_inodes=256", r.runDir)
+			w := publish.NewAtomicWriter(r.dir)
+			one, other, third := startBackend(t, "one"), startBackend(t, "other"), startBackend(t, "third")
+			gen := files("router.yaml", r.routerConfig(""),
+				"w.yaml", routeYAML("w", "hw.e2e.test", "", "one"),
+				"v.yaml", routeYAML("v", "hv.e2e.test", "", "other"),
+				"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("other", other), endpointsYAML("third", third)))
+			must(t, w.Publish(gen))
+			r.start("atomic")
+			r.serves("hv.e2e.test", "/", "other")
+			before := r.reloads()
+
+			fillers := fillInodes(t, r.runDir)
+			tc.change(gen)
+			must(t, w.Publish(gen))
+			r.reportsError("takes no new file")
+			r.keepsServing(tc.checked, tc.want, 20, "while the route taking it waits for the reload")
+
+			for _, path := range fillers {
+				must(t, os.Remove(path))
+			}
+			for host, want := range tc.after {
+				r.eventually(30*time.Second, host+" served by "+want+" after the reload", func() error {
+					got, err := r.get(host, "/")
+					if err == nil && got != want {
+						err = fmt.Errorf("answered by %q", got)
+					}
+					return err
+				})
+			}
+			if got := r.reloads(); got != before+1 {
+				t.Errorf("%d reload(s), want 1", got-before)
+			}
+		})
+	}
+}
