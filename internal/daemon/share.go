@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -44,29 +46,36 @@ func (d *Daemon) applyWhatDoesNotWait(ctx context.Context) {
 	if !p.Reload {
 		return
 	}
-	share, ok := d.runtimeShare(p)
-	if !ok {
-		d.log.Debug("nothing applied before the pending reload: a waiting route is on a spare or a wildcard route", "waiting", reasonStrings(p.Reasons))
+	share, held, why := d.runtimeShare(p)
+	if why != "" {
+		level := slog.LevelInfo
+		if held == nil {
+			level = slog.LevelDebug // no route's change: settings or files
+		}
+		d.log.Log(ctx, level, "every change waits for the pending reload", "why", why, "waiting", reasonStrings(p.Reasons), "held", held)
 		return
 	}
 	sp := plan.Compute(base, share)
 	if sp.Reload {
-		d.log.Debug("nothing applied before the pending reload: what does not wait needs a reload too", "reasons", reasonStrings(sp.Reasons))
+		d.log.Info("every change waits for the pending reload", "why", "what does not wait needs a reload too", "reasons", reasonStrings(sp.Reasons))
 		return
 	}
 	if len(sp.Ops) == 0 {
 		return
 	}
-	d.log.Info("applying at runtime what does not wait for the pending reload", "ops", len(sp.Ops), "waiting", reasonStrings(p.Reasons))
+	// held: routes kept as they serve beside those whose change needs the
+	// reload (holdHosts); their own changes, endpoints included, wait.
+	d.log.Info("applying at runtime what does not wait for the pending reload", "ops", len(sp.Ops), "waiting", reasonStrings(p.Reasons), "held", held)
 	d.applyRuntime(ctx, sp, share)
 }
 
 // runtimeShare is d.desired with the routes whose change in p needs a
-// reload as d.applied serves them (and those holdHosts adds), rendered. It
-// reports false when such a route is bound to a spare there (its slot may
-// be free, or another's, in d.desired's pool), when d.desired's pool keeps
-// its own backend, or when the share does not render.
-func (d *Daemon) runtimeShare(p plan.Plan) (plan.State, bool) {
+// reload as d.applied serves them (and those holdHosts adds), rendered,
+// and the routes held beside those whose own change needs the reload.
+// Without a share, why says why not: a route held is bound to a spare in
+// d.applied (its slot may be free, or another's, in d.desired's pool) or
+// is a wildcard route, or the share does not render.
+func (d *Daemon) runtimeShare(p plan.Plan) (share plan.State, held []string, why string) {
 	prev, next := d.applied.Desired, d.desired.Desired
 	waits := map[model.RouteKey]bool{}
 	for _, c := range p.Changes {
@@ -82,34 +91,44 @@ func (d *Daemon) runtimeShare(p plan.Plan) (plan.State, bool) {
 		}
 	}
 	if len(waits) == 0 {
-		return plan.State{}, false
+		return plan.State{}, nil, "no route waits for it"
 	}
+	own := maps.Clone(waits)
 	holdHosts(prev.Routes, next.Routes, waits)
-	routes, ok := shareRoutes(prev.Routes, next.Routes, waits)
-	if !ok {
-		return plan.State{}, false
-	}
-	env := envOf(d.desired)
-	kept := make(map[model.BackendName]bool, len(env.spares))
-	for _, sp := range env.spares {
-		kept[sp.Slot] = true
-	}
-	for _, r := range routes {
-		if waits[r.Key] && kept[r.BackendName()] {
-			// Deleted or moved in the directory, its own backend is kept
-			// in d.desired's pool: held as it serves, it would render a
-			// second backend of that name.
-			return plan.State{}, false
+	for key := range waits {
+		if !own[key] {
+			held = append(held, key.String())
 		}
 	}
+	slices.Sort(held)
+	routes, ok := shareRoutes(prev.Routes, next.Routes, waits)
+	if !ok {
+		return plan.State{}, held, "a route it holds is on a spare, or is a wildcard route"
+	}
+	env := envOf(d.desired)
+	// A route held as it serves that the directory deletes or moves off
+	// its own backend has that backend kept in d.desired's pool, empty:
+	// the share renders the route's instead of the kept one.
+	heldBackends := map[model.BackendName]bool{}
+	for _, r := range routes {
+		if waits[r.Key] && r.Slot == "" {
+			heldBackends[r.BackendName()] = true
+		}
+	}
+	for _, r := range routes {
+		if r.Slot != "" && heldBackends[r.Slot] {
+			return plan.State{}, held, "a route binds the kept backend of a route it holds"
+		}
+	}
+	env.spares = slices.DeleteFunc(slices.Clone(env.spares), func(sp model.AdmittedRoute) bool { return heldBackends[sp.Slot] })
 	merged := *next
 	merged.Routes = routes
 	merged.Statuses = statusesAsServed(next.Statuses, prev.Statuses, waits)
 	share, err := d.prepare(&merged, d.live.path, env)
 	if err != nil {
-		return plan.State{}, false
+		return plan.State{}, held, err.Error()
 	}
-	return share, true
+	return share, held, ""
 }
 
 // holdHosts adds to waits, until nothing changes, the routes whose host a

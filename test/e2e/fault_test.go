@@ -831,20 +831,23 @@ func TestRouteTakingAWaitingRoutesHostWaitsToo(t *testing.T) {
 func TestHostAWaitingRouteTakesIsServedUntilTheReload(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		// change edits gen in one publish, checked answers host: want
-		// while the reload waits, and after are the answers once it ran.
+		// change edits gen in one publish; during are the answers while
+		// the reload waits, after those once it ran.
 		change        func(gen map[string][]byte)
-		checked, want string
-		after         map[string]string
+		during, after map[string]string
 	}{
 		{"moved off", func(gen map[string][]byte) {
 			gen["w.yaml"] = []byte(reloadingRouteYAML("w", "hv.e2e.test", "one")) // takes hv; needs the reload
 			gen["v.yaml"] = []byte(routeYAML("v", "hz.e2e.test", "", "other"))    // leaves hv for hz
-		}, "hv.e2e.test", "other", map[string]string{"hv.e2e.test": "one", "hz.e2e.test": "other"}},
+		}, map[string]string{"hv.e2e.test": "other"}, map[string]string{"hv.e2e.test": "one", "hz.e2e.test": "other"}},
+		// The deleted v's backend is kept, empty, in the pool: the share
+		// serves v's own instead, and u's new endpoint does not wait.
 		{"replaced under another name", func(gen map[string][]byte) {
 			delete(gen, "v.yaml")
 			gen["v2.yaml"] = []byte(reloadingRouteYAML("v2", "hv.e2e.test", "third"))
-		}, "hv.e2e.test", "other", map[string]string{"hv.e2e.test": "third", "hw.e2e.test": "one"}},
+			gen["u.yaml"] = []byte(routeYAML("u", "hu.e2e.test", "", "third"))
+		}, map[string]string{"hv.e2e.test": "other", "hu.e2e.test": "third"},
+			map[string]string{"hv.e2e.test": "third", "hw.e2e.test": "one", "hu.e2e.test": "third"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRouter(t)
@@ -855,6 +858,7 @@ func TestHostAWaitingRouteTakesIsServedUntilTheReload(t *testing.T) {
 			gen := files("router.yaml", r.routerConfig(""),
 				"w.yaml", routeYAML("w", "hw.e2e.test", "", "one"),
 				"v.yaml", routeYAML("v", "hv.e2e.test", "", "other"),
+				"u.yaml", routeYAML("u", "hu.e2e.test", "", "one"),
 				"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("other", other), endpointsYAML("third", third)))
 			must(t, w.Publish(gen))
 			r.start("atomic")
@@ -865,7 +869,10 @@ func TestHostAWaitingRouteTakesIsServedUntilTheReload(t *testing.T) {
 			tc.change(gen)
 			must(t, w.Publish(gen))
 			r.reportsError("takes no new file")
-			r.keepsServing(tc.checked, tc.want, 20, "while the route taking it waits for the reload")
+			for host, want := range tc.during {
+				r.serves(host, "/", want)
+				r.keepsServing(host, want, 20, "while a route waits for the reload")
+			}
 
 			for _, path := range fillers {
 				must(t, os.Remove(path))
