@@ -49,8 +49,8 @@ func (d *Daemon) applyWhatDoesNotWait(ctx context.Context) {
 	share, held, why := d.runtimeShare(p)
 	if why != "" {
 		level := slog.LevelInfo
-		if held == nil {
-			level = slog.LevelDebug // no route's change: settings or files
+		if why == noRouteWaits {
+			level = slog.LevelDebug // the reload is for settings or files
 		}
 		d.log.Log(ctx, level, "every change waits for the pending reload", "why", why, "waiting", reasonStrings(p.Reasons), "held", held)
 		return
@@ -91,7 +91,7 @@ func (d *Daemon) runtimeShare(p plan.Plan) (share plan.State, held []string, why
 		}
 	}
 	if len(waits) == 0 {
-		return plan.State{}, nil, "no route waits for it"
+		return plan.State{}, nil, noRouteWaits
 	}
 	own := maps.Clone(waits)
 	holdHosts(prev.Routes, next.Routes, waits)
@@ -212,6 +212,10 @@ func shareRoutes(prev, next []*model.AdmittedRoute, waits map[model.RouteKey]boo
 	}
 	return routes, true
 }
+
+// noRouteWaits is why there is no share when no route's change needs the
+// reload.
+const noRouteWaits = "no route waits for it"
 
 // statusesAsServed is statuses with those of the routes in waits as prev
 // has them, or left out when prev has none: status shows what serves.
