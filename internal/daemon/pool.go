@@ -185,11 +185,7 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 	}
 	for key, slot := range st.bound {
 		i, found := model.FindRoute(desired.Routes, key)
-		if !found || d.outgrows(desired.Routes[i], prev, slot, st, in) {
-			// Gone, or changed so that its slot cannot serve it (a
-			// termination, Allow, balance or cookie change): the slot is
-			// free again, draining, and a route that stays finds a spare
-			// that reads like it, or a backend of its own (moveToSpare).
+		if !found {
 			st = st.unbind(key, slot)
 			d.servedSlots[slot] = true
 			// A route whose settings changed while bound (a reload) left
@@ -311,16 +307,13 @@ func (st poolState) yieldNames(desired *model.Desired) poolState {
 // cookie, so they stick anew once.
 func (d *Daemon) moveToSpare(st poolState, desired *model.Desired, i int, p *model.AdmittedRoute, in render.Input) poolState {
 	r := desired.Routes[i]
-	if p == r || d.applied.Desired == nil {
-		return st
-	}
-	if p.Slot != "" {
-		// Left its slot (outgrows): a spare of its new kind, if one is
-		// free; the slot it leaves stays in the pool.
-		if k := st.free(classOf(r), func(s model.AdmittedRoute) bool { return render.SameBackend(*r, s, in) }, d.servedSlots); k >= 0 {
-			desired.Routes[i] = withSlot(r, st.spares[k].Slot)
-			st = st.bind(r.Key, k)
-		}
+	// A route bound to a slot keeps it, whatever changed (a change its
+	// slot cannot read like takes a reload there). Moving it to a spare of
+	// its new kind instead crashed HAProxy 2.6.12 ("malloc(): unaligned
+	// tcache chunk detected", the worker aborted) once the servers of a
+	// reencrypt slot it passed through were deleted: an edge route made
+	// reencrypt and edge again.
+	if p == r || d.applied.Desired == nil || p.Slot != "" {
 		return st
 	}
 	if r.Slot != "" {
@@ -349,34 +342,6 @@ func (d *Daemon) moveToSpare(st poolState, desired *model.Desired, i int, p *mod
 	desired.Routes[i] = withSlot(r, st.spares[k].Slot)
 	st = st.bind(r.Key, k)
 	return st.keepBackendOf(p, &desired.Router, in)
-}
-
-// outgrows reports whether route r, bound to slot, changed so that the
-// slot cannot read like it: a slot renders its route's backend section,
-// and only map-driven settings (timeouts, HSTS, allowlists) change in it
-// at runtime. Kept there, the slot's text changed instead (a reload whose
-// reason named a setting, not the termination), and it no longer read
-// like a spare of its class, so a restart gave the route a backend of
-// its own (another name, other counters and sticky cookies). Most routes
-// that stay are unchanged in what makes a backend, which is compared
-// first.
-func (d *Daemon) outgrows(r *model.AdmittedRoute, prev []*model.AdmittedRoute, slot model.BackendName, st poolState, in render.Input) bool {
-	if d.applied.Desired == nil {
-		return false
-	}
-	j, ok := model.FindRoute(prev, r.Key)
-	if !ok {
-		return false
-	}
-	p := prev[j]
-	if p.Backend == r.Backend && p.Termination == r.Termination && p.InsecurePolicy == r.InsecurePolicy && p.Path == r.Path {
-		return false
-	}
-	k := st.slotNamed(slot)
-	// Of another class, the slot may still read the same (edge and
-	// reencrypt spares do), but a restart adopts a slot for a route of
-	// its class only.
-	return k >= 0 && (classOf(r) != classOf(&st.spares[k]) || !render.SameBackend(*r, st.spares[k], in))
 }
 
 // earlierBindings reads which route each pool slot of the live

@@ -54,13 +54,12 @@ func (d *differ) routes() {
 }
 
 // moved plans route cur, whose last version old served from a backend of
-// its own or from another spare, bound to a spare instead (the daemon's
-// pool does so when the backend it served from would have to change):
-// unbound from that backend, which the desired side keeps as a spare or
-// retired, and bound to the spare the running HAProxy has free, both at
-// runtime, as a delete and an add are.
+// its own, bound to a spare instead (the daemon's pool does so when its
+// own backend would have to change): unbound from its own backend, which
+// the desired side keeps as a spare or retired, and bound to the spare the
+// running HAProxy has free, both at runtime, as a delete and an add are.
 func (d *differ) moved(old, cur *model.AdmittedRoute) bool {
-	if cur.Slot == "" || old.BackendName() == cur.BackendName() {
+	if old.Slot != "" || cur.Slot == "" || old.BackendName() == cur.BackendName() {
 		return false
 	}
 	was := d.spare(d.desired, &d.desiredSpares, old.BackendName())
