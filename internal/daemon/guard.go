@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -135,16 +136,7 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 	kept := 0
 	var keptKeys []model.RouteKey
 	keptClaims := map[string]bool{}
-	for i, j := 0, 0; i < len(prev) || j < len(next.Routes); {
-		var p, c *model.AdmittedRoute
-		switch {
-		case j == len(next.Routes) || i < len(prev) && prev[i].Key.Compare(next.Routes[j].Key) < 0:
-			p, i = prev[i], i+1
-		case i == len(prev) || prev[i].Key.Compare(next.Routes[j].Key) > 0:
-			c, j = next.Routes[j], j+1
-		default:
-			p, c, i, j = prev[i], next.Routes[j], i+1, j+1
-		}
+	for p, c := range byKey(prev, next.Routes) {
 		switch {
 		case p != nil && isDropped(p, c, claimed):
 			routes = append(routes, p) // kept as served
@@ -199,6 +191,28 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 	}
 	g.fitted, g.held = &merged, true
 	return g, true
+}
+
+// byKey walks prev and next, both in key order, as one list in key
+// order: each route key once, with its version in each (nil where it has
+// none).
+func byKey(prev, next []*model.AdmittedRoute) iter.Seq2[*model.AdmittedRoute, *model.AdmittedRoute] {
+	return func(yield func(old, cur *model.AdmittedRoute) bool) {
+		for i, j := 0, 0; i < len(prev) || j < len(next); {
+			var old, cur *model.AdmittedRoute
+			switch {
+			case j == len(next) || i < len(prev) && prev[i].Key.Compare(next[j].Key) < 0:
+				old, i = prev[i], i+1
+			case i == len(prev) || prev[i].Key.Compare(next[j].Key) > 0:
+				cur, j = next[j], j+1
+			default:
+				old, cur, i, j = prev[i], next[j], i+1, j+1
+			}
+			if !yield(old, cur) {
+				return
+			}
+		}
+	}
 }
 
 // heldReason is why a held route still serves; heldServersReason, one

@@ -26,7 +26,9 @@ import (
 // reload it needs waits. It does nothing when the reload runs now, or
 // waits for something other than routes (settings, the pool, a heal, a
 // fallback), or when the share cannot be had without a reload either.
-func (d *Daemon) applyWhatDoesNotWait(ctx context.Context) {
+// p is d.desired's plan from d.applied when the caller has it (nil: made
+// here): at 10k routes a plan is a few milliseconds.
+func (d *Daemon) applyWhatDoesNotWait(ctx context.Context, p *plan.Plan) {
 	if d.proc == nil || d.applied.Desired == nil || d.desired.Desired == nil || d.onDisk {
 		return
 	}
@@ -42,11 +44,14 @@ func (d *Daemon) applyWhatDoesNotWait(ctx context.Context) {
 	}
 	base := d.applied
 	base.PendingDeletes = d.pending
-	p := plan.Compute(base, d.desired)
+	if p == nil {
+		computed := plan.Compute(base, d.desired)
+		p = &computed
+	}
 	if !p.Reload {
 		return
 	}
-	share, held, why := d.runtimeShare(p)
+	share, held, why := d.runtimeShare(*p)
 	if why != "" {
 		level := slog.LevelInfo
 		if why == noRouteWaits {
@@ -183,16 +188,7 @@ func holdHosts(prev, next []*model.AdmittedRoute, waits map[model.RouteKey]bool)
 // pool) or is a wildcard route, whose claims reach other hosts.
 func shareRoutes(prev, next []*model.AdmittedRoute, waits map[model.RouteKey]bool) ([]*model.AdmittedRoute, bool) {
 	routes := make([]*model.AdmittedRoute, 0, len(next))
-	for i, j := 0, 0; i < len(prev) || j < len(next); {
-		var old, cur *model.AdmittedRoute
-		switch {
-		case j == len(next) || i < len(prev) && prev[i].Key.Compare(next[j].Key) < 0:
-			old, i = prev[i], i+1
-		case i == len(prev) || prev[i].Key.Compare(next[j].Key) > 0:
-			cur, j = next[j], j+1
-		default:
-			old, cur, i, j = prev[i], next[j], i+1, j+1
-		}
+	for old, cur := range byKey(prev, next) {
 		key := model.RouteKey{}
 		if old != nil {
 			key = old.Key

@@ -367,7 +367,7 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 			reasons = []plan.Reason{{Kind: plan.KindCoalesced}}
 		}
 		d.throttle.request(reasons...)
-		d.applyWhatDoesNotWait(ctx)
+		d.applyWhatDoesNotWait(ctx, &p)
 		return nil, nil
 	}
 	// Servers, weights, map entries: the files are staged before the
@@ -1076,7 +1076,7 @@ func (d *Daemon) reload(ctx context.Context) {
 		})
 		d.throttle.failed()
 		d.throttle.request(reasons...)
-		d.applyWhatDoesNotWait(ctx)
+		d.applyWhatDoesNotWait(ctx, nil)
 		return
 	}
 	d.throttle.succeeded()
