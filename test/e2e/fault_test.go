@@ -674,8 +674,7 @@ func TestResyncOfTheSameTreeKeepsTheGeneration(t *testing.T) {
 // stands for the run dir (root only: CI runs as root).
 func TestReloadWaitsForRoomInTheRunDir(t *testing.T) {
 	r := newRouter(t)
-	testutil.Tmpfs(t, r.runDir, "4m")
-	testutil.Mount(t, "-o", "remount,nr_inodes=256", r.runDir)
+	smallRunDir(t, r)
 	w := publish.NewAtomicWriter(r.dir)
 	one, other := startBackend(t, "one"), startBackend(t, "other")
 	gen := oneRoute(r, one)
@@ -713,13 +712,7 @@ func TestReloadWaitsForRoomInTheRunDir(t *testing.T) {
 	for _, path := range fillers {
 		must(t, os.Remove(path))
 	}
-	r.eventually(30*time.Second, "two served once the run dir has room", func() error {
-		got, err := r.get("two.e2e.test", "/")
-		if err == nil && got != "other" {
-			err = fmt.Errorf("answered by %q", got)
-		}
-		return err
-	})
+	r.servesWithin(30*time.Second, "two.e2e.test", "/", "other")
 	r.serves("one.e2e.test", "/", "other")
 	r.serves("three.e2e.test", "/", "other")
 	if got := r.reloads(); got != before+1 {
@@ -787,8 +780,7 @@ func fillInodes(t *testing.T, dir string) []string {
 // their names. After the reload, each serves as the directory says.
 func TestRouteTakingAWaitingRoutesHostWaitsToo(t *testing.T) {
 	r := newRouter(t)
-	testutil.Tmpfs(t, r.runDir, "4m")
-	testutil.Mount(t, "-o", "remount,nr_inodes=256", r.runDir)
+	smallRunDir(t, r)
 	w := publish.NewAtomicWriter(r.dir)
 	one, other := startBackend(t, "one"), startBackend(t, "other")
 	gen := files("router.yaml", r.routerConfig(""),
@@ -810,13 +802,7 @@ func TestRouteTakingAWaitingRoutesHostWaitsToo(t *testing.T) {
 	for _, path := range fillers {
 		must(t, os.Remove(path))
 	}
-	r.eventually(30*time.Second, "w2 served once the run dir has room", func() error {
-		got, err := r.get("w2.e2e.test", "/")
-		if err == nil && got != "one" {
-			err = fmt.Errorf("answered by %q", got)
-		}
-		return err
-	})
+	r.servesWithin(30*time.Second, "w2.e2e.test", "/", "one")
 	r.serves("w.e2e.test", "/", "other")
 	if got := r.reloads(); got != before+1 {
 		t.Errorf("%d reload(s), want 1", got-before)
@@ -851,8 +837,7 @@ func TestHostAWaitingRouteTakesIsServedUntilTheReload(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRouter(t)
-			testutil.Tmpfs(t, r.runDir, "4m")
-			testutil.Mount(t, "-o", "remount,nr_inodes=256", r.runDir)
+			smallRunDir(t, r)
 			w := publish.NewAtomicWriter(r.dir)
 			one, other, third := startBackend(t, "one"), startBackend(t, "other"), startBackend(t, "third")
 			gen := files("router.yaml", r.routerConfig(""),
@@ -878,17 +863,19 @@ func TestHostAWaitingRouteTakesIsServedUntilTheReload(t *testing.T) {
 				must(t, os.Remove(path))
 			}
 			for host, want := range tc.after {
-				r.eventually(30*time.Second, host+" served by "+want+" after the reload", func() error {
-					got, err := r.get(host, "/")
-					if err == nil && got != want {
-						err = fmt.Errorf("answered by %q", got)
-					}
-					return err
-				})
+				r.servesWithin(30*time.Second, host, "/", want)
 			}
 			if got := r.reloads(); got != before+1 {
 				t.Errorf("%d reload(s), want 1", got-before)
 			}
 		})
 	}
+}
+
+// smallRunDir puts r's run dir on a tmpfs of 256 inodes, which
+// fillInodes fills (root only: CI runs as root).
+func smallRunDir(t *testing.T, r *router) {
+	t.Helper()
+	testutil.Tmpfs(t, r.runDir, "4m")
+	testutil.Mount(t, "-o", "remount,nr_inodes=256", r.runDir)
 }

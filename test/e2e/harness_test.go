@@ -193,7 +193,13 @@ func (r *router) eventually(timeout time.Duration, what string, f func() error) 
 // serves waits until host/path is answered by want.
 func (r *router) serves(host, path, want string) {
 	r.t.Helper()
-	r.eventually(20*time.Second, fmt.Sprintf("%s%s served by %s", host, path, want), func() error {
+	r.servesWithin(20*time.Second, host, path, want)
+}
+
+// servesWithin is serves, waiting up to within.
+func (r *router) servesWithin(within time.Duration, host, path, want string) {
+	r.t.Helper()
+	r.eventually(within, fmt.Sprintf("%s%s served by %s", host, path, want), func() error {
 		got, err := r.get(host, path)
 		if err != nil {
 			return err
