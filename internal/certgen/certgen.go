@@ -87,12 +87,16 @@ func SelfSigned(now time.Time, hosts []string) (certPEM, keyPEM []byte, err erro
 // across restarts. The file is written atomically with mode 0600.
 func EnsureDefault(stateDir string, now func() time.Time) ([]byte, error) {
 	path := filepath.Join(stateDir, DefaultFile)
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadRegular(path)
 	switch {
 	case err == nil:
 		if usable(data, now()) == nil {
 			return data, nil
 		}
+	case errors.Is(err, fsutil.ErrNotRegular):
+		// Not a file haroute wrote (a FIFO, which would hold the read
+		// until a writer came): made anew in its place, like an unusable
+		// one.
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("read default certificate: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -172,6 +173,32 @@ func TestEnsureDefaultKeepsItWhenTheClockIsBehind(t *testing.T) {
 	}
 	if !bytes.Equal(first, again) {
 		t.Fatal("the default certificate was replaced because the clock read 1970")
+	}
+}
+
+// A FIFO in its place is made anew, not read: the read waited for a
+// writer, and the daemon's start with it.
+func TestEnsureDefaultReplacesAFIFO(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, DefaultFile)
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := EnsureDefault(dir, func() time.Time { return t0 })
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute): // a hang guard, not a time bound
+		t.Fatal("EnsureDefault blocked on a FIFO")
+	}
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("default certificate after EnsureDefault: %v, %v", fi, err)
 	}
 }
 

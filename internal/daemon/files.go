@@ -92,7 +92,7 @@ func sameOnDisk(path string, f *render.File) bool {
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(f.Size()) || fi.Mode().Perm() != f.Mode.Perm() {
 		return false
 	}
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadRegular(path)
 	return err == nil && bytes.Equal(data, f.Bytes())
 }
 

@@ -45,6 +45,12 @@ const lastGoodDir = "lastgood"
 // one knows, with a warning.
 const savedVersion = 2
 
+// The index is written twice, to indexFile and then to indexCopyFile: an
+// index that cannot be read (a bad block, a hand's edit) lost the whole
+// saved state, and with it every last good version that a file broken at
+// the next restart needed.
+const indexFile, indexCopyFile = "index.json", "index.copy.json"
+
 // savedIndex is lastgood/index.json.
 type savedIndex struct {
 	Version int          `json:"version"`
@@ -310,7 +316,10 @@ func (s *lastGoodStore) write(r saveRequest) error {
 	if err == nil {
 		var data []byte
 		if data, err = json.Marshal(idx); err == nil {
-			err = fsutil.WriteFileAtomic(filepath.Join(s.dir, "index.json"), data, 0o600)
+			err = fsutil.WriteFileAtomic(filepath.Join(s.dir, indexFile), data, 0o600)
+		}
+		if err == nil {
+			err = fsutil.WriteFileAtomic(filepath.Join(s.dir, indexCopyFile), data, 0o600)
 		}
 	}
 	if err != nil {
@@ -364,9 +373,10 @@ func (s *lastGoodStore) prune(keep map[string]bool) {
 
 var hashName = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// load reads the saved state; none saved is (nil, nil).
-func (s *lastGoodStore) load() (*saved, error) {
-	data, err := os.ReadFile(filepath.Join(s.dir, "index.json"))
+// readIndex reads the index named name; none there is (nil, nil).
+func (s *lastGoodStore) readIndex(name string) (*savedIndex, error) {
+	path := filepath.Join(s.dir, name)
+	data, err := fsutil.ReadRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -375,18 +385,39 @@ func (s *lastGoodStore) load() (*saved, error) {
 	}
 	var idx savedIndex
 	if err := json.Unmarshal(data, &idx); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(s.dir, "index.json"), err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if idx.Version > savedVersion {
 		s.log.Warn("saved last good state written by a newer haroute; what this one does not know of it is ignored (a downgrade)",
-			"index", filepath.Join(s.dir, "index.json"), "version", idx.Version, "known", savedVersion)
+			"index", path, "version", idx.Version, "known", savedVersion)
+	}
+	return &idx, nil
+}
+
+// load reads the saved state; none saved is (nil, nil). An index that
+// cannot be used gives way to its copy, which says the same.
+func (s *lastGoodStore) load() (*saved, error) {
+	idx, err := s.readIndex(indexFile)
+	if idx == nil {
+		cp, cerr := s.readIndex(indexCopyFile)
+		switch {
+		case cp != nil && err != nil:
+			s.log.Warn("saved last good index unusable; its copy is used", "err", err)
+		case cp != nil:
+			s.log.Warn("saved last good index missing; its copy is used", "copy", filepath.Join(s.dir, indexCopyFile))
+		case err == nil:
+			err = cerr
+		}
+		if idx = cp; idx == nil {
+			return nil, err
+		}
 	}
 	read := func(hash string) ([]byte, error) {
 		// The hash names a file: it must not name anything else.
 		if !hashName.MatchString(hash) {
 			return nil, fmt.Errorf("saved state names %q, not a content hash", hash)
 		}
-		b, err := os.ReadFile(filepath.Join(s.dir, "objects", hash))
+		b, err := fsutil.ReadRegular(filepath.Join(s.dir, "objects", hash))
 		if err != nil {
 			return nil, err
 		}
@@ -432,7 +463,7 @@ func (s *lastGoodStore) load() (*saved, error) {
 		// The TLS material is used whole or not at all: a default
 		// certificate without the client CA its settings require would
 		// not render.
-		m, err := readMaterial(idx, read)
+		m, err := readMaterial(*idx, read)
 		if err != nil {
 			sv.lost = append(sv.lost, fmt.Sprintf("TLS material: %v", err))
 		} else {

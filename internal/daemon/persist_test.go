@@ -69,6 +69,16 @@ func TestLastGoodStoreRoundTrip(t *testing.T) {
 	if err != nil || len(sv.files) != 1 || sv.material != nil || len(sv.lost) != 2 || !strings.HasPrefix(sv.lost[1], "TLS material: ") {
 		t.Fatalf("missing material: %+v, %v", sv, err)
 	}
+	// An index that cannot be used gives way to its copy; with the copy
+	// gone too, the state is unreadable (and was lost whole before).
+	must(os.WriteFile(filepath.Join(dir, lastGoodDir, indexFile), []byte(`{"version":2,"files":[`), 0o600))
+	if sv, err := s.load(); err != nil || len(sv.files) != 1 || sv.files[0].Path != "sub/b.yaml" {
+		t.Fatalf("damaged index: %+v, %v", sv, err)
+	}
+	must(os.Remove(filepath.Join(dir, lastGoodDir, indexCopyFile)))
+	if sv, err := s.load(); err == nil || !strings.Contains(err.Error(), "unexpected end of JSON input") {
+		t.Fatalf("damaged index without a copy: %+v, %v", sv, err)
+	}
 	// An index naming a path instead of a hash is refused.
 	must(os.WriteFile(filepath.Join(dir, lastGoodDir, "index.json"), []byte(`{"version":1,"files":[{"path":"x","hash":"../../etc/passwd"}]}`), 0o600))
 	if sv, err := s.load(); err != nil || len(sv.files) != 0 || len(sv.lost) != 1 || !strings.Contains(sv.lost[0], "not a content hash") {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/haroute/haroute/internal/fsutil"
 	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/render"
 )
@@ -348,7 +348,7 @@ func (d *Daemon) moveToSpare(st poolState, desired *model.Desired, i int, p *mod
 // haproxy.cfg serves, from the comment render writes before a bound slot
 // (a file an earlier run left, else none).
 func (d *Daemon) earlierBindings() map[model.RouteKey]model.BackendName {
-	cfg, err := os.ReadFile(filepath.Join(d.live.path, render.ConfigFile))
+	cfg, err := fsutil.ReadRegular(filepath.Join(d.live.path, render.ConfigFile))
 	if err != nil {
 		return nil
 	}

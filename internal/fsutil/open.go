@@ -1,6 +1,7 @@
 package fsutil
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -84,4 +85,26 @@ func Kind(m fs.FileMode) string {
 	default:
 		return "special file"
 	}
+}
+
+// ReadRegular reads the regular file at path, as os.ReadFile does, but
+// refuses anything else (ErrNotRegular) without blocking. For haroute's
+// own files in the state and run dirs: a FIFO left in place of one, by a
+// fault or a stray hand, held os.ReadFile, and with it a start, until a
+// writer came.
+func ReadRegular(path string) ([]byte, error) {
+	f, fi, err := OpenRegular(path, false)
+	if err != nil {
+		if errors.Is(err, ErrNotRegular) {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	buf.Grow(int(fi.Size()) + bytes.MinRead)
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

@@ -92,3 +92,28 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// ReadRegular reads a regular file whole and refuses a FIFO at once.
+func TestReadRegular(t *testing.T) {
+	dir := t.TempDir()
+	file, pipe := filepath.Join(dir, "file"), filepath.Join(dir, "pipe")
+	if err := os.WriteFile(file, []byte(strings.Repeat("data", 5000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadRegular(file); err != nil || string(got) != strings.Repeat("data", 5000) {
+		t.Errorf("ReadRegular(file): %d bytes, %v", len(got), err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadRegular(pipe); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), pipe) {
+			t.Errorf("ReadRegular(pipe): %v, want ErrNotRegular naming the path", err)
+		}
+	case <-time.After(time.Minute): // a hang guard, not a time bound
+		t.Fatal("ReadRegular blocked on a FIFO")
+	}
+}

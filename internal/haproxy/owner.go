@@ -61,7 +61,7 @@ func LockRunDir(runDir string) (*RunDirLock, error) {
 // ReaperHolding returns the pid of the `haroute reap` holding runDir's
 // lock (the lock file names its holder), or 0 when none does.
 func ReaperHolding(runDir string) int {
-	b, err := os.ReadFile(filepath.Join(runDir, LockFile))
+	b, err := fsutil.ReadRegular(filepath.Join(runDir, LockFile))
 	if err != nil {
 		return 0
 	}
@@ -138,7 +138,7 @@ type previous struct {
 // pidFileMaster is the master pid the run dir's pid file names, 0 if none
 // (or what it holds is not a number).
 func (s *Supervisor) pidFileMaster() int {
-	b, err := os.ReadFile(s.PIDFile())
+	b, err := fsutil.ReadRegular(s.PIDFile())
 	if err != nil {
 		return 0
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -154,6 +155,36 @@ func TestRestartOverBrokenTreeServesLastGood(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A restart over a broken tree, with the saved index damaged and FIFOs in
+// place of haroute's own files in the state and run dirs (a fault, or a
+// stray hand): the index's copy restores the last good versions, and no
+// FIFO is read. Read, each held the start until a writer came, HAProxy
+// was never started, and every route stayed down.
+func TestRestartOverDamagedStateServesLastGood(t *testing.T) {
+	r, w, gen, _, _ := servingTwoRoutes(t)
+	gen["b.yaml"] = []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: [b\n")
+	must(t, w.Publish(gen))
+	r.routeStatus("b", model.RouteStale)
+	time.Sleep(500 * time.Millisecond) // the save runs off the loop
+	r.stop()
+
+	must(t, os.WriteFile(filepath.Join(r.stateDir, "lastgood", "index.json"), []byte(`{"version":2,"files":[`), 0o600))
+	for _, path := range []string{
+		filepath.Join(r.stateDir, "default.pem"),
+		filepath.Join(r.stateDir, "live", "haproxy.cfg"),
+		filepath.Join(r.runDir, "haproxy.pid"),
+		filepath.Join(r.runDir, "haroute.lock"),
+	} {
+		must(t, os.Remove(path))
+		must(t, syscall.Mkfifo(path, 0o600))
+	}
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	r.serves("b.e2e.test", "/", "two") // its last good version, from the copy
+	r.routeStatus("b", model.RouteStale)
+	r.serves("a.e2e.test", "/", "one")
 }
 
 // A config dir that cannot be read at start serves the saved state.
