@@ -94,9 +94,17 @@ func EnsureDefault(stateDir string, now func() time.Time) ([]byte, error) {
 			return data, nil
 		}
 	case errors.Is(err, fsutil.ErrNotRegular):
-		// Not a file haroute wrote (a FIFO, which would hold the read
-		// until a writer came): made anew in its place, like an unusable
-		// one.
+		// Not a file haroute wrote: a FIFO, which held the read until a
+		// writer came, or a directory, which stopped every start without
+		// a saved state to serve. Set aside, and made anew like an
+		// unusable one.
+		aside := path + ".unusable"
+		if err := os.RemoveAll(aside); err != nil {
+			return nil, fmt.Errorf("default certificate: %w", err)
+		}
+		if err := os.Rename(path, aside); err != nil {
+			return nil, fmt.Errorf("default certificate: %w", err)
+		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("read default certificate: %w", err)
 	}

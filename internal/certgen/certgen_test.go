@@ -202,14 +202,24 @@ func TestEnsureDefaultReplacesAFIFO(t *testing.T) {
 	}
 }
 
-func TestEnsureDefaultReadError(t *testing.T) {
+// A directory in its place is set aside and the certificate made: it
+// was reported, and with no saved state to serve, HAProxy never started.
+func TestEnsureDefaultSetsADirectoryAside(t *testing.T) {
 	dir := t.TempDir()
-	// A directory where the file should be: reading fails with something
-	// other than "not exist", which must be reported, not papered over.
-	if err := os.Mkdir(filepath.Join(dir, DefaultFile), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, DefaultFile, "inside"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := EnsureDefault(dir, func() time.Time { return t0 }); err == nil {
-		t.Fatal("EnsureDefault succeeded although default.pem is a directory")
+	got, err := EnsureDefault(dir, func() time.Time { return t0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tls.X509KeyPair(got, got); err != nil {
+		t.Fatalf("not a certificate with its key: %v", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, DefaultFile)); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("default certificate: %v, %v", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, DefaultFile+".unusable", "inside")); err != nil {
+		t.Errorf("the directory was not kept aside: %v", err)
 	}
 }

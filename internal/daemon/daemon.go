@@ -565,8 +565,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 const maxBehind = time.Second
 
 // stableAfter is how long HAProxy must run before an exit no longer counts
-// towards the restart backoff.
-const stableAfter = 30 * time.Second
+// towards the restart backoff. A HAProxy that ran this long loaded and
+// served: its death came from outside (the OOM killer, a watchdog, a
+// hand), and waiting to restart it only lengthens the outage. At 30 s,
+// HAProxy killed every 10 s in an audit left every route refused for 2 s
+// from the fourth kill on, then 4, 8, 16 and 30 s. A crash loop (a
+// HAProxy that dies as it starts, or at its first requests) still backs
+// off.
+const stableAfter = 5 * time.Second
 
 // keepListenersAcross is the longest restart wait across which HAProxy's
 // listening sockets are kept open (haproxy.Supervisor): connections made

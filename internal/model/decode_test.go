@@ -464,6 +464,23 @@ func TestDecodeMergeKeys(t *testing.T) {
 	}
 }
 
+// A null annotation is there, empty, as Kubernetes decodes it: left out,
+// an `ip_allowlist: ~` was dropped without the warning an empty one gets,
+// and served the route to every client with `check --strict` silent.
+func TestDecodeNullAnnotationIsEmpty(t *testing.T) {
+	in := "apiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n  name: r\n  annotations:\n" +
+		"    haproxy.router.openshift.io/ip_allowlist: ~\n    haproxy.router.openshift.io/timeout:\n" +
+		"spec:\n  to: {kind: Service, name: s}\n"
+	r := decodeFile("f.yaml", []byte(in), DefaultLimits())
+	if len(r.diags) != 0 || len(r.objs.Routes) != 1 {
+		t.Fatalf("diagnostics %q, %d routes; want none, 1", diagStrings(r.diags), len(r.objs.Routes))
+	}
+	want := map[string]string{AnnotationIPAllowlist: "", AnnotationTimeout: ""}
+	if got := r.objs.Routes[0].Meta.Annotations; !reflect.DeepEqual(got, want) {
+		t.Errorf("annotations = %q, want %q", got, want)
+	}
+}
+
 // Objects of one file that differ in shape record each its own fields,
 // however the walk reuses names between them; a List's items record theirs
 // relative to the item, and the List's own fields after the items keep

@@ -647,15 +647,19 @@ func (w *walker) eachString(n *yaml.Node, fn func(key string, k *yaml.Node, s st
 	})
 }
 
-// stringMap decodes labels and annotations.
+// stringMap decodes labels and annotations. A null value is "", as
+// Kubernetes decodes it: left out, an `ip_allowlist: ~` vanished without
+// the warning an empty one gets.
 func (w *walker) stringMap(n *yaml.Node) map[string]string {
 	m, ok := w.mapping(n)
 	if !ok {
 		return nil
 	}
 	out := make(map[string]string, len(m.Content)/2)
-	w.eachString(m, func(key string, _ *yaml.Node, s string) {
-		out[key] = s
+	w.eachPair(m, func(key string, _, v *yaml.Node) {
+		if s, ok := w.str(v); ok || resolve(v).Tag == "!!null" {
+			out[key] = s
+		}
 	})
 	return out
 }

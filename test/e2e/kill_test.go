@@ -96,6 +96,34 @@ func TestHAProxyKilledComesBack(t *testing.T) {
 	}
 }
 
+// HAProxy killed now and then, after serving a while each time, comes
+// back at once each time: it is not a crash loop. Counted as one, the
+// second kill waited half a second and the fourth let the listening
+// sockets go, refusing every connection for 2 s, then 4, 8, 16 and 30.
+func TestHAProxyKilledNowAndThenComesBackAtOnce(t *testing.T) {
+	r, _, _ := killable(t, nil)
+	for range 2 {
+		r.serves("one.e2e.test", "/", "one")
+		time.Sleep(6 * time.Second) // longer than a crash loop's HAProxy lives
+		r.killHAProxy(t)
+	}
+	r.serves("one.e2e.test", "/", "one")
+	var exits []string
+	for _, e := range r.store.Get().RecentErrors {
+		if strings.HasPrefix(e.Message, "haproxy exited") {
+			exits = append(exits, e.Message)
+		}
+	}
+	if len(exits) != 2 {
+		t.Fatalf("recent errors show %d exits, want 2: %q", len(exits), exits)
+	}
+	for _, msg := range exits {
+		if !strings.Contains(msg, "(0 restarts in a row)") {
+			t.Errorf("restart counted towards a crash loop: %q", msg)
+		}
+	}
+}
+
 // HAProxy killed outright, master and worker at once (the OOM killer, a
 // kill -9 of its group): its ports stay open on the listening sockets
 // haroute keeps, so every connection made while it is down waits and is
