@@ -471,8 +471,10 @@ func parseTimeout(p *annotationParse, v string) error {
 	if p.term == TerminationPassthrough {
 		// HAProxy relays a passthrough connection as a tunnel: as on
 		// OpenShift, timeout sets its tunnel timeout unless
-		// timeout-tunnel does.
-		if _, tunnel := p.ann[AnnotationTimeoutTunnel]; !tunnel {
+		// timeout-tunnel does, with a value it can use (OpenShift's
+		// firstMatch takes the first valid one). An empty or invalid
+		// timeout-tunnel left the tunnel at the default hour.
+		if tunnel, _ := parseTimeSpec(p.ann[AnnotationTimeoutTunnel]); tunnel == 0 && d > 0 {
 			p.b.TunnelTimeout = d
 		}
 		return err
@@ -483,7 +485,9 @@ func parseTimeout(p *annotationParse, v string) error {
 
 func parseTunnelTimeout(p *annotationParse, v string) error {
 	d, err := parseTimeSpec(v)
-	p.b.TunnelTimeout = d
+	if d > 0 {
+		p.b.TunnelTimeout = d // else timeout's, on a passthrough route
+	}
 	return err
 }
 
@@ -565,9 +569,17 @@ func parseDisableCookies(p *annotationParse, v string) error {
 	return nil
 }
 
+// maxCookieName bounds a cookie name: a browser keeps at most 4096 bytes
+// of a cookie's name and value, and HAProxy cut a name of 32 KiB to 9
+// characters without a word (sticky sessions then stopped sticking).
+const maxCookieName = 1024
+
 func parseCookieName(p *annotationParse, v string) error {
 	if !isCookieName(v) {
-		return fmt.Errorf("cookie name %q must be non-empty and use only letters, digits, '_' and '-', as OpenShift's router requires", v)
+		return fmt.Errorf("cookie name %s must be non-empty and use only letters, digits, '_' and '-', as OpenShift's router requires", shortQuote(v))
+	}
+	if len(v) > maxCookieName {
+		return fmt.Errorf("cookie name is %d bytes long, more than %d", len(v), maxCookieName)
 	}
 	p.b.CookieName = v
 	return nil

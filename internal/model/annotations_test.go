@@ -143,6 +143,10 @@ func TestAnnotations(t *testing.T) {
 				`ns-r.yaml:31:5: warning: metadata.annotations.router.openshift.io/cookie-same-site: value "Sometimes" is not one of Lax, Strict, None (OpenShift's router matches them as written); annotation ignored`,
 				`ns-r.yaml:32:5: warning: metadata.annotations.router.openshift.io/cookie_name: cookie name "my cookie" must be non-empty and use only letters, digits, '_' and '-', as OpenShift's router requires; annotation ignored`,
 			}},
+		{name: "cookie name too long", term: TerminationEdge, ann: map[string]string{AnnotationCookieName: strings.Repeat("c", 1025)},
+			want: def(nil), diag: []string{
+				`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/cookie_name: cookie name is 1025 bytes long, more than 1024; annotation ignored`,
+			}},
 		{name: "cookies on passthrough", term: TerminationPassthrough, ann: map[string]string{AnnotationCookieName: "c"},
 			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second}, diag: []string{
 				`ns-r.yaml:30:5: warning: metadata.annotations.router.openshift.io/cookie_name: has no effect on passthrough routes, whose traffic HAProxy does not decrypt; annotation ignored`,
@@ -160,6 +164,16 @@ func TestAnnotations(t *testing.T) {
 			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second, TunnelTimeout: 90 * time.Second}},
 		{name: "timeout-tunnel wins on passthrough", term: TerminationPassthrough, ann: map[string]string{AnnotationTimeout: "90s", AnnotationTimeoutTunnel: "2h"},
 			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second, TunnelTimeout: 2 * time.Hour}},
+		{name: "timeout-tunnel it cannot use leaves timeout in force on passthrough, as OpenShift's firstMatch does", term: TerminationPassthrough,
+			ann:  map[string]string{AnnotationTimeout: "90s", AnnotationTimeoutTunnel: ""},
+			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second, TunnelTimeout: 90 * time.Second}, diag: []string{
+				`ns-r.yaml:31:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout-tunnel: value "" is not a time as OpenShift's router reads it: digits not starting with 0, with an optional unit us, ms, s, m, h, d; annotation ignored`,
+			}},
+		{name: "capped timeout-tunnel still wins on passthrough", term: TerminationPassthrough,
+			ann:  map[string]string{AnnotationTimeout: "90s", AnnotationTimeoutTunnel: "30d"},
+			want: BackendSettings{Balance: BalanceSource, HealthCheckInterval: 5 * time.Second, TunnelTimeout: maxHAProxyTime}, diag: []string{
+				`ns-r.yaml:31:5: warning: metadata.annotations.haproxy.router.openshift.io/timeout-tunnel: value "30d" is more than HAProxy's maximum; 2147483647ms is used`,
+			}},
 		{name: "rate limits", ann: map[string]string{
 			AnnotationRateLimit: "true", AnnotationRateLimitConcurrentTCP: "10", AnnotationRateLimitRateTCP: "100", AnnotationRateLimitRateHTTP: "50",
 		}, want: def(func(b *BackendSettings) { b.RateLimit = RateLimit{ConcurrentTCP: 10, RateTCP: 100, RateHTTP: 50} })},

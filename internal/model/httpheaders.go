@@ -84,8 +84,9 @@ func (l HeaderActions) show() string {
 var notAllowedHeaders = []string{"strict-transport-security", "proxy", "cookie", "set-cookie"}
 
 // validateHTTPHeaders checks spec.httpHeaders and returns the request and
-// response actions of a valid route.
-func validateHTTPHeaders(c *routeCheck, spec *RouteSpec, term Termination) (req, res HeaderActions) {
+// response actions of a valid route. The RouterConfig's actions in
+// settings are added to the same messages.
+func validateHTTPHeaders(c *routeCheck, spec *RouteSpec, term Termination, settings *Settings) (req, res HeaderActions) {
 	h := spec.HTTPHeaders
 	if h == nil || len(h.Request)+len(h.Response) == 0 {
 		return "", ""
@@ -94,12 +95,31 @@ func validateHTTPHeaders(c *routeCheck, spec *RouteSpec, term Termination) (req,
 		c.add(SeverityError, c.pos("spec.tls.termination", "spec.tls"), "spec.tls.termination",
 			"httpHeaders actions are not supported on passthrough routes: HAProxy does not see their HTTP (only edge, reencrypt and plain HTTP routes)")
 	}
-	req = headerList(c, "spec.httpHeaders.actions.request", h.Request, requestHeaderValueRE, "req")
-	res = headerList(c, "spec.httpHeaders.actions.response", h.Response, responseHeaderValueRE, "res")
+	req = headerList(c, "spec.httpHeaders.actions.request", h.Request, requestHeaderValueRE, "req", routerSetBytes(settings.RequestHeaderActions))
+	res = headerList(c, "spec.httpHeaders.actions.response", h.Response, responseHeaderValueRE, "res", routerSetBytes(settings.ResponseHeaderActions))
 	return req, res
 }
 
-func headerList(c *routeCheck, field string, list []HTTPHeaderAction, valueRE *regexp.Regexp, fetch string) HeaderActions {
+// routerSetBytes is what the Set actions of a RouterConfig's list add to
+// a message.
+func routerSetBytes(list []HeaderAction) int {
+	n := 0
+	for _, a := range list {
+		if !a.Delete {
+			n += setHeaderBytes(a.Name, a.Value)
+		}
+	}
+	return n
+}
+
+// maxCombinedSetBytes bounds what a route's Set actions and the
+// RouterConfig's add to one message together: as much as the
+// RouterConfig's list alone may. Each list within its own limit, both
+// together answered 500 to every request of the route (an audit: 16 KiB
+// values in each).
+var maxCombinedSetBytes = maxSetBytes(maxHeaderActionName, maxHeaderActionValue)
+
+func headerList(c *routeCheck, field string, list []HTTPHeaderAction, valueRE *regexp.Regexp, fetch string, routerBytes int) HeaderActions {
 	if len(list) == 0 {
 		return ""
 	}
@@ -162,9 +182,15 @@ func headerList(c *routeCheck, field string, list []HTTPHeaderAction, valueRE *r
 			b.WriteString("Delete\t" + h.Name + "\n")
 		}
 	}
-	if size, limit := setBytes(list), maxSetBytes(maxHeaderNameSize, maxHeaderValueSize); size > limit && !bad {
+	size := setBytes(list)
+	switch limit := maxSetBytes(maxHeaderNameSize, maxHeaderValueSize); {
+	case bad:
+	case size > limit:
 		bad = true
 		c.errorf(field, "the Set actions add %d bytes of headers, more than %d (one action with the longest name and value): HAProxy could not fit them into the message's buffer and would answer 500", size, limit)
+	case size > 0 && size+routerBytes > maxCombinedSetBytes:
+		bad = true
+		c.errorf(field, "the Set actions add %d bytes of headers, and the RouterConfig's %d more: together more than %d, which HAProxy could not fit into the message's buffer; it would answer 500", size, routerBytes, maxCombinedSetBytes)
 	}
 	if bad {
 		return ""

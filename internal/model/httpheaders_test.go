@@ -33,6 +33,8 @@ func TestHTTPHeaderActions(t *testing.T) {
 		req     HeaderActions
 		res     HeaderActions
 		noRoute bool
+		// routerRes are the RouterConfig's response actions.
+		routerRes []HeaderAction
 	}{
 		{name: "set and delete", spec: actions(set("X-Client-Host", "'%[req.hdr(host),lower]'")+del("X-Debug"), set("X-Frame-Options", "DENY")+del("Server")),
 			req: "Set\tX-Client-Host\t%[req.hdr(host),lower]\nDelete\tX-Debug\n", res: "Set\tX-Frame-Options\tDENY\nDelete\tServer\n"},
@@ -43,6 +45,15 @@ func TestHTTPHeaderActions(t *testing.T) {
 		{name: "more than one largest value", spec: actions(set("X-Big0", strings.Repeat("x", maxHeaderValueSize))+set("X-Big1", strings.Repeat("x", maxHeaderValueSize))+set("X-Big2", "x"), ""), want: []string{
 			`f.yaml:12:7: error: spec.httpHeaders.actions.request: the Set actions add 32799 bytes of headers, more than 16643 (one action with the longest name and value): HAProxy could not fit them into the message's buffer and would answer 500`,
 		}},
+		// Each within its limit, the route's and the RouterConfig's
+		// together answered 500 to every request.
+		{name: "with the RouterConfig's", spec: actions("", set("X-Big", strings.Repeat("r", 16000))),
+			routerRes: []HeaderAction{{Name: "X-Router", Value: strings.Repeat("c", 16000)}}, want: []string{
+				`f.yaml:12:7: error: spec.httpHeaders.actions.response: the Set actions add 16009 bytes of headers, and the RouterConfig's 16012 more: together more than 17412, which HAProxy could not fit into the message's buffer; it would answer 500`,
+			}},
+		{name: "beside the RouterConfig's, within the limit", spec: actions(set("X-Small", "one"), set("X-Big", strings.Repeat("r", 1000))),
+			routerRes: []HeaderAction{{Name: "X-Router", Value: strings.Repeat("c", 16000)}, {Name: "X-Gone", Delete: true}},
+			req:       "Set\tX-Small\tone\n", res: HeaderActions("Set\tX-Big\t" + strings.Repeat("r", 1000) + "\n")},
 		{name: "a literal percent is written %%", spec: actions(set("X-Rate", "'100%%'"), ""), req: "Set\tX-Rate\t100%%\n"},
 		{name: "forbidden header", spec: actions(del("Cookie"), set("Strict-Transport-Security", "max-age=1")), want: []string{
 			`f.yaml:13:15: error: spec.httpHeaders.actions.request[0].name: header "Cookie" may not be modified here (not Strict-Transport-Security, Proxy, Cookie or Set-Cookie)`,
@@ -80,6 +91,7 @@ func TestHTTPHeaderActions(t *testing.T) {
 				t.Fatalf("decode: %v", r.diags)
 			}
 			s := DefaultSettings()
+			s.ResponseHeaderActions = tt.routerRes
 			ar, c := validateRoute(r.objs.Routes[0], &s)
 			var errs Diagnostics
 			for _, d := range c.diags {

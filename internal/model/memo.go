@@ -97,10 +97,14 @@ type validationKey struct {
 	allowWildcardRoutes bool
 	healthCheckInterval time.Duration
 	domain              string
+	// The RouterConfig's header actions share a message's buffer with
+	// a route's own (routerSetBytes).
+	requestSetBytes, responseSetBytes int
 }
 
 func validationKeyOf(s *Settings) validationKey {
-	return validationKey{allowWildcardRoutes: s.AllowWildcardRoutes, healthCheckInterval: s.HealthCheckInterval, domain: s.Domain}
+	return validationKey{allowWildcardRoutes: s.AllowWildcardRoutes, healthCheckInterval: s.HealthCheckInterval, domain: s.Domain,
+		requestSetBytes: routerSetBytes(s.RequestHeaderActions), responseSetBytes: routerSetBytes(s.ResponseHeaderActions)}
 }
 
 // routeMemo is what admission computed for one route object.

@@ -412,6 +412,17 @@ func TestRouterConfigUniqueID(t *testing.T) {
 			},
 		},
 		{
+			// HAProxy adds it beside the client's: two Host headers.
+			name:  "a name the router or HTTP needs",
+			spec:  "  httpHeaders:\n    uniqueId:\n      name: Host\n",
+			diags: []string{"rc.yaml:8:13: error: spec.httpHeaders.uniqueId.name: host may not carry the unique id: the router or HTTP itself needs the client's"},
+		},
+		{
+			name:  "framing header",
+			spec:  "  httpHeaders:\n    uniqueId:\n      name: Content-Length\n",
+			diags: []string{"rc.yaml:8:13: error: spec.httpHeaders.uniqueId.name: content-length may not carry the unique id: the router or HTTP itself needs the client's"},
+		},
+		{
 			name:  "format without a name",
 			spec:  "  httpHeaders:\n    uniqueId:\n      format: '%ci'\n",
 			diags: []string{"rc.yaml:8:15: error: spec.httpHeaders.uniqueId.format: format is set but name is empty: no header would carry the id"},

@@ -31,8 +31,14 @@ func (v *rcCheck) uniqueID(u *UniqueIDHeader) *UniqueID {
 		return nil
 	}
 	ok := true
-	if !isToken(u.Name) || len(u.Name) > maxUniqueIDLength {
+	switch lower := strings.ToLower(u.Name); {
+	case !isToken(u.Name) || len(u.Name) > maxUniqueIDLength:
 		v.errorf(f+".name", "name %q is not an HTTP header name (a token of at most %d characters)", u.Name, maxUniqueIDLength)
+		ok = false
+	case slices.Contains(reservedHeaders, lower) || slices.Contains(framingHeaders, lower):
+		// HAProxy adds the header beside the client's own: a second
+		// Host reached the backend, which many servers answer with 400.
+		v.errorf(f+".name", "%s may not carry the unique id: the router or HTTP itself needs the client's", lower)
 		ok = false
 	}
 	format := strings.ReplaceAll(u.Format, `\ `, " ")
@@ -101,6 +107,10 @@ var headerActionValues = map[string]*regexp.Regexp{
 // manages them (HSTS per route, Host for routing, Proxy removed always,
 // cookies for sticky sessions).
 var reservedHeaders = []string{"strict-transport-security", "proxy", "host", "cookie", "set-cookie"}
+
+// framingHeaders say how a message is framed and carried: a unique id in
+// one would change that.
+var framingHeaders = []string{"content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer", "keep-alive"}
 
 func (v *rcCheck) headerActions(which string, as []HTTPHeaderAction) []HeaderAction {
 	f := "spec.httpHeaders.actions." + which

@@ -117,7 +117,7 @@ func validateRoute(r *Route, settings *Settings) (AdmittedRoute, *routeCheck) {
 	ar.Services = validateServices(c, spec)
 	validateTargetPort(c, spec.Port)
 	ar.Backend = parseAnnotations(c, r, ar.Termination, ar.InsecurePolicy, settings)
-	ar.Backend.RequestHeaders, ar.Backend.ResponseHeaders = validateHTTPHeaders(c, spec, ar.Termination)
+	ar.Backend.RequestHeaders, ar.Backend.ResponseHeaders = validateHTTPHeaders(c, spec, ar.Termination, settings)
 	return ar, c
 }
 
