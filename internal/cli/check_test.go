@@ -264,3 +264,16 @@ func TestCheckRefusesAMissingNamedHAProxy(t *testing.T) {
 		t.Fatalf("check --haproxy %s: exit %d, stderr %q; want exit %d naming the flag and the path", missing, code, stderr, ExitUsage)
 	}
 }
+
+// A named binary that is not a working HAProxy judges nothing: one that
+// exits 0 passed every configuration, and one that fails (its libraries
+// missing) had its failure pinned on the RouterConfig.
+func TestCheckRefusesABinaryThatIsNotHAProxy(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute, "endpoints.yaml": goodEndpoints, "router.yaml": "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec: {}\n"})
+	for _, bin := range []string{"/bin/true", "/bin/false"} {
+		code, stdout, stderr := run(t, "check", "--haproxy", bin, dir)
+		if code != ExitInvalid || !strings.Contains(stderr, "not an HAProxy that runs") || strings.Contains(stdout+stderr, "router.yaml") {
+			t.Errorf("check --haproxy %s: exit %d, stdout %q, stderr %q; want exit %d saying it is not HAProxy, blaming no file", bin, code, stdout, stderr, ExitInvalid)
+		}
+	}
+}

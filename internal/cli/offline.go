@@ -164,6 +164,14 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // the routes, each with the settings. It returns the routes HAProxy
 // refuses, with why.
 func judgeByHAProxy(ctx context.Context, bin string, res *model.Result) (map[model.RouteKey]string, error) {
+	if _, err := haproxy.Binary(bin); err == nil {
+		// A binary that is not a working HAProxy (its libraries
+		// missing, /bin/true) had its failure pinned on the
+		// RouterConfig, or passed everything.
+		if _, err := haproxy.BinaryVersion(ctx, bin); err != nil {
+			return nil, fmt.Errorf("not an HAProxy that runs, so nothing was judged: %w", err)
+		}
+	}
 	if !res.Diagnostics.HasErrors(false) && len(res.Objects.RouterConfigs) > 0 {
 		ds, err := judgeRouterConfig(ctx, bin, *res)
 		if err != nil {

@@ -1,7 +1,9 @@
 package haproxy
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -56,6 +58,11 @@ func BinaryVersion(ctx context.Context, binary string) (Version, error) {
 	}
 	out, err := exec.CommandContext(ctx, bin, "-v").Output()
 	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && len(bytes.TrimSpace(ee.Stderr)) > 0 {
+			said, _, _ := strings.Cut(strings.TrimSpace(string(ee.Stderr)), "\n")
+			return Version{}, fmt.Errorf("%s -v: %w: %s", bin, err, said)
+		}
 		return Version{}, fmt.Errorf("%s -v: %w", bin, err)
 	}
 	// "HAProxy version 3.0.11-1+deb13u4 2026/10/15 - https://haproxy.org/"

@@ -533,6 +533,12 @@ func TestRouterConfigCompression(t *testing.T) {
 				`rc.yaml:7:49: error: spec.httpCompression.mimeTypes[3]: "foo/bar" is not a media type (type/subtype, e.g. text/html, application/json, text/css; charset=utf-8)`,
 			},
 		},
+		{
+			// HAProxy's own refusal named neither the field nor the limit.
+			name:  "more types than one line holds",
+			spec:  "  httpCompression:\n    mimeTypes: [" + strings.TrimSuffix(strings.Repeat("text/x-a, ", 63), ", ") + "]\n",
+			diags: []string{"rc.yaml:7:5: error: spec.httpCompression.mimeTypes: at most 62 media types are allowed, got 63"},
+		},
 	})
 }
 

@@ -112,8 +112,16 @@ func (v *rcCheck) publishing(e *EndpointPublishingStrategy, s *Settings) {
 // start of a response's Content-Type.
 var mimeTypePattern = regexp.MustCompile(`^(?i)(x-[a-z0-9!#$&^_.+-]+|application|audio|font|image|message|model|multipart|text|video)/[a-z0-9!#$&^_.+-]+(;[^[:cntrl:]]*)?$`)
 
+// maxCompressionTypes is as many types as one `compression type` line
+// holds: HAProxy reads at most 64 words of a line.
+const maxCompressionTypes = 62
+
 func (v *rcCheck) compression(types []string) []string {
 	const f = "spec.httpCompression.mimeTypes"
+	if len(types) > maxCompressionTypes {
+		v.errorf(f, "at most %d media types are allowed, got %d", maxCompressionTypes, len(types))
+		return nil
+	}
 	seen := map[string]bool{}
 	ok := true
 	for i, t := range types {
