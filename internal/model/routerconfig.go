@@ -427,6 +427,10 @@ func (v *rcCheck) timeout(name, raw string) (time.Duration, bool) {
 		// Zero would mean "no timeout" to HAProxy; the API treats
 		// it as unset, and so do we.
 		return 0, false
+	case d > 0 && d < time.Millisecond:
+		// HAProxy counts in milliseconds: rendered, it was 1ms, silently.
+		v.warnf(f, "%s %q is below HAProxy's resolution of 1ms; using 1ms", name, raw)
+		return time.Millisecond, true
 	}
 	return d, true
 }

@@ -192,6 +192,13 @@ func TestRouterConfigSettings(t *testing.T) {
 			},
 		},
 		{
+			// Rendered, it was 1ms without a word.
+			name:  "a timeout below HAProxy's resolution",
+			spec:  RouterConfigSpec{TuningOptions: TuningOptions{ClientTimeout: "1ns"}},
+			diags: []string{`rc.yaml:18:7: warning: spec.tuningOptions.clientTimeout: clientTimeout "1ns" is below HAProxy's resolution of 1ms; using 1ms`},
+			check: func(s Settings) Settings { s.ClientTimeout = time.Millisecond; return s },
+		},
+		{
 			name:  "maxConnections 0 is the default",
 			spec:  RouterConfigSpec{TuningOptions: TuningOptions{MaxConnections: ptr(0)}},
 			check: func(s Settings) Settings { return s },
