@@ -265,15 +265,27 @@ func TestCheckRefusesAMissingNamedHAProxy(t *testing.T) {
 	}
 }
 
-// A named binary that is not a working HAProxy judges nothing: one that
-// exits 0 passed every configuration, and one that fails (its libraries
-// missing) had its failure pinned on the RouterConfig.
+// A named binary that is not a working HAProxy is refused as a missing one
+// is: one that exits 0 passed every configuration, and one that fails
+// (its libraries missing) had its failure pinned on the RouterConfig.
+// Found on PATH, it is as if HAProxy were absent: a note, and the shape
+// checks.
 func TestCheckRefusesABinaryThatIsNotHAProxy(t *testing.T) {
-	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute, "endpoints.yaml": goodEndpoints, "router.yaml": "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec: {}\n"})
+	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute, "endpoints.yaml": goodEndpoints,
+		"router.yaml": "apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec: {}\n"})
 	for _, bin := range []string{"/bin/true", "/bin/false"} {
 		code, stdout, stderr := run(t, "check", "--haproxy", bin, dir)
-		if code != ExitInvalid || !strings.Contains(stderr, "not an HAProxy that runs") || strings.Contains(stdout+stderr, "router.yaml") {
-			t.Errorf("check --haproxy %s: exit %d, stdout %q, stderr %q; want exit %d saying it is not HAProxy, blaming no file", bin, code, stdout, stderr, ExitInvalid)
+		if code != ExitUsage || !strings.Contains(stderr, "--haproxy: not an HAProxy that runs") || strings.Contains(stdout+stderr, "router.yaml") {
+			t.Errorf("check --haproxy %s: exit %d, stdout %q, stderr %q; want exit %d saying it is not HAProxy, blaming no file", bin, code, stdout, stderr, ExitUsage)
 		}
+	}
+	path := t.TempDir()
+	if err := os.Symlink("/bin/false", filepath.Join(path, "haproxy")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", path)
+	code, stdout, stderr := run(t, "check", dir)
+	if code != ExitOK || !strings.Contains(stdout, "not an HAProxy that runs") || strings.Contains(stdout, "error") {
+		t.Errorf("check with a broken haproxy on PATH: exit %d, stdout %q, stderr %q; want exit 0 with a note", code, stdout, stderr)
 	}
 }

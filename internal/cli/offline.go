@@ -98,7 +98,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		// configuration goes unchecked, which a CI job with a wrong
 		// path would take for a pass. (Without --haproxy, a host with
 		// no HAProxy gets a note: the shape checks still run.)
-		if _, err := haproxy.Binary(*bin); err != nil {
+		if err := usableHAProxy(ctx, *bin); err != nil {
 			fmt.Fprintf(stderr, "haroute check: --haproxy: %v\n", err)
 			return ExitUsage
 		}
@@ -164,14 +164,6 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // the routes, each with the settings. It returns the routes HAProxy
 // refuses, with why.
 func judgeByHAProxy(ctx context.Context, bin string, res *model.Result) (map[model.RouteKey]string, error) {
-	if _, err := haproxy.Binary(bin); err == nil {
-		// A binary that is not a working HAProxy (its libraries
-		// missing, /bin/true) had its failure pinned on the
-		// RouterConfig, or passed everything.
-		if _, err := haproxy.BinaryVersion(ctx, bin); err != nil {
-			return nil, fmt.Errorf("not an HAProxy that runs, so nothing was judged: %w", err)
-		}
-	}
 	if !res.Diagnostics.HasErrors(false) && len(res.Objects.RouterConfigs) > 0 {
 		ds, err := judgeRouterConfig(ctx, bin, *res)
 		if err != nil {
@@ -192,13 +184,27 @@ func judgeByHAProxy(ctx context.Context, bin string, res *model.Result) (map[mod
 	return refused, nil
 }
 
+// usableHAProxy says why bin cannot judge configurations, or nil: it is
+// missing, or it is not an HAProxy that runs. Such a binary (its
+// libraries missing, /bin/true) had its failure pinned on the
+// RouterConfig, or passed everything.
+func usableHAProxy(ctx context.Context, bin string) error {
+	if _, err := haproxy.Binary(bin); err != nil {
+		return err
+	}
+	if _, err := haproxy.BinaryVersion(ctx, bin); err != nil {
+		return fmt.Errorf("not an HAProxy that runs: %w", err)
+	}
+	return nil
+}
+
 // judgeRouterConfig asks HAProxy what only it can judge of the settings
 // (model.JudgeSettings): it must load a configuration made with them and
 // no routes. HAProxy's refusals come back as errors at their fields;
 // without an HAProxy at hand, as a note that the check was not made.
 func judgeRouterConfig(ctx context.Context, bin string, res model.Result) (model.Diagnostics, error) {
 	rc := res.Objects.RouterConfigs[0]
-	if _, err := haproxy.Binary(bin); err != nil {
+	if err := usableHAProxy(ctx, bin); err != nil {
 		return model.Diagnostics{{Pos: rc.Source.Pos, Severity: model.SeverityNote,
 			Message: fmt.Sprintf("log formats, cipher lists and subject patterns were checked for shape only: %v", err)}}, nil
 	}
@@ -258,7 +264,7 @@ func haproxyJudges(ctx context.Context, bin, dir string, d *model.Desired) (stri
 // the router finds them (daemon.RefusedRoutes), each an error at its
 // route; it returns them too. Without an HAProxy at hand, nothing.
 func judgeRoutes(ctx context.Context, bin string, res model.Result) (model.Diagnostics, map[model.RouteKey]string, error) {
-	if _, err := haproxy.Binary(bin); err != nil || len(res.Desired.Routes) == 0 {
+	if err := usableHAProxy(ctx, bin); err != nil || len(res.Desired.Routes) == 0 {
 		return nil, nil, nil
 	}
 	tmp, err := os.MkdirTemp("", "haroute-check-")
@@ -302,7 +308,7 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return ExitUsage
 	}
 	if *bin != "" {
-		if _, err := haproxy.Binary(*bin); err != nil {
+		if err := usableHAProxy(ctx, *bin); err != nil {
 			fmt.Fprintf(stderr, "haroute render: --haproxy: %v\n", err)
 			return ExitUsage
 		}
@@ -322,7 +328,7 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		// HAProxy reads would otherwise render a configuration it
 		// refuses, with exit 0. (What --allow-errors renders is what
 		// the router would try to serve, judged when it loads.)
-		if _, err := haproxy.Binary(*bin); err != nil {
+		if err := usableHAProxy(ctx, *bin); err != nil {
 			fmt.Fprintf(stderr, "note: log formats, cipher lists, subject patterns and the whole configuration were not judged by HAProxy: %v\n", err)
 		}
 		if _, err := judgeByHAProxy(ctx, *bin, &res); err != nil {

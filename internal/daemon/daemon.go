@@ -569,9 +569,9 @@ const maxBehind = time.Second
 // served: its death came from outside (the OOM killer, a watchdog, a
 // hand), and waiting to restart it only lengthens the outage. At 30 s,
 // HAProxy killed every 10 s in an audit left every route refused for 2 s
-// from the fourth kill on, then 4, 8, 16 and 30 s. A crash loop (a
-// HAProxy that dies as it starts, or at its first requests) still backs
-// off.
+// from the fourth kill on, then 4, 8, 16 and 30 s. A crash loop of a
+// HAProxy that dies within 5 s of its start still backs off; one that
+// dies later each time is restarted at once each time.
 const stableAfter = 5 * time.Second
 
 // keepListenersAcross is the longest restart wait across which HAProxy's

@@ -319,7 +319,7 @@ func (s *lastGoodStore) write(r saveRequest) error {
 			err = fsutil.WriteFileAtomic(filepath.Join(s.dir, indexFile), data, 0o600)
 		}
 		if err == nil {
-			err = fsutil.WriteFileAtomic(filepath.Join(s.dir, indexCopyFile), data, 0o600)
+			s.writeCopy(data)
 		}
 	}
 	if err != nil {
@@ -334,6 +334,22 @@ func (s *lastGoodStore) write(r saveRequest) error {
 		s.prune(keep)
 	}
 	return nil
+}
+
+// writeCopy writes the index's copy. The index itself is saved: a copy
+// that cannot be written fails nothing, but it is removed, so that an
+// older state cannot come back from it (and failing the save made its
+// clean-up delete what the new index names).
+func (s *lastGoodStore) writeCopy(data []byte) {
+	path := filepath.Join(s.dir, indexCopyFile)
+	err := fsutil.WriteFileAtomic(path, data, 0o600)
+	if err == nil {
+		return
+	}
+	if rerr := os.RemoveAll(path); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
+	s.log.Warn("saved last good index: its copy not written; the index alone holds the state", "err", err)
 }
 
 // named is the set of content hashes idx names.
@@ -405,8 +421,8 @@ func (s *lastGoodStore) load() (*saved, error) {
 			s.log.Warn("saved last good index unusable; its copy is used", "err", err)
 		case cp != nil:
 			s.log.Warn("saved last good index missing; its copy is used", "copy", filepath.Join(s.dir, indexCopyFile))
-		case err == nil:
-			err = cerr
+		default:
+			err = errors.Join(err, cerr)
 		}
 		if idx = cp; idx == nil {
 			return nil, err

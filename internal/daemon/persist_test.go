@@ -151,3 +151,32 @@ func TestLastGoodStoreRetriesAFailedSave(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A copy of the index that cannot be written fails nothing: the index is
+// saved, and what it names is kept. Failing the save made its clean-up
+// delete the contents the new index named (an audit), and every file
+// changed since came back without its last good version.
+func TestLastGoodStoreSurvivesAnUnwritableIndexCopy(t *testing.T) {
+	dir := t.TempDir()
+	s := newLastGoodStore(dir, slog.New(slog.DiscardHandler))
+	if err := s.write(saveRequest{files: []model.SourceFile{{Path: "a.yaml", Data: []byte("first\n")}}}); err != nil {
+		t.Fatal(err)
+	}
+	blocker := filepath.Join(dir, lastGoodDir, indexCopyFile)
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(blocker, "inside"), 0o700); err != nil { // no rename lands on it
+		t.Fatal(err)
+	}
+	if err := s.write(saveRequest{files: []model.SourceFile{{Path: "a.yaml", Data: []byte("second\n")}}}); err != nil {
+		t.Fatalf("the save failed with its copy: %v", err)
+	}
+	sv, err := s.load()
+	if err != nil || sv == nil || len(sv.files) != 1 || string(sv.files[0].Data) != "second\n" || len(sv.lost) != 0 {
+		t.Fatalf("load after the copy failed: %+v, %v", sv, err)
+	}
+	if _, err := os.Lstat(blocker); err == nil {
+		t.Error("the copy that could not be written is still there, to bring an older state back")
+	}
+}

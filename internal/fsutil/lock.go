@@ -20,13 +20,6 @@ var ErrLocked = errors.New("locked by another process")
 // The pid written into the file is for the next process's error message
 // only.
 func TryLock(path string) (f *os.File, holder string, err error) {
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		// Not a file a lock made (a FIFO, whose pid could not be read
-		// back, or a symlink): no holder's lock is on it, so it goes.
-		if err := os.Remove(path); err != nil {
-			return nil, "", fmt.Errorf("lock %s: %w: %w", path, NotRegular(fi.Mode()), err)
-		}
-	}
 	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if errors.Is(err, unix.EROFS) {
 		// A read-only file system: an flock needs no write access, and
@@ -37,7 +30,7 @@ func TryLock(path string) (f *os.File, holder string, err error) {
 		return nil, "", fmt.Errorf("lock %s: %w", path, err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		pid, _ := ReadRegular(path)
+		pid, _ := ReadRegular(path) // a FIFO locks, but reading it waited for a writer
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, strings.TrimSpace(string(pid)), ErrLocked

@@ -415,12 +415,12 @@ func TestRouterConfigUniqueID(t *testing.T) {
 			// HAProxy adds it beside the client's: two Host headers.
 			name:  "a name the router or HTTP needs",
 			spec:  "  httpHeaders:\n    uniqueId:\n      name: Host\n",
-			diags: []string{"rc.yaml:8:13: error: spec.httpHeaders.uniqueId.name: host may not carry the unique id: the router or HTTP itself needs the client's"},
+			diags: []string{`rc.yaml:8:13: error: spec.httpHeaders.uniqueId.name: name "Host" may not carry the unique id: the router or HTTP itself uses that header`},
 		},
 		{
 			name:  "framing header",
 			spec:  "  httpHeaders:\n    uniqueId:\n      name: Content-Length\n",
-			diags: []string{"rc.yaml:8:13: error: spec.httpHeaders.uniqueId.name: content-length may not carry the unique id: the router or HTTP itself needs the client's"},
+			diags: []string{`rc.yaml:8:13: error: spec.httpHeaders.uniqueId.name: name "Content-Length" may not carry the unique id: the router or HTTP itself uses that header`},
 		},
 		{
 			name:  "format without a name",

@@ -38,7 +38,7 @@ func (v *rcCheck) uniqueID(u *UniqueIDHeader) *UniqueID {
 	case slices.Contains(reservedHeaders, lower) || slices.Contains(framingHeaders, lower):
 		// HAProxy adds the header beside the client's own: a second
 		// Host reached the backend, which many servers answer with 400.
-		v.errorf(f+".name", "%s may not carry the unique id: the router or HTTP itself needs the client's", lower)
+		v.errorf(f+".name", "name %q may not carry the unique id: the router or HTTP itself uses that header", u.Name)
 		ok = false
 	}
 	format := strings.ReplaceAll(u.Format, `\ `, " ")

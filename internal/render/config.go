@@ -126,9 +126,10 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	w.line("  timeout server-fin ", duration(s.ServerFinTimeout))
 	w.line("  timeout http-request ", duration(s.HTTPRequestTimeout))
 	w.line("  timeout http-keep-alive ", duration(s.HTTPKeepAliveTimeout))
-	// As OpenShift's template: a check gives up on a server after at most
-	// 5 s to connect, not after its whole interval (30 s to mark a pod
-	// that drops packets down with a 30 s interval).
+	// As OpenShift's template. With a check timeout set, HAProxy bounds a
+	// check's connect by the connect timeout (else by its whole interval:
+	// 30 s against a pod that drops packets, at a 30 s interval); the
+	// 5 s bound what is read after it, which a connect check never does.
 	w.line("  timeout check 5s")
 	// No timeout queue, as in OpenShift's template: HAProxy then gives a
 	// request queued for a free server slot (pod-concurrent-connections)
