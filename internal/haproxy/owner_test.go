@@ -472,7 +472,7 @@ func TestSecondHAProxyOnSamePortsFails(t *testing.T) {
 	writeFile(t, filepath.Join(other.Run, "site.pem"), string(testutil.SelfSignedPEM(t, "localhost", 2)))
 	_, err = other.sup.Start(ctxT(t, 20*time.Second))
 	want := fmt.Sprintf("cannot bind socket (Address already in use) for [127.0.0.1:%d]", r.HTTP)
-	if err == nil || !strings.HasPrefix(err.Error(), "haproxy exited during startup: "+want+"; another process holds the port (ss -ltnp names it); haproxy master ") {
+	if err == nil || !strings.HasPrefix(err.Error(), "haproxy exited during startup: "+want+"; another process holds the port (ss -tanp names it: a listener, or an outgoing connection the kernel gave it from its ephemeral range, net.ipv4.ip_local_port_range); haproxy master ") {
 		t.Fatalf("second haproxy on the same ports: err = %v, want it to contain %q", err, want)
 	}
 	if got := r.get(t, ""); got != "200 b0" {

@@ -458,7 +458,10 @@ func (p *Process) startupError() error {
 			bind = strings.TrimSuffix(bind, ".")
 			// waitErr names haroute's own master, which exited: said
 			// after the holder's part, or it read as the holder.
-			return fmt.Errorf("haproxy exited during startup: cannot bind socket%s; another process holds the port (ss -ltnp names it); %w", bind, p.waitErr)
+			// A port in the ephemeral range (net.ipv4.ip_local_port_range)
+			// may be held by an outgoing connection, which ss -ltnp does
+			// not show (an audit's port 53936, held by a client socket).
+			return fmt.Errorf("haproxy exited during startup: cannot bind socket%s; another process holds the port (ss -tanp names it: a listener, or an outgoing connection the kernel gave it from its ephemeral range, net.ipv4.ip_local_port_range); %w", bind, p.waitErr)
 		}
 	}
 	return fmt.Errorf("haproxy exited during startup: %w", p.waitErr)
