@@ -614,7 +614,12 @@ var strippedHeaders = "^(" + strings.ToLower(strings.Join(append([]string{"Proxy
 // Forwarded see the host as routing does. Rewritten only when it has an
 // uppercase letter, which few requests do: a header rewrite costs more
 // than the match.
+//
+// An empty Content-Length is refused (403) before anything, as OpenShift
+// refuses it: HAProxy before 2.6.15 (and 2.8.2) forwarded it
+// (CVE-2023-40225), and haroute runs on 2.6.12 builds that lack the fix.
 func routingKey(w *cfgWriter, hostMap string) {
+	w.line("  http-request deny if { hdr_len(content-length) 0 }")
 	w.line("  http-request set-header host %[req.fhdr(host),lower] if { req.fhdr(host) -m reg [A-Z] }")
 	w.line("  http-request del-header ", strippedHeaders, " -m reg")
 	w.line("  http-request set-var(txn.be) ", routingHost, ",map_str(", hostMap, ")")
