@@ -117,20 +117,30 @@ func (r *Reader) AssumeLayout(m Mode) {
 // directory, are read as usual.
 func (r *Reader) commitPointLost(dir string, detected Mode) error {
 	was := r.last.layout()
-	if detected != ModePlain || (was != ModeAtomic && was != ModeLink) {
+	if detected != ModePlain || (was != ModeAtomic && was != ModeLink) || !isEmpty(dir) {
 		return nil
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil // the read itself reports it
-	}
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), ".") {
-			return nil
-		}
 	}
 	return fmt.Errorf("read config dir %s: %w: it was published through %s and is now empty; its commit point is gone (a volume unmounted?), so it is not read as a generation without routes: publish one, or put plain files in it",
 		dir, ErrNotFound, commitPointOf(was))
+}
+
+// isEmpty reports whether dir holds nothing but hidden entries. A commit
+// point (..data, or the link) that names such a directory is a checkout
+// or volume emptied under it, like one that is gone (commitPointLost):
+// read as a generation without routes, it deleted every route once the
+// deletion guard's quiet period had passed (an audit's `rm -rf
+// worktree/*`).
+func isEmpty(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false // the read itself reports it
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") {
+			return false
+		}
+	}
+	return true
 }
 
 // commitPointOf names the commit point of a layout, for messages.
@@ -208,6 +218,10 @@ func (r *Reader) Read(ctx context.Context, dir string, mode Mode) (*Snapshot, er
 		}
 		if err == nil {
 			snap, err := r.readRoot(ctx, abs, m, root)
+			if err == nil && len(snap.Files) == 0 && isEmpty(root) && (m == ModeAtomic || m == ModeLink) {
+				return nil, fmt.Errorf("read config dir %s: %w: %s names an empty directory (a checkout or volume emptied?), which is not read as a generation without routes: publish one with files",
+					dir, ErrNotFound, commitPointOf(m))
+			}
 			if err == nil {
 				snap.Attempts = attempt + 1
 				r.last.set(snap.Files, m)

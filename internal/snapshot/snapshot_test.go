@@ -410,3 +410,48 @@ func TestSizeFormatting(t *testing.T) {
 		}
 	}
 }
+
+// A commit point that still stands but names an empty directory (a
+// worktree emptied under its link, a generation emptied under ..data, a
+// link made to an empty directory) is not found either: read as a
+// generation without routes, it deleted every route (an audit).
+func TestCommitPointNamingAnEmptyDirIsNotFound(t *testing.T) {
+	t.Run("link", func(t *testing.T) {
+		g := publish.NewGitSync(t.TempDir(), "current")
+		if err := g.Publish(bytesOf(map[string]string{"r.yaml": "r1"})); err != nil {
+			t.Fatal(err)
+		}
+		r := &Reader{}
+		read(t, r, g.Link(), ModeAuto)
+		target, err := filepath.EvalSymlinks(g.Link())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(filepath.Join(target, "r.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []Mode{ModeAuto, ModeLink} {
+			if s, err := r.Read(context.Background(), g.Link(), mode); s != nil || !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "names an empty directory") {
+				t.Errorf("Read(%s) = %v, %v; want ErrNotFound naming the empty directory", mode, s, err)
+			}
+		}
+	})
+	t.Run("..data", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := publish.NewAtomicWriter(dir).Publish(bytesOf(map[string]string{"a.yaml": "a1"})); err != nil {
+			t.Fatal(err)
+		}
+		r := &Reader{}
+		read(t, r, dir, ModeAuto)
+		target, err := filepath.EvalSymlinks(filepath.Join(dir, DataLink))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(filepath.Join(target, "a.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := r.Read(context.Background(), dir, ModeAuto); s != nil || !errors.Is(err, ErrNotFound) {
+			t.Errorf("Read = %v, %v; want ErrNotFound", s, err)
+		}
+	})
+}

@@ -623,6 +623,32 @@ func TestEmptiedAtomicDirectoryKeepsServing(t *testing.T) {
 	r.serves("one.e2e.test", "/", "two")
 }
 
+// A git-sync worktree emptied under its link, which stays: the link names
+// an empty directory. Read as a generation without routes, every route
+// was deleted once the deletion guard's quiet period had passed (an
+// audit); it is reported like a missing directory, and the last good
+// state keeps serving until a generation is published again.
+func TestLinkToAnEmptiedWorktreeKeepsServing(t *testing.T) {
+	r := newRouter(t)
+	r.deletionQuiet = time.Second
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	g, link := serveViaGitSync(t, r, oneRoute(r, one), "one")
+	target, err := filepath.EvalSymlinks(link)
+	must(t, err)
+	entries, err := os.ReadDir(target)
+	must(t, err)
+	for _, e := range entries {
+		must(t, os.RemoveAll(filepath.Join(target, e.Name())))
+	}
+	r.trigger <- struct{}{} // link mode does not watch inside the target
+	r.reportsError("names an empty directory")
+	time.Sleep(3 * r.deletionQuiet)
+	r.keepsServing("one.e2e.test", "one", 10, "worktree emptied under its link")
+
+	must(t, g.Publish(oneRoute(r, two)))
+	r.serves("one.e2e.test", "/", "two")
+}
+
 // The same volume torn down while haroute is stopped: the saved state
 // names the layout it was read from, so the empty directory at start is
 // not taken for a generation without routes either, and the saved state
