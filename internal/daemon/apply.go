@@ -108,12 +108,14 @@ func (d *Daemon) markPending(be model.BackendName, s model.ServerName, options s
 		d.pending[be] = map[model.ServerName]string{}
 	}
 	d.pending[be][s] = options
+	d.drainLooks[string(be)+"/"+string(s)] = drainLook{quietSince: time.Now(), failed: -1}
 }
 
 // unmarkPending notes server s of backend be as back, or gone.
 func (d *Daemon) unmarkPending(be model.BackendName, s model.ServerName) {
 	delete(d.pending[be], s)
 	delete(d.lingering, string(be)+"/"+string(s))
+	delete(d.drainLooks, string(be)+"/"+string(s))
 	if len(d.pending[be]) == 0 {
 		delete(d.drainWait, be)
 		delete(d.pending, be)
@@ -234,8 +236,8 @@ func (d *Daemon) housekeep(ctx context.Context) {
 }
 
 // deletePending deletes drained servers once they carry no connections, so
-// long-lived connections are never cut to tidy up. It reports false when
-// HAProxy did not answer.
+// long-lived connections are never cut to tidy up, and have been quiet
+// for drainQuiet. It reports false when HAProxy did not answer.
 func (d *Daemon) deletePending(ctx context.Context) bool {
 	if len(d.pending) == 0 {
 		return true
@@ -266,17 +268,21 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 		be := model.BackendName(name)
 		busy := false
 		for s := range d.pending[be] {
-			n, ok := conns[name][string(s)]
-			switch {
+			u, ok := conns[name][string(s)]
+			key := name + "/" + string(s)
+			switch look := d.drainLooks[key]; {
 			case !ok:
 				// Gone already (a reload dropped it); the next reload
 				// clears the list anyway.
 				d.unmarkPending(be, s)
-			case n == 0:
+			case u.Conns > 0 || u.Failed != look.failed:
+				d.drainLooks[key] = drainLook{quietSince: now, failed: u.Failed}
+				busy = true
+			case now.Sub(look.quietSince) < drainQuiet:
+				busy = true // a request may wait to retry on it
+			default:
 				cmds = append(cmds, plan.DeleteServerCommand(be, s))
 				gone = append(gone, drained{be, s})
-			default:
-				busy = true
 			}
 		}
 		if busy {
@@ -299,6 +305,23 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 		d.metrics.RuntimeUpdate("del-server", 1)
 	}
 	return err == nil || len(resps) > 0
+}
+
+// drainQuiet is how long a drained server must carry no connection and
+// fail none before it is deleted. A request whose connection to it failed
+// (a pod gone, refusing) waits a second before each retry, holding the
+// server while no count shows it, and HAProxy 2.6 deleted the server
+// under it: the request then used it freed, and the worker crashed (an
+// audit: 6 crashes in 50 s, every connection of every route cut; HAProxy
+// 2.9 refuses such a deletion). Each failure counts in the server's
+// failed connections (econ), and each attempt in its sessions: quiet for
+// longer than that second, no request can hold it.
+const drainQuiet = 2 * time.Second
+
+// drainLook is what the last look at a drained server saw.
+type drainLook struct {
+	quietSince time.Time // since when it carried nothing and failed nothing
+	failed     int       // its failed connections then; -1 before a look
 }
 
 // drainWait is when a backend whose drained servers still had

@@ -217,6 +217,9 @@ type Daemon struct {
 	// lingering is when HAProxy first refused to delete a drained
 	// server for its idle connections, by "backend/server".
 	lingering map[string]time.Time
+	// drainLooks are the last looks at pending servers, by
+	// "backend/server" (see drainQuiet).
+	drainLooks map[string]drainLook
 	// drainWait puts off looking at backends whose drained servers
 	// still have connections (deletePending).
 	drainWait map[model.BackendName]drainWait
@@ -334,6 +337,7 @@ func New(opts Options) (*Daemon, error) {
 		pending:     map[model.BackendName]map[model.ServerName]string{},
 		servedSlots: map[model.BackendName]bool{},
 		lingering:   map[string]time.Time{},
+		drainLooks:  map[string]drainLook{},
 		drainWait:   map[model.BackendName]drainWait{},
 		hardNOFILE:  nofileHardLimit(),
 		gc:          newIdleGC(),

@@ -14,7 +14,7 @@ import (
 // is retried quietly; only when that lasts a minute is it a warning, once
 // a minute. Any other refusal is a warning at once.
 func TestLingeringDrainedServerWarnsOnlyWhenItLasts(t *testing.T) {
-	d := &Daemon{pending: map[model.BackendName]map[model.ServerName]string{}, lingering: map[string]time.Time{}}
+	d := &Daemon{pending: map[model.BackendName]map[model.ServerName]string{}, lingering: map[string]time.Time{}, drainLooks: map[string]drainLook{}}
 	be, s := model.BackendName("be_http:ns:a"), model.ServerName("ep_10.0.0.1_80")
 	idle := errors.New("del server be_http:ns:a/ep_10.0.0.1_80: Server still has connections attached to it, cannot remove it.")
 	t0 := time.Now()
@@ -45,7 +45,7 @@ func TestLingeringDrainedServerWarnsOnlyWhenItLasts(t *testing.T) {
 // again after a delay that doubles from a second to eight, and at once
 // again when its servers are gone.
 func TestDrainWaitBacksOff(t *testing.T) {
-	d := &Daemon{pending: map[model.BackendName]map[model.ServerName]string{}, drainWait: map[model.BackendName]drainWait{}}
+	d := &Daemon{pending: map[model.BackendName]map[model.ServerName]string{}, drainWait: map[model.BackendName]drainWait{}, drainLooks: map[string]drainLook{}}
 	be, s := model.BackendName("be_http:ns:a"), model.ServerName("ep_10.0.0.1_80")
 	d.markPending(be, s, "")
 	t0 := time.Now()

@@ -1138,6 +1138,7 @@ func (d *Daemon) loaded(reasons []string, reload bool, elapsed time.Duration) {
 	clear(d.servedSlots) // a new worker counts from zero
 	d.pending = map[model.BackendName]map[model.ServerName]string{}
 	clear(d.lingering)
+	clear(d.drainLooks)
 	clear(d.drainWait)
 	d.housekeepAfter, d.housekeepBackoff = time.Time{}, 0 // a new worker: ask again
 	// A reload or heal that failed before is over now, whatever else

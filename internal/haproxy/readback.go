@@ -224,16 +224,24 @@ func parseMap(out string) ([]MapEntry, error) {
 	return entries, nil
 }
 
-// BackendsConns returns the connections in use of every server of each
-// backend: its current sessions, and the server connections in use
-// (show stat's used_conn_cur, 2.2 on). Zero means no request is on the
-// server. Idle keep-alive connections are not counted: 3.x closes them
+// ServerUse is what a server carries: its connections in use, and its
+// failed connections so far (show stat's econ).
+type ServerUse struct {
+	Conns, Failed int
+}
+
+// BackendsConns returns the use of every server of each backend. Its
+// connections in use are its current sessions, and the server
+// connections in use (show stat's used_conn_cur, 2.2 on); zero means no
+// request is on the server, but for requests waiting the second between
+// a failed connection and its retry, which no count shows: Failed grows
+// at each failure. Idle keep-alive connections are not counted: 3.x closes them
 // when the server is deleted, while 2.6 refuses the deletion ("still has
 // connections attached") until they time out, which the caller retries.
 // From one `show stat` per backend, all over one connection: draining
 // servers in many backends costs one session, not one per backend or
 // server. A backend HAProxy does not know is left out.
-func (r *Runtime) BackendsConns(ctx context.Context, backends []string) (map[string]map[string]int, error) {
+func (r *Runtime) BackendsConns(ctx context.Context, backends []string) (map[string]map[string]ServerUse, error) {
 	cmds := make([]string, len(backends))
 	for i, be := range backends {
 		cmds[i] = "show stat " + be + " 4 -1"
@@ -242,7 +250,7 @@ func (r *Runtime) BackendsConns(ctx context.Context, backends []string) (map[str
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]map[string]int, len(backends))
+	out := make(map[string]map[string]ServerUse, len(backends))
 	for i, resp := range resps {
 		if err := readErr(resp); err != nil {
 			if errors.Is(err, ErrNotFound) {
@@ -261,14 +269,14 @@ func (r *Runtime) BackendsConns(ctx context.Context, backends []string) (map[str
 	return out, nil
 }
 
-func parseBackendSessions(out, backend string) (map[string]int, error) {
+func parseBackendSessions(out, backend string) (map[string]ServerUse, error) {
 	lines := strings.Split(out, "\n")
 	if len(lines) == 0 || !strings.HasPrefix(lines[0], "# ") {
 		return nil, fmt.Errorf("no CSV header in %q", truncate(out, 80))
 	}
 	// usedCol is the server connections in use (2.2 on); an older
 	// HAProxy without it counts sessions only.
-	pxCol, svCol, scurCol, usedCol := -1, -1, -1, -1
+	pxCol, svCol, scurCol, econCol, usedCol := -1, -1, -1, -1, -1
 	for i, name := range strings.Split(strings.TrimPrefix(lines[0], "# "), ",") {
 		switch name {
 		case "pxname":
@@ -277,31 +285,37 @@ func parseBackendSessions(out, backend string) (map[string]int, error) {
 			svCol = i
 		case "scur":
 			scurCol = i
+		case "econ":
+			econCol = i
 		case "used_conn_cur":
 			usedCol = i
 		}
 	}
-	if pxCol < 0 || svCol < 0 || scurCol < 0 {
-		return nil, fmt.Errorf("CSV header lacks pxname, svname or scur")
+	if pxCol < 0 || svCol < 0 || scurCol < 0 || econCol < 0 {
+		return nil, fmt.Errorf("CSV header lacks pxname, svname, scur or econ")
 	}
-	conns := map[string]int{}
+	use := map[string]ServerUse{}
 	for _, line := range lines[1:] {
 		f := strings.Split(line, ",")
-		if len(f) <= scurCol || f[pxCol] != backend {
+		if len(f) <= max(scurCol, econCol) || f[pxCol] != backend {
 			continue
 		}
-		n, err := strconv.Atoi(f[scurCol])
-		if err == nil && usedCol >= 0 && usedCol < len(f) && f[usedCol] != "" { // empty on the BACKEND row
+		var u ServerUse
+		var err error
+		if u.Conns, err = strconv.Atoi(f[scurCol]); err == nil && usedCol >= 0 && usedCol < len(f) && f[usedCol] != "" { // empty on the BACKEND row
 			var used int
 			used, err = strconv.Atoi(f[usedCol])
-			n += used
+			u.Conns += used
+		}
+		if err == nil && f[econCol] != "" { // empty on the FRONTEND row
+			u.Failed, err = strconv.Atoi(f[econCol])
 		}
 		if err != nil {
 			return nil, fmt.Errorf("connections of %s/%s: %w", backend, f[svCol], err)
 		}
-		conns[f[svCol]] = n
+		use[f[svCol]] = u
 	}
-	return conns, nil
+	return use, nil
 }
 
 // MapProbe is what reading back a map edited in place saw: its entry

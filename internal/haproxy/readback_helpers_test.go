@@ -28,9 +28,9 @@ func (r *Runtime) ServerConns(ctx context.Context, backend, server string) (int,
 	if err != nil {
 		return 0, err
 	}
-	n, ok := conns[backend][server]
+	u, ok := conns[backend][server]
 	if !ok {
 		return 0, fmt.Errorf("server %s/%s: %w", backend, server, ErrNotFound)
 	}
-	return n, nil
+	return u.Conns, nil
 }

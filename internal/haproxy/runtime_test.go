@@ -473,8 +473,8 @@ func TestBackendsConns(t *testing.T) {
 	if _, ok := got["nope"]; ok || len(got) != 2 {
 		t.Fatalf("backends read: %v, want be and be2 only", got)
 	}
-	if n, ok := got["be"]["s0"]; !ok || n != 0 {
-		t.Errorf("be/s0 sessions = %d, %v; want 0 on an idle HAProxy", n, ok)
+	if u, ok := got["be"]["s0"]; !ok || u != (ServerUse{}) {
+		t.Errorf("be/s0 = %+v, %v; want no connection and no failure on an idle HAProxy", u, ok)
 	}
 	if _, ok := got["be2"]["x"]; !ok {
 		t.Errorf("be2/x missing: %v", got["be2"])
@@ -491,25 +491,27 @@ func setCertCommand(path, pem string) string {
 // server is deleted; 2.6 refuses the deletion, and the daemon retries).
 // Columns are found by name.
 func TestBackendSessionsCountEveryConnection(t *testing.T) {
-	out := "# pxname,svname,qcur,scur,idle_conn_cur,safe_conn_cur,used_conn_cur\n" +
-		"be,quiet,0,0,0,0,0\n" +
-		"be,idle,0,0,1,0,0\n" +
-		"be,safe,0,0,0,2,0\n" +
-		"be,used,0,0,0,0,1\n" +
-		"be,busy,0,3,0,0,3\n" +
-		"be,BACKEND,0,3,,,\n" +
-		"other,s,0,9,9,9,9\n"
+	out := "# pxname,svname,qcur,scur,econ,idle_conn_cur,safe_conn_cur,used_conn_cur\n" +
+		"be,quiet,0,0,0,0,0,0\n" +
+		"be,idle,0,0,0,1,0,0\n" +
+		"be,safe,0,0,0,0,2,0\n" +
+		"be,used,0,0,0,0,0,1\n" +
+		"be,busy,0,3,0,0,0,3\n" +
+		"be,refusing,0,0,7,0,0,0\n" +
+		"be,BACKEND,0,3,7,,,\n" +
+		"other,s,0,9,9,9,9,9\n"
 	got, err := parseBackendSessions(out, "be")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"quiet": 0, "idle": 0, "safe": 0, "used": 1, "busy": 6, "BACKEND": 3}
+	want := map[string]ServerUse{"quiet": {}, "idle": {}, "safe": {}, "used": {Conns: 1}, "busy": {Conns: 6},
+		"refusing": {Failed: 7}, "BACKEND": {Conns: 3, Failed: 7}}
 	if !maps.Equal(got, want) {
 		t.Errorf("connections %v, want %v", got, want)
 	}
 	// Before 2.2 only sessions are reported.
-	got, err = parseBackendSessions("# pxname,svname,scur\nbe,s,2\n", "be")
-	if err != nil || got["s"] != 2 {
+	got, err = parseBackendSessions("# pxname,svname,scur,econ\nbe,s,2,1\n", "be")
+	if err != nil || got["s"] != (ServerUse{Conns: 2, Failed: 1}) {
 		t.Errorf("sessions only: %v, %v", got, err)
 	}
 }
