@@ -237,7 +237,7 @@ func (d *Daemon) housekeep(ctx context.Context) {
 
 // deletePending deletes drained servers once they carry no connections, so
 // long-lived connections are never cut to tidy up, and have been quiet
-// for drainQuiet. It reports false when HAProxy did not answer.
+// (drainQuiet). It reports false when HAProxy did not answer.
 func (d *Daemon) deletePending(ctx context.Context) bool {
 	if len(d.pending) == 0 {
 		return true
@@ -278,7 +278,7 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 			case u.Conns > 0 || u.Failed != look.failed:
 				d.drainLooks[key] = drainLook{quietSince: now, failed: u.Failed}
 				busy = true
-			case now.Sub(look.quietSince) < drainQuiet:
+			case now.Sub(look.quietSince) < d.drainQuiet(u.Failed):
 				busy = true // a request may wait to retry on it
 			default:
 				cmds = append(cmds, plan.DeleteServerCommand(be, s))
@@ -307,20 +307,35 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 	return err == nil || len(resps) > 0
 }
 
-// drainQuiet is how long a drained server must carry no connection and
-// fail none before it is deleted. A request whose connection to it failed
-// (a pod gone, refusing) waits a second before each retry, holding the
-// server while no count shows it, and HAProxy 2.6 deleted the server
-// under it: the request then used it freed, and the worker crashed (an
-// audit: 6 crashes in 50 s, every connection of every route cut; HAProxy
-// 2.9 refuses such a deletion). Each failure counts in the server's
-// failed connections (econ), and each attempt in its sessions: quiet for
-// longer than that second, no request can hold it.
-const drainQuiet = 2 * time.Second
+// drainQuiet is how long a drained server must carry no connection, and
+// see no connection to it fail, before it is deleted. A request whose
+// connection to it failed (a pod gone, refusing) waits a second before
+// its retry, holding the server while no count shows it, and HAProxy 2.6
+// deleted the server under it: the request then used it freed, and the
+// worker crashed (an audit: 6 crashes in 50 s, every connection of every
+// route cut; HAProxy 2.9 refuses such a deletion). Most failures count
+// (ServerUse.Failed), but one whose request goes to another server
+// counts only at that redispatch, after the second; and the retry before
+// it may be one more connection attempt, seen only by a look during it.
+// So a server that ever failed must be quiet for a connect timeout and
+// two such seconds. One that never did can be held only by a connection
+// it was making when drained: in its sessions at the first look, or
+// failed before it and redispatched, which counts, within the second
+// after; a look 1.5 s after the first sees it.
+func (d *Daemon) drainQuiet(failed int) time.Duration {
+	if failed == 0 {
+		return 1500 * time.Millisecond
+	}
+	connect := model.DefaultConnectTimeout
+	if r := d.applied.Desired; r != nil && r.Router.ConnectTimeout > 0 {
+		connect = r.Router.ConnectTimeout
+	}
+	return connect + 3*time.Second
+}
 
 // drainLook is what the last look at a drained server saw.
 type drainLook struct {
-	quietSince time.Time // since when it carried nothing and failed nothing
+	quietSince time.Time // since when it carried nothing and nothing changed
 	failed     int       // its failed connections then; -1 before a look
 }
 

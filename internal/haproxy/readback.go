@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -224,8 +225,9 @@ func parseMap(out string) ([]MapEntry, error) {
 	return entries, nil
 }
 
-// ServerUse is what a server carries: its connections in use, and its
-// failed connections so far (show stat's econ).
+// ServerUse is what a server carries: its connections in use, and how
+// often connecting to it failed so far: its failed connections, retries
+// and redispatches (show stat's econ, wretr and wredis).
 type ServerUse struct {
 	Conns, Failed int
 }
@@ -234,8 +236,9 @@ type ServerUse struct {
 // connections in use are its current sessions, and the server
 // connections in use (show stat's used_conn_cur, 2.2 on); zero means no
 // request is on the server, but for requests waiting the second between
-// a failed connection and its retry, which no count shows: Failed grows
-// at each failure. Idle keep-alive connections are not counted: 3.x closes them
+// a failed connection and its retry, which no count shows. Failed grows
+// with most failures, but not with one whose request is to be sent to
+// another server: only its redispatch, a second later, counts. Idle keep-alive connections are not counted: 3.x closes them
 // when the server is deleted, while 2.6 refuses the deletion ("still has
 // connections attached") until they time out, which the caller retries.
 // From one `show stat` per backend, all over one connection: draining
@@ -276,7 +279,8 @@ func parseBackendSessions(out, backend string) (map[string]ServerUse, error) {
 	}
 	// usedCol is the server connections in use (2.2 on); an older
 	// HAProxy without it counts sessions only.
-	pxCol, svCol, scurCol, econCol, usedCol := -1, -1, -1, -1, -1
+	pxCol, svCol, scurCol, usedCol := -1, -1, -1, -1
+	failCols := []int{-1, -1, -1} // econ, wretr, wredis
 	for i, name := range strings.Split(strings.TrimPrefix(lines[0], "# "), ",") {
 		switch name {
 		case "pxname":
@@ -286,18 +290,22 @@ func parseBackendSessions(out, backend string) (map[string]ServerUse, error) {
 		case "scur":
 			scurCol = i
 		case "econ":
-			econCol = i
+			failCols[0] = i
+		case "wretr":
+			failCols[1] = i
+		case "wredis":
+			failCols[2] = i
 		case "used_conn_cur":
 			usedCol = i
 		}
 	}
-	if pxCol < 0 || svCol < 0 || scurCol < 0 || econCol < 0 {
-		return nil, fmt.Errorf("CSV header lacks pxname, svname, scur or econ")
+	if pxCol < 0 || svCol < 0 || scurCol < 0 || slices.Min(failCols) < 0 {
+		return nil, fmt.Errorf("CSV header lacks pxname, svname, scur, econ, wretr or wredis")
 	}
 	use := map[string]ServerUse{}
 	for _, line := range lines[1:] {
 		f := strings.Split(line, ",")
-		if len(f) <= max(scurCol, econCol) || f[pxCol] != backend {
+		if len(f) <= max(scurCol, slices.Max(failCols)) || f[pxCol] != backend {
 			continue
 		}
 		var u ServerUse
@@ -307,8 +315,12 @@ func parseBackendSessions(out, backend string) (map[string]ServerUse, error) {
 			used, err = strconv.Atoi(f[usedCol])
 			u.Conns += used
 		}
-		if err == nil && f[econCol] != "" { // empty on the FRONTEND row
-			u.Failed, err = strconv.Atoi(f[econCol])
+		for _, c := range failCols {
+			if err == nil && f[c] != "" { // empty on the FRONTEND row
+				var n int
+				n, err = strconv.Atoi(f[c])
+				u.Failed += n
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("connections of %s/%s: %w", backend, f[svCol], err)

@@ -491,26 +491,26 @@ func setCertCommand(path, pem string) string {
 // server is deleted; 2.6 refuses the deletion, and the daemon retries).
 // Columns are found by name.
 func TestBackendSessionsCountEveryConnection(t *testing.T) {
-	out := "# pxname,svname,qcur,scur,econ,idle_conn_cur,safe_conn_cur,used_conn_cur\n" +
-		"be,quiet,0,0,0,0,0,0\n" +
-		"be,idle,0,0,0,1,0,0\n" +
-		"be,safe,0,0,0,0,2,0\n" +
-		"be,used,0,0,0,0,0,1\n" +
-		"be,busy,0,3,0,0,0,3\n" +
-		"be,refusing,0,0,7,0,0,0\n" +
-		"be,BACKEND,0,3,7,,,\n" +
-		"other,s,0,9,9,9,9,9\n"
+	out := "# pxname,svname,qcur,scur,econ,wretr,wredis,idle_conn_cur,safe_conn_cur,used_conn_cur\n" +
+		"be,quiet,0,0,0,0,0,0,0,0\n" +
+		"be,idle,0,0,0,0,0,1,0,0\n" +
+		"be,safe,0,0,0,0,0,0,2,0\n" +
+		"be,used,0,0,0,0,0,0,0,1\n" +
+		"be,busy,0,3,0,0,0,0,0,3\n" +
+		"be,refusing,0,0,7,2,1,0,0,0\n" +
+		"be,BACKEND,0,3,7,2,1,,,\n" +
+		"other,s,0,9,9,9,9,9,9,9\n"
 	got, err := parseBackendSessions(out, "be")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]ServerUse{"quiet": {}, "idle": {}, "safe": {}, "used": {Conns: 1}, "busy": {Conns: 6},
-		"refusing": {Failed: 7}, "BACKEND": {Conns: 3, Failed: 7}}
+		"refusing": {Failed: 10}, "BACKEND": {Conns: 3, Failed: 10}}
 	if !maps.Equal(got, want) {
 		t.Errorf("connections %v, want %v", got, want)
 	}
 	// Before 2.2 only sessions are reported.
-	got, err = parseBackendSessions("# pxname,svname,scur,econ\nbe,s,2,1\n", "be")
+	got, err = parseBackendSessions("# pxname,svname,scur,econ,wretr,wredis\nbe,s,2,1,0,0\n", "be")
 	if err != nil || got["s"] != (ServerUse{Conns: 2, Failed: 1}) {
 		t.Errorf("sessions only: %v, %v", got, err)
 	}

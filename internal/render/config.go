@@ -617,7 +617,8 @@ var strippedHeaders = "^(" + strings.ToLower(strings.Join(append([]string{"Proxy
 //
 // An empty Content-Length is refused (403) before anything, as OpenShift
 // refuses it: HAProxy before 2.6.15 (and 2.8.2) forwarded it
-// (CVE-2023-40225), and haroute runs on 2.6.12 builds that lack the fix.
+// (CVE-2023-40225). Debian's 2.6.12 carries the fix and refuses it
+// itself (400); a 2.6.12 built from its release does not.
 func routingKey(w *cfgWriter, hostMap string) {
 	w.line("  http-request deny if { hdr_len(content-length) 0 }")
 	w.line("  http-request set-header host %[req.fhdr(host),lower] if { req.fhdr(host) -m reg [A-Z] }")
