@@ -336,7 +336,7 @@ func (d *Daemon) drainQuiet(failed int) time.Duration {
 // drainLook is what the last look at a drained server saw.
 type drainLook struct {
 	quietSince time.Time // since when it carried nothing and nothing changed
-	failed     int       // its failed connections then; -1 before a look
+	failed     int       // its failures then (ServerUse.Failed); -1 before a look
 }
 
 // drainWait is when a backend whose drained servers still had

@@ -219,8 +219,12 @@ func (r *Reader) Read(ctx context.Context, dir string, mode Mode) (*Snapshot, er
 		if err == nil {
 			snap, err := r.readRoot(ctx, abs, m, root)
 			if err == nil && len(snap.Files) == 0 && isEmpty(root) && (m == ModeAtomic || m == ModeLink) {
+				point := DataLink
+				if m == ModeLink {
+					point = "the link"
+				}
 				return nil, fmt.Errorf("read config dir %s: %w: %s names an empty directory (a checkout or volume emptied?), which is not read as a generation without routes: publish one with files",
-					dir, ErrNotFound, commitPointOf(m))
+					dir, ErrNotFound, point)
 			}
 			if err == nil {
 				snap.Attempts = attempt + 1
