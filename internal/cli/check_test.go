@@ -189,7 +189,8 @@ func TestCheckAsksHAProxyAboutRouterConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := judgeRouterConfig(context.Background(), filepath.Join(t.TempDir(), "no-haproxy"), res)
+	missing := filepath.Join(t.TempDir(), "no-haproxy")
+	ds, err := judgeRouterConfig(context.Background(), missing, usableHAProxy(context.Background(), missing), res)
 	if err != nil || len(ds) != 1 || !strings.Contains(ds[0].String(), "note: log formats, cipher lists and subject patterns were checked for shape only") {
 		t.Fatalf("without haproxy: %v, %v; want a note", ds, err)
 	}

@@ -93,22 +93,21 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "usage: haroute check DIR [--strict] [--limit-nofile N] [--haproxy PATH]")
 		return ExitUsage
 	}
-	if *bin != "" {
-		// Asked for by name, it must be there: without it the whole
-		// configuration goes unchecked, which a CI job with a wrong
-		// path would take for a pass. (Without --haproxy, a host with
-		// no HAProxy gets a note: the shape checks still run.)
-		if err := usableHAProxy(ctx, *bin); err != nil {
-			fmt.Fprintf(stderr, "haroute check: --haproxy: %v\n", err)
-			return ExitUsage
-		}
+	// Asked for by name, it must be there: without it the whole
+	// configuration goes unchecked, which a CI job with a wrong path
+	// would take for a pass. (Without --haproxy, a host with no HAProxy
+	// gets a note: the shape checks still run.)
+	unusable := usableHAProxy(ctx, *bin)
+	if *bin != "" && unusable != nil {
+		fmt.Fprintf(stderr, "haroute check: --haproxy: %v\n", unusable)
+		return ExitUsage
 	}
 	res, err := loadDir(ctx, pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "haroute check: %v\n", err)
 		return ExitInvalid
 	}
-	refused, err := judgeByHAProxy(ctx, *bin, &res)
+	refused, err := judgeByHAProxy(ctx, *bin, unusable, &res)
 	if err != nil {
 		fmt.Fprintf(stderr, "haroute check: %v\n", err)
 		return ExitInvalid
@@ -162,10 +161,11 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // judgeByHAProxy adds to res's diagnostics what only HAProxy can judge,
 // once the input has no error of its own: the RouterConfig's values, then
 // the routes, each with the settings. It returns the routes HAProxy
-// refuses, with why.
-func judgeByHAProxy(ctx context.Context, bin string, res *model.Result) (map[model.RouteKey]string, error) {
+// refuses, with why. unusable is usableHAProxy(bin), asked once by the
+// caller: each ask runs the binary.
+func judgeByHAProxy(ctx context.Context, bin string, unusable error, res *model.Result) (map[model.RouteKey]string, error) {
 	if !res.Diagnostics.HasErrors(false) && len(res.Objects.RouterConfigs) > 0 {
-		ds, err := judgeRouterConfig(ctx, bin, *res)
+		ds, err := judgeRouterConfig(ctx, bin, unusable, *res)
 		if err != nil {
 			return nil, err
 		}
@@ -173,6 +173,9 @@ func judgeByHAProxy(ctx context.Context, bin string, res *model.Result) (map[mod
 		res.Diagnostics.Sort()
 	}
 	if res.Diagnostics.HasErrors(false) || res.Desired == nil {
+		return nil, nil
+	}
+	if unusable != nil || len(res.Desired.Routes) == 0 {
 		return nil, nil
 	}
 	ds, refused, err := judgeRoutes(ctx, bin, *res)
@@ -202,11 +205,11 @@ func usableHAProxy(ctx context.Context, bin string) error {
 // (model.JudgeSettings): it must load a configuration made with them and
 // no routes. HAProxy's refusals come back as errors at their fields;
 // without an HAProxy at hand, as a note that the check was not made.
-func judgeRouterConfig(ctx context.Context, bin string, res model.Result) (model.Diagnostics, error) {
+func judgeRouterConfig(ctx context.Context, bin string, unusable error, res model.Result) (model.Diagnostics, error) {
 	rc := res.Objects.RouterConfigs[0]
-	if err := usableHAProxy(ctx, bin); err != nil {
+	if unusable != nil {
 		return model.Diagnostics{{Pos: rc.Source.Pos, Severity: model.SeverityNote,
-			Message: fmt.Sprintf("log formats, cipher lists and subject patterns were checked for shape only: %v", err)}}, nil
+			Message: fmt.Sprintf("log formats, cipher lists and subject patterns were checked for shape only: %v", unusable)}}, nil
 	}
 	tmp, err := os.MkdirTemp("", "haroute-check-")
 	if err != nil {
@@ -262,11 +265,8 @@ func haproxyJudges(ctx context.Context, bin, dir string, d *model.Desired) (stri
 // validation cannot see (material OpenSSL reads otherwise than Go) then
 // fails here, not at the router. The routes HAProxy refuses are found as
 // the router finds them (daemon.RefusedRoutes), each an error at its
-// route; it returns them too. Without an HAProxy at hand, nothing.
+// route; it returns them too.
 func judgeRoutes(ctx context.Context, bin string, res model.Result) (model.Diagnostics, map[model.RouteKey]string, error) {
-	if err := usableHAProxy(ctx, bin); err != nil || len(res.Desired.Routes) == 0 {
-		return nil, nil, nil
-	}
 	tmp, err := os.MkdirTemp("", "haroute-check-")
 	if err != nil {
 		return nil, nil, err
@@ -307,11 +307,10 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "usage: haroute render DIR --out OUTDIR [--allow-errors] [--limit-nofile N] [--haproxy PATH]")
 		return ExitUsage
 	}
-	if *bin != "" {
-		if err := usableHAProxy(ctx, *bin); err != nil {
-			fmt.Fprintf(stderr, "haroute render: --haproxy: %v\n", err)
-			return ExitUsage
-		}
+	unusable := usableHAProxy(ctx, *bin)
+	if *bin != "" && unusable != nil {
+		fmt.Fprintf(stderr, "haroute render: --haproxy: %v\n", unusable)
+		return ExitUsage
 	}
 	outDir, err := filepath.Abs(*out)
 	if err != nil {
@@ -328,10 +327,10 @@ func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		// HAProxy reads would otherwise render a configuration it
 		// refuses, with exit 0. (What --allow-errors renders is what
 		// the router would try to serve, judged when it loads.)
-		if err := usableHAProxy(ctx, *bin); err != nil {
-			fmt.Fprintf(stderr, "note: log formats, cipher lists, subject patterns and the whole configuration were not judged by HAProxy: %v\n", err)
+		if unusable != nil {
+			fmt.Fprintf(stderr, "note: log formats, cipher lists, subject patterns and the whole configuration were not judged by HAProxy: %v\n", unusable)
 		}
-		if _, err := judgeByHAProxy(ctx, *bin, &res); err != nil {
+		if _, err := judgeByHAProxy(ctx, *bin, unusable, &res); err != nil {
 			fmt.Fprintf(stderr, "haroute render: %v\n", err)
 			return ExitInvalid
 		}

@@ -174,10 +174,10 @@ type groupsMemo struct {
 }
 
 // validate returns the route validated under settings, from the memo when
-// it was made under the same settings; the check is made in dst. The
-// route returned is the memo's: read-only (see candidate.writable).
-func (m *routeMemo) validate(r *Route, settings *Settings, dst *routeCheck) (*AdmittedRoute, *routeCheck) {
-	key := validationKeyOf(settings)
+// it was made under the same settings (key, validationKeyOf(settings));
+// the check is made in dst. The route returned is the memo's: read-only
+// (see candidate.writable).
+func (m *routeMemo) validate(r *Route, settings *Settings, key validationKey, dst *routeCheck) (*AdmittedRoute, *routeCheck) {
 	if !m.validated || m.under != key {
 		ar, c := validateRoute(r, settings)
 		*m = routeMemo{validated: true, under: key, admitted: &ar, diags: slices.Clip(c.diags), bad: c.bad}
