@@ -131,6 +131,13 @@ func (d *Daemon) serveRestored(ctx context.Context, why string) error {
 	snap := &snapshot.Snapshot{Root: "saved last good state", Files: sv.files, Hash: "saved:" + contentHash([]byte(h.String()))}
 	res := d.loader.Evaluate(sv.files)
 	d.reportInput(res)
+	if res.RouterUnsettled {
+		// The saved RouterConfig does not load either (restore): never
+		// guess the ports.
+		d.recordError(errors.New("the saved RouterConfig cannot be used: not starting HAProxy until the config dir holds a good one"))
+		d.setNotReady("RouterConfig invalid")
+		return nil
+	}
 	gen, err := d.generationOf(res, snap, sv.files)
 	if err != nil {
 		d.recordError(err)

@@ -120,7 +120,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			// Never guess the ports: with no good RouterConfig yet, the
 			// defaults (80/443/1936 on every address) are not what the
 			// operator asked for.
-			d.recordError(errors.New("the RouterConfig cannot be used and none was good before: not starting HAProxy until it is fixed"))
+			d.recordError(errors.New("the RouterConfig cannot be used and none was good before (or the saved one no longer loads): not starting HAProxy until it is fixed"))
 			d.setNotReady("RouterConfig invalid")
 			d.lastHash = ""
 			return nil

@@ -374,6 +374,13 @@ func (l *Loader) PreferDefinitions(defs map[RouteKey]string) { l.scratch.preferr
 // loaded it (a port taken meanwhile), are not.
 func (l *Loader) RestoreSettings(s Settings) { l.prev = &s }
 
+// ForgetSettings leaves the loader with no last good settings, as a new
+// one has: a load whose RouterConfig could not be used committed the
+// defaults in their place, which a later invalid RouterConfig would then
+// fall back to (ports 80, 443 and 1936 on every address) instead of
+// leaving the router unsettled (Result.RouterUnsettled).
+func (l *Loader) ForgetSettings() { l.prev = nil }
+
 // Commit makes res the last good state: its settings and the versions of
 // the objects it served.
 func (l *Loader) Commit(res Result) {

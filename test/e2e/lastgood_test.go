@@ -187,6 +187,59 @@ func TestRestartOverDamagedStateServesLastGood(t *testing.T) {
 	r.serves("a.e2e.test", "/", "one")
 }
 
+// An upgrade whose validation refuses the RouterConfig an earlier version
+// served and saved (a rule it added) does not start HAProxy on the
+// defaults: the failed load of the saved one left them as the last good
+// settings, and HAProxy came up on 0.0.0.0:80, 443 and 1936, every route
+// gone from its ports. It waits, not ready, for a RouterConfig it can use.
+func TestSavedRouterConfigThatNoLongerLoadsDoesNotMoveThePorts(t *testing.T) {
+	r, w, gen, _, _ := servingTwoRoutes(t)
+	time.Sleep(500 * time.Millisecond) // the save runs off the loop
+	r.stop()
+
+	// What the "earlier version" served, refused by this one.
+	bad := []byte(r.routerConfig("  httpHeaders:\n    uniqueId:\n      name: Host\n"))
+	hash := func(b []byte) string { sum := sha256.Sum256(b); return hex.EncodeToString(sum[:]) }
+	saved := filepath.Join(r.stateDir, "lastgood")
+	must(t, os.WriteFile(filepath.Join(saved, "objects", hash(bad)), bad, 0o600))
+	for _, name := range []string{"index.json", "index.copy.json"} {
+		idx, err := os.ReadFile(filepath.Join(saved, name))
+		must(t, err)
+		if !strings.Contains(string(idx), hash(gen["router.yaml"])) {
+			t.Fatalf("%s does not name the saved RouterConfig: %s", name, idx)
+		}
+		idx = []byte(strings.ReplaceAll(string(idx), hash(gen["router.yaml"]), hash(bad)))
+		must(t, os.WriteFile(filepath.Join(saved, name), idx, 0o600))
+	}
+	good := gen["router.yaml"]
+	gen["router.yaml"] = bad
+	must(t, w.Publish(gen))
+
+	r.startNoWait("atomic")
+	r.reportsError("not starting HAProxy until it is fixed")
+	if st := r.store.Get(); st.Ready || st.HAProxy.PID != 0 {
+		t.Fatalf("ready %v, haproxy pid %d: want not ready and no HAProxy", st.Ready, st.HAProxy.PID)
+	}
+	if cfg, err := os.ReadFile(filepath.Join(r.stateDir, "live", "haproxy.cfg")); err == nil && strings.Contains(string(cfg), "bind :80") {
+		t.Fatalf("the live haproxy.cfg binds the default port:\n%s", cfg)
+	}
+	// Nor with the config dir unreadable at start, the saved state alone.
+	r.stop()
+	must(t, os.Rename(r.dir, r.dir+".away"))
+	r.startNoWait("auto")
+	r.reportsError("the saved RouterConfig cannot be used")
+	if st := r.store.Get(); st.Ready || st.HAProxy.PID != 0 {
+		t.Fatalf("config dir unreadable: ready %v, haproxy pid %d: want not ready and no HAProxy", st.Ready, st.HAProxy.PID)
+	}
+	r.stop()
+	must(t, os.Rename(r.dir+".away", r.dir))
+	r.startNoWait("atomic")
+	gen["router.yaml"] = good
+	must(t, w.Publish(gen))
+	r.serves("a.e2e.test", "/", "one")
+	r.serves("b.e2e.test", "/", "two")
+}
+
 // A config dir that cannot be read at start serves the saved state.
 func TestStartWithoutConfigDirServesSaved(t *testing.T) {
 	r := newRouter(t)
