@@ -58,9 +58,6 @@ func (d *Daemon) reportInput(res model.Result) {
 		s.InputProblems = status.InputProblems{Errors: errs, Warnings: warns, Notes: notes, ErrorList: list}
 		s.StaleObjects = others
 	})
-	if summary != "" {
-		d.recordError(errors.New(summary))
-	}
 	// An earlier summary is over once the problem it named first is (one
 	// fixed while another file broke stayed "standing" until every
 	// problem was), or once the summary just made names it first: it
@@ -85,6 +82,12 @@ func (d *Daemon) reportInput(res model.Result) {
 		if _, first, _ := strings.Cut(msg, marker); !current[first] {
 			d.log.Info("resolved", "was", first)
 		}
+	}
+	// Recorded after the summaries it replaces are resolved: a reader of
+	// status that saw it as the last error still found the one it
+	// replaces standing beside it (a test did, now and then).
+	if summary != "" {
+		d.recordError(errors.New(summary))
 	}
 }
 
