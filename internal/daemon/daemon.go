@@ -612,7 +612,7 @@ func (d *Daemon) shutdown() error {
 	// The next haroute, or the next HAProxy, loads what is on disk.
 	_ = d.flushLive()
 	if d.proc == nil {
-		return nil
+		return d.shutdownEarlier()
 	}
 	if d.opts.Handover != nil {
 		// Leave HAProxy serving for the next haroute (a restart), which
@@ -628,6 +628,31 @@ func (d *Daemon) shutdown() error {
 	defer cancel()
 	d.log.Info("stopping haproxy")
 	if err := d.proc.Stop(ctx); err != nil {
+		return fmt.Errorf("stop haproxy: %w", err)
+	}
+	return nil
+}
+
+// shutdownEarlier deals, at a stop, with the HAProxy an earlier haroute
+// left serving that this one never took over (it waited for a
+// RouterConfig it can use): handed over like its own, or stopped. The
+// earlier haroute's reaper saw this one hold the run dir and left it
+// alone, so a stop in that state left it serving unsupervised for good.
+func (d *Daemon) shutdownEarlier() error {
+	pid := d.sup.Earlier()
+	if pid == 0 {
+		return nil
+	}
+	if d.opts.Handover != nil {
+		err := d.opts.Handover(pid)
+		if err == nil {
+			d.log.Info("leaving the haproxy an earlier haroute left running for the next haroute to take over; a reaper stops it if none has by the hand-over grace", "pid", pid)
+			return nil
+		}
+		d.log.Warn("cannot hand haproxy over; stopping it", "err", err)
+	}
+	d.log.Info("stopping the haproxy an earlier haroute left running", "pid", pid)
+	if err := d.sup.StopEarlier(pid, 10*time.Second); err != nil {
 		return fmt.Errorf("stop haproxy: %w", err)
 	}
 	return nil

@@ -173,6 +173,25 @@ func (s *Supervisor) findPrevious() *previous {
 	return &previous{pid: pid, pidfd: fd}
 }
 
+// Earlier returns the pid of the HAProxy master an earlier haroute left
+// running on this run dir and this one has not taken over, or 0: a
+// haroute that stops before it starts HAProxy (waiting for a RouterConfig
+// it can use) must still hand it over or stop it, or it serves on
+// unsupervised for good.
+func (s *Supervisor) Earlier() int {
+	prev := s.findPrevious()
+	if prev == nil {
+		return 0
+	}
+	unix.Close(prev.pidfd)
+	return prev.pid
+}
+
+// StopEarlier stops the master Earlier returned, as a reaper would.
+func (s *Supervisor) StopEarlier(pid int, softTTL time.Duration) error {
+	return StopOrphan(pid, s.opts.RunDir, s.opts.ConfigPath, softTTL, s.log)
+}
+
 // awaitStarting finds an HAProxy master of this run dir that the pid file
 // does not name, and waits for it if it is still loading its
 // configuration: one an earlier haroute launched just before it was

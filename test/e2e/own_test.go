@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -147,6 +148,48 @@ func TestRestartAfterKillTakesOverHAProxy(t *testing.T) {
 	if pid := testenv.ShowProc(t, r.runDir).Master.PID; pid != newMaster {
 		t.Errorf("the failed routers changed the master: %d, want %d", pid, newMaster)
 	}
+}
+
+// A haroute that stops while it waits for a RouterConfig it can use (an
+// upgrade that refuses the one the earlier version served, with no
+// saved state here) has not taken over the HAProxy an earlier haroute
+// left serving; that haroute's reaper left it alone, since this one held
+// the run dir. The stop left it serving unsupervised for good. Now it is
+// handed over as the stopping haroute's own HAProxy is: a reaper stops
+// it once no haroute has taken it over by the grace.
+func TestStopBeforeTakeoverLeavesNoHAProxyBehind(t *testing.T) {
+	r := newRouter(t)
+	o := killWhileServing(t, r)
+	o.traffic.noneFailed(t, "the kill")
+	o.gen["router.yaml"] = []byte(r.routerConfig("  httpHeaders:\n    uniqueId:\n      name: Host\n"))
+	must(t, o.w.Publish(o.gen))
+	args := append(slices.Clone(o.args), "--handover-grace", "1s")
+	args[slices.Index(args, "--state-dir")+1] = filepath.Join(t.TempDir(), "state") // no saved settings
+	waiting := runHaroute(t, o.bin, args...)
+	r.eventually(20*time.Second, "the RouterConfig refused", func() error {
+		resp, err := r.client.Get("http://" + r.metrics + "/readyz")
+		if err != nil {
+			return err
+		}
+		if body := readAll(resp); !strings.Contains(body, "RouterConfig invalid") {
+			return fmt.Errorf("readyz: %s", body)
+		}
+		return nil
+	})
+	r.serves("one.e2e.test", "/", "one") // the earlier HAProxy, not taken over
+	if pid := testenv.ShowProc(t, r.runDir).Master.PID; pid != o.oldMaster {
+		t.Fatalf("master %d, want the earlier one (%d) serving", pid, o.oldMaster)
+	}
+	must(t, waiting.cmd.Process.Signal(syscall.SIGTERM))
+	if out, err := waiting.waitExit(t); err != nil {
+		t.Fatalf("stop: %v\n%s", err, out)
+	}
+	r.eventually(20*time.Second, "the reaper stops the earlier HAProxy", func() error {
+		if err := syscall.Kill(o.oldMaster, 0); err == nil {
+			return fmt.Errorf("master %d still running", o.oldMaster)
+		}
+		return nil
+	})
 }
 
 // A route HAProxy refuses, published while haroute was down, must not stop
