@@ -120,7 +120,12 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			// Never guess the ports: with no good RouterConfig yet, the
 			// defaults (80/443/1936 on every address) are not what the
 			// operator asked for.
-			d.recordError(errors.New("the RouterConfig cannot be used and none was good before (or the saved one no longer loads): not starting HAProxy until it is fixed"))
+			msg := "the RouterConfig cannot be used and none was good before (or the saved one no longer loads): not starting HAProxy until it is fixed"
+			if pid := d.sup.Earlier(); pid != 0 {
+				// Status says HAProxy is not running: say what serves.
+				msg += fmt.Sprintf("; the HAProxy an earlier haroute left (pid %d) serves its last configuration meanwhile, and no change applies to it", pid)
+			}
+			d.recordError(errors.New(msg))
 			d.setNotReady("RouterConfig invalid")
 			d.lastHash = ""
 			return nil

@@ -177,6 +177,11 @@ func TestStopBeforeTakeoverLeavesNoHAProxyBehind(t *testing.T) {
 		return nil
 	})
 	r.serves("one.e2e.test", "/", "one") // the earlier HAProxy, not taken over
+	resp, err := r.client.Get("http://" + r.metrics + "/status")
+	must(t, err)
+	if body, want := readAll(resp), fmt.Sprintf("the HAProxy an earlier haroute left (pid %d) serves", o.oldMaster); !strings.Contains(body, want) {
+		t.Errorf("status does not say %q:\n%s", want, body)
+	}
 	if pid := testenv.ShowProc(t, r.runDir).Master.PID; pid != o.oldMaster {
 		t.Fatalf("master %d, want the earlier one (%d) serving", pid, o.oldMaster)
 	}
