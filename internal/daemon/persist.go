@@ -410,6 +410,20 @@ func (s *lastGoodStore) readIndex(name string) (*savedIndex, error) {
 	return &idx, nil
 }
 
+// copyBehind is how much older the index's copy was last written than the
+// index itself (zero when either cannot be looked at).
+func (s *lastGoodStore) copyBehind() time.Duration {
+	idx, err := os.Stat(filepath.Join(s.dir, indexFile))
+	if err != nil {
+		return 0
+	}
+	cp, err := os.Stat(filepath.Join(s.dir, indexCopyFile))
+	if err != nil {
+		return 0
+	}
+	return max(idx.ModTime().Sub(cp.ModTime()), 0)
+}
+
 // load reads the saved state; none saved is (nil, nil). An index that
 // cannot be used gives way to its copy, which says the same.
 func (s *lastGoodStore) load() (*saved, error) {
@@ -419,6 +433,13 @@ func (s *lastGoodStore) load() (*saved, error) {
 		switch {
 		case cp != nil && err != nil:
 			s.log.Warn("saved last good index unusable; its copy is used", "err", err)
+			if behind := s.copyBehind(); behind > time.Second {
+				// Written together, they are as old as each other: a
+				// version that keeps no copy (a downgrade) updated the
+				// index alone, and the copy is a state from before.
+				s.log.Error("the copy of the saved index is older than the index: it may be a state from before a downgrade, and bring back what was changed since",
+					"older_by", behind.Round(time.Second))
+			}
 		case cp != nil:
 			s.log.Warn("saved last good index missing; its copy is used", "copy", filepath.Join(s.dir, indexCopyFile))
 		default:

@@ -180,3 +180,29 @@ func TestLastGoodStoreSurvivesAnUnwritableIndexCopy(t *testing.T) {
 		t.Error("the copy that could not be written is still there, to bring an older state back")
 	}
 }
+
+// A copy of the index older than the index (a version that keeps no copy
+// updated the index alone: a downgrade) still serves when the index
+// cannot, but the log says it may bring back a state from before.
+func TestLastGoodStoreSaysWhenItsCopyIsOlder(t *testing.T) {
+	dir := t.TempDir()
+	var logged strings.Builder
+	s := newLastGoodStore(dir, slog.New(slog.NewTextHandler(&logged, nil)))
+	if err := s.write(saveRequest{files: []model.SourceFile{{Path: "a.yaml", Data: []byte("first\n")}}}); err != nil {
+		t.Fatal(err)
+	}
+	index, cp := filepath.Join(dir, lastGoodDir, indexFile), filepath.Join(dir, lastGoodDir, indexCopyFile)
+	if err := os.WriteFile(index, []byte(`{"version":2,"files":[`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if sv, err := s.load(); err != nil || sv == nil || len(sv.files) != 1 || strings.Contains(logged.String(), "older than the index") {
+		t.Fatalf("a copy as old as the index: %+v, %v; log:\n%s", sv, err, logged.String())
+	}
+	hourAgo := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(cp, hourAgo, hourAgo); err != nil {
+		t.Fatal(err)
+	}
+	if sv, err := s.load(); err != nil || sv == nil || len(sv.files) != 1 || !strings.Contains(logged.String(), "older than the index") {
+		t.Fatalf("a copy an hour older: %+v, %v; log:\n%s", sv, err, logged.String())
+	}
+}
