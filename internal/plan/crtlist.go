@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/haroute/haroute/internal/render"
@@ -61,10 +62,10 @@ func sharedSNI(data []byte) map[string]bool {
 // crtListOps is the runtime work of a crt-list change.
 type crtListOps struct {
 	// replaced are the lines of certificates that keep their file but
-	// move to another host or change options, as they are to be;
-	// added are the lines added; deleted are the lines of certificates
-	// that go away.
-	replaced, added, deleted []crtLine
+	// move to another host or change options, as they are to be, and
+	// was the same lines as they were; added are the lines added;
+	// deleted are the lines of certificates that go away.
+	replaced, was, added, deleted []crtLine
 }
 
 // crtList diffs two crt-lists that differ. It returns the runtime work
@@ -92,7 +93,7 @@ func (d *differ) crtList(oldData, newData []byte) (crtListOps, bool) {
 	}
 
 	var ops crtListOps
-	moved := map[string]bool{}
+	moved := map[string]crtLine{}
 	for _, l := range olds {
 		if newLines[l.text] > 0 {
 			continue
@@ -102,7 +103,7 @@ func (d *differ) crtList(oldData, newData []byte) (crtListOps, bool) {
 			return reload(l.cert + " is on more than one line")
 		}
 		if newCerts[l.cert] {
-			moved[l.cert] = true
+			moved[l.cert] = l
 		} else {
 			ops.deleted = append(ops.deleted, l)
 		}
@@ -114,11 +115,12 @@ func (d *differ) crtList(oldData, newData []byte) (crtListOps, bool) {
 		if l.sni == "" || sniCount[l.sni] > 1 {
 			return reload(fmt.Sprintf("%s: SNI %q is not unique in the list", l.cert, l.sni))
 		}
-		if moved[l.cert] {
+		if was, ok := moved[l.cert]; ok {
 			if oldCerts[l.cert] != 1 || newLinesOf(news, l.cert) != 1 {
 				return reload(l.cert + " is on more than one line")
 			}
 			ops.replaced = append(ops.replaced, l)
+			ops.was = append(ops.was, was)
 			continue
 		}
 		ops.added = append(ops.added, l)
@@ -129,23 +131,73 @@ func (d *differ) crtList(oldData, newData []byte) (crtListOps, bool) {
 	return ops, true
 }
 
-// tlsOps turns the crt-list work into ops: lines replaced, certificates
-// loaded and lines added before anything routes to them (tlsAdds, first
+// tlsOps turns the crt-list work into ops: certificates loaded, lines
+// added and lines replaced before anything routes to them (tlsAdds, first
 // of the plan); lines deleted and certificates unloaded after the map
 // entries that routed to them are gone (tlsRemoves, last).
+//
+// No line may name a file whose content is not the line's: a line whose
+// host and certificate both change (a route moved to another host, with
+// the certificate for it) is deleted, its file replaced and the new line
+// added, in that order. Replaced in place as other lines are, the new
+// host was served the old host's certificate until the commit (20–60 ms
+// in an audit), and a host moved between two routes the other route's.
+// A name thus served by no line for a moment gets the default
+// certificate, the answer before it was added: so lines that take a name
+// over are added before the line that leaves it goes (added and
+// rehosted lines in dependency order, see rehostOrder).
 func (d *differ) tlsOps(ops crtListOps, loads, unloads []Op) {
 	list := absPath(d.desired.Input.Dir, render.CrtListFile)
 	d.tlsAdds = append(d.tlsAdds, loads...)
-	for _, l := range ops.replaced {
-		d.tlsAdds = append(d.tlsAdds, ReplaceCrtListLine{List: list, Cert: l.cert, Line: l.text})
-	}
 	for _, l := range ops.added {
 		d.tlsAdds = append(d.tlsAdds, AddCrtListLine{List: list, Line: l.text})
+	}
+	var rehosted []rehost
+	for i, l := range ops.replaced {
+		was := ops.was[i]
+		if k := slices.IndexFunc(d.certs, func(op Op) bool { c, ok := op.(SetCert); return ok && c.Path == l.cert }); k >= 0 && was.sni != l.sni {
+			rehosted = append(rehosted, rehost{was: was, now: l, set: d.certs[k].(SetCert)})
+			d.certs = slices.Delete(d.certs, k, k+1)
+			continue
+		}
+		d.tlsAdds = append(d.tlsAdds, ReplaceCrtListLine{List: list, Cert: l.cert, Line: l.text})
+	}
+	for _, r := range rehostOrder(rehosted) {
+		d.tlsAdds = append(d.tlsAdds, DeleteCrtListLine{List: list, Cert: r.was.cert}, r.set, AddCrtListLine{List: list, Line: r.now.text})
 	}
 	for _, l := range ops.deleted {
 		d.tlsRemoves = append(d.tlsRemoves, DeleteCrtListLine{List: list, Cert: l.cert})
 	}
 	d.tlsRemoves = append(d.tlsRemoves, unloads...)
+}
+
+// rehost is a certificate file whose line moves to another host and whose
+// content changes with it.
+type rehost struct {
+	was, now crtLine
+	set      SetCert
+}
+
+// rehostOrder orders rs so that the one taking over a host another leaves
+// goes first: that host then has a line whose file holds its certificate
+// at every moment (two, for a moment). A cycle (two routes swapping
+// hosts) is broken where it is found: one host has no line for the
+// moment its file is replaced.
+func rehostOrder(rs []rehost) []rehost {
+	out := make([]rehost, 0, len(rs))
+	for len(rs) > 0 {
+		next := 0
+		for i, r := range rs {
+			taken := slices.ContainsFunc(rs, func(o rehost) bool { return o.now.sni == r.was.sni && o.now.cert != r.now.cert })
+			if !taken {
+				next = i
+				break
+			}
+		}
+		out = append(out, rs[next])
+		rs = slices.Delete(slices.Clone(rs), next, next+1)
+	}
+	return out
 }
 
 // newLinesOf counts the lines of cert in lines.

@@ -648,6 +648,92 @@ func TestCompute(t *testing.T) {
 			wantSummary: "plan: runtime (5 operations, no reload)",
 		},
 		{
+			name: "a route with its own certificate moves host with a new certificate",
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				r := routeByName(t, d, "secure")
+				r.Host = "moved.example.com"
+				r.TLS.Certificate = "-----BEGIN CERTIFICATE-----\nTU9WRUQ=\n-----END CERTIFICATE-----"
+			},
+			// No line may name content that is not its own: the old line
+			// goes before the file is replaced, the new one comes after.
+			// Replaced in place, the new host was served the old host's
+			// certificate until the commit.
+			wantChanges: []string{
+				"runtime | host/path changed | default/secure | secure.example.com -> moved.example.com",
+				"runtime | crt-list changed | crt-list | +1 -1 lines",
+				"runtime | map changed | maps/http.map | +1 -1 entries",
+				"runtime | map changed | maps/http_host.map | +1 -1 entries",
+				"runtime | map changed | maps/https.map | +1 -1 entries",
+				"runtime | map changed | maps/https_host.map | +1 -1 entries",
+				"runtime | certificate changed | certs/default_secure.pem",
+			},
+			wantCommands: []string{
+				"del ssl crt-list /var/lib/haroute/bundle/crt-list " + certPath,
+				"set ssl cert " + certPath + " <<\n-----BEGIN CERTIFICATE-----\nTU9WRUQ=\n-----END CERTIFICATE-----\n" + testRouteKey + "\n",
+				"commit ssl cert " + certPath,
+				"add ssl crt-list /var/lib/haroute/bundle/crt-list <<\n" + certPath + " moved.example.com\n",
+				"add map /var/lib/haroute/bundle/maps/http.map moved.example.com/ be_edge_http:default:secure",
+				"del map /var/lib/haroute/bundle/maps/http.map secure.example.com/",
+				"add map /var/lib/haroute/bundle/maps/http_host.map moved.example.com be_edge_http:default:secure",
+				"del map /var/lib/haroute/bundle/maps/http_host.map secure.example.com",
+				"add map /var/lib/haroute/bundle/maps/https.map moved.example.com/ be_edge_http:default:secure",
+				"del map /var/lib/haroute/bundle/maps/https.map secure.example.com/",
+				"add map /var/lib/haroute/bundle/maps/https_host.map moved.example.com be_edge_http:default:secure",
+				"del map /var/lib/haroute/bundle/maps/https_host.map secure.example.com",
+			},
+			wantSummary: "plan: runtime (7 operations, no reload)",
+		},
+		{
+			name: "a host moves between two routes with their own certificates",
+			applied: func(t *testing.T, d *model.Desired) {
+				r := routeByName(t, d, "reen")
+				r.TLS.Certificate, r.TLS.Key = testRouteCert, testRouteKey
+			},
+			change: func(t *testing.T, d *model.Desired, in *render.Input) {
+				reen, secure := routeByName(t, d, "reen"), routeByName(t, d, "secure")
+				reen.TLS.Certificate, reen.TLS.Key = "-----BEGIN CERTIFICATE-----\nT1RIRVI=\n-----END CERTIFICATE-----", testRouteKey
+				reen.Host = "other.example.com"
+				secure.Host = "reen.example.com"
+				secure.TLS.Certificate = "-----BEGIN CERTIFICATE-----\nUkVFTg==\n-----END CERTIFICATE-----"
+			},
+			// secure takes reen.example.com over: its line is in place,
+			// with its own content, before reen's line for that name
+			// goes. The name is served by a line whose file holds a
+			// certificate meant for it at every moment.
+			wantCommands: []string{
+				"del ssl crt-list /var/lib/haroute/bundle/crt-list " + certPath,
+				"set ssl cert " + certPath + " <<\n-----BEGIN CERTIFICATE-----\nUkVFTg==\n-----END CERTIFICATE-----\n" + testRouteKey + "\n",
+				"commit ssl cert " + certPath,
+				"add ssl crt-list /var/lib/haroute/bundle/crt-list <<\n" + certPath + " reen.example.com\n",
+				"del ssl crt-list /var/lib/haroute/bundle/crt-list /var/lib/haroute/bundle/certs/default_reen.pem",
+				"set ssl cert /var/lib/haroute/bundle/certs/default_reen.pem <<\n-----BEGIN CERTIFICATE-----\nT1RIRVI=\n-----END CERTIFICATE-----\n" + testRouteKey + "\n",
+				"commit ssl cert /var/lib/haroute/bundle/certs/default_reen.pem",
+				"add ssl crt-list /var/lib/haroute/bundle/crt-list <<\n/var/lib/haroute/bundle/certs/default_reen.pem other.example.com\n",
+				"add map /var/lib/haroute/bundle/maps/http.map reen.example.com/ be_edge_http:default:secure",
+				"del map /var/lib/haroute/bundle/maps/http.map secure.example.com/",
+				"add map /var/lib/haroute/bundle/maps/http_host.map reen.example.com be_edge_http:default:secure",
+				"del map /var/lib/haroute/bundle/maps/http_host.map secure.example.com",
+				"set map /var/lib/haroute/bundle/maps/https.map reen.example.com/ be_edge_http:default:secure",
+				"add map /var/lib/haroute/bundle/maps/https.map other.example.com/ be_secure:default:reen",
+				"del map /var/lib/haroute/bundle/maps/https.map secure.example.com/",
+				"set map /var/lib/haroute/bundle/maps/https_host.map reen.example.com be_edge_http:default:secure",
+				"add map /var/lib/haroute/bundle/maps/https_host.map other.example.com be_secure:default:reen",
+				"del map /var/lib/haroute/bundle/maps/https_host.map secure.example.com",
+			},
+			wantChanges: []string{
+				"runtime | host/path changed | default/reen | reen.example.com -> other.example.com",
+				"runtime | host/path changed | default/secure | secure.example.com -> reen.example.com",
+				"runtime | crt-list changed | crt-list | +2 -2 lines",
+				"runtime | map changed | maps/http.map | +1 -1 entries",
+				"runtime | map changed | maps/http_host.map | +1 -1 entries",
+				"runtime | map changed | maps/https.map | +2 -2 entries",
+				"runtime | map changed | maps/https_host.map | +2 -2 entries",
+				"runtime | certificate changed | certs/default_reen.pem",
+				"runtime | certificate changed | certs/default_secure.pem",
+			},
+			wantSummary: "plan: runtime (10 operations, no reload)",
+		},
+		{
 			name: "a second certificate for a name already in the crt-list",
 			change: func(t *testing.T, d *model.Desired, in *render.Input) {
 				r := routeByName(t, d, "reen")

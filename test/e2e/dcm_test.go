@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -388,6 +390,77 @@ func TestCertificateReplacedWithoutReload(t *testing.T) {
 	must(t, err)
 	if body := readAll(resp); body != "one" {
 		t.Fatalf("https answered %q", body)
+	}
+}
+
+// A host that moves with its certificate (a route to a new host with the
+// certificate for it; the host it leaves taken by another route, with a
+// certificate of its own) is never served a certificate made for another
+// host. The crt-list line was replaced before the file: for 20–60 ms the
+// new host got the certificate of the old one, and the moved host the
+// other route's old one (audit T19). Clients handshake the whole time.
+func TestHostMovedWithItsCertificateNeverGetsAnother(t *testing.T) {
+	r := newRouter(t)
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	w := publish.NewAtomicWriter(r.dir)
+	host := func(k int) string { return fmt.Sprintf("h%d.e2e.test", k) }
+	pub := func(k int) { // a on h(k+1), b on h(k), each with a certificate for its host
+		ca, ka := makeCert(t, host(k+1), int64(1000+k))
+		cb, kb := makeCert(t, host(k), int64(2000+k))
+		must(t, w.Publish(files(
+			"router.yaml", r.routerConfig(""),
+			"routes.yaml", join(ownCertRouteYAML("a", host(k+1), "one", ca, ka), ownCertRouteYAML("b", host(k), "two", cb, kb)),
+			"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("two", two)),
+		)))
+	}
+	pub(0)
+	r.start("atomic")
+	r.eventually(20*time.Second, "first certificates served", func() error { return servedSerial(r, host(1), 1000) })
+	before := r.reloads()
+
+	var wrong []string
+	var mu sync.Mutex
+	probe := func(ctx context.Context, sni string) {
+		for ctx.Err() == nil {
+			conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", r.https), &tls.Config{ServerName: sni, InsecureSkipVerify: true})
+			if err != nil {
+				continue
+			}
+			cert := conn.ConnectionState().PeerCertificates[0]
+			conn.Close()
+			// The host's own certificate, or the default one while it
+			// has none (its name not yet or no longer served).
+			if cn := cert.Subject.CommonName; cn != sni && strings.HasSuffix(cn, ".e2e.test") {
+				mu.Lock()
+				wrong = append(wrong, fmt.Sprintf("%s got %s's certificate (serial %d)", sni, cn, cert.SerialNumber))
+				mu.Unlock()
+			}
+		}
+	}
+	for k := 1; k <= 6; k++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		var probes sync.WaitGroup
+		for _, sni := range []string{host(k), host(k + 1), host(k), host(k + 1)} {
+			probes.Add(1)
+			go func() { defer probes.Done(); probe(ctx, sni) }()
+		}
+		time.Sleep(100 * time.Millisecond)
+		pub(k) // a: h(k) -> h(k+1); b: h(k-1) -> h(k), which a leaves
+		r.eventually(20*time.Second, "the moved certificates served", func() error {
+			if err := servedSerial(r, host(k+1), int64(1000+k)); err != nil {
+				return err
+			}
+			return servedSerial(r, host(k), int64(2000+k))
+		})
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+		probes.Wait()
+	}
+	if len(wrong) > 0 {
+		t.Errorf("%d handshakes got another host's certificate, first: %s", len(wrong), wrong[0])
+	}
+	if got := r.reloads() - before; got != 0 {
+		t.Errorf("moving hosts with their certificates caused %d reloads, want 0", got)
 	}
 }
 
