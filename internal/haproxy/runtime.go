@@ -114,6 +114,19 @@ func (r *Runtime) execute(ctx context.Context, cmds []string, stopOnRefusal bool
 	resps := make([]Response, 0, len(cmds))
 	for i, c := range cmds {
 		out, err := s.roundTrip(wire[i])
+		for wait := certsLockedWait; err == nil && strings.Contains(out, certsLocked) && wait <= maxCertsLockedWait; wait *= 2 {
+			// Another session holds the certificate lock for a moment
+			// (an operator's `show ssl cert`, a monitoring scrape): the
+			// command did nothing, and goes again once it is free. Taken
+			// as a refusal, it cost a reload (audit T19).
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+				out, err = s.roundTrip(wire[i])
+				continue
+			}
+			break
+		}
 		if err != nil {
 			return resps, fmt.Errorf("runtime command %d %q: %w", i, firstLine(c), s.cause(err))
 		}
@@ -124,6 +137,16 @@ func (r *Runtime) execute(ctx context.Context, cmds []string, stopOnRefusal bool
 	}
 	return resps, nil
 }
+
+// certsLocked is what HAProxy answers a certificate, crt-list or CA file
+// command while another session holds the lock on them; the command is
+// tried again after certsLockedWait, doubled each time up to
+// maxCertsLockedWait (about 1.3 s in all).
+const (
+	certsLocked        = "Operations on certificates are currently locked!"
+	certsLockedWait    = 5 * time.Millisecond
+	maxCertsLockedWait = 640 * time.Millisecond
+)
 
 // session is one interactive connection to the admin socket.
 type session struct {

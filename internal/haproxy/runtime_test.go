@@ -1,18 +1,21 @@
 package haproxy
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -513,5 +516,68 @@ func TestBackendSessionsCountEveryConnection(t *testing.T) {
 	got, err = parseBackendSessions("# pxname,svname,scur,econ,wretr,wredis\nbe,s,2,1,0,0\n", "be")
 	if err != nil || got["s"] != (ServerUse{Conns: 2, Failed: 1}) {
 		t.Errorf("sessions only: %v, %v", got, err)
+	}
+}
+
+// A certificate command refused because another session holds the lock
+// on certificates (HAProxy's reply, from an admin socket standing in for
+// it: the lock is held only for the moment of another command) goes
+// again once it is free; one that stays locked is refused in the end.
+func TestCertificateCommandWaitsForTheLock(t *testing.T) {
+	const locked = "[3]: Can't update the certificate!\nOperations on certificates are currently locked!\n"
+	for _, tt := range []struct {
+		name     string
+		lockedN  int
+		wantSent int
+		wantErr  bool
+	}{
+		{"free after two tries", 2, 3, false},
+		{"never free", 1000, 9, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sock := filepath.Join(testutil.ShortTempDir(t), "admin.sock")
+			ln, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			var sent atomic.Int32
+			go func() {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				in := bufio.NewReader(conn)
+				for {
+					line, err := in.ReadString('\n')
+					if err != nil {
+						return
+					}
+					reply := ""
+					if strings.HasPrefix(line, "set ssl cert ") {
+						for payload, _ := in.ReadString('\n'); payload != "\n" && payload != ""; payload, _ = in.ReadString('\n') {
+						}
+						reply = "Transaction created for certificate /x.pem!\n"
+						if int(sent.Add(1)) <= tt.lockedN {
+							reply = locked
+						}
+					}
+					if _, err := conn.Write([]byte(reply + "\n> ")); err != nil {
+						return
+					}
+				}
+			}()
+			resps, err := NewRuntime(sock).Execute(context.Background(), []string{"set ssl cert /x.pem <<\n-----BEGIN CERTIFICATE-----"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := int(sent.Load()); got != tt.wantSent {
+				t.Errorf("sent %d times, want %d", got, tt.wantSent)
+			}
+			if gotErr := resps[0].Err() != nil; gotErr != tt.wantErr {
+				t.Errorf("reply %+v: error %v, want %v", resps[0], resps[0].Err(), tt.wantErr)
+			}
+		})
 	}
 }
