@@ -807,6 +807,8 @@ func (w *walker) routerConfigSpec(n *yaml.Node, spec *RouterConfigSpec) {
 			w.statsOptions(v, &spec.Stats)
 		case "httpEmptyRequestsPolicy":
 			spec.HTTPEmptyRequestsPolicy, _ = w.str(v)
+		case "idleConnectionTerminationPolicy":
+			spec.IdleConnectionTerminationPolicy, _ = w.str(v)
 		case "logging":
 			w.record(k)
 			w.logging(v, &spec.Logging)

@@ -66,6 +66,8 @@ type Settings struct {
 	HTTPRequestTimeout          time.Duration
 	// IgnoreEmptyRequests is httpEmptyRequestsPolicy: Ignore.
 	IgnoreEmptyRequests bool
+	// DeferIdleClose is idleConnectionTerminationPolicy: Deferred.
+	DeferIdleClose bool
 	// AccessLog is nil when requests are not logged.
 	AccessLog *AccessLog
 

@@ -232,8 +232,13 @@ type RouterConfigSpec struct {
 	// connections that time out before a request without a response
 	// or a log line (load balancer probes, browser preconnects).
 	HTTPEmptyRequestsPolicy string
-	Logging                 LoggingOptions
-	TLSSecurityProfile      *TLSSecurityProfile
+	// IdleConnectionTerminationPolicy is Immediate (the default) or
+	// Deferred: at a reload, the old process answers the next request of
+	// an idle keep-alive connection (with Connection: close) instead of
+	// closing it at once.
+	IdleConnectionTerminationPolicy string
+	Logging                         LoggingOptions
+	TLSSecurityProfile              *TLSSecurityProfile
 	// EndpointPublishingStrategy is read for hostNetwork.protocol only:
 	// haroute always listens on the host network.
 	EndpointPublishingStrategy EndpointPublishingStrategy

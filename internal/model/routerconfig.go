@@ -140,6 +140,7 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 	v.buffers(t, &s)
 	v.httpTimeouts(t, &s)
 	v.emptyRequests(spec.HTTPEmptyRequestsPolicy, &s)
+	v.idleClose(spec.IdleConnectionTerminationPolicy, &s)
 	s.AccessLog = v.accessLog(spec.Logging.Access)
 	v.tlsProfile(spec.TLSSecurityProfile, &s)
 	v.publishing(&spec.EndpointPublishingStrategy, &s)

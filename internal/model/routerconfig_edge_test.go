@@ -105,6 +105,20 @@ func TestRouterConfigBuffersAndTimeouts(t *testing.T) {
 			spec:  "  httpEmptyRequestsPolicy: Drop\n",
 			diags: []string{"rc.yaml:6:28: error: spec.httpEmptyRequestsPolicy: httpEmptyRequestsPolicy \"Drop\" is not one of Respond, Ignore"},
 		},
+		{
+			name: "idle connections closed at the next response",
+			spec: "  idleConnectionTerminationPolicy: Deferred\n",
+			want: func(s *Settings) { s.DeferIdleClose = true },
+		},
+		{
+			name: "Immediate is the default",
+			spec: "  idleConnectionTerminationPolicy: Immediate\n",
+		},
+		{
+			name:  "idle connection policy",
+			spec:  "  idleConnectionTerminationPolicy: deferred\n",
+			diags: []string{"rc.yaml:6:36: error: spec.idleConnectionTerminationPolicy: idleConnectionTerminationPolicy \"deferred\" is not one of Immediate, Deferred"},
+		},
 	})
 }
 

@@ -90,6 +90,24 @@ func (v *rcCheck) emptyRequests(policy string, s *Settings) {
 	}
 }
 
+// idleClose reads idleConnectionTerminationPolicy, as the
+// IngressController's: Immediate (HAProxy's default since 2.4) closes the
+// idle keep-alive connections of the old process at a reload, and a
+// request a client sends on one at that moment meets a closed
+// connection (a browser sends a GET again; a POST fails). Deferred keeps
+// them until their next request, answered with Connection: close, at the
+// cost of old processes that live on until then (or until the keep-alive
+// timeout, or hardStopAfter).
+func (v *rcCheck) idleClose(policy string, s *Settings) {
+	switch policy {
+	case "", "Immediate":
+	case "Deferred":
+		s.DeferIdleClose = true
+	default:
+		v.errorf("spec.idleConnectionTerminationPolicy", "idleConnectionTerminationPolicy %q is not one of Immediate, Deferred", policy)
+	}
+}
+
 func (v *rcCheck) publishing(e *EndpointPublishingStrategy, s *Settings) {
 	const f = "spec.endpointPublishingStrategy"
 	switch e.Type {

@@ -388,6 +388,7 @@ func (d *differ) router() {
 	reload("http2", a.HTTP2 != b.HTTP2, a.HTTP2, b.HTTP2)
 	reload("clientTLS", !reflect.DeepEqual(a.ClientTLS, b.ClientTLS), a.ClientTLS.String(), b.ClientTLS.String())
 	reload("httpEmptyRequestsPolicy", a.IgnoreEmptyRequests != b.IgnoreEmptyRequests, emptyRequestsPolicy(a), emptyRequestsPolicy(b))
+	reload("idleConnectionTerminationPolicy", a.DeferIdleClose != b.DeferIdleClose, idleClosePolicy(a), idleClosePolicy(b))
 
 	for _, c := range d.changes {
 		d.routerReload = d.routerReload || c.Mode == ModeReload
@@ -411,6 +412,13 @@ func (d *differ) router() {
 		namespaceOwnership(a), namespaceOwnership(b))
 	// Generated hosts move with the domain: map updates.
 	daemon("domain", a.Domain != b.Domain, a.Domain, b.Domain)
+}
+
+func idleClosePolicy(s model.Settings) string {
+	if s.DeferIdleClose {
+		return "Deferred"
+	}
+	return "Immediate"
 }
 
 func emptyRequestsPolicy(s model.Settings) string {

@@ -277,14 +277,16 @@ func TestCompute(t *testing.T) {
 				d.Router.HeaderBufferBytes = 65536
 				d.Router.HTTPKeepAliveTimeout = 75 * time.Second
 				d.Router.IgnoreEmptyRequests = true
+				d.Router.DeferIdleClose = true
 			},
-			wantReasons: []string{"router settings changed: headerBufferBytes", "router settings changed: httpKeepAliveTimeout", "router settings changed: httpEmptyRequestsPolicy"},
+			wantReasons: []string{"router settings changed: headerBufferBytes", "router settings changed: httpKeepAliveTimeout", "router settings changed: httpEmptyRequestsPolicy", "router settings changed: idleConnectionTerminationPolicy"},
 			wantChanges: []string{
 				"reload | router settings changed | headerBufferBytes | 32768 -> 65536",
 				"reload | router settings changed | httpKeepAliveTimeout | 5m0s -> 1m15s",
 				"reload | router settings changed | httpEmptyRequestsPolicy | Respond -> Ignore",
+				"reload | router settings changed | idleConnectionTerminationPolicy | Immediate -> Deferred",
 			},
-			wantSummary: "plan: reload (3 reasons: router settings changed: headerBufferBytes; router settings changed: httpKeepAliveTimeout; router settings changed: httpEmptyRequestsPolicy)",
+			wantSummary: "plan: reload (4 reasons: router settings changed: headerBufferBytes; router settings changed: httpKeepAliveTimeout; router settings changed: httpEmptyRequestsPolicy; router settings changed: idleConnectionTerminationPolicy)",
 		},
 		{
 			name: "router health check interval is one reason, not one per route",

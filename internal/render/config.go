@@ -508,6 +508,12 @@ func httpFrontendOptions(w *cfgWriter, s *model.Settings) {
 		// frontends take it: the TCP one would warn.
 		w.line("  option http-ignore-probes")
 	}
+	if s.DeferIdleClose {
+		// At a reload, an idle keep-alive connection's next request is
+		// answered (Connection: close) by the old process, not met by a
+		// closed connection. HTTP frontends only, as OpenShift has it.
+		w.line("  option idle-close-on-response")
+	}
 }
 
 // binds writes a frontend's bind line for each listen address. "::"

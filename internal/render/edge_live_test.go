@@ -150,6 +150,57 @@ func TestLiveEmptyRequests(t *testing.T) {
 	}
 }
 
+// TestLiveIdleConnectionTermination: at a reload, the old process closes
+// its idle keep-alive connections at once by default, and a request a
+// client sends on one then meets a closed connection; with
+// idleConnectionTerminationPolicy: Deferred it answers that request,
+// with Connection: close.
+func TestLiveIdleConnectionTermination(t *testing.T) {
+	for _, deferred := range []bool{false, true} {
+		t.Run(fmt.Sprintf("deferred=%v", deferred), func(t *testing.T) {
+			s := edgeSettings(t)
+			s.DeferIdleClose = deferred
+			r := startEdge(t, s, nil, route("t", "web", "web.example.com", "", svc("web", 100, echoBackend(t))))
+			c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", s.HTTPPort))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			in := bufio.NewReader(c)
+			get := func() (*http.Response, error) {
+				if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: web.example.com\r\n\r\n"); err != nil {
+					return nil, err
+				}
+				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				resp, err := http.ReadResponse(in, nil)
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				return resp, err
+			}
+			if resp, err := get(); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("first request: %v, %v", resp, err)
+			}
+			master, err := net.Dial("unix", r.in.RunDir+"/master.sock")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.WriteString(master, "reload\n")
+			_, _ = io.ReadAll(master)
+			master.Close()
+			time.Sleep(time.Second) // the new process serves, the old one stops
+			resp, err := get()
+			switch {
+			case deferred && (err != nil || resp.StatusCode != 200 || !resp.Close):
+				t.Errorf("Deferred: the idle connection's next request got %v (close %v), %v; want 200 with Connection: close", resp, resp != nil && resp.Close, err)
+			case !deferred && err == nil:
+				t.Errorf("Immediate: the idle connection answered %s after the reload; want it closed", resp.Status)
+			}
+		})
+	}
+}
+
 // logReader reads access log datagrams.
 type logReader struct {
 	t    *testing.T
