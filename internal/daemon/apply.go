@@ -448,6 +448,8 @@ func opName(op plan.Op) string {
 		return "map-edit"
 	case plan.SetCert:
 		return "set-cert"
+	case plan.RehostCert:
+		return "rehost-cert"
 	case plan.AddCert:
 		return "add-cert"
 	case plan.DeleteCert:

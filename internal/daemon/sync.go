@@ -463,7 +463,7 @@ func (d *Daemon) flushForLoad() error {
 func touchesCertificates(p plan.Plan) bool {
 	for _, op := range p.Ops {
 		switch op.(type) {
-		case plan.SetCert, plan.AddCert, plan.AddCrtListLine, plan.ReplaceCrtListLine, plan.AddCAFile:
+		case plan.SetCert, plan.AddCert, plan.AddCrtListLine, plan.ReplaceCrtListLine, plan.RehostCert, plan.AddCAFile:
 			return true
 		}
 	}

@@ -139,7 +139,7 @@ func (d *differ) crtList(oldData, newData []byte) (crtListOps, bool) {
 // No line may name a file whose content is not the line's: a line whose
 // host and certificate both change (a route moved to another host, with
 // the certificate for it) is deleted, its file replaced and the new line
-// added, in that order. Replaced in place as other lines are, the new
+// added, in that order (RehostCert). Replaced in place as other lines are, the new
 // host was served the old host's certificate until the commit (20–60 ms
 // in an audit), and a host moved between two routes the other route's.
 // A name thus served by no line for a moment gets the default
@@ -163,7 +163,7 @@ func (d *differ) tlsOps(ops crtListOps, loads, unloads []Op) {
 		d.tlsAdds = append(d.tlsAdds, ReplaceCrtListLine{List: list, Cert: l.cert, Line: l.text})
 	}
 	for _, r := range rehostOrder(rehosted) {
-		d.tlsAdds = append(d.tlsAdds, DeleteCrtListLine{List: list, Cert: r.was.cert}, r.set, AddCrtListLine{List: list, Line: r.now.text})
+		d.tlsAdds = append(d.tlsAdds, RehostCert{List: list, Cert: r.now.cert, PEM: r.set.PEM, Line: r.now.text})
 	}
 	for _, l := range ops.deleted {
 		d.tlsRemoves = append(d.tlsRemoves, DeleteCrtListLine{List: list, Cert: l.cert})

@@ -344,6 +344,31 @@ func certPayload(pem []byte) string {
 
 func (o SetCert) String() string { return "set ssl cert " + o.Path }
 
+// RehostCert moves a certificate's crt-list line to another host together
+// with new content (a route moved to another host, with the certificate
+// for it). No line may name content that is not its own, so the old line
+// goes before the content is committed and the new line comes after; the
+// content is staged first, so that a payload HAProxy refuses changes
+// nothing. Between the delete and the add, the old host has no line (the
+// default certificate), as it would once the change is done.
+type RehostCert struct {
+	List string
+	Cert string
+	PEM  []byte
+	Line string // the new line
+}
+
+func (o RehostCert) Commands() []string {
+	return []string{
+		"set ssl cert " + o.Cert + " <<\n" + certPayload(o.PEM),
+		"del ssl crt-list " + o.List + " " + o.Cert,
+		"commit ssl cert " + o.Cert,
+		"add ssl crt-list " + o.List + " <<\n" + o.Line + "\n",
+	}
+}
+
+func (o RehostCert) String() string { return "move ssl cert " + o.Cert + " to crt-list line " + o.Line }
+
 // AddCert loads a certificate file the running HAProxy does not hold yet
 // (a new route's own certificate): an empty store entry, its PEM, commit.
 // A crt-list line (AddCrtListLine) then serves it.
@@ -471,6 +496,7 @@ func (MapReplace) isOp()          {}
 func (ACLReplace) isOp()          {}
 func (MapEdit) isOp()             {}
 func (SetCert) isOp()             {}
+func (RehostCert) isOp()          {}
 
 func serverRef(be model.BackendName, srv model.ServerName) string {
 	return string(be) + "/" + string(srv)

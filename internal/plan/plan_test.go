@@ -656,10 +656,10 @@ func TestCompute(t *testing.T) {
 				r.Host = "moved.example.com"
 				r.TLS.Certificate = "-----BEGIN CERTIFICATE-----\nTU9WRUQ=\n-----END CERTIFICATE-----"
 			},
-			// No line may name content that is not its own: the old line
-			// goes before the file is replaced, the new one comes after.
-			// Replaced in place, the new host was served the old host's
-			// certificate until the commit.
+			// No line may name content that is not its own: the content
+			// is staged, the old line goes, the content is committed, the
+			// new line comes. Replaced in place, the new host was served
+			// the old host's certificate until the commit.
 			wantChanges: []string{
 				"runtime | host/path changed | default/secure | secure.example.com -> moved.example.com",
 				"runtime | crt-list changed | crt-list | +1 -1 lines",
@@ -670,8 +670,8 @@ func TestCompute(t *testing.T) {
 				"runtime | certificate changed | certs/default_secure.pem",
 			},
 			wantCommands: []string{
-				"del ssl crt-list /var/lib/haroute/bundle/crt-list " + certPath,
 				"set ssl cert " + certPath + " <<\n-----BEGIN CERTIFICATE-----\nTU9WRUQ=\n-----END CERTIFICATE-----\n" + testRouteKey + "\n",
+				"del ssl crt-list /var/lib/haroute/bundle/crt-list " + certPath,
 				"commit ssl cert " + certPath,
 				"add ssl crt-list /var/lib/haroute/bundle/crt-list <<\n" + certPath + " moved.example.com\n",
 				"add map /var/lib/haroute/bundle/maps/http.map moved.example.com/ be_edge_http:default:secure",
@@ -683,7 +683,7 @@ func TestCompute(t *testing.T) {
 				"add map /var/lib/haroute/bundle/maps/https_host.map moved.example.com be_edge_http:default:secure",
 				"del map /var/lib/haroute/bundle/maps/https_host.map secure.example.com",
 			},
-			wantSummary: "plan: runtime (7 operations, no reload)",
+			wantSummary: "plan: runtime (5 operations, no reload)",
 		},
 		{
 			name: "a host moves between two routes with their own certificates",
@@ -703,12 +703,12 @@ func TestCompute(t *testing.T) {
 			// goes. The name is served by a line whose file holds a
 			// certificate meant for it at every moment.
 			wantCommands: []string{
-				"del ssl crt-list /var/lib/haroute/bundle/crt-list " + certPath,
 				"set ssl cert " + certPath + " <<\n-----BEGIN CERTIFICATE-----\nUkVFTg==\n-----END CERTIFICATE-----\n" + testRouteKey + "\n",
+				"del ssl crt-list /var/lib/haroute/bundle/crt-list " + certPath,
 				"commit ssl cert " + certPath,
 				"add ssl crt-list /var/lib/haroute/bundle/crt-list <<\n" + certPath + " reen.example.com\n",
-				"del ssl crt-list /var/lib/haroute/bundle/crt-list /var/lib/haroute/bundle/certs/default_reen.pem",
 				"set ssl cert /var/lib/haroute/bundle/certs/default_reen.pem <<\n-----BEGIN CERTIFICATE-----\nT1RIRVI=\n-----END CERTIFICATE-----\n" + testRouteKey + "\n",
+				"del ssl crt-list /var/lib/haroute/bundle/crt-list /var/lib/haroute/bundle/certs/default_reen.pem",
 				"commit ssl cert /var/lib/haroute/bundle/certs/default_reen.pem",
 				"add ssl crt-list /var/lib/haroute/bundle/crt-list <<\n/var/lib/haroute/bundle/certs/default_reen.pem other.example.com\n",
 				"add map /var/lib/haroute/bundle/maps/http.map reen.example.com/ be_edge_http:default:secure",
@@ -733,7 +733,7 @@ func TestCompute(t *testing.T) {
 				"runtime | certificate changed | certs/default_reen.pem",
 				"runtime | certificate changed | certs/default_secure.pem",
 			},
-			wantSummary: "plan: runtime (10 operations, no reload)",
+			wantSummary: "plan: runtime (6 operations, no reload)",
 		},
 		{
 			name: "a second certificate for a name already in the crt-list",
