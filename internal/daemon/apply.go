@@ -59,6 +59,15 @@ func (d *Daemon) applyRuntime(ctx context.Context, p plan.Plan, next plan.State)
 // replacement's version from `prepare map`, a crt-list line's number)
 // sends what comes before, asks, and then sends them.
 func (d *Daemon) execute(ctx context.Context, ops []plan.Op) error {
+	var emptying []string
+	for _, op := range ops {
+		if r, ok := op.(plan.RemoveServer); ok {
+			emptying = append(emptying, string(r.Backend))
+		}
+	}
+	if len(emptying) > 0 {
+		d.sup.Emptying(emptying)
+	}
 	var batch []string
 	flush := func() error {
 		if len(batch) == 0 {

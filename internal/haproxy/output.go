@@ -32,10 +32,13 @@ type outputLog struct {
 	// spares starts the names of the backends haroute fills and empties
 	// itself (Options.SpareBackendPrefix).
 	spares string
+	// emptied are the backends haroute's own commands took servers out
+	// of lately (Supervisor.Emptying); nil for none.
+	emptied *emptiedBackends
 }
 
-func newOutputLog(r io.ReadCloser, log *slog.Logger, spares string) *outputLog {
-	o := &outputLog{log: log, eof: make(chan struct{}), spares: spares}
+func newOutputLog(r io.ReadCloser, log *slog.Logger, spares string, emptied *emptiedBackends) *outputLog {
+	o := &outputLog{log: log, eof: make(chan struct{}), spares: spares, emptied: emptied}
 	o.cond = sync.NewCond(&o.mu)
 	go o.read(r)
 	return o
@@ -60,7 +63,7 @@ func (o *outputLog) read(r io.ReadCloser) {
 			continue
 		}
 		o.flushStops()
-		o.log.Log(context.Background(), lineLevel(line, o.spares), "haproxy", "line", line)
+		o.log.Log(context.Background(), lineLevel(line, o.spares, o.emptied.recent), "haproxy", "line", line)
 		o.remember(line)
 	}
 }
@@ -206,7 +209,67 @@ func untag(line string) (string, bool) {
 	return line[end+2:], true
 }
 
-func lineLevel(line, spares string) slog.Level {
+// emptiedBackends remembers, for emptiedFor, the backends haroute took
+// servers out of: HAProxy's alert that such a backend has no server left
+// is the consequence of a change haroute logs itself (a route deleted, an
+// endpoint gone), not an alarm. 3.x does not say that the runtime API
+// caused it, and logged at error level, it paged operators for every
+// route deleted (audits T16, T19).
+type emptiedBackends struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// emptiedFor is how long a backend counts as emptied by haroute: the
+// alert follows the command within milliseconds. One a failing health
+// check empties within it is logged as routine too.
+const emptiedFor = 30 * time.Second
+
+func (e *emptiedBackends) mark(names []string, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.at == nil {
+		e.at = map[string]time.Time{}
+	}
+	for name, at := range e.at {
+		if now.Sub(at) > emptiedFor {
+			delete(e.at, name)
+		}
+	}
+	for _, name := range names {
+		e.at[name] = now
+	}
+}
+
+// recent reports whether backend was emptied by haroute within
+// emptiedFor; a nil e knows of none.
+func (e *emptiedBackends) recent(backend string) bool {
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	at, ok := e.at[backend]
+	return ok && time.Since(at) <= emptiedFor
+}
+
+// noServerBackend returns the backend of HAProxy's "backend … has no
+// server available!" alert: "backend 'be' …" on 2.6 (after "CLI : " when
+// a command caused it), "backend be …" on 3.x.
+func noServerBackend(msg string) (string, bool) {
+	msg, _ = strings.CutPrefix(msg, cliPrefix)
+	rest, ok := strings.CutPrefix(msg, "backend ")
+	if !ok {
+		return "", false
+	}
+	name, ok := strings.CutSuffix(rest, " has no server available!")
+	if !ok {
+		return "", false
+	}
+	return strings.Trim(name, "'"), true
+}
+
+func lineLevel(line, spares string, emptied func(backend string) bool) slog.Level {
 	msg, _ := untag(line)
 	// Caused by haroute's own runtime commands: 2.6 says so with "CLI :
 	// "; 3.x does not, but only an administrative action puts a server
@@ -227,6 +290,9 @@ func lineLevel(line, spares string) slog.Level {
 		// is an ALERT to HAProxy, and routine here (haroute logs the
 		// route's change itself).
 		return slog.LevelDebug
+	case func() bool { be, ok := noServerBackend(msg); return ok && emptied(be) }():
+		// Servers haroute took out: it logs the change itself.
+		return slog.LevelInfo
 	case strings.HasPrefix(line, "[ALERT]"), strings.HasPrefix(line, "[EMERG]"):
 		if byCLI {
 			// The last server of a route's backend deleted by haroute

@@ -73,6 +73,28 @@ func TestOutputLogRuntimeCommandsAreNotAlarms(t *testing.T) {
 	}
 }
 
+// A backend haroute took servers out of (a route deleted or gone to no
+// endpoints) has no server left as a consequence haroute logs itself:
+// HAProxy's alert is information, on 2.6 ("CLI : ") and on 3.x, which
+// does not say that the runtime API caused it (it was an error there,
+// paging for every route deleted). A backend a health check emptied keeps
+// its alert.
+func TestOutputLogAlertOfABackendHarouteEmptied(t *testing.T) {
+	got, _ := feedOutputEmptied([]string{
+		"[ALERT]    (14277) : CLI : backend 'be_http:ns:a' has no server available!",
+		"[ALERT]    (14277) : backend 'be_edge_http:ns:c' has no server available!",
+		"[ALERT]    (14277) : backend 'be_http:ns:b' has no server available!",
+	}, []string{"be_http:ns:a", "be_edge_http:ns:c"})
+	want := []string{
+		`level=INFO msg=haproxy line="[ALERT] CLI : backend 'be_http:ns:a' has no server available!"`,
+		`level=INFO msg=haproxy line="[ALERT] backend 'be_edge_http:ns:c' has no server available!"`,
+		`level=ERROR msg=haproxy line="[ALERT] backend 'be_http:ns:b' has no server available!"`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("logged:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // A stopping worker's "Proxy … stopped" lines (one per proxy, tagged and
 // copied: 22,000 at 10k routes) are logged as one line per burst, and the
 // cookie warnings of a server's checked twin are debug only.
@@ -107,7 +129,10 @@ func TestOutputLogSummarizesProxyStops(t *testing.T) {
 
 // feedOutput runs lines, as HAProxy printed them, through an outputLog
 // and returns what it logged (without timestamps), line by line.
-func feedOutput(lines []string) ([]string, *outputLog) {
+func feedOutput(lines []string) ([]string, *outputLog) { return feedOutputEmptied(lines, nil) }
+
+// feedOutputEmptied is feedOutput with the backends haroute emptied.
+func feedOutputEmptied(lines []string, emptied []string) ([]string, *outputLog) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
@@ -117,7 +142,9 @@ func feedOutput(lines []string) ([]string, *outputLog) {
 			return a
 		},
 	}))
-	o := newOutputLog(io.NopCloser(strings.NewReader(strings.Join(lines, "\n")+"\n")), log, "be_pool:")
+	e := &emptiedBackends{}
+	e.mark(emptied, time.Now())
+	o := newOutputLog(io.NopCloser(strings.NewReader(strings.Join(lines, "\n")+"\n")), log, "be_pool:", e)
 	o.waitEOF(10 * time.Second)
 	return strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n"), o
 }

@@ -72,7 +72,15 @@ type Supervisor struct {
 	// the ports stay open while a killed one is started again
 	// (listeners.go).
 	kept keptListeners
+	// emptied are the backends haroute's commands took servers out of
+	// lately, shared by every HAProxy's output log (Emptying).
+	emptied emptiedBackends
 }
+
+// Emptying tells the output logs that haroute is taking servers out of
+// backends: HAProxy's alert that one has no server left is then its own
+// change's consequence, logged as information.
+func (s *Supervisor) Emptying(backends []string) { s.emptied.mark(backends, time.Now()) }
 
 // NewSupervisor checks opts and finds the binary.
 func NewSupervisor(opts Options) (*Supervisor, error) {
@@ -268,7 +276,7 @@ func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, erro
 		sup:     s,
 		cmd:     cmd,
 		master:  NewMaster(s.MasterSocket()),
-		out:     newOutputLog(r, s.log.With("pid", cmd.Process.Pid), s.opts.SpareBackendPrefix),
+		out:     newOutputLog(r, s.log.With("pid", cmd.Process.Pid), s.opts.SpareBackendPrefix, &s.emptied),
 		log:     s.log,
 		softTTL: s.opts.SoftStopTimeout,
 		done:    make(chan struct{}),
