@@ -253,9 +253,9 @@ func (e *emptiedBackends) recent(backend string) bool {
 	return ok && time.Since(at) <= emptiedFor
 }
 
-// noServerBackend returns the backend of HAProxy's "backend … has no
-// server available!" alert: "backend 'be' …" on 2.6 (after "CLI : " when
-// a command caused it), "backend be …" on 3.x.
+// noServerBackend returns the backend of HAProxy's "backend 'be' has no
+// server available!" alert (after "CLI : " where 2.6 says a command
+// caused it; unquoted as the log target prints it).
 func noServerBackend(msg string) (string, bool) {
 	msg, _ = strings.CutPrefix(msg, cliPrefix)
 	rest, ok := strings.CutPrefix(msg, "backend ")
@@ -271,6 +271,7 @@ func noServerBackend(msg string) (string, bool) {
 
 func lineLevel(line, spares string, emptied func(backend string) bool) slog.Level {
 	msg, _ := untag(line)
+	emptiedBackend, noServer := noServerBackend(msg)
 	// Caused by haroute's own runtime commands: 2.6 says so with "CLI :
 	// "; 3.x does not, but only an administrative action puts a server
 	// in or out of maintenance.
@@ -290,7 +291,7 @@ func lineLevel(line, spares string, emptied func(backend string) bool) slog.Leve
 		// is an ALERT to HAProxy, and routine here (haroute logs the
 		// route's change itself).
 		return slog.LevelDebug
-	case func() bool { be, ok := noServerBackend(msg); return ok && emptied(be) }():
+	case noServer && emptied(emptiedBackend):
 		// Servers haroute took out: it logs the change itself.
 		return slog.LevelInfo
 	case strings.HasPrefix(line, "[ALERT]"), strings.HasPrefix(line, "[EMERG]"):

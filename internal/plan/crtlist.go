@@ -136,12 +136,13 @@ func (d *differ) crtList(oldData, newData []byte) (crtListOps, bool) {
 // of the plan); lines deleted and certificates unloaded after the map
 // entries that routed to them are gone (tlsRemoves, last).
 //
-// No line may name a file whose content is not the line's: a line whose
-// host and certificate both change (a route moved to another host, with
-// the certificate for it) is deleted, its file replaced and the new line
-// added, in that order (RehostCert). Replaced in place as other lines are, the new
-// host was served the old host's certificate until the commit (20–60 ms
-// in an audit), and a host moved between two routes the other route's.
+// No line may name a file whose content is not the line's: for a line
+// whose host and certificate both change (a route moved to another host,
+// with the certificate for it), the content is staged, the old line
+// deleted, the content committed and the new line added (RehostCert).
+// Replaced in place as other lines are, the new host was served the old
+// host's certificate until the commit (20–60 ms in an audit), and a host
+// moved between two routes the other route's.
 // A name thus served by no line for a moment gets the default
 // certificate, the answer before it was added: so lines that take a name
 // over are added before the line that leaves it goes (added and
