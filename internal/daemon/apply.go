@@ -117,14 +117,18 @@ func (d *Daemon) markPending(be model.BackendName, s model.ServerName, options s
 		d.pending[be] = map[model.ServerName]string{}
 	}
 	d.pending[be][s] = options
-	d.drainLooks[string(be)+"/"+string(s)] = drainLook{quietSince: time.Now(), failed: -1}
+	d.drainLooks[serverKey(be, s)] = drainLook{quietSince: time.Now(), failed: -1}
 }
+
+// serverKey is "backend/server", how lingering and drainLooks name a
+// server.
+func serverKey(be model.BackendName, s model.ServerName) string { return string(be) + "/" + string(s) }
 
 // unmarkPending notes server s of backend be as back, or gone.
 func (d *Daemon) unmarkPending(be model.BackendName, s model.ServerName) {
 	delete(d.pending[be], s)
-	delete(d.lingering, string(be)+"/"+string(s))
-	delete(d.drainLooks, string(be)+"/"+string(s))
+	delete(d.lingering, serverKey(be, s))
+	delete(d.drainLooks, serverKey(be, s))
 	if len(d.pending[be]) == 0 {
 		delete(d.drainWait, be)
 		delete(d.pending, be)
@@ -278,7 +282,7 @@ func (d *Daemon) deletePending(ctx context.Context) bool {
 		busy := false
 		for s := range d.pending[be] {
 			u, ok := conns[name][string(s)]
-			key := name + "/" + string(s)
+			key := serverKey(be, s)
 			switch look := d.drainLooks[key]; {
 			case !ok:
 				// Gone already (a reload dropped it); the next reload
@@ -390,7 +394,7 @@ func (d *Daemon) lingerLevel(be model.BackendName, s model.ServerName, err error
 	if !strings.Contains(err.Error(), "still has connections attached") {
 		return slog.LevelWarn
 	}
-	key := string(be) + "/" + string(s)
+	key := serverKey(be, s)
 	first, ok := d.lingering[key]
 	if !ok || now.Sub(first) >= lingerWarn {
 		d.lingering[key] = now

@@ -614,15 +614,8 @@ func (d *Daemon) shutdown() error {
 	if d.proc == nil {
 		return d.shutdownEarlier()
 	}
-	if d.opts.Handover != nil {
-		// Leave HAProxy serving for the next haroute (a restart), which
-		// takes it over without closing a port.
-		err := d.opts.Handover(d.proc.PID())
-		if err == nil {
-			d.log.Info("leaving haproxy running for the next haroute to take over; a reaper stops it if none has by the hand-over grace", "pid", d.proc.PID())
-			return nil
-		}
-		d.log.Warn("cannot hand haproxy over; stopping it", "err", err)
+	if d.handOver(d.proc.PID()) {
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -640,22 +633,30 @@ func (d *Daemon) shutdown() error {
 // alone, so a stop in that state left it serving unsupervised for good.
 func (d *Daemon) shutdownEarlier() error {
 	pid := d.sup.Earlier()
-	if pid == 0 {
+	if pid == 0 || d.handOver(pid) {
 		return nil
-	}
-	if d.opts.Handover != nil {
-		err := d.opts.Handover(pid)
-		if err == nil {
-			d.log.Info("leaving the haproxy an earlier haroute left running for the next haroute to take over; a reaper stops it if none has by the hand-over grace", "pid", pid)
-			return nil
-		}
-		d.log.Warn("cannot hand haproxy over; stopping it", "err", err)
 	}
 	d.log.Info("stopping the haproxy an earlier haroute left running", "pid", pid)
 	if err := d.sup.StopEarlier(pid, 10*time.Second); err != nil {
 		return fmt.Errorf("stop haproxy: %w", err)
 	}
 	return nil
+}
+
+// handOver leaves HAProxy master pid serving for the next haroute (a
+// restart), which takes it over without closing a port, when haroute runs
+// with a hand-over grace. It reports false when HAProxy is to be stopped
+// instead.
+func (d *Daemon) handOver(pid int) bool {
+	if d.opts.Handover == nil {
+		return false
+	}
+	if err := d.opts.Handover(pid); err != nil {
+		d.log.Warn("cannot hand haproxy over; stopping it", "err", err)
+		return false
+	}
+	d.log.Info("leaving haproxy running for the next haroute to take over; a reaper stops it if none has by the hand-over grace", "pid", pid)
+	return true
 }
 
 // routeStats reads HAProxy's per-backend traffic and names it by route,

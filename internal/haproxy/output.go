@@ -253,20 +253,14 @@ func (e *emptiedBackends) recent(backend string) bool {
 	return ok && time.Since(at) <= emptiedFor
 }
 
-// noServerBackend returns the backend of HAProxy's "backend 'be' has no
-// server available!" alert (after "CLI : " where 2.6 says a command
-// caused it; unquoted as the log target prints it).
+// noServerBackend returns the backend of HAProxy's "backend … has no
+// server available!" alert, in any of the forms asLogged reads.
 func noServerBackend(msg string) (string, bool) {
-	msg, _ = strings.CutPrefix(msg, cliPrefix)
-	rest, ok := strings.CutPrefix(msg, "backend ")
+	rest, ok := strings.CutPrefix(asLogged(msg), "backend ")
 	if !ok {
 		return "", false
 	}
-	name, ok := strings.CutSuffix(rest, " has no server available!")
-	if !ok {
-		return "", false
-	}
-	return strings.Trim(name, "'"), true
+	return strings.CutSuffix(rest, " has no server available!")
 }
 
 func lineLevel(line, spares string, emptied func(backend string) bool) slog.Level {

@@ -238,8 +238,9 @@ type ServerUse struct {
 // request is on the server, but for requests waiting the second between
 // a failed connection and its retry, which no count shows. Failed grows
 // with most failures, but not with one whose request is to be sent to
-// another server: only its redispatch, a second later, counts. Idle keep-alive connections are not counted: 3.x closes them
-// when the server is deleted, while 2.6 refuses the deletion ("still has
+// another server: only its redispatch, a second later, counts. Idle
+// keep-alive connections are not counted: 3.x closes them when the
+// server is deleted, while 2.6 refuses the deletion ("still has
 // connections attached") until they time out, which the caller retries.
 // From one `show stat` per backend, all over one connection: draining
 // servers in many backends costs one session, not one per backend or

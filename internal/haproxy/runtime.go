@@ -114,18 +114,12 @@ func (r *Runtime) execute(ctx context.Context, cmds []string, stopOnRefusal bool
 	resps := make([]Response, 0, len(cmds))
 	for i, c := range cmds {
 		out, err := s.roundTrip(wire[i])
-		for wait := certsLockedWait; err == nil && strings.Contains(out, certsLocked) && wait <= maxCertsLockedWait; wait *= 2 {
-			// Another session holds the certificate lock for a moment
-			// (an operator's `show ssl cert`, a monitoring scrape): the
-			// command did nothing, and goes again once it is free. Taken
-			// as a refusal, it cost a reload (audit T19).
-			select {
-			case <-ctx.Done():
-			case <-time.After(wait):
-				out, err = s.roundTrip(wire[i])
-				continue
-			}
-			break
+		// Another session holds the certificate lock for a moment (an
+		// operator's `show ssl cert`, a monitoring scrape): the command
+		// did nothing, and goes again once it is free. Taken as a
+		// refusal, it cost a reload (audit T19).
+		for wait := certsLockedWait; err == nil && strings.Contains(out, certsLocked) && wait <= maxCertsLockedWait && sleep(ctx, wait); wait *= 2 {
+			out, err = s.roundTrip(wire[i])
 		}
 		if err != nil {
 			return resps, fmt.Errorf("runtime command %d %q: %w", i, firstLine(c), s.cause(err))
@@ -147,6 +141,18 @@ const (
 	certsLockedWait    = 5 * time.Millisecond
 	maxCertsLockedWait = 640 * time.Millisecond
 )
+
+// sleep waits d, or less if ctx ends first; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
 
 // session is one interactive connection to the admin socket.
 type session struct {

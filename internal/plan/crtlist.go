@@ -62,11 +62,14 @@ func sharedSNI(data []byte) map[string]bool {
 // crtListOps is the runtime work of a crt-list change.
 type crtListOps struct {
 	// replaced are the lines of certificates that keep their file but
-	// move to another host or change options, as they are to be, and
-	// was the same lines as they were; added are the lines added;
+	// move to another host or change options; added are the lines added;
 	// deleted are the lines of certificates that go away.
-	replaced, was, added, deleted []crtLine
+	replaced       []lineMove
+	added, deleted []crtLine
 }
+
+// lineMove is a certificate's crt-list line as it was and as it is to be.
+type lineMove struct{ was, now crtLine }
 
 // crtList diffs two crt-lists that differ. It returns the runtime work
 // and whether the change can be made at runtime at all; when not, it has
@@ -119,8 +122,7 @@ func (d *differ) crtList(oldData, newData []byte) (crtListOps, bool) {
 			if oldCerts[l.cert] != 1 || newLinesOf(news, l.cert) != 1 {
 				return reload(l.cert + " is on more than one line")
 			}
-			ops.replaced = append(ops.replaced, l)
-			ops.was = append(ops.was, was)
+			ops.replaced = append(ops.replaced, lineMove{was: was, now: l})
 			continue
 		}
 		ops.added = append(ops.added, l)
@@ -142,11 +144,11 @@ func (d *differ) crtList(oldData, newData []byte) (crtListOps, bool) {
 // deleted, the content committed and the new line added (RehostCert).
 // Replaced in place as other lines are, the new host was served the old
 // host's certificate until the commit (20–60 ms in an audit), and a host
-// moved between two routes the other route's.
-// A name thus served by no line for a moment gets the default
-// certificate, the answer before it was added: so lines that take a name
-// over are added before the line that leaves it goes (added and
-// rehosted lines in dependency order, see rehostOrder).
+// moved between two routes the other route's. A name thus served by no
+// line for a moment gets the default certificate, the answer before it
+// was added: so lines that take a name over are added before the line
+// that leaves it goes (added and rehosted lines in dependency order, see
+// rehostOrder).
 func (d *differ) tlsOps(ops crtListOps, loads, unloads []Op) {
 	list := absPath(d.desired.Input.Dir, render.CrtListFile)
 	d.tlsAdds = append(d.tlsAdds, loads...)
@@ -154,17 +156,16 @@ func (d *differ) tlsOps(ops crtListOps, loads, unloads []Op) {
 		d.tlsAdds = append(d.tlsAdds, AddCrtListLine{List: list, Line: l.text})
 	}
 	var rehosted []rehost
-	for i, l := range ops.replaced {
-		was := ops.was[i]
-		if k := slices.IndexFunc(d.certs, func(op Op) bool { c, ok := op.(SetCert); return ok && c.Path == l.cert }); k >= 0 && was.sni != l.sni {
-			rehosted = append(rehosted, rehost{was: was, now: l, set: d.certs[k].(SetCert)})
+	for _, m := range ops.replaced {
+		if k := slices.IndexFunc(d.certs, func(op Op) bool { c, ok := op.(SetCert); return ok && c.Path == m.now.cert }); k >= 0 && m.was.sni != m.now.sni {
+			rehosted = append(rehosted, rehost{lineMove: m, pem: d.certs[k].(SetCert).PEM})
 			d.certs = slices.Delete(d.certs, k, k+1)
 			continue
 		}
-		d.tlsAdds = append(d.tlsAdds, ReplaceCrtListLine{List: list, Cert: l.cert, Line: l.text})
+		d.tlsAdds = append(d.tlsAdds, ReplaceCrtListLine{List: list, Cert: m.now.cert, Line: m.now.text})
 	}
 	for _, r := range rehostOrder(rehosted) {
-		d.tlsAdds = append(d.tlsAdds, RehostCert{List: list, Cert: r.now.cert, PEM: r.set.PEM, Line: r.now.text})
+		d.tlsAdds = append(d.tlsAdds, RehostCert{List: list, Cert: r.now.cert, PEM: r.pem, Line: r.now.text})
 	}
 	for _, l := range ops.deleted {
 		d.tlsRemoves = append(d.tlsRemoves, DeleteCrtListLine{List: list, Cert: l.cert})
@@ -173,10 +174,10 @@ func (d *differ) tlsOps(ops crtListOps, loads, unloads []Op) {
 }
 
 // rehost is a certificate file whose line moves to another host and whose
-// content changes with it.
+// content (pem) changes with it.
 type rehost struct {
-	was, now crtLine
-	set      SetCert
+	lineMove
+	pem []byte
 }
 
 // rehostOrder orders rs so that the one taking over a host another leaves

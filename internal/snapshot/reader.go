@@ -219,12 +219,8 @@ func (r *Reader) Read(ctx context.Context, dir string, mode Mode) (*Snapshot, er
 		if err == nil {
 			snap, err := r.readRoot(ctx, abs, m, root)
 			if err == nil && len(snap.Files) == 0 && isEmpty(root) && (m == ModeAtomic || m == ModeLink) {
-				point := DataLink
-				if m == ModeLink {
-					point = "the link"
-				}
-				return nil, fmt.Errorf("read config dir %s: %w: %s names an empty directory (a checkout or volume emptied?), which is not read as a generation without routes: publish one with files",
-					dir, ErrNotFound, point)
+				return nil, fmt.Errorf("read config dir %s: %w: its commit point (%s) names an empty directory (a checkout or volume emptied?), which is not read as a generation without routes: publish one with files",
+					dir, ErrNotFound, commitPointOf(m))
 			}
 			if err == nil {
 				snap.Attempts = attempt + 1
