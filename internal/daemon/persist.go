@@ -697,16 +697,8 @@ func (d *Daemon) restore() {
 	d.loader.RestoreRefusedMaterial(sv.refused)
 	res := d.loader.Load(sv.files)
 	sv.routes, sv.rivals = res.Desired.Routes, rivalsOf(res.Desired.Statuses)
-	switch {
-	case settings != nil:
+	if settings != nil {
 		d.loader.RestoreSettings(*settings)
-	case sv.routerConfig != nil || len(res.Objects.RouterConfigs) > 0 && !res.RouterConfigInForce():
-		// The saved RouterConfig does not load (a rule this version
-		// added refuses what an earlier one served): its loads committed
-		// the defaults, and an invalid RouterConfig in the tree fell
-		// back to them. An upgrade moved the router to 0.0.0.0:80, 443
-		// and 1936. With no good settings, it waits for a good one.
-		d.loader.ForgetSettings()
 	}
 	for _, f := range sv.files {
 		d.lastFiles[f.Path] = f

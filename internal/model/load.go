@@ -374,17 +374,15 @@ func (l *Loader) PreferDefinitions(defs map[RouteKey]string) { l.scratch.preferr
 // loaded it (a port taken meanwhile), are not.
 func (l *Loader) RestoreSettings(s Settings) { l.prev = &s }
 
-// ForgetSettings leaves the loader with no last good settings, as a new
-// one has: a load whose RouterConfig could not be used committed the
-// defaults in their place, which a later invalid RouterConfig would then
-// fall back to (ports 80, 443 and 1936 on every address) instead of
-// leaving the router unsettled (Result.RouterUnsettled).
-func (l *Loader) ForgetSettings() { l.prev = nil }
-
 // Commit makes res the last good state: its settings and the versions of
-// the objects it served.
+// the objects it served. Settings that only stood in for a RouterConfig
+// that could not be used (the last good ones, or the defaults when there
+// were none) are not made good: committed, the defaults became what a
+// later invalid RouterConfig fell back to, and a restart whose saved
+// RouterConfig a newer version refuses moved the router to ports 80, 443
+// and 1936 on every address instead of waiting (Result.RouterUnsettled).
 func (l *Loader) Commit(res Result) {
-	if res.Desired != nil {
+	if res.Desired != nil && (len(res.Objects.RouterConfigs) == 0 || res.RouterConfigInForce()) {
 		settings := res.Desired.Router
 		l.prev = &settings
 	}

@@ -164,6 +164,30 @@ func TestLoadAdmitsAndKeepsRouterConfig(t *testing.T) {
 	}
 }
 
+// A load whose only RouterConfig cannot be used commits no settings: the
+// defaults it stood on are no last good settings, and the next load of an
+// invalid RouterConfig leaves the router unsettled rather than on ports
+// 80, 443 and 1936 (a restart whose saved RouterConfig a newer version
+// refuses).
+func TestInvalidRouterConfigCommitsNoSettings(t *testing.T) {
+	bad := SourceFile{Path: "router.yaml", Data: []byte("apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec:\n  bindOptions:\n    ports: {http: 8082, https: 8082}\n")}
+	l := NewLoader()
+	if res := l.Load([]SourceFile{bad, routeFile("routes.yaml", "web")}); !res.RouterUnsettled {
+		t.Fatalf("first load unsettled %v, want true", res.RouterUnsettled)
+	}
+	if s := l.Settings(); s != nil {
+		t.Fatalf("settings committed from an unusable RouterConfig: http port %d", s.HTTPPort)
+	}
+	if res := l.Load([]SourceFile{bad, routeFile("routes.yaml", "web")}); !res.RouterUnsettled {
+		t.Errorf("second load unsettled %v, want true", res.RouterUnsettled)
+	}
+	// Without a RouterConfig, the defaults are the settings.
+	l.Load([]SourceFile{routeFile("routes.yaml", "web")})
+	if s := l.Settings(); s == nil || s.HTTPPort != 80 {
+		t.Errorf("settings without a RouterConfig: %+v, want the defaults", s)
+	}
+}
+
 // Which routes a load serves is chosen once for a set of routes and kept
 // while they stay (an endpoint change), but chosen again when the
 // RouterConfig's namespaces or route selector change with the routes
