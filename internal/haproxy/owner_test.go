@@ -326,7 +326,7 @@ func TestTakeoverDuringReloadKeepsConnections(t *testing.T) {
 
 	// Its reload starts, and the restarted haroute starts at once.
 	go func() { _, _ = earlier.Master().Reload(ctxT(t, 20*time.Second)) }()
-	time.Sleep(20 * time.Millisecond) // the master is loading again
+	untilMasterReloads(t, earlier.Master())
 	r.start(t)
 
 	if got := <-inFlight; got != "200 slow" {
@@ -338,6 +338,25 @@ func TestTakeoverDuringReloadKeepsConnections(t *testing.T) {
 	if got := r.get(t, ""); got != "200 b0" {
 		t.Errorf("GET after the takeover = %q, want %q", got, "200 b0")
 	}
+}
+
+// untilMasterReloads returns once m no longer answers: its master has
+// begun loading its configuration again. A fixed 20 ms sleep instead
+// raced the reload's start on a loaded machine, and the takeover then
+// met a master that still answered.
+func untilMasterReloads(t *testing.T, m *Master) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		_, err := m.ShowProc(ctx)
+		cancel()
+		if err != nil {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatal("the master never began its reload")
 }
 
 // A restarted haroute takes the earlier HAProxy over and soft-stops it;
