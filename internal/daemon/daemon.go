@@ -124,8 +124,11 @@ type Daemon struct {
 	sockets render.Sockets
 
 	// lastFiles keeps the last good content per path so an unreadable
-	// file keeps its objects; lastHash is the last snapshot processed.
+	// file keeps its objects; goneFiles, those of files the directory
+	// lost since a generation was last accepted whole (withLastGood);
+	// lastHash is the last snapshot processed.
 	lastFiles map[string]model.SourceFile
+	goneFiles map[string]model.SourceFile
 	lastHash  string
 	// writeRetryAt is when a generation that did not reach the disk (a
 	// full or read-only state dir) is tried again, zero when none waits:

@@ -520,12 +520,21 @@ func (d *Daemon) accept(gen generation) {
 	d.desiredWant = gen.result.Desired.Router.MaxConnections
 	d.pool = gen.pool
 	d.lastSync = time.Now()
-	d.loader.Commit(gen.result)
 	d.material = &gen.material
 	d.throttle.interval = gen.state.Desired.Router.ReloadInterval
-	if !gen.held {
-		// A restart while the guard holds a deletion keeps the saved
-		// state that still has the routes as its baseline.
+	if gen.held {
+		// What serves is not the directory's: the routes it drops are
+		// kept, and a rival of one waits on its served version. The
+		// result's versions are not last good (a stale rival's version
+		// admitted on a held host became its last good, and it lost
+		// both hosts once the directory came back whole), nor the
+		// files it lacks gone (withLastGood). A restart while the guard
+		// holds keeps the saved state that still has the routes as its
+		// baseline.
+		d.loader.CommitSettings(gen.result)
+	} else {
+		d.loader.Commit(gen.result)
+		d.goneFiles = nil
 		d.saveLastGood(gen)
 	}
 	d.clearErrorIfClean(gen.result)
@@ -575,6 +584,18 @@ func (d *Daemon) withLastGood(snap *snapshot.Snapshot) []model.SourceFile {
 	next := make(map[string]model.SourceFile, len(files))
 	for _, f := range files {
 		next[f.Path] = f
+		delete(d.goneFiles, f.Path)
+	}
+	for p, f := range d.lastFiles {
+		if _, ok := next[p]; !ok {
+			// Set aside until a generation without it is accepted
+			// whole: a file whose deletion the guard holds, back but
+			// unreadable, still has its last good content.
+			if d.goneFiles == nil {
+				d.goneFiles = map[string]model.SourceFile{}
+			}
+			d.goneFiles[p] = f
+		}
 	}
 	d.lastFiles = next
 	return files
@@ -583,14 +604,18 @@ func (d *Daemon) withLastGood(snap *snapshot.Snapshot) []model.SourceFile {
 // lastGoodUnder returns the last good files at path or, when path is a
 // directory that could not be listed, below it.
 func (d *Daemon) lastGoodUnder(path string) []model.SourceFile {
-	if f, ok := d.lastFiles[path]; ok {
-		return []model.SourceFile{f}
+	for _, files := range []map[string]model.SourceFile{d.lastFiles, d.goneFiles} {
+		if f, ok := files[path]; ok {
+			return []model.SourceFile{f}
+		}
 	}
 	var out []model.SourceFile
 	prefix := strings.TrimSuffix(path, "/") + "/"
-	for p, f := range d.lastFiles {
-		if strings.HasPrefix(p, prefix) {
-			out = append(out, f)
+	for _, files := range []map[string]model.SourceFile{d.lastFiles, d.goneFiles} {
+		for p, f := range files {
+			if strings.HasPrefix(p, prefix) {
+				out = append(out, f)
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })

@@ -483,3 +483,41 @@ func TestBrokenDocumentKeepsItsObjectOnly(t *testing.T) {
 		t.Errorf("fixed: b %q, c %q, %d stale; want b4, none, 0", servedHost(res.Desired, "b"), servedHost(res.Desired, "c"), res.StaleCount())
 	}
 }
+
+// A deletion the daemon holds back (its deletion guard) is evaluated but
+// not committed: a file that comes back broken meanwhile still has its
+// last good content, and a rival does not take its host. Once a result
+// without the file is committed, the file is gone for good. Evaluated,
+// the file's last good content was dropped at once, and the rival took
+// the host.
+func TestFileBackBrokenBeforeItsDeletionIsCommitted(t *testing.T) {
+	shop := SourceFile{Path: "shop.yaml", Data: []byte(routeYAML("shop", "shop.example.test"))}
+	rival := SourceFile{Path: "rival.yaml", Data: []byte(strings.Replace(routeYAML("rival", "shop.example.test"),
+		"namespace: ns", "namespace: ns\n  creationTimestamp: \"2000-01-01T00:00:00Z\"", 1))}
+	broken := SourceFile{Path: "shop.yaml", Data: []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: [shop\n")}
+
+	l := NewLoader()
+	l.Load([]SourceFile{shop})
+	l.Load([]SourceFile{shop, rival}) // the rival, older, loses to the route serving the host
+	held := l.Evaluate([]SourceFile{rival})
+	if got := servedHost(held.Desired, "rival"); got != "shop.example.test" {
+		t.Fatalf("without shop.yaml the rival serves %q, want shop.example.test", got)
+	}
+	l.CommitSettings(held) // held: its settings, not its versions
+	res := l.Evaluate([]SourceFile{broken, rival})
+	if got := servedHost(res.Desired, "shop"); got != "shop.example.test" {
+		t.Errorf("shop.yaml back broken before its deletion was committed: shop serves %q, want shop.example.test (its last good content)", got)
+	}
+	if got := servedHost(res.Desired, "rival"); got != "" {
+		t.Errorf("the rival serves %q, want nothing (shop keeps its host)", got)
+	}
+
+	l.Commit(l.Evaluate([]SourceFile{rival})) // the deletion applied
+	res = l.Evaluate([]SourceFile{broken, rival})
+	if got := servedHost(res.Desired, "shop"); got != "" {
+		t.Errorf("shop.yaml back broken after its deletion was committed: shop serves %q, want nothing", got)
+	}
+	if got := servedHost(res.Desired, "rival"); got != "shop.example.test" {
+		t.Errorf("the rival serves %q after shop's deletion was committed, want shop.example.test", got)
+	}
+}

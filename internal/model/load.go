@@ -80,6 +80,12 @@ func (l *Loader) routerUnsettled(objs Objects, admitDiags Diagnostics) bool {
 type Loader struct {
 	limits Limits
 	files  map[string]*fileState
+	// gone are the files of earlier loads absent from the last ones,
+	// until a Commit: a deletion the daemon holds back (the deletion
+	// guard) is not applied, so a file that comes back broken meanwhile
+	// still has its last good content. Dropped at once, it contributed
+	// nothing, and a rival route took its host.
+	gone map[string]*fileState
 	// prev is the last good router settings, handed to admission so that an
 	// invalid RouterConfig keeps the last good one in force.
 	prev *Settings
@@ -382,12 +388,23 @@ func (l *Loader) RestoreSettings(s Settings) { l.prev = &s }
 // RouterConfig a newer version refuses moved the router to ports 80, 443
 // and 1936 on every address instead of waiting (Result.RouterUnsettled).
 func (l *Loader) Commit(res Result) {
+	l.CommitSettings(res)
+	if res.next != nil {
+		l.good = res.next
+	}
+	l.gone = nil
+}
+
+// CommitSettings is the settings part of Commit alone, for a result that
+// is served only in part (the daemon's deletion guard keeps the routes it
+// drops): its objects' versions do not become last good. Committed, a
+// route the held result admitted on a held route's host became its last
+// good version, and once the directory came back whole it had none that
+// could serve.
+func (l *Loader) CommitSettings(res Result) {
 	if res.Desired != nil && (len(res.Objects.RouterConfigs) == 0 || res.RouterConfigInForce()) {
 		settings := res.Desired.Router
 		l.prev = &settings
-	}
-	if res.next != nil {
-		l.good = res.next
 	}
 }
 
@@ -532,6 +549,10 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 			continue // the snapshot reader never lists a path twice
 		}
 		present[f.Path] = true
+		if st, ok := l.gone[f.Path]; ok {
+			l.files[f.Path] = st // back before a commit: as it was
+			delete(l.gone, f.Path)
+		}
 		hash := all[i]
 		if st := l.files[f.Path]; st != nil && st.hash == hash {
 			continue
@@ -573,8 +594,12 @@ func (l *Loader) decodeWithMemos(files []SourceFile) (Objects, *memos, Diagnosti
 		}
 		st.good, st.memo = &objs, memo
 	}
-	for path := range l.files {
+	for path, st := range l.files {
 		if !present[path] {
+			if l.gone == nil {
+				l.gone = map[string]*fileState{}
+			}
+			l.gone[path] = st
 			delete(l.files, path)
 		}
 	}

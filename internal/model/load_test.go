@@ -40,6 +40,9 @@ func TestLoaderIncremental(t *testing.T) {
 		wantRoutes []string
 		wantDiags  []string
 		wantParsed int
+		// commit: the result is committed (what the daemon serves whole),
+		// which makes a removal final.
+		commit bool
 	}{
 		{
 			name:       "first load, path order",
@@ -92,19 +95,40 @@ func TestLoaderIncremental(t *testing.T) {
 			wantParsed: 5,
 		},
 		{
-			name:       "a file that breaks after a removal has nothing to keep",
+			// The daemon's deletion guard may hold a removal back.
+			name:       "a file back broken before its removal is committed keeps its last good objects",
+			files:      []SourceFile{routeFile("b.yaml", "b3"), broken("a.yaml")},
+			wantRoutes: []string{"a1", "b3"},
+			wantDiags: []string{
+				"a.yaml:1:1: warning: file has errors: its last good content stays in force",
+				"a.yaml:3:1: error: invalid YAML: did not find expected ',' or ']'",
+			},
+			wantParsed: 6,
+		},
+		{
+			name:       "a removal committed",
+			files:      []SourceFile{routeFile("b.yaml", "b3")},
+			wantRoutes: []string{"b3"},
+			wantParsed: 6,
+			commit:     true,
+		},
+		{
+			name:       "a file that breaks after a committed removal has nothing to keep",
 			files:      []SourceFile{routeFile("b.yaml", "b3"), broken("a.yaml")},
 			wantRoutes: []string{"b3"},
 			wantDiags: []string{
 				"a.yaml:1:1: note: file has errors: it contributes nothing until fixed",
 				"a.yaml:3:1: error: invalid YAML: did not find expected ',' or ']'",
 			},
-			wantParsed: 6,
+			wantParsed: 7,
 		},
 	}
 	l := NewLoader()
 	for _, s := range steps {
 		objs, diags := l.decode(s.files)
+		if s.commit {
+			l.Commit(Result{})
+		}
 		diags.Sort()
 		if got := routeNames(objs); !reflect.DeepEqual(got, s.wantRoutes) {
 			t.Errorf("%s: routes = %q, want %q", s.name, got, s.wantRoutes)

@@ -825,12 +825,22 @@ func TestTeardownDoesNotHandAHostToItsRival(t *testing.T) {
 	for _, c := range []struct {
 		name             string
 		restart, staleRv bool
-	}{{"rejected rival", false, false}, {"restart during the hold", true, false}, {"stale rival", false, true}} {
-		t.Run(c.name, func(t *testing.T) { teardownWithRival(t, c.restart, c.staleRv) })
+		// back is shop's file when the tree comes back: its own
+		// (""), or one that does not validate or parse, whose last good
+		// version must serve on.
+		back string
+	}{
+		{name: "rejected rival"},
+		{name: "restart during the hold", restart: true},
+		{name: "stale rival", staleRv: true},
+		{name: "back invalid", back: "port"},
+		{name: "back unparsable", back: "unparsable"},
+	} {
+		t.Run(c.name, func(t *testing.T) { teardownWithRival(t, c.restart, c.staleRv, c.back) })
 	}
 }
 
-func teardownWithRival(t *testing.T, restart, staleRival bool) {
+func teardownWithRival(t *testing.T, restart, staleRival bool, back string) {
 	r := newRouter(t)
 	r.deletionQuiet = 10 * time.Second
 	shop, steal, other := startBackend(t, "shop"), startBackend(t, "steal"), startBackend(t, "other")
@@ -891,9 +901,31 @@ func teardownWithRival(t *testing.T, restart, staleRival bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	must(t, w.Publish(tree(true, "shop.e2e.test")))
-	r.routeStatus("steal", rivalState)
-	r.serves("shop.e2e.test", "/", "shop")
+	// The tree comes back (other's route with it), shop's file as it
+	// was or broken: whatever of shop's it holds, its last good version
+	// keeps the host. The hold's result was taken for last good: a stale
+	// rival lost its own host, and shop's broken file handed shop's host
+	// to the rival at once.
+	whole := tree(true, "shop.e2e.test")
+	switch back {
+	case "port":
+		whole["shop.yaml"] = []byte(strings.Replace(shopYAML, "host: shop.e2e.test", "host: shop.e2e.test:80", 1))
+	case "unparsable":
+		whole["shop.yaml"] = []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: [shop\n")
+	}
+	mark := len(r.appliedSnapshot())
+	must(t, w.Publish(whole))
+	r.appliedSince(mark, 20*time.Second, "the tree back whole", func(d *model.Desired) bool {
+		i, ok := model.FindStatus(d.Statuses, model.RouteKey{Namespace: "e2e", Name: "other"})
+		return ok && d.Statuses[i].State == model.RouteAdmitted
+	})
+	if got := r.routeStatus("steal", rivalState); got.State != rivalState {
+		t.Errorf("the rival is %s once the tree is back, want %s", got.State, rivalState)
+	}
+	r.keepsServing("shop.e2e.test", "shop", 5, "the tree back")
+	if staleRival {
+		r.keepsServing("steal.e2e.test", "steal", 5, "the stale rival's last good version")
+	}
 	time.Sleep(12 * time.Second) // past the quiet period
 	if got, err := r.get("shop.e2e.test", "/"); err != nil || got != "shop" {
 		t.Errorf("after the quiet period: shop.e2e.test answered by %q (%v), want shop", got, err)
