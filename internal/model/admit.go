@@ -1127,6 +1127,10 @@ func olderFirst(a, b *AdmittedRoute) bool {
 	return a.Key.Name < b.Key.Name
 }
 
+// emptyService is a service of a route without endpoints, for its note:
+// at field, what is missing and until when.
+type emptyService struct{ field, what, until string }
+
 func duplicateService(before []ServiceBackend, name string) bool {
 	for i := range before {
 		if before[i].Name == name {
@@ -1147,6 +1151,7 @@ func resolveServices(c *candidate, idx endpointIndex) {
 	if len(ar.Services) > 1 {
 		seen = make(map[ServerName]string)
 	}
+	var empty []emptyService
 	for _, i := range claimOrder(ar.Services) {
 		svc := &ar.Services[i]
 		field := "spec.to.name"
@@ -1169,16 +1174,16 @@ func resolveServices(c *candidate, idx endpointIndex) {
 		}
 		res := idx.resolve(ns, svc.Name, c.route.Spec.Port)
 		// A service without endpoints is a state, not a mistake (not yet
-		// deployed, scaled to zero): a note, and the route answers 503. A
-		// targetPort that matches nothing is most likely a mistake.
+		// deployed, scaled to zero): a note, once it is known whether
+		// another service takes its share (empty). A targetPort that
+		// matches nothing is most likely a mistake.
 		switch {
 		case !res.found:
-			c.check.add(SeverityNote, c.check.pos(field), field,
-				fmt.Sprintf("no Endpoints or EndpointSlice found for service %q; %s until one appears", svc.Name, Answers503))
+			empty = append(empty, emptyService{field, fmt.Sprintf("no Endpoints or EndpointSlice found for service %q", svc.Name), " until one appears"})
 		case res.portMiss:
 			c.check.warnf(field, "service %q has no port matching targetPort %s", svc.Name, describeTargetPort(c.route.Spec.Port))
 		case len(res.endpoints) == 0:
-			c.check.add(SeverityNote, c.check.pos(field), field, fmt.Sprintf("service %q has no ready endpoints; %s", svc.Name, Answers503))
+			empty = append(empty, emptyService{field, fmt.Sprintf("service %q has no ready endpoints", svc.Name), ""})
 		}
 		svc.Servers = make([]Server, 0, len(res.endpoints))
 		for _, e := range res.endpoints {
@@ -1195,6 +1200,22 @@ func resolveServices(c *candidate, idx endpointIndex) {
 				seen[name] = svc.Name
 			}
 			svc.Servers = append(svc.Servers, Server{Name: name, Address: addr, Port: e.port, H2C: e.h2c})
+		}
+	}
+	if len(empty) > 0 {
+		// The route answers 503 only when no service with a weight has
+		// servers: otherwise the others take the empty one's share, as
+		// on OpenShift (its weights count only services with
+		// endpoints). The note said 503 while the route served.
+		consequence := Answers503
+		for _, svc := range ar.Services {
+			if svc.Weight > 0 && len(svc.Servers) > 0 {
+				consequence = "the route's other services take its share"
+				break
+			}
+		}
+		for _, e := range empty {
+			c.check.add(SeverityNote, c.check.pos(e.field), e.field, e.what+"; "+consequence+e.until)
 		}
 	}
 	spreadWeights(ar.Services)

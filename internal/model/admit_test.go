@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/big"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -1026,5 +1027,42 @@ func TestWeightZeroServiceYieldsItsEndpoints(t *testing.T) {
 				t.Errorf("servers = %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// A service of a route without endpoints leaves its share to the route's
+// other services, as on OpenShift: its note says so, and says 503 only
+// when no service with a weight has servers. It said 503 while another
+// service served the route.
+func TestEmptyServiceNoteSaysWhoServes(t *testing.T) {
+	route := func(otherWeight int) SourceFile {
+		return SourceFile{Path: "r.yaml", Data: fmt.Appendf(nil, `apiVersion: route.openshift.io/v1
+kind: Route
+metadata: {name: r, namespace: ns}
+spec:
+  host: r.example.test
+  to: {kind: Service, name: gone, weight: 100}
+  alternateBackends:
+  - {kind: Service, name: web, weight: %d}
+`, otherWeight)}
+	}
+	eps := SourceFile{Path: "eps.yaml", Data: []byte(`apiVersion: v1
+kind: Endpoints
+metadata: {name: web, namespace: ns}
+subsets:
+- addresses: [{ip: 10.0.0.1}]
+  ports: [{port: 8080}]
+`)}
+	for _, c := range []struct {
+		weight int
+		want   string
+	}{
+		{50, `r.yaml:6:29: note: spec.to.name: no Endpoints or EndpointSlice found for service "gone"; the route's other services take its share until one appears`},
+		{0, `r.yaml:6:29: note: spec.to.name: no Endpoints or EndpointSlice found for service "gone"; the route answers 503 until one appears`},
+	} {
+		res := NewLoader().Load([]SourceFile{route(c.weight), eps})
+		if got := diagStrings(res.Diagnostics); !slices.Contains(got, c.want) {
+			t.Errorf("web at weight %d: diagnostics %q, want %q", c.weight, got, c.want)
+		}
 	}
 }

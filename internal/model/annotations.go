@@ -182,6 +182,20 @@ func parseIPAllowlist(v string) (list, bad []string) {
 // parseHSTS validates a Strict-Transport-Security value of the form
 // max-age=N[;includeSubDomains][;preload] (directives case-insensitive, in
 // any order, spaces around ';' allowed) and returns it normalized.
+// maxHSTSDigits bounds max-age's digits: OpenShift takes any number of
+// them, and 2147483647 (ten, a value operators use) was refused when
+// they were read as a port's. 20 hold any 64-bit count of seconds.
+const maxHSTSDigits = 20
+
+// isSeconds reports whether s is max-age's delta-seconds: digits only, at
+// most maxHSTSDigits of them.
+func isSeconds(s string) bool {
+	if s == "" || len(s) > maxHSTSDigits {
+		return false
+	}
+	return strings.Trim(s, "0123456789") == ""
+}
+
 func parseHSTS(v string) (string, error) {
 	var maxAge string
 	var sub, preload bool
@@ -200,8 +214,8 @@ func parseHSTS(v string) (string, error) {
 					value = "-"
 				}
 			}
-			if _, ok := allDigits(value); !ok || maxAge != "" {
-				return "", fmt.Errorf("value %q: max-age must be given once, as a number of seconds", v)
+			if !isSeconds(value) || maxAge != "" {
+				return "", fmt.Errorf("value %q: max-age must be given once, as a number of seconds (at most %d digits)", v, maxHSTSDigits)
 			}
 			maxAge = value
 		case strings.EqualFold(d, "includeSubDomains"):

@@ -118,11 +118,16 @@ func TestAnnotations(t *testing.T) {
 			want: def(func(b *BackendSettings) { b.HSTSHeader = "max-age=31536000;includeSubDomains;preload" })},
 		{name: "hsts as OpenShift's pattern spells it", term: TerminationEdge, ann: map[string]string{AnnotationHSTSHeader: `preload ; max-age = "10";preload; INCLUDESUBDOMAINS`},
 			want: def(func(b *BackendSettings) { b.HSTSHeader = "max-age=10;includeSubDomains;preload" })},
+		{name: "hsts with a ten-digit max-age, as OpenShift takes it", term: TerminationEdge, ann: map[string]string{AnnotationHSTSHeader: "max-age=2147483647"},
+			want: def(func(b *BackendSettings) { b.HSTSHeader = "max-age=2147483647" })},
+		{name: "hsts with a max-age too long", term: TerminationEdge, ann: map[string]string{AnnotationHSTSHeader: "max-age=123456789012345678901"}, want: def(nil), diag: []string{
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: value "max-age=123456789012345678901": max-age must be given once, as a number of seconds (at most 20 digits); annotation ignored`,
+		}},
 		{name: "hsts with a quote left open", term: TerminationEdge, ann: map[string]string{AnnotationHSTSHeader: `max-age="10`}, want: def(nil), diag: []string{
-			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: value "max-age=\"10": max-age must be given once, as a number of seconds; annotation ignored`,
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: value "max-age=\"10": max-age must be given once, as a number of seconds (at most 20 digits); annotation ignored`,
 		}},
 		{name: "hsts invalid", term: TerminationReencrypt, ann: map[string]string{AnnotationHSTSHeader: "max-age=1y"}, want: def(nil), diag: []string{
-			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: value "max-age=1y": max-age must be given once, as a number of seconds; annotation ignored`,
+			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: value "max-age=1y": max-age must be given once, as a number of seconds (at most 20 digits); annotation ignored`,
 		}},
 		{name: "hsts without max-age", term: TerminationEdge, ann: map[string]string{AnnotationHSTSHeader: "preload"}, want: def(nil), diag: []string{
 			`ns-r.yaml:30:5: warning: metadata.annotations.haproxy.router.openshift.io/hsts_header: value "preload" has no max-age; annotation ignored`,

@@ -313,7 +313,7 @@ func validateServices(c *routeCheck, spec *RouteSpec) []ServiceBackend {
 			if ref.Name != "" {
 				// OpenShift admits any service name a route gives; one no
 				// Service can carry just never has endpoints.
-				sev, msg = SeverityWarning, msg+": no Service can have it, so this service never has endpoints ("+Answers503+" for its share), as on OpenShift"
+				sev, msg = SeverityWarning, msg+": no Service can have it, so this service never has endpoints, as on OpenShift (its share goes to the route's other services; "+Answers503+" if it has none)"
 			}
 			c.add(sev, c.pos(prefix+".name", prefix), prefix+".name", msg)
 		}

@@ -126,7 +126,7 @@ func TestValidateRoute(t *testing.T) {
 			`ns-r.yaml:14:7: error: spec.to.name: service name is required`,
 		}},
 		{name: "service name no Service can have", edit: func(r *Route) { r.Spec.To.Name = "web.svc" }, want: []string{
-			`ns-r.yaml:14:7: warning: spec.to.name: service name "web.svc" is not a valid DNS-1123 label (lowercase letters, digits and '-', at most 63, starting and ending alphanumeric): no Service can have it, so this service never has endpoints (the route answers 503 for its share), as on OpenShift`,
+			`ns-r.yaml:14:7: warning: spec.to.name: service name "web.svc" is not a valid DNS-1123 label (lowercase letters, digits and '-', at most 63, starting and ending alphanumeric): no Service can have it, so this service never has endpoints, as on OpenShift (its share goes to the route's other services; the route answers 503 if it has none)`,
 		}},
 		{name: "service name empty", edit: func(r *Route) { r.Spec.To.Name = "" }, want: []string{
 			`ns-r.yaml:14:7: error: spec.to.name: service name is required`,
