@@ -151,8 +151,15 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		if held := d.holdDeletion(snap, gen.state); held != holdNothing {
 			d.lastHash = "" // read again when the guard's timer fires
 			if d.applied.Desired == nil && d.restored != nil {
-				// Held at start: serve the saved state meanwhile.
-				return d.serveRestored(ctx, "the deletion guard holds the directory at start")
+				// Held at start: serve the saved state meanwhile, then at
+				// once what the directory changes besides the drops
+				// (withoutDrops, against the saved state now served). A
+				// held generation is never saved: a route added during
+				// the hold waited for whatever read came next.
+				if err := d.serveRestored(ctx, "the deletion guard holds the directory at start"); err != nil || d.applied.Desired == nil {
+					return err
+				}
+				return d.sync(ctx, true)
 			}
 			g, ok := d.withoutDrops(gen)
 			if held == holdAll || !ok {

@@ -932,6 +932,32 @@ func teardownWithRival(t *testing.T, restart, staleRival bool, back string) {
 	}
 }
 
+// A restart while the deletion guard holds a teardown serves the saved
+// state, which a held generation never replaces: a route added during the
+// hold waited for whatever read came next (T22). It is applied at once,
+// against the saved state, and the held routes serve on.
+func TestRouteAddedDuringAHoldServesAcrossARestart(t *testing.T) {
+	r := newRouter(t)
+	r.deletionQuiet = 10 * time.Second
+	a, b, n := startBackend(t, "a"), startBackend(t, "b"), startBackend(t, "n")
+	w := publish.NewAtomicWriter(r.dir)
+	eps := join(endpointsYAML("a", a), endpointsYAML("b", b), endpointsYAML("n", n))
+	must(t, w.Publish(files("router.yaml", r.routerConfig(""), "endpoints.yaml", eps,
+		"a.yaml", routeYAML("a", "a.e2e.test", "", "a"), "b.yaml", routeYAML("b", "b.e2e.test", "", "b"))))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "a")
+	// Both routes dropped (held), a new one added (applied).
+	must(t, w.Publish(files("router.yaml", r.routerConfig(""), "endpoints.yaml", eps,
+		"n.yaml", routeYAML("n", "n.e2e.test", "", "n"))))
+	r.serves("n.e2e.test", "/", "n")
+	time.Sleep(500 * time.Millisecond) // the save runs off the loop
+	r.stop()
+	r.start("atomic")
+	r.servesWithin(time.Second, "n.e2e.test", "/", "n")
+	r.keepsServing("a.e2e.test", "a", 3, "a restart during the hold")
+	r.keepsServing("b.e2e.test", "b", 3, "a restart during the hold")
+}
+
 // A route and its Endpoints moved to a new file and edited (another
 // backend), the old file left broken: the new definitions serve, as
 // `check` says. The broken file's last good copy served instead, and the
