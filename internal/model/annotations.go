@@ -179,9 +179,6 @@ func parseIPAllowlist(v string) (list, bad []string) {
 	return list, bad
 }
 
-// parseHSTS validates a Strict-Transport-Security value of the form
-// max-age=N[;includeSubDomains][;preload] (directives case-insensitive, in
-// any order, spaces around ';' allowed) and returns it normalized.
 // maxHSTSDigits bounds max-age's digits: OpenShift takes any number of
 // them, and 2147483647 (ten, a value operators use) was refused when
 // they were read as a port's. 20 hold any 64-bit count of seconds.
@@ -196,6 +193,9 @@ func isSeconds(s string) bool {
 	return strings.Trim(s, "0123456789") == ""
 }
 
+// parseHSTS validates a Strict-Transport-Security value of the form
+// max-age=N[;includeSubDomains][;preload] (directives case-insensitive, in
+// any order, spaces around ';' allowed) and returns it normalized.
 func parseHSTS(v string) (string, error) {
 	var maxAge string
 	var sub, preload bool
