@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/haroute/haroute/internal/model"
@@ -232,4 +233,64 @@ func TestAdoptEarlierBindings(t *testing.T) {
 			t.Fatalf("topped-up slot %s numbered before the adopted one", sp.Slot)
 		}
 	}
+}
+
+// A reload trims the spares no route is bound to down to what each class
+// keeps: the backends deleted routes left as spares first, then those
+// still draining, then the newest slots. Nothing trimmed them before, and
+// the pool grew by a backend per deletion until a restart.
+func TestReloadTrimsThePool(t *testing.T) {
+	s := model.DefaultSettings()
+	s.DynamicConfigManager = true
+	desired := &model.Desired{Router: s}
+	for i := range 100 {
+		r := model.SpareRoute(model.TerminationNone, false, "x", &s)
+		r.Key, r.Slot = model.RouteKey{Namespace: "ns", Name: fmt.Sprint("r", i)}, ""
+		desired.Routes = append(desired.Routes, &r)
+	}
+	http := spareClass{t: model.TerminationNone}
+	st := poolState{settings: s}.topUp(desired) // 16 free
+	var kept []model.AdmittedRoute
+	for i := range 3 {
+		kept = append(kept, spareOf(http, model.BackendName(fmt.Sprintf("be_http:ns:gone%d", i)), &s))
+	}
+	st = st.withKept(kept, nil) // 19 free or draining
+	st = st.bind(model.RouteKey{Namespace: "ns", Name: "bound"}, 0)
+	trimmed := st.trimmed(desired)
+	left := 0
+	for _, sp := range kept {
+		if trimmed.slotNamed(sp.Slot) >= 0 {
+			left++
+		}
+	}
+	// 18 unbound (one of the 19 is bound), 16 kept: two go, both
+	// deleted routes' backends.
+	if dropped := len(st.spares) - len(trimmed.spares); dropped != 2 || left != 1 {
+		t.Errorf("trimmed %d spares, %d deleted routes' backends left (%v); want 2 and 1", dropped, left, slotsOf(trimmed))
+	}
+	if trimmed.slotNamed(st.spares[0].Slot) < 0 {
+		t.Errorf("the bound slot %s was trimmed", st.spares[0].Slot)
+	}
+
+	// Beyond the deleted routes' backends, draining ones, then the newest.
+	st = poolState{settings: s}.topUp(desired)
+	st.spares = append(slices.Clone(st.spares), spareOf(http, "be_pool:http:902", &s), spareOf(http, "be_pool:http:903", &s))
+	st.draining = map[model.BackendName]bool{"be_pool:http:1": true}
+	got := st.trimmed(desired)
+	for slot, want := range map[model.BackendName]bool{"be_pool:http:1": false, "be_pool:http:2": true, "be_pool:http:902": true, "be_pool:http:903": false} {
+		if have := got.slotNamed(slot) >= 0; have != want {
+			t.Errorf("after the trim, slot %s there: %v, want %v (%v)", slot, have, want, slotsOf(got))
+		}
+	}
+	if n := got.freeCounts()[http]; n != 16 {
+		t.Errorf("%d free after the trim, want 16", n)
+	}
+}
+
+func slotsOf(st poolState) []model.BackendName {
+	var out []model.BackendName
+	for _, sp := range st.spares {
+		out = append(out, sp.Slot)
+	}
+	return out
 }

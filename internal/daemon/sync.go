@@ -303,12 +303,13 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 		p.Reload = true
 		p.Reasons = append(p.Reasons, plan.Reason{Kind: plan.KindHeal, Subject: "haproxy runs the files left on disk"})
 	}
-	// Only a reload asks whether the pool is low: counting 10k routes by
-	// class is not for every runtime change.
-	if low := p.Reload && gen.pool.low(next.Desired); p.Reload && (low || gen.maxConnKept || gen.pool.hasRetired()) {
+	// Only a reload asks whether the pool is low, or holds more than it
+	// keeps: counting 10k routes by class is not for every runtime change.
+	refill := p.Reload && (gen.pool.low(next.Desired) || gen.pool.hasRetired() || len(gen.pool.excess(next.Desired)) > 0)
+	if p.Reload && (refill || gen.maxConnKept) {
 		// A reload anyway: it loads a fresh descriptor fit, tops the
-		// pool up and drops the backends of deleted routes.
-		if g, err := d.withPool(gen, gen.fitted, low || d.refill || gen.pool.hasRetired()); err == nil {
+		// pool up, trims it, and drops the backends of deleted routes.
+		if g, err := d.withPool(gen, gen.fitted, refill || d.refill); err == nil {
 			g.maxConnKept = false
 			gen, next = g, g.state
 			p = plan.Compute(base, next)

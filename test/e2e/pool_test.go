@@ -626,13 +626,17 @@ func TestNewRouteMetricsDoNotInheritADeletedRoutesTraffic(t *testing.T) {
 // A route loaded at start has a backend of its own; when it is deleted
 // and that backend reads like no spare (a cookie name of its own), it
 // reloaded. It stays rendered, emptied, out of the pool, until the next
-// reload drops it; the same route added again goes back to it.
+// reload drops it; the same route added again goes back to it. One that
+// reads like a spare stays as one, and the next reload drops it too,
+// beyond what the pool keeps: every reload kept them, and the pool grew
+// by a backend per deletion until a restart (T21).
 func TestDeletedRouteWithItsOwnSettingsDoesNotReload(t *testing.T) {
 	for _, tc := range []struct{ name, route string }{
 		{"cookie name", reloadingRouteYAML("c", "c.e2e.test", "one")},
 		// The replace-path rule holds the route's path: the emptied
 		// backend lost it, and so read unlike the running one.
 		{"rewrite-target", annotated(routeYAML("c", "c.e2e.test", "/", "one"), "haproxy.router.openshift.io/rewrite-target", "/v2")},
+		{"reads like a spare", routeYAML("c", "c.e2e.test", "", "one")},
 	} {
 		t.Run(tc.name, func(t *testing.T) { deleteOwnBackendRoute(t, tc.route) })
 	}
