@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -190,6 +191,7 @@ func (d *Daemon) withoutDrops(gen generation) (generation, bool) {
 		return gen, false
 	}
 	g.fitted, g.held = &merged, true
+	g.keep = slices.Concat(keptKeys, slices.Collect(maps.Keys(waiting)))
 	return g, true
 }
 

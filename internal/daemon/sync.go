@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -266,8 +267,10 @@ type generation struct {
 	maxConnKept bool
 	// held is set when the deletion guard kept routes the directory
 	// drops (withoutDrops): what it serves is not the directory's, and
-	// is not saved as the last good state.
+	// is not saved as the last good state. keep are those routes and
+	// the rivals that wait on them, served as they were.
 	held bool
+	keep []model.RouteKey
 	// saved is set on the saved last good state served at start
 	// (serveRestored).
 	saved bool
@@ -532,14 +535,13 @@ func (d *Daemon) accept(gen generation) {
 	d.throttle.interval = gen.state.Desired.Router.ReloadInterval
 	if gen.held {
 		// What serves is not the directory's: the routes it drops are
-		// kept, and a rival of one waits on its served version. The
-		// result's versions are not last good (a stale rival's version
-		// admitted on a held host became its last good, and it lost
-		// both hosts once the directory came back whole), nor the
-		// files it lacks gone (withLastGood). A restart while the guard
-		// holds keeps the saved state that still has the routes as its
-		// baseline.
-		d.loader.CommitSettings(gen.result)
+		// kept, and a rival of one waits on its served version. Those
+		// keep their last good versions, and their files are set aside
+		// (withLastGood); the rest of the result is last good. A
+		// restart while the guard holds keeps the saved state that
+		// still has the routes as its baseline.
+		kept := d.loader.CommitHeld(gen.result, gen.keep)
+		maps.DeleteFunc(d.goneFiles, func(path string, _ model.SourceFile) bool { return !kept[path] })
 	} else {
 		d.loader.Commit(gen.result)
 		d.goneFiles = nil

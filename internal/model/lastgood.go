@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -358,6 +359,63 @@ func (p *admitPass) next() *lastGood {
 		}
 	}
 	return lg
+}
+
+// keeping returns lg with the routes of keys as old had them: their
+// definitions, memos, rejection and Secret material (Loader.CommitHeld).
+func (lg *lastGood) keeping(old *lastGood, keys []RouteKey) *lastGood {
+	if len(keys) == 0 {
+		return lg
+	}
+	keep := make(map[RouteKey]bool, len(keys))
+	for _, k := range keys {
+		keep[k] = true
+	}
+	out := *lg
+	keyOf := func(r *Route) RouteKey { return RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name} }
+	out.byKey = make([]*Route, 0, len(lg.byKey)+len(keys))
+	out.memoByKey = make([]*routeMemo, 0, len(lg.byKey)+len(keys))
+	// Both in key order: merged, keep's routes from old, the rest from lg.
+	memo := func(memos []*routeMemo, i int) *routeMemo {
+		if memos == nil {
+			return nil
+		}
+		return memos[i]
+	}
+	i, j := 0, 0
+	for i < len(lg.byKey) || j < len(old.byKey) {
+		switch {
+		case j < len(old.byKey) && !keep[keyOf(old.byKey[j])]:
+			j++
+		case i < len(lg.byKey) && keep[keyOf(lg.byKey[i])]:
+			i++
+		case j == len(old.byKey) || i < len(lg.byKey) && keyOf(lg.byKey[i]).Compare(keyOf(old.byKey[j])) < 0:
+			out.byKey, out.memoByKey = append(out.byKey, lg.byKey[i]), append(out.memoByKey, memo(lg.memoByKey, i))
+			i++
+		default:
+			out.byKey, out.memoByKey = append(out.byKey, old.byKey[j]), append(out.memoByKey, memo(old.memoByKey, j))
+			j++
+		}
+	}
+	out.rejected = maps.Clone(lg.rejected)
+	out.secrets = maps.Clone(lg.secrets)
+	for k := range keep {
+		delete(out.rejected, k)
+		delete(out.secrets, k)
+		if old.rejected[k] {
+			if out.rejected == nil {
+				out.rejected = map[RouteKey]bool{}
+			}
+			out.rejected[k] = true
+		}
+		if pair, ok := old.secrets[k]; ok {
+			if out.secrets == nil {
+				out.secrets = map[RouteKey]secretPair{}
+			}
+			out.secrets[k] = pair
+		}
+	}
+	return &out
 }
 
 // routerConfigVanished is the warning for a generation without a

@@ -484,27 +484,30 @@ func TestBrokenDocumentKeepsItsObjectOnly(t *testing.T) {
 	}
 }
 
-// A deletion the daemon holds back (its deletion guard) is evaluated but
-// not committed: a file that comes back broken meanwhile still has its
-// last good content, and a rival does not take its host. Once a result
-// without the file is committed, the file is gone for good. Evaluated,
-// the file's last good content was dropped at once, and the rival took
-// the host.
+// A deletion the daemon holds back (its deletion guard) is committed
+// with the held routes (and their rivals) as they were: a file that comes
+// back broken meanwhile still has its last good content, and a rival does
+// not take its host. Once a result without the file is committed, the file
+// is gone for good. Evaluated, the file's last good content was dropped
+// at once, and the rival took the host.
 func TestFileBackBrokenBeforeItsDeletionIsCommitted(t *testing.T) {
 	shop := SourceFile{Path: "shop.yaml", Data: []byte(routeYAML("shop", "shop.example.test"))}
 	rival := SourceFile{Path: "rival.yaml", Data: []byte(strings.Replace(routeYAML("rival", "shop.example.test"),
 		"namespace: ns", "namespace: ns\n  creationTimestamp: \"2000-01-01T00:00:00Z\"", 1))}
 	broken := SourceFile{Path: "shop.yaml", Data: []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata: {name: [shop\n")}
+	held := []RouteKey{{Namespace: "ns", Name: "shop"}, {Namespace: "ns", Name: "rival"}}
 
 	l := NewLoader()
 	l.Load([]SourceFile{shop})
 	l.Load([]SourceFile{shop, rival}) // the rival, older, loses to the route serving the host
-	held := l.Evaluate([]SourceFile{rival})
-	if got := servedHost(held.Desired, "rival"); got != "shop.example.test" {
+	res := l.Evaluate([]SourceFile{rival})
+	if got := servedHost(res.Desired, "rival"); got != "shop.example.test" {
 		t.Fatalf("without shop.yaml the rival serves %q, want shop.example.test", got)
 	}
-	l.CommitSettings(held) // held: its settings, not its versions
-	res := l.Evaluate([]SourceFile{broken, rival})
+	if kept := l.CommitHeld(res, held); !kept["shop.yaml"] {
+		t.Errorf("files set aside %v, want shop.yaml", kept)
+	}
+	res = l.Evaluate([]SourceFile{broken, rival})
 	if got := servedHost(res.Desired, "shop"); got != "shop.example.test" {
 		t.Errorf("shop.yaml back broken before its deletion was committed: shop serves %q, want shop.example.test (its last good content)", got)
 	}
@@ -519,5 +522,36 @@ func TestFileBackBrokenBeforeItsDeletionIsCommitted(t *testing.T) {
 	}
 	if got := servedHost(res.Desired, "rival"); got != "shop.example.test" {
 		t.Errorf("the rival serves %q after shop's deletion was committed, want shop.example.test", got)
+	}
+}
+
+// While the guard holds, the rest of the directory applies, and is last
+// good as it applies (T24): an edit made during the hold and then broken
+// keeps the edited version, and a file deleted during the hold, its
+// deletion served, contributes nothing when it comes back broken.
+// Committing nothing of a held result, the broken edit fell back to the
+// version from before the hold, and the deleted file came back whole.
+func TestHeldResultIsLastGoodButForTheHeldRoutes(t *testing.T) {
+	shop := SourceFile{Path: "shop.yaml", Data: []byte(routeYAML("shop", "shop.example.test"))}
+	edit := func(host string) SourceFile {
+		return SourceFile{Path: "edit.yaml", Data: []byte(routeYAML("edit", host))}
+	}
+	eps := SourceFile{Path: "eps.yaml", Data: []byte("apiVersion: v1\nkind: Endpoints\nmetadata: {name: svc, namespace: ns}\nsubsets:\n- addresses: [{ip: 10.0.0.1}]\n  ports: [{port: 8080}]\n")}
+	brokenEps := SourceFile{Path: "eps.yaml", Data: []byte("apiVersion: v1\nkind: Endpoints\nmetadata: {name: [svc\n")}
+	held := []RouteKey{{Namespace: "ns", Name: "shop"}}
+
+	l := NewLoader()
+	l.Load([]SourceFile{shop, edit("v1.example.test"), eps})
+	res := l.Evaluate([]SourceFile{edit("v2.example.test")}) // shop's drop held; eps.yaml's deletion served
+	l.CommitHeld(res, held)
+
+	res = l.Evaluate([]SourceFile{edit("v2.example.test:80"), brokenEps})
+	if got := servedHost(res.Desired, "edit"); got != "v2.example.test" {
+		t.Errorf("the edit made during the hold, broken: served on %q, want v2.example.test (its last good version)", got)
+	}
+	for _, r := range res.Desired.Routes {
+		if n := r.ActiveServers(); n != 0 {
+			t.Errorf("route %s has %d servers: eps.yaml, deleted during the hold and back broken, came back whole", r.Key, n)
+		}
 	}
 }

@@ -81,10 +81,11 @@ type Loader struct {
 	limits Limits
 	files  map[string]*fileState
 	// gone are the files of earlier loads absent from the last ones,
-	// until a Commit: a deletion the daemon holds back (the deletion
-	// guard) is not applied, so a file that comes back broken meanwhile
-	// still has its last good content. Dropped at once, it contributed
-	// nothing, and a rival route took its host.
+	// until a Commit (or, for those defining routes the daemon's
+	// deletion guard still serves, until CommitHeld no longer keeps
+	// them): a deletion held back is not applied, so a file that comes
+	// back broken meanwhile still has its last good content. Dropped at
+	// once, it contributed nothing, and a rival route took its host.
 	gone map[string]*fileState
 	// prev is the last good router settings, handed to admission so that an
 	// invalid RouterConfig keeps the last good one in force.
@@ -388,20 +389,50 @@ func (l *Loader) RestoreSettings(s Settings) { l.prev = &s }
 // RouterConfig a newer version refuses moved the router to ports 80, 443
 // and 1936 on every address instead of waiting (Result.RouterUnsettled).
 func (l *Loader) Commit(res Result) {
-	l.CommitSettings(res)
+	l.commitSettings(res)
 	if res.next != nil {
 		l.good = res.next
 	}
 	l.gone = nil
 }
 
-// CommitSettings is the settings part of Commit alone, for a result that
-// is served only in part (the daemon's deletion guard keeps the routes it
-// drops): its objects' versions do not become last good. Committed, a
-// route the held result admitted on a held route's host became its last
-// good version, and once the directory came back whole it had none that
-// could serve.
-func (l *Loader) CommitSettings(res Result) {
+// CommitHeld is Commit for a result served only in part: the daemon's
+// deletion guard serves the routes of keep (those the result drops, and
+// the rivals that wait on them) as they were. Those keep their last good
+// versions, and the files that defined them their last good content, in
+// case they come back broken; every other object's version becomes last
+// good, as Commit makes it. Committed whole, a rival the held result
+// admitted on a held route's host had that as its last good version, and
+// once the directory came back whole it had none that could serve; not
+// committed at all, every edit made during the hold had none.
+//
+// It returns the files set aside for keep's routes (see gone).
+func (l *Loader) CommitHeld(res Result, keep []RouteKey) map[string]bool {
+	l.commitSettings(res)
+
+	old := l.good
+	if res.next == nil || old == nil {
+		l.Commit(res)
+		return nil
+	}
+	l.good = res.next.keeping(old, keep)
+	paths := map[string]bool{}
+	for _, k := range keep {
+		for _, r := range old.defined(k.Namespace, k.Name) {
+			paths[r.Source.Pos.Path] = true
+		}
+	}
+	for path := range l.gone {
+		if !paths[path] {
+			delete(l.gone, path) // its deletion is served
+		}
+	}
+	return paths
+}
+
+// commitSettings makes res's settings the last good ones, unless they
+// only stand in for a RouterConfig that cannot be used.
+func (l *Loader) commitSettings(res Result) {
 	if res.Desired != nil && (len(res.Objects.RouterConfigs) == 0 || res.RouterConfigInForce()) {
 		settings := res.Desired.Router
 		l.prev = &settings

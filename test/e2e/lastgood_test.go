@@ -835,6 +835,7 @@ func TestTeardownDoesNotHandAHostToItsRival(t *testing.T) {
 		{name: "stale rival", staleRv: true},
 		{name: "back invalid", back: "port"},
 		{name: "back unparsable", back: "unparsable"},
+		{name: "restart during the hold then back unparsable", restart: true, back: "unparsable"},
 	} {
 		t.Run(c.name, func(t *testing.T) { teardownWithRival(t, c.restart, c.staleRv, c.back) })
 	}
