@@ -1204,13 +1204,13 @@ func resolveServices(c *candidate, idx endpointIndex) {
 	}
 	if len(empty) > 0 {
 		// The route answers 503 only when no service with a weight has
-		// servers: otherwise the others take the empty one's share, as
-		// on OpenShift (its weights count only services with
-		// endpoints). The note said 503 while the route served.
+		// servers: otherwise the others serve it, as on OpenShift (its
+		// weights count only services with endpoints). The note said
+		// 503 while the route served.
 		consequence := Answers503
 		for _, svc := range ar.Services {
 			if svc.Weight > 0 && len(svc.Servers) > 0 {
-				consequence = "the route's other services take its share"
+				consequence = "the route is served by its other services"
 				break
 			}
 		}

@@ -1057,7 +1057,7 @@ subsets:
 		weight int
 		want   string
 	}{
-		{50, `r.yaml:6:29: note: spec.to.name: no Endpoints or EndpointSlice found for service "gone"; the route's other services take its share until one appears`},
+		{50, `r.yaml:6:29: note: spec.to.name: no Endpoints or EndpointSlice found for service "gone"; the route is served by its other services until one appears`},
 		{0, `r.yaml:6:29: note: spec.to.name: no Endpoints or EndpointSlice found for service "gone"; the route answers 503 until one appears`},
 	} {
 		res := NewLoader().Load([]SourceFile{route(c.weight), eps})

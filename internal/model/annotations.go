@@ -181,7 +181,8 @@ func parseIPAllowlist(v string) (list, bad []string) {
 
 // maxHSTSDigits bounds max-age's digits: OpenShift takes any number of
 // them, and 2147483647 (ten, a value operators use) was refused when
-// they were read as a port's. 20 hold any 64-bit count of seconds.
+// they were read as a port's. 20 are enough for any 64-bit count of
+// seconds; the value reaches the header as written.
 const maxHSTSDigits = 20
 
 // isSeconds reports whether s is max-age's delta-seconds: digits only, at
