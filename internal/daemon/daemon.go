@@ -323,6 +323,12 @@ func New(opts Options) (*Daemon, error) {
 		Relocate:   hopRelocation(opts),
 
 		SpareBackendPrefix: model.PoolSlotPrefix,
+		// From the goroutine reading HAProxy's output: the metrics and
+		// the status store take care of themselves.
+		OnWorkerCrash: func(pid int, status string) {
+			opts.Metrics.HAProxyWorkerCrashed()
+			opts.Status.RecordError(time.Now(), fmt.Sprintf("an old haproxy worker (pid %d), draining connections after a reload, exited with %s: the connections it still served were cut", pid, status))
+		},
 	})
 	if err != nil {
 		return nil, err

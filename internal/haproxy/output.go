@@ -35,10 +35,12 @@ type outputLog struct {
 	// emptied are the backends haroute's own commands took servers out
 	// of lately (Supervisor.Emptying); nil for none.
 	emptied *emptiedBackends
+	// onCrash, if set, hears of an old worker's crash (Options.OnWorkerCrash).
+	onCrash func(pid int, status string)
 }
 
-func newOutputLog(r io.ReadCloser, log *slog.Logger, spares string, emptied *emptiedBackends) *outputLog {
-	o := &outputLog{log: log, eof: make(chan struct{}), spares: spares, emptied: emptied}
+func newOutputLog(r io.ReadCloser, log *slog.Logger, spares string, emptied *emptiedBackends, onCrash func(int, string)) *outputLog {
+	o := &outputLog{log: log, eof: make(chan struct{}), spares: spares, emptied: emptied, onCrash: onCrash}
 	o.cond = sync.NewCond(&o.mu)
 	go o.read(r)
 	return o
@@ -65,6 +67,11 @@ func (o *outputLog) read(r io.ReadCloser) {
 		o.flushStops()
 		o.log.Log(context.Background(), lineLevel(line, o.spares, o.emptied.recent), "haproxy", "line", line)
 		o.remember(line)
+		if msg, tagged := untag(line); tagged && o.onCrash != nil {
+			if pid, status, ok := workerCrash(msg); ok {
+				o.onCrash(pid, status)
+			}
+		}
 	}
 }
 
@@ -177,6 +184,34 @@ func (r *recentTagged) isCopy(line string) bool {
 		}
 	}
 	return false
+}
+
+// workerCrash parses the master's "Former worker (PID) exited with code
+// N (STATUS)" about an old worker, draining connections after a reload,
+// that exited otherwise than cleanly or by the SIGTERM or SIGINT a stop
+// sends: a crash (HAProxy 2.6.12 segfaulted so after heavy runtime-API
+// use, audit T21), or the OOM killer. The connections it still served
+// were cut, and the master only warned. status is "code N (STATUS)".
+func workerCrash(msg string) (pid int, status string, ok bool) {
+	rest, found := strings.CutPrefix(msg, "Former worker (")
+	if !found {
+		return 0, "", false
+	}
+	var code int
+	if n, err := fmt.Sscanf(rest, "%d) exited with code %d", &pid, &code); n != 2 || err != nil {
+		return 0, "", false
+	}
+	switch code {
+	case 0, 128 + 2, 128 + 15: // clean; SIGINT, SIGTERM
+		return 0, "", false
+	}
+	_, status, _ = strings.Cut(rest, "exited with ")
+	return pid, status, true
+}
+
+func isCrash(msg string) bool {
+	_, _, ok := workerCrash(msg)
+	return ok
 }
 
 // asLogged is a tagged message as the log target prints the same event.
@@ -295,6 +330,8 @@ func lineLevel(line, spares string, emptied func(backend string) bool) slog.Leve
 			// the operator asked for; a warning, not an error.
 			return slog.LevelWarn
 		}
+		return slog.LevelError
+	case isCrash(msg):
 		return slog.LevelError
 	case strings.HasPrefix(msg, "Former worker (") && strings.HasSuffix(msg, "exited with code 0 (Exit)"),
 		msg == "Exiting Master process...",

@@ -2,6 +2,7 @@ package haproxy
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -114,9 +115,9 @@ func TestOutputLogSummarizesProxyStops(t *testing.T) {
 	})
 	want := []string{
 		`level=INFO msg=haproxy line="3 proxies stopped (public … be_pool:http:1); their one line each is not logged"`,
-		// What every reload ends with is not a warning; a crash is.
+		// What every reload ends with is not a warning; a crash is an error.
 		`level=INFO msg=haproxy line="[WARNING] Former worker (8) exited with code 0 (Exit)"`,
-		`level=WARN msg=haproxy line="[WARNING] Former worker (10) exited with code 139 (Segmentation fault)"`,
+		`level=ERROR msg=haproxy line="[WARNING] Former worker (10) exited with code 139 (Segmentation fault)"`,
 		`level=INFO msg=haproxy line="proxy stats stopped"`,
 	}
 	if !slices.Equal(got, want) {
@@ -144,7 +145,7 @@ func feedOutputEmptied(lines []string, emptied []string) ([]string, *outputLog) 
 	}))
 	e := &emptiedBackends{}
 	e.mark(emptied, time.Now())
-	o := newOutputLog(io.NopCloser(strings.NewReader(strings.Join(lines, "\n")+"\n")), log, "be_pool:", e)
+	o := newOutputLog(io.NopCloser(strings.NewReader(strings.Join(lines, "\n")+"\n")), log, "be_pool:", e, nil)
 	o.waitEOF(10 * time.Second)
 	return strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n"), o
 }
@@ -169,5 +170,29 @@ func TestCleanStopIsNotAWarning(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("logged:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// An old worker that crashed or was killed while it drained connections
+// after a reload cut them; the master only warned, and haroute counted
+// nothing (audit T21: a segfault at soft stop). It is reported; a clean
+// exit, the SIGTERM or SIGINT a stop sends, and the current worker (whose
+// master's exit haroute reports itself) are not.
+func TestOutputLogReportsAnOldWorkerCrash(t *testing.T) {
+	var crashes []string
+	o := newOutputLog(io.NopCloser(strings.NewReader(strings.Join([]string{
+		"[WARNING]  (7) : Former worker (8) exited with code 0 (Exit)",
+		"[WARNING]  (7) : Former worker (10) exited with code 139 (Segmentation fault)",
+		"[WARNING]  (7) : Former worker (11) exited with code 143 (Terminated)",
+		"[WARNING]  (7) : Former worker (12) exited with code 137 (Killed)",
+		"[WARNING]  (7) : Current worker (13) exited with code 139 (Segmentation fault)",
+		"Former worker (10) exited with code 139 (Segmentation fault)",
+	}, "\n")+"\n")), slog.New(slog.DiscardHandler), "be_pool:", &emptiedBackends{}, func(pid int, status string) {
+		crashes = append(crashes, fmt.Sprintf("%d %s", pid, status))
+	})
+	o.waitEOF(10 * time.Second)
+	want := []string{"10 code 139 (Segmentation fault)", "12 code 137 (Killed)"}
+	if !slices.Equal(crashes, want) {
+		t.Errorf("crashes reported %q, want %q", crashes, want)
 	}
 }

@@ -47,6 +47,10 @@ type Options struct {
 	// Relocate, when set, moves listener sockets out of a directory that
 	// takes no new files when a master is launched.
 	Relocate *Relocation
+	// OnWorkerCrash, when set, is called (from the goroutine reading
+	// HAProxy's output) for each old worker the master says crashed or
+	// was killed (workerCrash): the connections it drained were cut.
+	OnWorkerCrash func(pid int, status string)
 }
 
 // Relocation moves the listener sockets the config binds in Dir to
@@ -276,7 +280,7 @@ func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, erro
 		sup:     s,
 		cmd:     cmd,
 		master:  NewMaster(s.MasterSocket()),
-		out:     newOutputLog(r, s.log.With("pid", cmd.Process.Pid), s.opts.SpareBackendPrefix, &s.emptied),
+		out:     newOutputLog(r, s.log.With("pid", cmd.Process.Pid), s.opts.SpareBackendPrefix, &s.emptied, s.opts.OnWorkerCrash),
 		log:     s.log,
 		softTTL: s.opts.SoftStopTimeout,
 		done:    make(chan struct{}),

@@ -45,6 +45,7 @@ type Metrics struct {
 	behind              prometheus.Gauge
 	unreadable          prometheus.Gauge
 	haproxyExits        prometheus.Counter
+	workerCrashes       prometheus.Counter
 }
 
 // New builds the metrics and registers them, with the Go runtime and process
@@ -146,6 +147,11 @@ func New() *Metrics {
 			Name:      "haproxy_exits_total",
 			Help:      "HAProxy master exits haroute did not ask for (a crash, a kill, the OOM killer); each is followed by a restart.",
 		}),
+		workerCrashes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "haproxy_worker_crashes_total",
+			Help:      "Old HAProxy workers, draining connections after a reload, that crashed or were killed (the OOM killer): the connections they still served were cut. HAProxy's master only warns of it.",
+		}),
 		watchEvents: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "watch_events_total",
@@ -174,6 +180,7 @@ func New() *Metrics {
 		m.behind,
 		m.unreadable,
 		m.haproxyExits,
+		m.workerCrashes,
 	)
 	// Both roles exist from the start so dashboards see 0, not "no data".
 	m.processes.WithLabelValues("current").Set(0)
@@ -366,6 +373,9 @@ func setFlag(g prometheus.Gauge, on bool) {
 
 // HAProxyExited counts an exit of HAProxy haroute did not ask for.
 func (m *Metrics) HAProxyExited() { m.haproxyExits.Inc() }
+
+// HAProxyWorkerCrashed counts an old worker that crashed or was killed.
+func (m *Metrics) HAProxyWorkerCrashed() { m.workerCrashes.Inc() }
 
 // WatchEvent counts one trigger from the watcher.
 func (m *Metrics) WatchEvent() { m.watchEvents.Inc() }

@@ -45,6 +45,7 @@ func exercise(m *Metrics) {
 	m.SetBehind(true)
 	m.SetUnreadable(true)
 	m.HAProxyExited()
+	m.HAProxyWorkerCrashed()
 }
 
 func TestGatherNamesAndTypes(t *testing.T) {
@@ -80,6 +81,7 @@ func TestGatherNamesAndTypes(t *testing.T) {
 		"haroute_directory_behind":                      dto.MetricType_GAUGE,
 		"haroute_config_dir_unreadable":                 dto.MetricType_GAUGE,
 		"haroute_haproxy_exits_total":                   dto.MetricType_COUNTER,
+		"haroute_haproxy_worker_crashes_total":          dto.MetricType_COUNTER,
 	}
 	for name, typ := range want {
 		g, ok := got[name]
@@ -183,6 +185,7 @@ func TestSeriesValues(t *testing.T) {
 		`haroute_deletion_guard_holds_total 1`,
 		`haroute_directory_behind 1`,
 		`haroute_haproxy_exits_total 1`,
+		`haroute_haproxy_worker_crashes_total 1`,
 		`haroute_haproxy_processes{role="current"} 1`,
 		`haroute_haproxy_processes{role="old"} 2`,
 		`haroute_input_problems{severity="error"} 2`,
@@ -233,6 +236,7 @@ func TestFreshRegistryShowsKnownSeriesAtZero(t *testing.T) {
 		`haroute_deletion_guard_holds_total 0`,
 		`haroute_directory_behind 0`,
 		`haroute_haproxy_exits_total 0`,
+		`haroute_haproxy_worker_crashes_total 0`,
 		`haroute_last_reload_success_timestamp_seconds 0`,
 		`haroute_last_reload_successful 0`,
 		`haroute_reload_failures_total 0`,
