@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,7 +49,15 @@ func TestBenchMixedChanges(t *testing.T) {
 	kinds := []string{"add", "endpoints", "host", "delete"}
 	took := map[string][]time.Duration{}
 	before := r.reloads()
+	// The heap after a collection, every quarter of the changes: what a
+	// change leaves behind (audit T21 found the heap growing about 50 kB
+	// a change under mixed churn; the endpoint changes of figures 3f and
+	// 3j alone left nothing).
+	heaps := []string{r.liveHeap()}
 	for n := range changes {
+		if n > 0 && n%(changes/4) == 0 {
+			heaps = append(heaps, r.liveHeap())
+		}
 		kind := kinds[n%len(kinds)]
 		var d time.Duration
 		var err error
@@ -99,9 +108,22 @@ func TestBenchMixedChanges(t *testing.T) {
 	}
 	record(t, figure{"8", fmt.Sprintf("Reloads during %d mixed changes, one at a time, each confirmed through HAProxy (%d routes; route adds, deletes, host moves and endpoint changes in turn; swap → served: %s; all: %s)",
 		changes, routes, strings.Join(parts, ", "), spread(all)), "0", strconv.Itoa(reloads), verdict(reloads == 0)})
+	heaps = append(heaps, r.liveHeap())
+	record(t, figure{"8-heap", fmt.Sprintf("Harness heap after a collection (daemon in-process, %d routes) before and after each %d of the %d mixed changes of figure 8", routes, changes/4, changes),
+		"report it", strings.Join(heaps, ", "), "—"})
 	if reloads != 0 {
 		t.Errorf("%d mixed changes caused %d reloads, want 0", changes, reloads)
 	}
+}
+
+// liveHeap is the harness's heap after a collection, in MB, without the
+// states the apply log held (it keeps every one the daemon reported).
+func (r *router) liveHeap() string {
+	r.applies.reset()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return fmt.Sprintf("%.1f MB", float64(ms.HeapAlloc)/(1<<20))
 }
 
 // timed publishes tr and returns how long until done reports the change
