@@ -241,7 +241,7 @@ func (d *Daemon) bindPool(desired *model.Desired, in render.Input, refill bool) 
 	}
 	st = st.yieldNames(desired)
 	if refill || d.applied.Desired == nil {
-		st = st.dropRetired().trimmed(desired).topUp(desired)
+		st = st.dropRetired().dropKept().topUp(desired)
 	}
 	return st
 }
@@ -672,10 +672,11 @@ func cloneOr[K comparable, V any](m map[K]V) map[K]V {
 // spare, BENCHMARKS.md figure 12).
 func (st poolState) topUp(desired *model.Desired) poolState {
 	routes := routesByClass(desired)
-	free, want := st.freeCounts(), st.wanted(routes)
+	free := st.freeCounts()
 	var add []model.AdmittedRoute
 	for _, c := range classesInUse(routes) {
-		for n := free[c]; n < want[c]; n++ {
+		want := max(poolTarget(routes[c]), min(2*st.demand[c], routes[c]))
+		for n := free[c]; n < want; n++ {
 			st.seq++
 			slot := model.BackendName(fmt.Sprintf("%s%s:%d", model.PoolSlotPrefix, poolClass(c), st.seq))
 			add = append(add, spareOf(c, slot, &desired.Router))
@@ -688,79 +689,34 @@ func (st poolState) topUp(desired *model.Desired) poolState {
 	return st
 }
 
-// wanted is how many free spares each class in use keeps after a top-up:
-// its target, or twice the burst it last absorbed (demand), within its
-// route count.
-func (st poolState) wanted(routes map[spareClass]int) map[spareClass]int {
-	want := map[spareClass]int{}
-	for _, c := range classesInUse(routes) {
-		want[c] = max(poolTarget(routes[c]), min(2*st.demand[c], routes[c]))
-	}
-	return want
-}
-
-// trimmed returns st without the spares no route is bound to beyond what
-// each class keeps (wanted), for a reload that follows anyway. A route
-// deleted from a backend of its own leaves it as a spare (retire), and
-// nothing else dropped those: the pool grew by a backend per deletion
-// until a restart (T21: 153 backends of 162 deleted routes after five
-// reloads). Backends named after a route go first, then those still
-// draining (their servers stay with the worker that has them), then the
-// newest slots.
-func (st poolState) trimmed(desired *model.Desired) poolState {
-	drop := st.excess(desired)
-	if len(drop) == 0 {
+// dropKept returns st without the backends of deleted routes it kept as
+// spares (retire, keepBackendOf) that no route is bound to, for a reload
+// that follows anyway: the pool's own slots, sized by topUp, stay. Nothing
+// else dropped those, and the pool grew by a backend per deletion until a
+// restart (T21: 153 backends of 162 deleted routes after five reloads).
+// (Servers still draining in them stay with the worker that has them.)
+func (st poolState) dropKept() poolState {
+	if !st.hasKept() {
 		return st
 	}
-	st.spares = slices.DeleteFunc(slices.Clone(st.spares), func(sp model.AdmittedRoute) bool { return drop[sp.Slot] })
+	st.spares = slices.DeleteFunc(slices.Clone(st.spares), st.unboundKept)
 	st.draining = cloneOr(st.draining)
-	for slot := range drop {
-		delete(st.draining, slot)
+	for slot := range st.draining {
+		if !strings.HasPrefix(string(slot), model.PoolSlotPrefix) && !st.used[slot] {
+			delete(st.draining, slot)
+		}
 	}
 	return st
 }
 
-// excess names the spares trimmed drops.
-func (st poolState) excess(desired *model.Desired) map[model.BackendName]bool {
-	unbound := map[spareClass][]int{}
-	for k := range st.spares {
-		sp := &st.spares[k]
-		if !st.used[sp.Slot] && !st.retired[sp.Slot] {
-			unbound[classOf(sp)] = append(unbound[classOf(sp)], k)
-		}
-	}
-	want := st.wanted(routesByClass(desired))
-	// rank orders the spares to drop first: a route's own backend, then
-	// one draining.
-	rank := func(k int) int {
-		switch slot := st.spares[k].Slot; {
-		case !strings.HasPrefix(string(slot), model.PoolSlotPrefix):
-			return 0
-		case st.draining[slot]:
-			return 1
-		}
-		return 2
-	}
-	var drop map[model.BackendName]bool
-	for c, ks := range unbound {
-		n := len(ks) - want[c]
-		if n <= 0 {
-			continue
-		}
-		slices.SortFunc(ks, func(a, b int) int {
-			if ra, rb := rank(a), rank(b); ra != rb {
-				return ra - rb
-			}
-			return b - a // then the newest
-		})
-		if drop == nil {
-			drop = map[model.BackendName]bool{}
-		}
-		for _, k := range ks[:n] {
-			drop[st.spares[k].Slot] = true
-		}
-	}
-	return drop
+// hasKept reports whether a deleted route's backend kept as a spare waits
+// for a reload to drop it (dropKept).
+func (st poolState) hasKept() bool { return slices.ContainsFunc(st.spares, st.unboundKept) }
+
+// unboundKept reports whether sp is a deleted route's backend kept as a
+// spare (named after the route, not a slot of the pool), unbound.
+func (st poolState) unboundKept(sp model.AdmittedRoute) bool {
+	return !strings.HasPrefix(string(sp.Slot), model.PoolSlotPrefix) && !st.used[sp.Slot] && !st.retired[sp.Slot]
 }
 
 // low reports whether a class in use has less than a quarter of its

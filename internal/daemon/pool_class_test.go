@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/haroute/haroute/internal/model"
@@ -235,11 +234,11 @@ func TestAdoptEarlierBindings(t *testing.T) {
 	}
 }
 
-// A reload trims the spares no route is bound to down to what each class
-// keeps: the backends deleted routes left as spares first, then those
-// still draining, then the newest slots. Nothing trimmed them before, and
-// the pool grew by a backend per deletion until a restart.
-func TestReloadTrimsThePool(t *testing.T) {
+// A reload drops the backends of deleted routes kept as spares that no
+// route is bound to; the pool's own slots, sized for the last burst,
+// stay. Nothing dropped them, and the pool grew by a backend per deletion
+// until a restart.
+func TestReloadDropsKeptBackends(t *testing.T) {
 	s := model.DefaultSettings()
 	s.DynamicConfigManager = true
 	desired := &model.Desired{Router: s}
@@ -249,41 +248,26 @@ func TestReloadTrimsThePool(t *testing.T) {
 		desired.Routes = append(desired.Routes, &r)
 	}
 	http := spareClass{t: model.TerminationNone}
-	st := poolState{settings: s}.topUp(desired) // 16 free
+	st := poolState{settings: s}.topUp(desired)
+	pooled := len(st.spares)
 	var kept []model.AdmittedRoute
 	for i := range 3 {
 		kept = append(kept, spareOf(http, model.BackendName(fmt.Sprintf("be_http:ns:gone%d", i)), &s))
 	}
-	st = st.withKept(kept, nil) // 19 free or draining
-	st = st.bind(model.RouteKey{Namespace: "ns", Name: "bound"}, 0)
-	trimmed := st.trimmed(desired)
-	left := 0
-	for _, sp := range kept {
-		if trimmed.slotNamed(sp.Slot) >= 0 {
-			left++
-		}
+	st = st.withKept(kept, nil)                                                                    // draining
+	st = st.bind(model.RouteKey{Namespace: "ns", Name: "gone0"}, st.slotNamed("be_http:ns:gone0")) // came back to it
+	if !st.hasKept() {
+		t.Fatal("hasKept is false with two kept backends unbound")
 	}
-	// 18 unbound (one of the 19 is bound), 16 kept: two go, both
-	// deleted routes' backends.
-	if dropped := len(st.spares) - len(trimmed.spares); dropped != 2 || left != 1 {
-		t.Errorf("trimmed %d spares, %d deleted routes' backends left (%v); want 2 and 1", dropped, left, slotsOf(trimmed))
+	got := st.dropKept()
+	if len(got.spares) != pooled+1 || got.slotNamed("be_http:ns:gone0") < 0 {
+		t.Errorf("after the drop: %v; want the %d slots of the pool and be_http:ns:gone0, which a route is bound to", slotsOf(got), pooled)
 	}
-	if trimmed.slotNamed(st.spares[0].Slot) < 0 {
-		t.Errorf("the bound slot %s was trimmed", st.spares[0].Slot)
+	if got.draining["be_http:ns:gone1"] || got.draining["be_http:ns:gone2"] {
+		t.Errorf("dropped backends still draining: %v", got.draining)
 	}
-
-	// Beyond the deleted routes' backends, draining ones, then the newest.
-	st = poolState{settings: s}.topUp(desired)
-	st.spares = append(slices.Clone(st.spares), spareOf(http, "be_pool:http:902", &s), spareOf(http, "be_pool:http:903", &s))
-	st.draining = map[model.BackendName]bool{"be_pool:http:1": true}
-	got := st.trimmed(desired)
-	for slot, want := range map[model.BackendName]bool{"be_pool:http:1": false, "be_pool:http:2": true, "be_pool:http:902": true, "be_pool:http:903": false} {
-		if have := got.slotNamed(slot) >= 0; have != want {
-			t.Errorf("after the trim, slot %s there: %v, want %v (%v)", slot, have, want, slotsOf(got))
-		}
-	}
-	if n := got.freeCounts()[http]; n != 16 {
-		t.Errorf("%d free after the trim, want 16", n)
+	if got.hasKept() {
+		t.Error("hasKept after the drop")
 	}
 }
 

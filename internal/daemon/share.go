@@ -111,6 +111,7 @@ func (d *Daemon) runtimeShare(p plan.Plan) (share plan.State, held []string, why
 		return plan.State{}, held, "a route it holds is on a spare, or is a wildcard route"
 	}
 	env := envOf(d.desired)
+	env.spares = shareSpares(d.applied.Input.Spares, env.spares, routes)
 	// A route held as it serves that the directory deletes or moves off
 	// its own backend has that backend kept in d.desired's pool, empty:
 	// the share renders the route's instead of the kept one.
@@ -134,6 +135,41 @@ func (d *Daemon) runtimeShare(p plan.Plan) (share plan.State, held []string, why
 		return plan.State{}, held, err.Error()
 	}
 	return share, held, ""
+}
+
+// shareSpares is the pool the runtime share renders: desired's, with the
+// spares the running HAProxy has (applied) that desired dropped for its
+// pending reload (a deleted route's kept backend, a retired one) back in
+// their places, and without those only desired has that no route of the
+// share is bound to (a top-up). The share is what runs until the reload:
+// rendered with desired's pool, it read as a reload itself, and every
+// change waited for the pending one (T25: an endpoint change for 20 s).
+func shareSpares(applied, desired []model.AdmittedRoute, routes []*model.AdmittedRoute) []model.AdmittedRoute {
+	in := make(map[model.BackendName]int, len(desired))
+	for i := range desired {
+		in[desired[i].Slot] = i
+	}
+	out := make([]model.AdmittedRoute, 0, max(len(applied), len(desired)))
+	running := make(map[model.BackendName]bool, len(applied))
+	for _, sp := range applied {
+		running[sp.Slot] = true
+		if i, ok := in[sp.Slot]; ok {
+			sp = desired[i]
+		}
+		out = append(out, sp)
+	}
+	bound := map[model.BackendName]bool{}
+	for _, r := range routes {
+		if r.Slot != "" {
+			bound[r.Slot] = true
+		}
+	}
+	for _, sp := range desired {
+		if !running[sp.Slot] && bound[sp.Slot] {
+			out = append(out, sp)
+		}
+	}
+	return out
 }
 
 // holdHosts adds to waits, until nothing changes, the routes whose host a

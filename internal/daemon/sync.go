@@ -306,12 +306,12 @@ func (d *Daemon) advance(ctx context.Context, gen generation) ([]culprit, error)
 		p.Reload = true
 		p.Reasons = append(p.Reasons, plan.Reason{Kind: plan.KindHeal, Subject: "haproxy runs the files left on disk"})
 	}
-	// Only a reload asks whether the pool is low, or holds more than it
-	// keeps: counting 10k routes by class is not for every runtime change.
-	refill := p.Reload && (gen.pool.low(next.Desired) || gen.pool.hasRetired() || len(gen.pool.excess(next.Desired)) > 0)
+	// Only a reload asks whether the pool is low: counting 10k routes by
+	// class is not for every runtime change.
+	refill := p.Reload && (gen.pool.low(next.Desired) || gen.pool.hasRetired() || gen.pool.hasKept())
 	if p.Reload && (refill || gen.maxConnKept) {
 		// A reload anyway: it loads a fresh descriptor fit, tops the
-		// pool up, trims it, and drops the backends of deleted routes.
+		// pool up and drops the backends of deleted routes.
 		if g, err := d.withPool(gen, gen.fitted, refill || d.refill); err == nil {
 			g.maxConnKept = false
 			gen, next = g, g.state

@@ -882,3 +882,43 @@ func (r *router) reloadedFromDisk(before int) {
 		return nil
 	})
 }
+
+// A route with its own backend deleted earlier (kept as a spare, at
+// runtime); later a change that needs a reload waits (no room in the run
+// dir) beside an endpoint change of another route, which the runtime
+// share applies at once, though the pending reload drops the kept
+// backend: rendered with the pool the reload loads, the share read as a
+// reload too, and the endpoint change waited with it (T25: 20 s).
+func TestEndpointChangeDoesNotWaitForAReloadDroppingAKeptBackend(t *testing.T) {
+	r := newRouter(t)
+	smallRunDir(t, r)
+	w := publish.NewAtomicWriter(r.dir)
+	one, third := startBackend(t, "one"), startBackend(t, "third")
+	gen := files("router.yaml", r.routerConfig(""),
+		"w.yaml", routeYAML("w", "hw.e2e.test", "", "one"),
+		"c.yaml", routeYAML("c", "hc.e2e.test", "", "one"),
+		"u.yaml", routeYAML("u", "hu.e2e.test", "", "uu"),
+		"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("uu", one)))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("hu.e2e.test", "/", "one")
+	delete(gen, "c.yaml")
+	must(t, w.Publish(gen))
+	r.gone("hc.e2e.test")
+	time.Sleep(3 * time.Second) // its servers drain
+	before := r.reloads()
+
+	fillers := fillInodes(t, r.runDir)
+	gen["w.yaml"] = []byte(reloadingRouteYAML("w", "hw.e2e.test", "one"))
+	gen["endpoints.yaml"] = []byte(join(endpointsYAML("one", one), endpointsYAML("uu", third)))
+	must(t, w.Publish(gen))
+	r.reportsError("takes no new file")
+	r.servesWithin(10*time.Second, "hu.e2e.test", "/", "third")
+	if n := r.reloads() - before; n != 0 {
+		t.Errorf("%d reloads while the run dir took no file, want 0", n)
+	}
+	for _, path := range fillers {
+		must(t, os.Remove(path))
+	}
+	r.serves("hw.e2e.test", "/", "one")
+}
