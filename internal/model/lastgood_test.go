@@ -528,30 +528,51 @@ func TestFileBackBrokenBeforeItsDeletionIsCommitted(t *testing.T) {
 // While the guard holds, the rest of the directory applies, and is last
 // good as it applies (T24): an edit made during the hold and then broken
 // keeps the edited version, and a file deleted during the hold, its
-// deletion served, contributes nothing when it comes back broken.
-// Committing nothing of a held result, the broken edit fell back to the
-// version from before the hold, and the deleted file came back whole.
+// deletion served (another file still gives the service an endpoint),
+// contributes nothing when it comes back broken. Committing nothing of a
+// held result, the broken edit fell back to the version from before the
+// hold, and the deleted file came back whole. The held route's own
+// endpoints file is kept (T25): held because its service lost its last
+// endpoint, the route went down at the end of the hold when the file came
+// back broken.
 func TestHeldResultIsLastGoodButForTheHeldRoutes(t *testing.T) {
-	shop := SourceFile{Path: "shop.yaml", Data: []byte(routeYAML("shop", "shop.example.test"))}
+	endpoints := func(path, svc, ip string) SourceFile {
+		return SourceFile{Path: path, Data: []byte("apiVersion: v1\nkind: Endpoints\nmetadata: {name: " + svc + ", namespace: ns}\nsubsets:\n- addresses: [{ip: " + ip + "}]\n  ports: [{port: 8080}]\n")}
+	}
+	broken := func(path string) SourceFile {
+		return SourceFile{Path: path, Data: []byte("apiVersion: v1\nkind: Endpoints\nmetadata: {name: [x\n")}
+	}
+	shop := SourceFile{Path: "shop.yaml", Data: []byte(strings.Replace(routeYAML("shop", "shop.example.test"), "name: svc", "name: shopsvc", 1))}
 	edit := func(host string) SourceFile {
 		return SourceFile{Path: "edit.yaml", Data: []byte(routeYAML("edit", host))}
 	}
-	eps := SourceFile{Path: "eps.yaml", Data: []byte("apiVersion: v1\nkind: Endpoints\nmetadata: {name: svc, namespace: ns}\nsubsets:\n- addresses: [{ip: 10.0.0.1}]\n  ports: [{port: 8080}]\n")}
-	brokenEps := SourceFile{Path: "eps.yaml", Data: []byte("apiVersion: v1\nkind: Endpoints\nmetadata: {name: [svc\n")}
+	shopEps, eps1, eps2 := endpoints("shop-eps.yaml", "shopsvc", "10.0.1.1"), endpoints("eps1.yaml", "svc", "10.0.0.1"), endpoints("eps2.yaml", "svc", "10.0.0.2")
 	held := []RouteKey{{Namespace: "ns", Name: "shop"}}
+	servers := func(d *Desired, name string) int {
+		for _, r := range d.Routes {
+			if r.Key.Name == name {
+				return r.ActiveServers()
+			}
+		}
+		return -1
+	}
 
 	l := NewLoader()
-	l.Load([]SourceFile{shop, edit("v1.example.test"), eps})
-	res := l.Evaluate([]SourceFile{edit("v2.example.test")}) // shop's drop held; eps.yaml's deletion served
-	l.CommitHeld(res, held)
+	l.Load([]SourceFile{shop, shopEps, edit("v1.example.test"), eps1, eps2})
+	// shop's drop held (its servers gone); eps2.yaml's deletion served.
+	res := l.Evaluate([]SourceFile{shop, edit("v2.example.test"), eps1})
+	if kept := l.CommitHeld(res, held); !kept["shop.yaml"] || !kept["shop-eps.yaml"] || kept["eps2.yaml"] {
+		t.Errorf("files set aside %v, want shop.yaml and shop-eps.yaml", kept)
+	}
 
-	res = l.Evaluate([]SourceFile{edit("v2.example.test:80"), brokenEps})
+	res = l.Evaluate([]SourceFile{shop, broken("shop-eps.yaml"), edit("v2.example.test:80"), eps1, broken("eps2.yaml")})
 	if got := servedHost(res.Desired, "edit"); got != "v2.example.test" {
 		t.Errorf("the edit made during the hold, broken: served on %q, want v2.example.test (its last good version)", got)
 	}
-	for _, r := range res.Desired.Routes {
-		if n := r.ActiveServers(); n != 0 {
-			t.Errorf("route %s has %d servers: eps.yaml, deleted during the hold and back broken, came back whole", r.Key, n)
-		}
+	if n := servers(res.Desired, "edit"); n != 1 {
+		t.Errorf("edit has %d servers, want 1: eps2.yaml, deleted during the hold and back broken, came back whole", n)
+	}
+	if n := servers(res.Desired, "shop"); n != 1 {
+		t.Errorf("shop has %d servers, want 1: shop-eps.yaml, whose loss the guard holds, back broken has its last good content", n)
 	}
 }

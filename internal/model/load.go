@@ -406,7 +406,8 @@ func (l *Loader) Commit(res Result) {
 // once the directory came back whole it had none that could serve; not
 // committed at all, every edit made during the hold had none.
 //
-// It returns the files set aside for keep's routes (see gone).
+// It returns the files set aside for keep's routes and their services'
+// endpoints (see gone).
 func (l *Loader) CommitHeld(res Result, keep []RouteKey) map[string]bool {
 	l.commitSettings(res)
 
@@ -416,10 +417,29 @@ func (l *Loader) CommitHeld(res Result, keep []RouteKey) map[string]bool {
 		return nil
 	}
 	l.good = res.next.keeping(old, keep)
+	// The files of keep's routes and of their services' endpoints: a
+	// route the guard keeps because its service lost its last endpoint
+	// (its Endpoints file gone) has its servers from those (T25: the
+	// file back broken had nothing to keep, and the route went down
+	// when the hold ended).
 	paths := map[string]bool{}
+	services := map[[2]string]bool{}
 	for _, k := range keep {
 		for _, r := range old.defined(k.Namespace, k.Name) {
 			paths[r.Source.Pos.Path] = true
+			for _, ref := range append([]RouteTargetReference{r.Spec.To}, r.Spec.AlternateBackends...) {
+				services[[2]string{r.Meta.Namespace, ref.Name}] = true
+			}
+		}
+	}
+	for _, e := range old.endpoints.endpoints {
+		if services[[2]string{e.Meta.Namespace, e.Meta.Name}] {
+			paths[e.Source.Pos.Path] = true
+		}
+	}
+	for _, sl := range old.endpoints.slices {
+		if services[[2]string{sl.Meta.Namespace, sl.Meta.Labels[ServiceNameLabel]}] {
+			paths[sl.Source.Pos.Path] = true
 		}
 	}
 	for path := range l.gone {

@@ -148,3 +148,49 @@ func TestFileDeletedDuringAHoldStaysDeletedWhenItComesBackBroken(t *testing.T) {
 		t.Errorf("after the hold, s2.yaml's old address still serves (%d of 20)", n)
 	}
 }
+
+// Routes held because their Endpoints file was deleted (the route files
+// stay): the guard serves their old servers. The file comes back broken
+// during the hold: its last good content serves, and the routes stay up
+// after the quiet period. Only the routes' own files were set aside
+// (T25): d1 answered 503 once the hold ended.
+func TestEndpointsFileBackBrokenDuringAHoldKeepsItsLastGood(t *testing.T) {
+	r := newRouter(t)
+	r.deletionQuiet = 6 * time.Second
+	one, d1, d2, d3 := startBackend(t, "one"), startBackend(t, "d1"), startBackend(t, "d2"), startBackend(t, "d3")
+	w := publish.NewAtomicWriter(r.dir)
+	eps := join(endpointsYAML("d1", d1), endpointsYAML("d2", d2), endpointsYAML("d3", d3))
+	tree := func() map[string][]byte {
+		f := files(
+			"router.yaml", r.routerConfig(""),
+			"multi.yaml", routeYAML("multi", "multi.e2e.test", "", "multi"),
+			"s1.yaml", sliceYAML("multi-1", one),
+			"d1.yaml", routeYAML("d1", "d1.e2e.test", "", "d1"),
+			"d2.yaml", routeYAML("d2", "d2.e2e.test", "", "d2"),
+			"d3.yaml", routeYAML("d3", "d3.e2e.test", "", "d3"),
+		)
+		if eps != "" {
+			f["endpoints.yaml"] = []byte(eps)
+		}
+		return f
+	}
+	must(t, w.Publish(tree()))
+	r.start("atomic")
+	r.serves("d1.e2e.test", "/", "d1")
+	eps = "" // endpoints.yaml deleted: d1..d3 lose every server, held
+	must(t, w.Publish(tree()))
+	time.Sleep(1500 * time.Millisecond)
+	got, err := r.get("d1.e2e.test", "/")
+	t.Logf("during the hold: d1 answers %q %v", got, err)
+	eps = "apiVersion: v1\nkind: Endpoints\nmetadata: {name: [d1\n" // back, broken
+	must(t, w.Publish(tree()))
+	time.Sleep(1500 * time.Millisecond)
+	got, err = r.get("d1.e2e.test", "/")
+	t.Logf("endpoints.yaml back broken during the hold: d1 answers %q %v", got, err)
+	time.Sleep(8 * time.Second)
+	got, err = r.get("d1.e2e.test", "/")
+	t.Logf("after the quiet period: d1 answers %q %v", got, err)
+	if got != "d1" {
+		t.Errorf("after the hold, with endpoints.yaml back (broken): d1 answers %q %v, want d1 (endpoints.yaml's last good content)", got, err)
+	}
+}
