@@ -410,7 +410,6 @@ func (l *Loader) Commit(res Result) {
 // endpoints (see gone).
 func (l *Loader) CommitHeld(res Result, keep []RouteKey) map[string]bool {
 	l.commitSettings(res)
-
 	old := l.good
 	if res.next == nil || old == nil {
 		l.Commit(res)
