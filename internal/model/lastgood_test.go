@@ -564,6 +564,12 @@ func TestHeldResultIsLastGoodButForTheHeldRoutes(t *testing.T) {
 	if kept := l.CommitHeld(res, held); !kept["shop.yaml"] || !kept["shop-eps.yaml"] || kept["eps2.yaml"] {
 		t.Errorf("files set aside %v, want shop.yaml and shop-eps.yaml", kept)
 	}
+	// Another held generation, an unrelated change: shop-eps.yaml stays
+	// aside (T26: found through the last good state only once).
+	res = l.Evaluate([]SourceFile{shop, edit("v2.example.test"), eps1, endpoints("other.yaml", "other", "10.0.2.1")})
+	if kept := l.CommitHeld(res, held); !kept["shop-eps.yaml"] {
+		t.Errorf("files set aside at the second held commit %v, want shop-eps.yaml still", kept)
+	}
 
 	res = l.Evaluate([]SourceFile{shop, broken("shop-eps.yaml"), edit("v2.example.test:80"), eps1, broken("eps2.yaml")})
 	if got := servedHost(res.Desired, "edit"); got != "v2.example.test" {

@@ -87,6 +87,10 @@ type Loader struct {
 	// back broken meanwhile still has its last good content. Dropped at
 	// once, it contributed nothing, and a rival route took its host.
 	gone map[string]*fileState
+	// aside are the files of gone the last CommitHeld kept for the
+	// routes it kept: an Endpoints file found through the last good
+	// state once is not found there at the next held commit (T26).
+	aside map[string]bool
 	// prev is the last good router settings, handed to admission so that an
 	// invalid RouterConfig keeps the last good one in force.
 	prev *Settings
@@ -393,7 +397,7 @@ func (l *Loader) Commit(res Result) {
 	if res.next != nil {
 		l.good = res.next
 	}
-	l.gone = nil
+	l.gone, l.aside = nil, nil
 }
 
 // CommitHeld is Commit for a result served only in part: the daemon's
@@ -441,11 +445,17 @@ func (l *Loader) CommitHeld(res Result, keep []RouteKey) map[string]bool {
 			paths[sl.Source.Pos.Path] = true
 		}
 	}
+	for path := range l.aside {
+		if l.gone[path] != nil {
+			paths[path] = true // still gone, still kept
+		}
+	}
 	for path := range l.gone {
 		if !paths[path] {
 			delete(l.gone, path) // its deletion is served
 		}
 	}
+	l.aside = paths
 	return paths
 }
 
