@@ -426,22 +426,22 @@ func (l *Loader) CommitHeld(res Result, keep []RouteKey) map[string]bool {
 	// file back broken had nothing to keep, and the route went down
 	// when the hold ended).
 	paths := map[string]bool{}
-	services := map[[2]string]bool{}
+	services := map[serviceKey]bool{}
 	for _, k := range keep {
 		for _, r := range old.defined(k.Namespace, k.Name) {
 			paths[r.Source.Pos.Path] = true
-			for _, ref := range append([]RouteTargetReference{r.Spec.To}, r.Spec.AlternateBackends...) {
-				services[[2]string{r.Meta.Namespace, ref.Name}] = true
+			for _, ref := range r.Spec.targets() {
+				services[serviceKey{r.Meta.Namespace, ref.Name}] = true
 			}
 		}
 	}
 	for _, e := range old.endpoints.endpoints {
-		if services[[2]string{e.Meta.Namespace, e.Meta.Name}] {
+		if services[serviceKey{e.Meta.Namespace, e.Meta.Name}] {
 			paths[e.Source.Pos.Path] = true
 		}
 	}
 	for _, sl := range old.endpoints.slices {
-		if services[[2]string{sl.Meta.Namespace, sl.Meta.Labels[ServiceNameLabel]}] {
+		if services[serviceKey{sl.Meta.Namespace, sl.Meta.Labels[ServiceNameLabel]}] {
 			paths[sl.Source.Pos.Path] = true
 		}
 	}

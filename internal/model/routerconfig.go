@@ -139,8 +139,15 @@ func settingsFrom(rc *RouterConfig) (Settings, Diagnostics) {
 
 	v.buffers(t, &s)
 	v.httpTimeouts(t, &s)
-	v.emptyRequests(spec.HTTPEmptyRequestsPolicy, &s)
-	v.idleClose(spec.IdleConnectionTerminationPolicy, &s)
+	s.IgnoreEmptyRequests = v.toggle("spec.httpEmptyRequestsPolicy", spec.HTTPEmptyRequestsPolicy, "Respond", "Ignore")
+	// As the IngressController's: Immediate (HAProxy's default since 2.4)
+	// closes the old process's idle keep-alive connections at a reload,
+	// and a request a client sends on one at that moment meets a closed
+	// connection (a browser sends a GET again; a POST fails). Deferred
+	// keeps them until their next request, answered with Connection:
+	// close, at the cost of old processes that live on until then (or
+	// the keep-alive timeout, or hardStopAfter).
+	s.DeferIdleClose = v.toggle("spec.idleConnectionTerminationPolicy", spec.IdleConnectionTerminationPolicy, "Immediate", "Deferred")
 	s.AccessLog = v.accessLog(spec.Logging.Access)
 	v.tlsProfile(spec.TLSSecurityProfile, &s)
 	v.publishing(&spec.EndpointPublishingStrategy, &s)

@@ -80,32 +80,18 @@ func (v *rcCheck) httpTimeouts(t *TuningOptions, s *Settings) {
 	}
 }
 
-func (v *rcCheck) emptyRequests(policy string, s *Settings) {
-	switch policy {
-	case "", "Respond":
-	case "Ignore":
-		s.IgnoreEmptyRequests = true
-	default:
-		v.errorf("spec.httpEmptyRequestsPolicy", "httpEmptyRequestsPolicy %q is not one of Respond, Ignore", policy)
+// toggle reads an enum of two values at field: off (also when unset)
+// and on. It reports whether the value is on; any other is an error.
+func (v *rcCheck) toggle(field, value, off, on string) bool {
+	switch value {
+	case "", off:
+		return false
+	case on:
+		return true
 	}
-}
-
-// idleClose reads idleConnectionTerminationPolicy, as the
-// IngressController's: Immediate (HAProxy's default since 2.4) closes the
-// idle keep-alive connections of the old process at a reload, and a
-// request a client sends on one at that moment meets a closed
-// connection (a browser sends a GET again; a POST fails). Deferred keeps
-// them until their next request, answered with Connection: close, at the
-// cost of old processes that live on until then (or until the keep-alive
-// timeout, or hardStopAfter).
-func (v *rcCheck) idleClose(policy string, s *Settings) {
-	switch policy {
-	case "", "Immediate":
-	case "Deferred":
-		s.DeferIdleClose = true
-	default:
-		v.errorf("spec.idleConnectionTerminationPolicy", "idleConnectionTerminationPolicy %q is not one of Immediate, Deferred", policy)
-	}
+	name := field[strings.LastIndexByte(field, '.')+1:]
+	v.errorf(field, "%s %q is not one of %s, %s", name, value, off, on)
+	return false
 }
 
 func (v *rcCheck) publishing(e *EndpointPublishingStrategy, s *Settings) {

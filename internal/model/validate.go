@@ -286,12 +286,15 @@ func countLabels(host string) int {
 	return n
 }
 
+// targets are spec.to and spec.alternateBackends, in order.
+func (spec *RouteSpec) targets() []RouteTargetReference {
+	return append([]RouteTargetReference{spec.To}, spec.AlternateBackends...)
+}
+
 // validateServices checks spec.to and spec.alternateBackends and returns
 // them as ServiceBackends (without servers).
 func validateServices(c *routeCheck, spec *RouteSpec) []ServiceBackend {
-	refs := make([]RouteTargetReference, 0, 1+len(spec.AlternateBackends))
-	refs = append(refs, spec.To)
-	refs = append(refs, spec.AlternateBackends...)
+	refs := spec.targets()
 	if len(spec.AlternateBackends) > maxAlternateBackends {
 		f := fmt.Sprintf("spec.alternateBackends[%d]", maxAlternateBackends)
 		c.add(SeverityError, c.pos(f, f+".name", "spec.alternateBackends"), "spec.alternateBackends",

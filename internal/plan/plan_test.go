@@ -634,19 +634,11 @@ func TestCompute(t *testing.T) {
 				"runtime | map changed | maps/https.map | +1 -1 entries",
 				"runtime | map changed | maps/https_host.map | +1 -1 entries",
 			},
-			wantCommands: []string{
+			wantCommands: append([]string{
 				"add ssl crt-list /var/lib/haroute/bundle/crt-list <<\n/var/lib/haroute/bundle/certs/default_secure.pem moved.example.com\n",
 				"show ssl crt-list -n /var/lib/haroute/bundle/crt-list",
 				"del ssl crt-list /var/lib/haroute/bundle/crt-list /var/lib/haroute/bundle/certs/default_secure.pem:1",
-				"add map /var/lib/haroute/bundle/maps/http.map moved.example.com/ be_edge_http:default:secure",
-				"del map /var/lib/haroute/bundle/maps/http.map secure.example.com/",
-				"add map /var/lib/haroute/bundle/maps/http_host.map moved.example.com be_edge_http:default:secure",
-				"del map /var/lib/haroute/bundle/maps/http_host.map secure.example.com",
-				"add map /var/lib/haroute/bundle/maps/https.map moved.example.com/ be_edge_http:default:secure",
-				"del map /var/lib/haroute/bundle/maps/https.map secure.example.com/",
-				"add map /var/lib/haroute/bundle/maps/https_host.map moved.example.com be_edge_http:default:secure",
-				"del map /var/lib/haroute/bundle/maps/https_host.map secure.example.com",
-			},
+			}, secureMovedMaps...),
 			wantSummary: "plan: runtime (5 operations, no reload)",
 		},
 		{
@@ -669,20 +661,12 @@ func TestCompute(t *testing.T) {
 				"runtime | map changed | maps/https_host.map | +1 -1 entries",
 				"runtime | certificate changed | certs/default_secure.pem",
 			},
-			wantCommands: []string{
+			wantCommands: append([]string{
 				"set ssl cert " + certPath + " <<\n-----BEGIN CERTIFICATE-----\nTU9WRUQ=\n-----END CERTIFICATE-----\n" + testRouteKey + "\n",
 				"del ssl crt-list /var/lib/haroute/bundle/crt-list " + certPath,
 				"commit ssl cert " + certPath,
 				"add ssl crt-list /var/lib/haroute/bundle/crt-list <<\n" + certPath + " moved.example.com\n",
-				"add map /var/lib/haroute/bundle/maps/http.map moved.example.com/ be_edge_http:default:secure",
-				"del map /var/lib/haroute/bundle/maps/http.map secure.example.com/",
-				"add map /var/lib/haroute/bundle/maps/http_host.map moved.example.com be_edge_http:default:secure",
-				"del map /var/lib/haroute/bundle/maps/http_host.map secure.example.com",
-				"add map /var/lib/haroute/bundle/maps/https.map moved.example.com/ be_edge_http:default:secure",
-				"del map /var/lib/haroute/bundle/maps/https.map secure.example.com/",
-				"add map /var/lib/haroute/bundle/maps/https_host.map moved.example.com be_edge_http:default:secure",
-				"del map /var/lib/haroute/bundle/maps/https_host.map secure.example.com",
-			},
+			}, secureMovedMaps...),
 			wantSummary: "plan: runtime (5 operations, no reload)",
 		},
 		{
@@ -956,4 +940,17 @@ func TestIsRouteBackend(t *testing.T) {
 			t.Errorf("isRouteBackend(%q) = %v, want %v", be, got, want)
 		}
 	}
+}
+
+// secureMovedMaps are the map commands that move route secure from
+// secure.example.com to moved.example.com.
+var secureMovedMaps = []string{
+	"add map /var/lib/haroute/bundle/maps/http.map moved.example.com/ be_edge_http:default:secure",
+	"del map /var/lib/haroute/bundle/maps/http.map secure.example.com/",
+	"add map /var/lib/haroute/bundle/maps/http_host.map moved.example.com be_edge_http:default:secure",
+	"del map /var/lib/haroute/bundle/maps/http_host.map secure.example.com",
+	"add map /var/lib/haroute/bundle/maps/https.map moved.example.com/ be_edge_http:default:secure",
+	"del map /var/lib/haroute/bundle/maps/https.map secure.example.com/",
+	"add map /var/lib/haroute/bundle/maps/https_host.map moved.example.com be_edge_http:default:secure",
+	"del map /var/lib/haroute/bundle/maps/https_host.map secure.example.com",
 }
