@@ -184,6 +184,11 @@ type Daemon struct {
 	anchors  map[string]model.SourceFile
 	restored *saved
 	guard    deletionGuard
+	// cutHeld are the files holdCutOff holds, or held until they were
+	// applied; cutAt, when set, is when to read again to apply one.
+	cutHeld   map[string]cutHold
+	cutAt     time.Time
+	heldShown []string // the files status says are held
 
 	rcAnchor, rcAnchorBefore *model.SourceFile
 	// materialStamp is materialStamp of the settings whose material was
@@ -574,9 +579,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if at, ok := d.throttle.due(time.Now()); ok && d.proc != nil {
 			resetTimer(reloadTimer, time.Until(at))
 		}
-		if !d.guard.at.IsZero() {
-			resetTimer(guardTimer, time.Until(d.guard.at))
-			d.guard.at = time.Time{}
+		if at := earliest(d.guard.at, d.cutAt); !at.IsZero() {
+			resetTimer(guardTimer, time.Until(at))
+			d.guard.at, d.cutAt = time.Time{}, time.Time{}
 		}
 	}
 }

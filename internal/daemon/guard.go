@@ -12,6 +12,7 @@ import (
 	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/plan"
 	"github.com/haroute/haroute/internal/snapshot"
+	"github.com/haroute/haroute/internal/status"
 )
 
 // The deletion guard (DESIGN §7). A directory that vanishes, is torn down
@@ -23,9 +24,10 @@ import (
 // when first seen, and again after the quiet period, dropping the same.
 // In plain mode, where files are edited in place and a file cut off
 // mid-write can read as fewer routes, any generation that drops a route
-// waits the same way, and so does one with a changed file that does not
-// end with a newline (cutOff). A route counts as dropped when it
-// disappears or loses its last server.
+// waits the same way. A route counts as dropped when it disappears or
+// loses its last server. A changed file that does not end with a newline
+// may be cut off too: it alone waits (holdCutOff), its served version
+// standing in for it.
 
 // deletionGuard is what the guard holds back, if anything.
 type deletionGuard struct {
@@ -47,8 +49,6 @@ const (
 	holdNothing hold = iota
 	// holdDrops: the routes it drops wait; the rest applies (withoutDrops).
 	holdDrops
-	// holdAll: all of it waits (a file that may be cut off mid-write).
-	holdAll
 )
 
 // holdDeletion reports what of next must wait, and arranges the second
@@ -71,20 +71,10 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 		return holdNothing
 	}
 	dropped, names, held := droppedRoutes(prev, next.Desired.Routes, d.rivals)
-	cut := ""
-	if snap.Mode == snapshot.ModePlain {
-		cut = cutOff(snap, d.desiredFrom)
-	}
-	if (dropped == 0 || !d.guarded(snap, dropped, len(prev))) && cut == "" {
+	if dropped == 0 || !d.guarded(snap, dropped, len(prev)) {
 		d.releaseGuard()
 		d.loader.PreferWinners(nil) // what a hold kept is not served any more
 		return holdNothing
-	}
-	kind := holdDrops
-	if cut != "" {
-		kind = holdAll
-		names = "a file that may be cut off mid-write: " + cut + " changed and does not end with a newline"
-		held = "cut " + cut + " " + fileHash(snap, cut)
 	}
 	now := time.Now()
 	g := &d.guard
@@ -102,20 +92,10 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 		return holdNothing
 	}
 	g.at = g.since.Add(d.opts.DeletionQuiet)
-	d.log.Warn("deletion guard: holding back the routes a generation drops, or all of it when a file may be cut off, until the drop has held for the quiet period",
+	d.log.Warn("deletion guard: holding back the routes a generation drops until the drop has held for the quiet period",
 		"dropped", dropped, "of", len(prev), "routes", names, "until", g.at.Format(time.RFC3339))
 	d.setGuardStatus(g.since, dropped, len(prev))
-	return kind
-}
-
-// fileHash is the content hash of path in snap.
-func fileHash(snap *snapshot.Snapshot, path string) string {
-	for _, f := range snap.Files {
-		if f.Path == path {
-			return f.Hash
-		}
-	}
-	return ""
+	return holdDrops
 }
 
 // withoutDrops is gen with the routes it drops (droppedRoutes) kept as
@@ -297,27 +277,91 @@ func rivalsOf(statuses []*model.RouteStatus) map[model.RouteKey]bool {
 	return out
 }
 
-// cutOff names a file of snap, changed since prev (nil: every file), that
-// does not end with a newline, or returns "". In plain mode a writer may
-// stall mid-file, and what it wrote so far can still be valid YAML with
-// other values (a port cut from 29101 to 2910): such a file waits for the
-// quiet period too. Editors and serializers end YAML with a newline; a
-// file that really ends without one is applied after the quiet period.
-func cutOff(snap *snapshot.Snapshot, prev *snapshot.Snapshot) string {
-	var before map[string]string
-	if prev != nil {
-		before = make(map[string]string, len(prev.Files))
-		for _, f := range prev.Files {
-			before[f.Path] = f.Hash
-		}
+// cutHold is a file held by holdCutOff: its content, by hash, since when
+// it has read so, and whether its hold is over.
+type cutHold struct {
+	hash  string
+	since time.Time
+	over  bool
+}
+
+// holdCutOff returns snap with each file that may be cut off mid-write
+// replaced by its served version (left out when it has none), until the
+// file has read the same for the quiet period, and arranges the read that
+// takes it then (cutAt).
+//
+// In plain mode a writer may stall mid-file, and what it wrote so far
+// can still be valid YAML with other values (a port cut from 29101 to
+// 2910). Editors and serializers end YAML with a newline, so a file
+// changed since the served generation that does not end with one waits;
+// one that really ends without one is applied after the quiet period.
+// Only the file waits: when the whole generation did, every other change
+// of the directory waited as long as such a file kept being rewritten
+// (T27: a script replacing one every 3 s kept an unrelated endpoint move
+// from applying for good).
+func (d *Daemon) holdCutOff(snap *snapshot.Snapshot) *snapshot.Snapshot {
+	if snap.Mode != snapshot.ModePlain || d.opts.DeletionQuiet < 0 {
+		d.cutHeld = nil
+		d.showHeldFiles(nil)
+		return snap
 	}
+	var served []model.SourceFile
+	switch {
+	case d.desiredFrom != nil:
+		served = d.desiredFrom.Files
+	case d.restored != nil:
+		served = d.restored.files // at start: the saved state serves
+	default:
+		return snap // a first start: nothing is served to keep
+	}
+	was := make(map[string]model.SourceFile, len(served))
+	for _, f := range served {
+		was[f.Path] = f
+	}
+	now := time.Now()
+	held := map[string]cutHold{}
+	waiting := map[string]bool{}
 	for _, f := range snap.Files {
-		if len(f.Data) == 0 || f.Data[len(f.Data)-1] == '\n' || (before != nil && before[f.Path] == f.Hash) {
+		if old, ok := was[f.Path]; len(f.Data) == 0 || f.Data[len(f.Data)-1] == '\n' || (ok && old.Hash == f.Hash) {
 			continue
 		}
-		return f.Path
+		h, ok := d.cutHeld[f.Path]
+		if !ok || h.hash != f.Hash {
+			h = cutHold{hash: f.Hash, since: now}
+			d.metrics.DeletionGuardHeld()
+		}
+		at := h.since.Add(d.opts.DeletionQuiet)
+		switch {
+		case now.Before(at):
+			waiting[f.Path] = true
+			if d.cutAt.IsZero() || at.Before(d.cutAt) {
+				d.cutAt = at
+			}
+			if h.since == now {
+				d.log.Warn("holding back a file that may be cut off mid-write: it changed and does not end with a newline; its served version stays until it reads the same for the quiet period",
+					"file", f.Path, "until", at.Format(time.RFC3339))
+			}
+		case !h.over:
+			h.over = true
+			d.log.Warn("a file without a final newline read the same for the quiet period; applying it", "file", f.Path)
+		}
+		held[f.Path] = h
 	}
-	return ""
+	d.cutHeld = held
+	d.showHeldFiles(slices.Sorted(maps.Keys(waiting)))
+	if len(waiting) == 0 {
+		return snap
+	}
+	out := *snap
+	out.Files = make([]model.SourceFile, 0, len(snap.Files))
+	for _, f := range snap.Files {
+		if !waiting[f.Path] {
+			out.Files = append(out.Files, f)
+		} else if old, ok := was[f.Path]; ok {
+			out.Files = append(out.Files, old)
+		}
+	}
+	return &out
 }
 
 // guarded reports whether dropping dropped of total routes from snap needs
@@ -394,4 +438,21 @@ func servers(r *model.AdmittedRoute) int {
 		n += len(s.Servers)
 	}
 	return n
+}
+
+// showHeldFiles puts the files holdCutOff holds in status.
+func (d *Daemon) showHeldFiles(paths []string) {
+	if slices.Equal(paths, d.heldShown) {
+		return
+	}
+	d.heldShown = paths
+	d.status.Set(func(s *status.Status) { s.HeldFiles = slices.Clone(paths) })
+}
+
+// earliest is the earlier of a and b, either of which may be zero (unset).
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }

@@ -110,6 +110,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 	for _, fe := range snap.Warnings {
 		d.log.Warn("config", "diag", fe.Error())
 	}
+	snap = d.holdCutOff(snap)
 	files := d.withLastGood(snap)
 	read := time.Now()
 	// A generation HAProxy refuses is split to find the routes responsible
@@ -163,7 +164,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 				return d.sync(ctx, true)
 			}
 			g, ok := d.withoutDrops(gen)
-			if held == holdAll || !ok {
+			if !ok {
 				return nil
 			}
 			gen = g

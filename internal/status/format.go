@@ -50,6 +50,9 @@ func (s Status) Format(w io.Writer) {
 		fmt.Fprintf(tw, "\t… and %d more: haroute check on the directory lists them\n", s.InputProblems.Errors-n)
 	}
 	row("deletion guard", formatGuard(s.DeletionGuard))
+	if len(s.HeldFiles) > 0 {
+		row("held files", strings.Join(s.HeldFiles, ", ")+" (changed without a final newline: the served version stays until each reads the same for the quiet period)")
+	}
 	row("routes", formatRouteCounts(s.Routes))
 	tw.Flush()
 

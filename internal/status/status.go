@@ -53,6 +53,10 @@ type Status struct {
 	// DeletionGuard is set while a generation that drops routes is held
 	// back until the same routes have stayed dropped for the quiet period.
 	DeletionGuard *Guard `json:"deletionGuard,omitempty"`
+	// HeldFiles are the files of a plain directory that changed and do
+	// not end with a newline (a writer may have stalled mid-file): their
+	// served versions stay until each reads the same for the quiet period.
+	HeldFiles []string `json:"heldFiles,omitempty"`
 
 	HAProxy HAProxy `json:"haproxy"`
 }
@@ -412,6 +416,7 @@ func (s Status) clone() Status {
 	}
 	c.RecentErrors = slices.Clone(s.RecentErrors)
 	c.StaleObjects = slices.Clone(s.StaleObjects)
+	c.HeldFiles = slices.Clone(s.HeldFiles)
 	c.InputProblems.ErrorList = slices.Clone(s.InputProblems.ErrorList)
 	if s.DeletionGuard != nil {
 		g := *s.DeletionGuard

@@ -593,6 +593,55 @@ func TestPlainFileCutOffMidWriteIsHeld(t *testing.T) {
 	r.serves("one.e2e.test", "/", "two") // held, then applied
 }
 
+// T27: a changed file without a final newline held the whole generation.
+// A script that kept replacing one (here every 500 ms, the quiet period
+// 4 s) kept every other change of the directory from applying: an
+// endpoint move stayed unserved for as long as the script ran. Only the
+// file waits now: the move applies at once, the file's new route once it
+// has read the same for the quiet period.
+func TestFileWithoutANewlineHoldsOnlyItself(t *testing.T) {
+	r := newRouter(t)
+	r.deletionQuiet = 4 * time.Second
+	one, two := startBackend(t, "one"), startBackend(t, "two")
+	for name, data := range oneRoute(r, one) {
+		must(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
+	}
+	r.start("plain")
+	r.serves("one.e2e.test", "/", "one")
+
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for i := 0; ; i++ {
+			route := strings.Replace(routeYAML("nonl", "nonl.e2e.test", "", "one"), "namespace: e2e", fmt.Sprintf("namespace: e2e\n  labels:\n    v: \"%d\"", i), 1)
+			tmp := filepath.Join(r.dir, ".nonl.yaml.tmp")
+			if err := os.WriteFile(tmp, []byte(strings.TrimSuffix(route, "\n")), 0o644); err == nil {
+				_ = os.Rename(tmp, filepath.Join(r.dir, "nonl.yaml"))
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	time.Sleep(time.Second) // the writer's file is held by now
+	must(t, os.WriteFile(filepath.Join(r.dir, "endpoints.yaml"), []byte(endpointsYAML("one", two)), 0o644))
+	r.servesWithin(3*time.Second, "one.e2e.test", "/", "two")
+	if got, err := r.get("nonl.e2e.test", "/"); err == nil && got == "two" {
+		t.Errorf("nonl.e2e.test served while its file kept changing without a final newline")
+	}
+	if held := r.store.Get().HeldFiles; !slices.Equal(held, []string{"nonl.yaml"}) {
+		t.Errorf("status held files = %q, want [nonl.yaml]", held)
+	}
+	close(stop)
+	<-stopped
+	r.servesWithin(15*time.Second, "nonl.e2e.test", "/", "two") // once it read the same for the quiet period
+	if held := r.store.Get().HeldFiles; len(held) != 0 {
+		t.Errorf("status held files = %q once applied, want none", held)
+	}
+}
+
 // A plain-mode file rewritten in place by a writer that pauses, its
 // descriptor open, at a line boundary (scp over a slow link): what was
 // written so far parses, and applied at once, it dropped the edge route's
