@@ -236,9 +236,6 @@ type Daemon struct {
 	generation uint64
 	restarts   int       // consecutive restarts, for the backoff
 	startedAt  time.Time // when the current HAProxy started
-	// resumeGC ends the collector's rest of a cold start (startgc.go):
-	// when HAProxy is launched, or when the first sync is over.
-	resumeGC func()
 
 	// unchecked is set when the live files were written by the runtime
 	// path, without `haproxy -c`; a reload validates them first.
@@ -323,7 +320,6 @@ func New(opts Options) (*Daemon, error) {
 		}
 	}
 	live := filepath.Join(opts.StateDir, "live")
-	var d *Daemon
 	sup, err := haproxy.NewSupervisor(haproxy.Options{
 		Binary:     opts.HAProxy,
 		ConfigPath: filepath.Join(live, render.ConfigFile),
@@ -338,15 +334,11 @@ func New(opts Options) (*Daemon, error) {
 			opts.Metrics.HAProxyWorkerCrashed()
 			opts.Status.RecordError(time.Now(), fmt.Sprintf("an old haproxy worker (pid %d), draining connections after a reload, exited with %s: the connections it still served were cut", pid, status))
 		},
-		// From the loop, as every start is: the collector paused for a
-		// cold start works beside HAProxy's parse (startgc.go).
-		OnLaunch: func() { d.resumeGC() },
 	})
 	if err != nil {
 		return nil, err
 	}
-	d = &Daemon{
-		resumeGC:    func() {},
+	d := &Daemon{
 		opts:        opts,
 		log:         opts.Logger,
 		metrics:     opts.Metrics,
@@ -443,8 +435,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer func() { stopStore(); <-d.store.done }()
 
 	// The collector rests until the first sync is done (startgc.go).
-	d.resumeGC = pauseGCForStart()
-	defer d.resumeGC()
+	resumeGC := pauseGCForStart()
+	defer resumeGC()
 	changes := make(chan struct{}, 1)
 	changes <- struct{}{} // the first sync
 	// settling is set by the watcher while a plain-mode burst of writes
@@ -493,7 +485,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-changes:
 			err := d.sync(ctx, forceNext)
 			forceNext = false
-			d.resumeGC() // a first sync that launched nothing
+			resumeGC()
 			if err != nil {
 				return err
 			}

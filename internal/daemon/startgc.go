@@ -15,15 +15,12 @@ import (
 // median): GOGC 50 (haroute's default then) 646 ms, GOGC 400 640 ms, the
 // collector off 528 ms, at a peak of 96 MB resident instead of 85.
 //
-// So the collector is off from the daemon's start until HAProxy is
-// launched on the first generation (or the first sync is over without
-// one), under a memory limit that bounds a much larger tree. Then one
-// collection returns the garbage to the system while HAProxy parses on
-// the other core: done once HAProxy serves instead, it ran after the
-// daemon said ready, and the resident size read then was the peak (99
-// MB at 10k routes, 84 MB a second later). Daemons of one process
-// (tests) share the collector: the first to pause saves the settings,
-// the last to resume restores them.
+// So the collector is off from the daemon's start until its first sync
+// is done (HAProxy serving, or the attempt over), under a memory limit
+// that bounds a much larger tree, and one collection that returns the
+// garbage to the system follows. Daemons of one process (tests) share the
+// collector: the first to pause saves the settings, the last to resume
+// restores them.
 
 // startHeapLimit bounds the heap while the collector is paused: a tree
 // far beyond 10k routes is collected when it reaches it, as the memory

@@ -51,10 +51,6 @@ type Options struct {
 	// HAProxy's output) for each old worker the master says crashed or
 	// was killed (workerCrash): the connections it drained were cut.
 	OnWorkerCrash func(pid int, status string)
-	// OnLaunch, when set, is called each time a master is launched,
-	// before Start waits for it to be ready: HAProxy parses its
-	// configuration meanwhile, and the caller may use the wait.
-	OnLaunch func()
 }
 
 // Relocation moves the listener sockets the config binds in Dir to
@@ -293,9 +289,6 @@ func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, erro
 	}
 	go p.wait()
 	s.log.Info("haproxy started", "pid", cmd.Process.Pid, "config", s.opts.ConfigPath)
-	if s.opts.OnLaunch != nil {
-		s.opts.OnLaunch()
-	}
 	if launchedHook != nil {
 		launchedHook()
 	}
