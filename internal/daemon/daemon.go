@@ -186,9 +186,9 @@ type Daemon struct {
 	guard    deletionGuard
 	// cutHeld are the files holdCutOff holds, or held until they were
 	// applied; cutAt, when set, is when to read again to apply one.
-	cutHeld   map[string]cutHold
-	cutAt     time.Time
-	heldShown []string // the files status says are held
+	cutHeld    map[string]cutHold
+	cutAt      time.Time
+	cutWaiting []string // the files it holds now, sorted
 
 	rcAnchor, rcAnchorBefore *model.SourceFile
 	// materialStamp is materialStamp of the settings whose material was

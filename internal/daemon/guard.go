@@ -27,7 +27,8 @@ import (
 // waits the same way. A route counts as dropped when it disappears or
 // loses its last server. A changed file that does not end with a newline
 // may be cut off too: it alone waits (holdCutOff), its served version
-// standing in for it.
+// standing in for it, and a drop is not applied while such a file waits,
+// since what the drop lacks may be in it.
 
 // deletionGuard is what the guard holds back, if anything.
 type deletionGuard struct {
@@ -85,6 +86,19 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 		d.metrics.DeletionGuardHeld()
 	}
 	if now.Sub(g.since) >= d.opts.DeletionQuiet {
+		if len(d.cutWaiting) > 0 {
+			// What the drop lacks may be in a file holdCutOff holds: a
+			// route or endpoints moved to a new file written without a
+			// final newline, which reads as a drop until the file is
+			// taken (T29: applied on the guard's own clock, the moved
+			// routes answered 503 until then, for good under a writer
+			// that kept rewriting it). The file's own read comes at
+			// cutAt; the drop is judged again then.
+			d.log.Warn("deletion guard: the routes a generation drops stayed dropped for the quiet period, but files that may be cut off mid-write are held and may hold them; waiting for those",
+				"dropped", dropped, "of", len(prev), "routes", names, "files", strings.Join(d.cutWaiting, ", "))
+			d.setGuardStatus(g.since, dropped, len(prev))
+			return holdDrops
+		}
 		d.log.Warn("deletion guard: the same routes stayed dropped for the quiet period; applying",
 			"dropped", dropped, "of", len(prev), "stable_for", now.Sub(g.since).Round(time.Millisecond))
 		d.releaseGuard()
@@ -302,7 +316,7 @@ type cutHold struct {
 func (d *Daemon) holdCutOff(snap *snapshot.Snapshot) *snapshot.Snapshot {
 	if snap.Mode != snapshot.ModePlain || d.opts.DeletionQuiet < 0 {
 		d.cutHeld = nil
-		d.showHeldFiles(nil)
+		d.holdingFiles(nil)
 		return snap
 	}
 	var served []model.SourceFile
@@ -348,7 +362,7 @@ func (d *Daemon) holdCutOff(snap *snapshot.Snapshot) *snapshot.Snapshot {
 		held[f.Path] = h
 	}
 	d.cutHeld = held
-	d.showHeldFiles(slices.Sorted(maps.Keys(waiting)))
+	d.holdingFiles(slices.Sorted(maps.Keys(waiting)))
 	if len(waiting) == 0 {
 		return snap
 	}
@@ -440,12 +454,13 @@ func servers(r *model.AdmittedRoute) int {
 	return n
 }
 
-// showHeldFiles puts the files holdCutOff holds in status.
-func (d *Daemon) showHeldFiles(paths []string) {
-	if slices.Equal(paths, d.heldShown) {
+// holdingFiles records the files holdCutOff holds now, and shows them in
+// status.
+func (d *Daemon) holdingFiles(paths []string) {
+	if slices.Equal(paths, d.cutWaiting) {
 		return
 	}
-	d.heldShown = paths
+	d.cutWaiting = paths
 	d.status.Set(func(s *status.Status) { s.HeldFiles = slices.Clone(paths) })
 }
 

@@ -642,6 +642,38 @@ func TestFileWithoutANewlineHoldsOnlyItself(t *testing.T) {
 	}
 }
 
+// T29, on the fix above: endpoints moved to a new file written without
+// a final newline read as a drop while the file was held, and the drop
+// was applied on the guard's own clock, before the file: every route
+// answered 503 from the end of the quiet period until the file was
+// taken. A drop now waits while such a file is held.
+func TestDropWaitsForAFileWithoutANewline(t *testing.T) {
+	r := newRouter(t)
+	r.deletionQuiet = 3 * time.Second
+	one := startBackend(t, "one")
+	for name, data := range oneRoute(r, one) {
+		must(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
+	}
+	r.start("plain")
+	r.serves("one.e2e.test", "/", "one")
+
+	must(t, os.Remove(filepath.Join(r.dir, "endpoints.yaml")))
+	time.Sleep(2 * time.Second) // the drop is held by now
+	must(t, os.WriteFile(filepath.Join(r.dir, "eps-one.yaml"), []byte(strings.TrimSuffix(endpointsYAML("one", one), "\n")), 0o644))
+	// The drop's quiet period ends a second later, the file's 3 s after
+	// it was written: the route serves throughout.
+	until := time.Now().Add(6 * time.Second)
+	for time.Now().Before(until) {
+		if got, err := r.get("one.e2e.test", "/"); err != nil || got != "one" {
+			t.Fatalf("while the endpoints' new file was held: answered %q, %v", got, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if g := r.store.Get(); len(g.HeldFiles) != 0 || g.DeletionGuard != nil {
+		t.Errorf("held files %q and guard %+v once the file was taken, want none", g.HeldFiles, g.DeletionGuard)
+	}
+}
+
 // A plain-mode file rewritten in place by a writer that pauses, its
 // descriptor open, at a line boundary (scp over a slow link): what was
 // written so far parses, and applied at once, it dropped the edge route's
