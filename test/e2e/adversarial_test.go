@@ -33,13 +33,8 @@ import (
 
 // A FIFO in the directory (and a link to one) never blocks the loop.
 func TestFIFOInDirectoryDoesNotBlock(t *testing.T) {
-	r := newRouter(t)
-	one, two := startBackend(t, "one"), startBackend(t, "two")
-	for name, data := range oneRoute(r, one) {
-		must(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
-	}
-	r.start("plain")
-	r.serves("one.e2e.test", "/", "one")
+	r, _ := servingOneRoutePlain(t, 0)
+	two := startBackend(t, "two")
 
 	must(t, syscall.Mkfifo(filepath.Join(r.dir, "pipe.yaml"), 0o644))
 	must(t, os.Symlink("pipe.yaml", filepath.Join(r.dir, "to-pipe.yaml")))

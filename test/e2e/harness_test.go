@@ -379,6 +379,22 @@ func oneRoute(r *router, ep *backend) map[string][]byte {
 	)
 }
 
+// servingOneRoutePlain starts a router on a plain directory holding
+// oneRoute, served by a backend "one" it returns, once it serves, with
+// the deletion quiet period quiet (0: the default).
+func servingOneRoutePlain(t *testing.T, quiet time.Duration) (*router, *backend) {
+	t.Helper()
+	r := newRouter(t)
+	r.deletionQuiet = quiet
+	one := startBackend(t, "one")
+	for name, data := range oneRoute(r, one) {
+		must(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
+	}
+	r.start("plain")
+	r.serves("one.e2e.test", "/", "one")
+	return r, one
+}
+
 // serveViaGitSync publishes first the way git-sync does (a link in the
 // config dir's parent), starts the router on the link and waits until
 // one.e2e.test is served by want.

@@ -564,14 +564,7 @@ func TestRestartAfterRouterConfigVanishedKeepsPorts(t *testing.T) {
 // completed in time, nothing was applied. One that stays so is applied
 // after it.
 func TestPlainFileCutOffMidWriteIsHeld(t *testing.T) {
-	r := newRouter(t)
-	r.deletionQuiet = 4 * time.Second
-	one := startBackend(t, "one")
-	for name, data := range oneRoute(r, one) {
-		must(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
-	}
-	r.start("plain")
-	r.serves("one.e2e.test", "/", "one")
+	r, _ := servingOneRoutePlain(t, 4*time.Second)
 	eps := filepath.Join(r.dir, "endpoints.yaml")
 	whole, err := os.ReadFile(eps)
 	must(t, err)
@@ -600,14 +593,8 @@ func TestPlainFileCutOffMidWriteIsHeld(t *testing.T) {
 // file waits now: the move applies at once, the file's new route once it
 // has read the same for the quiet period.
 func TestFileWithoutANewlineHoldsOnlyItself(t *testing.T) {
-	r := newRouter(t)
-	r.deletionQuiet = 4 * time.Second
-	one, two := startBackend(t, "one"), startBackend(t, "two")
-	for name, data := range oneRoute(r, one) {
-		must(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
-	}
-	r.start("plain")
-	r.serves("one.e2e.test", "/", "one")
+	r, _ := servingOneRoutePlain(t, 4*time.Second)
+	two := startBackend(t, "two")
 
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -648,14 +635,7 @@ func TestFileWithoutANewlineHoldsOnlyItself(t *testing.T) {
 // answered 503 from the end of the quiet period until the file was
 // taken. A drop now waits while such a file is held.
 func TestDropWaitsForAFileWithoutANewline(t *testing.T) {
-	r := newRouter(t)
-	r.deletionQuiet = 3 * time.Second
-	one := startBackend(t, "one")
-	for name, data := range oneRoute(r, one) {
-		must(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
-	}
-	r.start("plain")
-	r.serves("one.e2e.test", "/", "one")
+	r, one := servingOneRoutePlain(t, 3*time.Second)
 
 	must(t, os.Remove(filepath.Join(r.dir, "endpoints.yaml")))
 	time.Sleep(2 * time.Second) // the drop is held by now
