@@ -53,6 +53,7 @@ func sample() Status {
 		InputProblems: InputProblems{Errors: 2, Warnings: 2, ErrorList: []string{"routes/cart.yaml:7:11: error: spec.host: must not contain a port"}},
 		StaleObjects:  []string{"Endpoints default/cart: serving its last good version; the current one, in endpoints/cart.yaml, has errors"},
 		DeletionGuard: &Guard{Since: applied.Add(-10 * time.Second), Dropped: 3, Of: 4, Reason: "the same routes must stay dropped for the quiet period before they are"},
+		HeldFiles:     []string{"endpoints/new.yaml"},
 		HAProxy:       HAProxy{PID: 100, Workers: []int{120}, OldWorkers: []int{101, 110}},
 	}
 }
@@ -71,6 +72,7 @@ func TestStoreGetIsACopy(t *testing.T) {
 	got.InputProblems.ErrorList[0] = "changed"
 	got.RecentErrors[0].Message = "changed"
 	got.DeletionGuard.Dropped = 99
+	got.HeldFiles[0] = "changed"
 	got.HAProxy.Workers[0] = 1
 	again := st.Get()
 	if !reflect.DeepEqual(again, sample()) {
@@ -286,6 +288,7 @@ input problems:  2 errors, 2 warnings, 0 notes
                  routes/cart.yaml:7:11: error: spec.host: must not contain a port
                  … and 1 more: haroute check on the directory lists them
 deletion guard:  holding a generation since 2026-01-02T15:03:55Z that drops 3 of 4 routes (the same routes must stay dropped for the quiet period before they are)
+held files:      endpoints/new.yaml (changed without a final newline: the served version stays until each reads the same for the quiet period)
 routes:          4 (1 admitted, 1 admitted-with-warnings, 1 stale, 1 rejected)
 
 ROUTE         HOST              PATH  STATE                   SOURCE
