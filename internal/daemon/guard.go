@@ -96,7 +96,7 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 			// cutAt; the drop is judged again then.
 			d.log.Warn("deletion guard: the routes a generation drops stayed dropped for the quiet period, but files that may be cut off mid-write are held and may hold them; waiting for those",
 				"dropped", dropped, "of", len(prev), "routes", names, "files", strings.Join(d.cutWaiting, ", "))
-			d.setGuardStatus(g.since, dropped, len(prev))
+			d.setGuardStatus(g.since, dropped, len(prev), guardForFiles)
 			return holdDrops
 		}
 		d.log.Warn("deletion guard: the same routes stayed dropped for the quiet period; applying",
@@ -108,7 +108,7 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 	g.at = g.since.Add(d.opts.DeletionQuiet)
 	d.log.Warn("deletion guard: holding back the routes a generation drops until the drop has held for the quiet period",
 		"dropped", dropped, "of", len(prev), "routes", names, "until", g.at.Format(time.RFC3339))
-	d.setGuardStatus(g.since, dropped, len(prev))
+	d.setGuardStatus(g.since, dropped, len(prev), guardQuiet)
 	return holdDrops
 }
 
@@ -366,16 +366,19 @@ func (d *Daemon) holdCutOff(snap *snapshot.Snapshot) *snapshot.Snapshot {
 	if len(waiting) == 0 {
 		return snap
 	}
-	out := *snap
-	out.Files = make([]model.SourceFile, 0, len(snap.Files))
+	files := make([]model.SourceFile, 0, len(snap.Files))
 	for _, f := range snap.Files {
 		if !waiting[f.Path] {
-			out.Files = append(out.Files, f)
+			files = append(files, f)
 		} else if old, ok := was[f.Path]; ok {
-			out.Files = append(out.Files, old)
+			files = append(files, old)
 		}
 	}
-	return &out
+	// Its own hash: the read's would name content that does not run in
+	// status, and, kept as the last read, let a later read of the same
+	// directory (a resync) pass over the held file should its timer
+	// be lost.
+	return snap.WithFiles(files)
 }
 
 // guarded reports whether dropping dropped of total routes from snap needs
@@ -403,7 +406,7 @@ func (d *Daemon) releaseGuard() {
 		return
 	}
 	d.guard = deletionGuard{}
-	d.setGuardStatus(time.Time{}, 0, 0)
+	d.setGuardStatus(time.Time{}, 0, 0, "")
 }
 
 // droppedRoutes counts the routes of prev that cur drops: absent, with

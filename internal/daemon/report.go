@@ -110,16 +110,21 @@ func (d *Daemon) clearErrorIfClean(res model.Result) {
 
 // setGuardStatus shows a generation held by the deletion guard, or none
 // when since is zero.
-func (d *Daemon) setGuardStatus(since time.Time, dropped, total int) {
+func (d *Daemon) setGuardStatus(since time.Time, dropped, total int, reason string) {
 	d.status.Set(func(s *status.Status) {
 		if since.IsZero() {
 			s.DeletionGuard = nil
 			return
 		}
-		s.DeletionGuard = &status.Guard{Since: since, Dropped: dropped, Of: total,
-			Reason: "the same routes must stay dropped for the quiet period before they are"}
+		s.DeletionGuard = &status.Guard{Since: since, Dropped: dropped, Of: total, Reason: reason}
 	})
 }
+
+// Why the deletion guard holds a drop, for status.
+const (
+	guardQuiet    = "the same routes must stay dropped for the quiet period before they are"
+	guardForFiles = "the quiet period is over, but files that may be cut off mid-write are held (held files), and what the drop lacks may be in them"
+)
 
 // serveRestored starts serving the saved last good state when the config
 // dir cannot be read at start, or when the deletion guard holds what it

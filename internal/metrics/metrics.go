@@ -115,7 +115,7 @@ func New() *Metrics {
 		guardHolds: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "deletion_guard_holds_total",
-			Help:      "Generations held back by the deletion guard: they drop all routes or more than the allowed share, or (plain mode) any route, or hold a changed file without a final newline (each held generation counts once).",
+			Help:      "Holds of the deletion guard: a drop of all routes or more than the allowed share, or (plain mode) of any route, counts once while the same routes stay dropped; (plain mode) a changed file without a final newline counts once for each version of it held.",
 		}),
 		snapshotErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace,

@@ -86,6 +86,23 @@ func (s *Snapshot) sortAndHash() {
 	sort.Slice(s.Files, func(i, j int) bool { return s.Files[i].Path < s.Files[j].Path })
 	sort.Slice(s.Errors, func(i, j int) bool { return s.Errors[i].Path < s.Errors[j].Path })
 	sort.Slice(s.Warnings, func(i, j int) bool { return s.Warnings[i].Path < s.Warnings[j].Path })
+	s.hash()
+}
+
+// WithFiles returns a copy of s that holds files, in path order, instead
+// of its own, with its Hash computed afresh: what is served when some
+// files of the directory stand in for what was read (a file that may be
+// cut off mid-write, held by the daemon). The copy's hash must not be
+// the read's: status shows it as the content HAProxy runs.
+func (s *Snapshot) WithFiles(files []model.SourceFile) *Snapshot {
+	c := *s
+	c.Files = files
+	c.hash()
+	return &c
+}
+
+// hash computes Hash from the sorted files, errors and warnings.
+func (s *Snapshot) hash() {
 	h := sha256.New()
 	for _, f := range s.Files {
 		// NUL cannot occur in a path, so the encoding is unambiguous.

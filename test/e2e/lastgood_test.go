@@ -569,6 +569,7 @@ func TestPlainFileCutOffMidWriteIsHeld(t *testing.T) {
 	whole, err := os.ReadFile(eps)
 	must(t, err)
 	cut := whole[:len(whole)-2] // "port: 4xxxx" becomes "port: 4xxx", no newline
+	served := r.store.Get().ConfigHash
 	must(t, os.WriteFile(eps, cut, 0o644))
 	until := time.Now().Add(2 * time.Second)
 	for time.Now().Before(until) {
@@ -576,6 +577,11 @@ func TestPlainFileCutOffMidWriteIsHeld(t *testing.T) {
 			t.Fatalf("a file cut off mid-write was applied: answered %q, %v", got, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// T30: status named the content read, which does not run, as the
+	// content HAProxy runs.
+	if got := r.store.Get().ConfigHash; got != served {
+		t.Errorf("config hash while the cut file is held = %s, want the served %s", got, served)
 	}
 	must(t, os.WriteFile(eps, whole, 0o644))
 	time.Sleep(5 * time.Second) // past the quiet period: nothing held is applied
@@ -642,12 +648,20 @@ func TestDropWaitsForAFileWithoutANewline(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(r.dir, "eps-one.yaml"), []byte(strings.TrimSuffix(endpointsYAML("one", one), "\n")), 0o644))
 	// The drop's quiet period ends a second later, the file's 3 s after
 	// it was written: the route serves throughout.
+	// Status says why the drop still waits once its quiet period is over.
+	waitsForFiles := false
 	until := time.Now().Add(6 * time.Second)
 	for time.Now().Before(until) {
 		if got, err := r.get("one.e2e.test", "/"); err != nil || got != "one" {
 			t.Fatalf("while the endpoints' new file was held: answered %q, %v", got, err)
 		}
+		if g := r.store.Get().DeletionGuard; g != nil && strings.Contains(g.Reason, "files that may be cut off mid-write are held") {
+			waitsForFiles = true
+		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if !waitsForFiles {
+		t.Errorf("status never said the drop waits for the held file")
 	}
 	if g := r.store.Get(); len(g.HeldFiles) != 0 || g.DeletionGuard != nil {
 		t.Errorf("held files %q and guard %+v once the file was taken, want none", g.HeldFiles, g.DeletionGuard)
