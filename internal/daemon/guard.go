@@ -375,9 +375,7 @@ func (d *Daemon) holdCutOff(snap *snapshot.Snapshot) *snapshot.Snapshot {
 		}
 	}
 	// Its own hash: the read's would name content that does not run in
-	// status, and, kept as the last read, let a later read of the same
-	// directory (a resync) pass over the held file should its timer
-	// be lost.
+	// status. (sync reads again whatever comes while a file is held.)
 	return snap.WithFiles(files)
 }
 

@@ -150,6 +150,13 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		d.log.Debug("snapshot prepared", "files", len(snap.Files), "attempts", snap.Attempts,
 			"read", read.Sub(began), "load", loaded.Sub(read), "render", time.Since(loaded))
 		d.lastHash = snap.Hash
+		if len(d.cutWaiting) > 0 {
+			// A held snapshot's hash is what is served, which the
+			// directory reads as again once the held file is written
+			// back whole: that read must not be passed over (T31), nor a
+			// resync should the file's own timer be lost.
+			d.lastHash = ""
+		}
 		if held := d.holdDeletion(snap, gen.state); held != holdNothing {
 			d.lastHash = "" // read again when the guard's timer fires
 			if d.applied.Desired == nil && d.restored != nil {
