@@ -328,15 +328,23 @@ func (d *Daemon) holdCutOff(snap *snapshot.Snapshot) *snapshot.Snapshot {
 	default:
 		return snap // a first start: nothing is served to keep
 	}
-	was := make(map[string]model.SourceFile, len(served))
-	for _, f := range served {
-		was[f.Path] = f
-	}
+	// The served files by path, once a file lacks its final newline:
+	// most reads have none, and this runs at every read.
+	var was map[string]model.SourceFile
 	now := time.Now()
 	held := map[string]cutHold{}
-	waiting := map[string]bool{}
+	var waiting []string // in path order, as snap.Files
 	for _, f := range snap.Files {
-		if old, ok := was[f.Path]; len(f.Data) == 0 || f.Data[len(f.Data)-1] == '\n' || (ok && old.Hash == f.Hash) {
+		if len(f.Data) == 0 || f.Data[len(f.Data)-1] == '\n' {
+			continue
+		}
+		if was == nil {
+			was = make(map[string]model.SourceFile, len(served))
+			for _, sf := range served {
+				was[sf.Path] = sf
+			}
+		}
+		if old, ok := was[f.Path]; ok && old.Hash == f.Hash {
 			continue
 		}
 		h, ok := d.cutHeld[f.Path]
@@ -347,10 +355,8 @@ func (d *Daemon) holdCutOff(snap *snapshot.Snapshot) *snapshot.Snapshot {
 		at := h.since.Add(d.opts.DeletionQuiet)
 		switch {
 		case now.Before(at):
-			waiting[f.Path] = true
-			if d.cutAt.IsZero() || at.Before(d.cutAt) {
-				d.cutAt = at
-			}
+			waiting = append(waiting, f.Path)
+			d.cutAt = earliest(d.cutAt, at)
 			if h.since == now {
 				d.log.Warn("holding back a file that may be cut off mid-write: it changed and does not end with a newline; its served version stays until it reads the same for the quiet period",
 					"file", f.Path, "until", at.Format(time.RFC3339))
@@ -362,13 +368,13 @@ func (d *Daemon) holdCutOff(snap *snapshot.Snapshot) *snapshot.Snapshot {
 		held[f.Path] = h
 	}
 	d.cutHeld = held
-	d.holdingFiles(slices.Sorted(maps.Keys(waiting)))
+	d.holdingFiles(waiting)
 	if len(waiting) == 0 {
 		return snap
 	}
 	files := make([]model.SourceFile, 0, len(snap.Files))
 	for _, f := range snap.Files {
-		if !waiting[f.Path] {
+		if h, ok := held[f.Path]; !ok || h.over {
 			files = append(files, f)
 		} else if old, ok := was[f.Path]; ok {
 			files = append(files, old)
