@@ -659,19 +659,23 @@ func TestAdmitEndpointResolution(t *testing.T) {
 			eps: []Endpoints{{
 				Meta: ObjectMeta{Name: "web", Namespace: "ns"},
 				Subsets: []EndpointSubset{{
-					Addresses: []EndpointAddress{{IP: "0.0.0.0"}, {IP: "::"}, {IP: "224.0.0.1"}, {IP: "255.255.255.255"}, {}, {IP: "10.0.0.1"}},
-					Ports:     []EndpointPort{{Name: "http", Port: 8080}},
+					Addresses: []EndpointAddress{{IP: "0.0.0.0"}, {IP: "::"}, {IP: "224.0.0.1"}, {IP: "255.255.255.255"}, {IP: "fe80::1"}, {},
+						{IP: "10.0.0.1"}, {IP: "169.254.20.10"}},
+					Ports: []EndpointPort{{Name: "http", Port: 8080}},
 				}},
 				Source: testSource("ep.yaml", "subsets[0].addresses[0].ip", "subsets[0].addresses[1].ip", "subsets[0].addresses[2].ip",
-					"subsets[0].addresses[3].ip", "subsets[0].addresses[4].hostname"),
+					"subsets[0].addresses[3].ip", "subsets[0].addresses[4].ip", "subsets[0].addresses[5].hostname"),
 			}},
-			servers: []string{"ep_10.0.0.1_8080 10.0.0.1:8080 1"},
+			// IPv4 link-local is routed by the host (a node-local cache
+			// listens there); IPv6 link-local needs a zone (T33).
+			servers: []string{"ck_10.0.0.1_8080 10.0.0.1:8080 1", "ck_169.254.20.10_8080 169.254.20.10:8080 1"},
 			diags: []string{
-				`ep.yaml:10:7: error: subsets[0].addresses[0].ip: address "0.0.0.0" is unspecified, multicast or broadcast: not an address a server can have`,
-				`ep.yaml:11:7: error: subsets[0].addresses[1].ip: address "::" is unspecified, multicast or broadcast: not an address a server can have`,
-				`ep.yaml:12:7: error: subsets[0].addresses[2].ip: address "224.0.0.1" is unspecified, multicast or broadcast: not an address a server can have`,
-				`ep.yaml:13:7: error: subsets[0].addresses[3].ip: address "255.255.255.255" is unspecified, multicast or broadcast: not an address a server can have`,
-				`ep.yaml:14:7: error: subsets[0].addresses[4].ip: ip is required: an address without one cannot be a server`,
+				`ep.yaml:10:7: error: subsets[0].addresses[0].ip: address "0.0.0.0" is unspecified, multicast, broadcast or IPv6 link-local: not an address a server can be reached at`,
+				`ep.yaml:11:7: error: subsets[0].addresses[1].ip: address "::" is unspecified, multicast, broadcast or IPv6 link-local: not an address a server can be reached at`,
+				`ep.yaml:12:7: error: subsets[0].addresses[2].ip: address "224.0.0.1" is unspecified, multicast, broadcast or IPv6 link-local: not an address a server can be reached at`,
+				`ep.yaml:13:7: error: subsets[0].addresses[3].ip: address "255.255.255.255" is unspecified, multicast, broadcast or IPv6 link-local: not an address a server can be reached at`,
+				`ep.yaml:14:7: error: subsets[0].addresses[4].ip: address "fe80::1" is unspecified, multicast, broadcast or IPv6 link-local: not an address a server can be reached at`,
+				`ep.yaml:15:7: error: subsets[0].addresses[5].ip: ip is required: an address without one cannot be a server`,
 			},
 		},
 		{

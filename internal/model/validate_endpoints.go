@@ -345,7 +345,7 @@ func endpointIP(s string, src Source, field string, ds *Diagnostics) (netip.Addr
 		// server at 0.0.0.0 or :: as "connect to where the client
 		// connected": the router itself.
 		d.Severity = SeverityError
-		d.Message = fmt.Sprintf("address %q is unspecified, multicast or broadcast: not an address a server can have", s)
+		d.Message = fmt.Sprintf("address %q is unspecified, multicast, broadcast or IPv6 link-local: not an address a server can be reached at", s)
 	case looksLikeHostname(s):
 		d.Severity = SeverityWarning
 		d.Message = fmt.Sprintf("address %q is a hostname; only IP addresses are supported, skipped", s)
@@ -358,9 +358,12 @@ func endpointIP(s string, src Source, field string, ds *Diagnostics) (netip.Addr
 }
 
 // serverAddress reports whether a server can be at addr: not unspecified,
-// multicast or the IPv4 broadcast address.
+// multicast, the IPv4 broadcast address, or IPv6 link-local, which
+// cannot be reached without the zone (the interface) that addresses here
+// cannot carry. IPv4 link-local (169.254/16) can: the host routes it.
 func serverAddress(addr netip.Addr) bool {
-	return !addr.IsUnspecified() && !addr.IsMulticast() && addr != netip.AddrFrom4([4]byte{255, 255, 255, 255})
+	return !addr.IsUnspecified() && !addr.IsMulticast() && addr != netip.AddrFrom4([4]byte{255, 255, 255, 255}) &&
+		!(addr.Is6() && addr.IsLinkLocalUnicast())
 }
 
 // looksLikeHostname: a DNS name whose last label is not all digits (no

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 )
 
@@ -98,6 +99,10 @@ func hostSyntaxProblem(host string) string {
 	switch {
 	case host == "":
 		return "host is required: haroute has no default domain to generate one from"
+	case strings.Contains(host, ":") && isIPv6Literal(host):
+		// (An IPv4 address is a valid DNS-1123 subdomain, and OpenShift
+		// admits it as a host.)
+		return fmt.Sprintf("host %q is an IPv6 address; a route's host is a DNS name", host)
 	case strings.Contains(host, ":"):
 		return "host must not include a port"
 	case strings.Contains(host, "*"):
@@ -110,6 +115,18 @@ func hostSyntaxProblem(host string) string {
 		return fmt.Sprintf("host %q is not a valid DNS-1123 subdomain (lowercase letters, digits, '-' and '.', each label starting and ending alphanumeric)", host)
 	}
 	return ""
+}
+
+// isIPv6Literal reports whether host is an IPv6 address, bracketed or
+// not: its colons are not a port's.
+func isIPv6Literal(host string) bool {
+	if h, ok := strings.CutPrefix(host, "["); ok {
+		if host, ok = strings.CutSuffix(h, "]"); !ok {
+			return false
+		}
+	}
+	addr, err := netip.ParseAddr(host)
+	return err == nil && addr.Is6()
 }
 
 // labelLengthProblem bounds each label of host to 63 characters, which

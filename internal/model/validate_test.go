@@ -60,6 +60,16 @@ func TestValidateRoute(t *testing.T) {
 		{name: "host with port", edit: func(r *Route) { r.Spec.Host = "a.com:80" }, want: []string{
 			`ns-r.yaml:12:7: error: spec.host: host must not include a port`,
 		}},
+		{name: "host an IPv6 address", edit: func(r *Route) { r.Spec.Host = "::1" }, want: []string{
+			`ns-r.yaml:12:7: error: spec.host: host "::1" is an IPv6 address; a route's host is a DNS name`,
+		}},
+		{name: "host a bracketed IPv6 address", edit: func(r *Route) { r.Spec.Host = "[fd00::1]" }, want: []string{
+			`ns-r.yaml:12:7: error: spec.host: host "[fd00::1]" is an IPv6 address; a route's host is a DNS name`,
+		}},
+		{name: "host an IPv6 address with a port", edit: func(r *Route) { r.Spec.Host = "[fd00::1]:80" }, want: []string{
+			`ns-r.yaml:12:7: error: spec.host: host must not include a port`,
+		}},
+		{name: "valid host an IPv4 address, as OpenShift admits", edit: func(r *Route) { r.Spec.Host = "10.0.0.1" }},
 		{name: "host with wildcard", edit: func(r *Route) { r.Spec.Host = "*.example.com" }, want: []string{
 			`ns-r.yaml:12:7: error: spec.host: host must not contain "*": write the host of one subdomain and set wildcardPolicy: Subdomain`,
 		}},

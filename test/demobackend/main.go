@@ -63,12 +63,15 @@ func listen(spec string) (*http.Server, net.Listener, error) {
 	addr := rest
 	var certFile, keyFile string
 	if secure {
-		// addr:port:cert:key — the address is the first two fields.
-		parts := strings.SplitN(rest, ":", 4)
-		if len(parts) != 4 {
+		// addr:port:cert:key, cut from the right: an IPv6 address
+		// ([::1]:8443) has colons of its own.
+		var ok bool
+		if addr, keyFile, ok = cutLast(rest, ":"); ok {
+			addr, certFile, ok = cutLast(addr, ":")
+		}
+		if _, _, err := net.SplitHostPort(addr); !ok || err != nil || certFile == "" || keyFile == "" {
 			return nil, nil, fmt.Errorf("bad tls listener %q: want tls:name=addr:port:cert:key", spec)
 		}
-		addr, certFile, keyFile = parts[0]+":"+parts[1], parts[2], parts[3]
 	}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Backend", name)
@@ -88,4 +91,12 @@ func listen(spec string) (*http.Server, net.Listener, error) {
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})
 	}
 	return srv, ln, nil
+}
+
+// cutLast slices s around the last instance of sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }
