@@ -158,6 +158,20 @@ func parseShowProc(out string) (ProcInfo, error) {
 	if !seenMaster {
 		return ProcInfo{}, errors.New("no master line")
 	}
+	if loadsInWorker(info.Master.Version) && info.FailedReloads > 0 && len(info.Workers) == 0 && len(info.OldWorkers) > 0 {
+		// From 3.1 a reload marks the current worker as leaving before
+		// the new one loads, and a failure leaves it so: the worker that
+		// serves on is listed among the old ones. It is the youngest,
+		// the one that lived through the fewest reloads.
+		i := 0
+		for j, w := range info.OldWorkers {
+			if w.Reloads < info.OldWorkers[i].Reloads {
+				i = j
+			}
+		}
+		info.Workers = []Proc{info.OldWorkers[i]}
+		info.OldWorkers = slices.Delete(slices.Clone(info.OldWorkers), i, i+1)
+	}
 	return info, nil
 }
 
@@ -192,6 +206,27 @@ func parseProcLine(cols, f []string) (Proc, error) {
 	return p, nil
 }
 
+// loadsInWorker reports whether HAProxy version v, as `show proc` prints
+// it ("3.2.26-1", "3.3-dev5"), loads its configuration in the worker.
+// From 3.1 the master reads only the global section and forks the worker,
+// which parses the rest and binds; `show proc` lists the worker from the
+// fork, so a worker listed is not yet one that loaded, nor one that will.
+// Earlier masters load the configuration and bind before they fork. A
+// version that does not parse is taken for an earlier one.
+func loadsInWorker(v string) bool {
+	majorText, rest, _ := strings.Cut(v, ".")
+	end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	if end < 0 {
+		end = len(rest)
+	}
+	major, err1 := strconv.Atoi(majorText)
+	minor, err2 := strconv.Atoi(rest[:end])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return major > 3 || major == 3 && minor >= 1
+}
+
 // ErrReloadFailed is wrapped by Reload's error when HAProxy reports that the
 // reload did not produce a new worker (the old one keeps serving).
 var ErrReloadFailed = errors.New("reload failed")
@@ -215,19 +250,34 @@ const reloadPoll = 50 * time.Millisecond
 // with "Success=0|1" followed by "--" and the master's startup messages; a
 // "Success=0" is reported at once, with those messages and `show proc`,
 // anything else is confirmed the same way.
+//
+// From 3.1 a master whose last worker is still loading refuses another
+// reload ("Another reload is still in progress."): it is asked again
+// until it takes it.
 // Reload waits until ctx is done; give it a deadline.
 func (m *Master) Reload(ctx context.Context) (ProcInfo, error) {
-	before, err := m.ShowProc(ctx)
-	if err != nil {
-		return ProcInfo{}, fmt.Errorf("reload: %w", err)
-	}
-	out, err := m.command(ctx, "reload")
-	if err != nil && ctx.Err() != nil {
-		return ProcInfo{}, fmt.Errorf("reload: %w", err)
-	}
-	// A read error after the command was sent is expected on 2.6: the
-	// master re-executes and the connection dies with it.
-	if strings.HasPrefix(strings.TrimSpace(out), "Success=0") {
+	for {
+		before, err := m.ShowProc(ctx)
+		if err != nil {
+			return ProcInfo{}, fmt.Errorf("reload: %w", err)
+		}
+		out, err := m.command(ctx, "reload")
+		if err != nil && ctx.Err() != nil {
+			return ProcInfo{}, fmt.Errorf("reload: %w", err)
+		}
+		// A read error after the command was sent is expected on 2.6: the
+		// master re-executes and the connection dies with it.
+		if !strings.HasPrefix(strings.TrimSpace(out), "Success=0") {
+			return m.confirmReload(ctx, before)
+		}
+		if strings.Contains(out, reloadInProgress) {
+			select {
+			case <-ctx.Done():
+				return ProcInfo{}, fmt.Errorf("reload: %w: %s", context.Cause(ctx), strings.TrimSpace(out))
+			case <-time.After(reloadPoll):
+			}
+			continue
+		}
 		// The master answers once it gave up on the new configuration, so
 		// `show proc` already counts the failed reload, as on 2.6.
 		after, err := m.ShowProc(ctx)
@@ -236,8 +286,11 @@ func (m *Master) Reload(ctx context.Context) (ProcInfo, error) {
 		}
 		return after, fmt.Errorf("%w: %s", ErrReloadFailed, strings.TrimSpace(out))
 	}
-	return m.confirmReload(ctx, before)
 }
+
+// reloadInProgress is how a 3.1+ master refuses a reload while its last
+// worker still loads.
+const reloadInProgress = "Another reload is still in progress"
 
 func (m *Master) confirmReload(ctx context.Context, before ProcInfo) (ProcInfo, error) {
 	oldPIDs := make([]int, 0, len(before.Workers)+len(before.OldWorkers))
@@ -262,7 +315,15 @@ func (m *Master) confirmReload(ctx context.Context, before ProcInfo) (ProcInfo, 
 				}
 			}
 			if after.FailedReloads >= 0 {
-				if after.FailedReloads > before.FailedReloads {
+				// 2.6 to 3.0 count failed reloads over the master's life;
+				// from 3.1 the re-executed master starts at 0 and counts
+				// its one worker's failure: two failures in a row read
+				// 1, then 1.
+				failed := after.FailedReloads > before.FailedReloads
+				if loadsInWorker(after.Master.Version) {
+					failed = after.FailedReloads > 0
+				}
+				if failed {
 					return after, fmt.Errorf("%w: master reports %d failed reload(s) and no new worker; the previous worker keeps serving", ErrReloadFailed, after.FailedReloads)
 				}
 			} else if noNewWorkerSince.IsZero() {

@@ -167,6 +167,11 @@ func (n *NativeInspector) Cert(ctx context.Context, path string) (CertInfo, erro
 	if err != nil {
 		return CertInfo{}, fmt.Errorf("show ssl cert %s: %w", path, err)
 	}
+	if strings.HasPrefix(path, "*") && !strings.HasPrefix(info.Path, "*") {
+		// Up to 3.0 the transaction's certificate is named "*<path>",
+		// as asked; 3.2 names it <path>. It is the one asked for.
+		info.Path = path
+	}
 	return info, nil
 }
 

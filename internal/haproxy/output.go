@@ -25,6 +25,9 @@ type outputLog struct {
 	cond *sync.Cond
 	seq  int      // number of lines read so far
 	ring []string // the last tailLines lines, oldest first
+	// loaded is the number (seq) of the last "Loading success" line,
+	// kept apart from the ring, which a burst of warnings can outrun.
+	loaded int
 	// stops counts the "Proxy … stopped" lines of the current burst
 	// (see proxyStops); flush logs them as one line.
 	stops proxyStops
@@ -79,6 +82,9 @@ func (o *outputLog) remember(line string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.seq++
+	if strings.Contains(line, loadingSuccess) {
+		o.loaded = o.seq
+	}
 	o.ring = append(o.ring, line)
 	if len(o.ring) > tailLines {
 		o.ring = o.ring[len(o.ring)-tailLines:]
@@ -396,6 +402,17 @@ func (o *outputLog) seenSince(mark int, s string) bool {
 		}
 	}
 	return false
+}
+
+// loadingSuccess is what the master prints once a worker has loaded its
+// configuration (2.6 to 3.2; from 3.1, once the worker reports ready).
+const loadingSuccess = "Loading success"
+
+// loadedSince reports whether the master said a worker loaded after mark.
+func (o *outputLog) loadedSince(mark int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.loaded > mark
 }
 
 // alertsSince waits up to limit for a line containing until to arrive

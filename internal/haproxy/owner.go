@@ -249,17 +249,39 @@ func (s *Supervisor) awaitMaster(ctx context.Context, prev *previous) {
 		qctx, cancel := context.WithTimeout(ctx, time.Second)
 		info, err := m.ShowProc(qctx)
 		cancel()
-		if err == nil && info.Master.PID == prev.pid {
+		if err == nil && info.Master.PID == prev.pid &&
+			(!loadsInWorker(info.Master.Version) || workerAnswers(ctx, s.AdminSocket(), info.Workers)) {
 			return
 		}
 		if !logged {
-			s.log.Warn("the earlier haproxy's master does not answer yet (loading its configuration?); waiting before taking it over", "pid", prev.pid)
+			s.log.Warn("the earlier haproxy's master does not answer yet, or its worker does not (loading its configuration?); waiting before taking it over", "pid", prev.pid)
 			logged = true
 		}
 		if waitPidfd(prev.pidfd, 20*time.Millisecond) {
 			return // gone: the takeover finds nothing to stop
 		}
 	}
+}
+
+// workerAnswers reports whether one of workers answers on the admin
+// socket: from 3.1 a master answers, and lists its worker, while the
+// worker still loads the configuration (loadsInWorker), and the worker
+// binds the admin socket as it loads. A takeover meanwhile found no
+// listening sockets to take over, and the ports held.
+func workerAnswers(ctx context.Context, admin string, workers []Proc) bool {
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	resp, err := NewRuntime(admin).Execute(qctx, []string{"show info"})
+	if err != nil || len(resp) == 0 {
+		return false
+	}
+	for _, line := range strings.Split(resp[0].Output, "\n") {
+		if v, ok := strings.CutPrefix(line, "Pid: "); ok {
+			pid, err := strconv.Atoi(strings.TrimSpace(v))
+			return err == nil && slices.ContainsFunc(workers, func(w Proc) bool { return w.PID == pid })
+		}
+	}
+	return false
 }
 
 // unnamedMaster returns the pid of an HAProxy master of this run dir (see

@@ -39,6 +39,23 @@ func TestParseShowProc(t *testing.T) {
 			Workers:       []Proc{{PID: 6618, Type: "worker", Reloads: 1, Uptime: "0d00h00m02s", Version: "2.6.12-1+deb12u4"}},
 		},
 	}, {
+		// 3.2.26 (Debian sid), as TestReload leaves it: the serving
+		// worker stays marked as leaving, with the previous one.
+		name: "3.2 after a failed reload: the youngest old worker serves",
+		in: "#<PID>          <type>          <reloads>       <uptime>        <version>      \n" +
+			"19146           master          2 [failed: 1]   0d00h00m01s     3.2.26-1       \n" +
+			"# workers\n" +
+			"# old workers\n" +
+			"19151           worker          1               0d00h00m00s     3.2.26-1       \n" +
+			"19148           worker          2               0d00h00m01s     3.2.26-1       \n" +
+			"# programs\n",
+		want: ProcInfo{
+			Master:        Proc{PID: 19146, Type: "master", Reloads: 2, Uptime: "0d00h00m01s", Version: "3.2.26-1"},
+			FailedReloads: 1,
+			Workers:       []Proc{{PID: 19151, Type: "worker", Reloads: 1, Uptime: "0d00h00m00s", Version: "3.2.26-1"}},
+			OldWorkers:    []Proc{{PID: 19148, Type: "worker", Reloads: 2, Uptime: "0d00h00m01s", Version: "3.2.26-1"}},
+		},
+	}, {
 		name: "2.4 layout: relative PID column, no failed counter",
 		in: "#<PID>          <type>          <relative PID>  <reloads>       <uptime>        <version>\n" +
 			"100             master          0               3               0d00h01m00s     2.4.22\n" +
@@ -255,6 +272,18 @@ func TestParseMapProbes(t *testing.T) {
 		got, exprs, err := parseMapMatch(tt.reply)
 		if (err != nil) != tt.wantErr || (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) || exprs != tt.exprs {
 			t.Errorf("parseMapMatch(%q) = %+v, %d, %v; want %+v, %d (error %v)", tt.reply, got, exprs, err, tt.want, tt.exprs, tt.wantErr)
+		}
+	}
+}
+
+func TestLoadsInWorker(t *testing.T) {
+	for v, want := range map[string]bool{
+		"2.6.12-1+deb12u4": false, "2.8.5": false, "3.0.11-1+deb13u4": false,
+		"3.1.0": true, "3.2.26-1": true, "3.3-dev5": true, "4.0.1": true,
+		"": false, "dev": false, "3": false,
+	} {
+		if got := loadsInWorker(v); got != want {
+			t.Errorf("loadsInWorker(%q) = %v, want %v", v, got, want)
 		}
 	}
 }

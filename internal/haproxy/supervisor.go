@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -418,7 +419,12 @@ func (p *Process) wait() {
 	close(p.done)
 }
 
-// waitReady polls `show proc` until this master lists a worker.
+// waitReady polls `show proc` until this master lists a worker that has
+// loaded the configuration: from 3.1 the worker loads it after it is
+// listed (loadsInWorker), and the master says so ("Loading success").
+// Taken as ready before, a configuration the worker then refused (a port
+// another process holds) read as a crash after the start instead of a
+// failed start, and the first commands found no admin socket.
 func (p *Process) waitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -437,7 +443,8 @@ func (p *Process) waitReady(ctx context.Context, timeout time.Duration) error {
 		// During a takeover the socket path may still lead to the master
 		// being replaced: only this master's answer counts.
 		ours := err == nil && info.Master.PID == p.PID()
-		if ours && len(info.Workers) > 0 {
+		loaded := !loadsInWorker(info.Master.Version) || p.out.loadedSince(0)
+		if ours && len(info.Workers) > 0 && loaded {
 			p.known = info
 			return nil
 		}
@@ -446,8 +453,10 @@ func (p *Process) waitReady(ctx context.Context, timeout time.Duration) error {
 			lastErr = err
 		case !ours:
 			lastErr = fmt.Errorf("master socket answered by pid %d, not %d", info.Master.PID, p.PID())
-		default:
+		case len(info.Workers) == 0:
 			lastErr = errors.New("no worker listed yet")
+		default:
+			lastErr = errors.New("the worker is still loading the configuration")
 		}
 		select {
 		case <-p.done:
@@ -532,6 +541,11 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 		if err = p.signalReload(); err == nil {
 			info, err = p.master.confirmReload(ctx, p.known)
 		}
+		if err == nil && loadsInWorker(info.Master.Version) {
+			// The CLI's reload answers once the worker loaded; a
+			// signal's new worker is listed while it loads.
+			info, err = p.awaitLoaded(ctx, mark, info)
+		}
 	} else {
 		info, err = p.master.Reload(ctx)
 	}
@@ -549,6 +563,41 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 		return info, fmt.Errorf("%w: %s", err, strings.Join(alerts, "; "))
 	}
 	return info, err
+}
+
+// awaitLoaded waits until the master says a worker loaded after mark
+// (3.1+, see loadsInWorker), given info, the `show proc` that listed the
+// reload's new worker. A reload whose worker exits while it loads is a
+// failed reload: the master then lists no worker that info did not.
+func (p *Process) awaitLoaded(ctx context.Context, mark int, info ProcInfo) (ProcInfo, error) {
+	var fresh []int // the workers info lists that p.known did not
+	for _, w := range info.Workers {
+		if !slices.ContainsFunc(append(slices.Clone(p.known.Workers), p.known.OldWorkers...), func(o Proc) bool { return o.PID == w.PID }) {
+			fresh = append(fresh, w.PID)
+		}
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !p.out.loadedSince(mark) {
+		select {
+		case <-ctx.Done():
+			return info, fmt.Errorf("reload not confirmed: the new worker did not finish loading: %w", context.Cause(ctx))
+		case <-p.done:
+			return info, p.waitErr
+		case <-tick.C:
+		}
+		now, err := p.master.ShowProc(ctx)
+		if err != nil {
+			continue // the master is busy; ask again
+		}
+		if !slices.ContainsFunc(now.Workers, func(w Proc) bool { return slices.Contains(fresh, w.PID) }) {
+			return now, fmt.Errorf("%w: the new worker exited while it loaded the configuration; the previous worker keeps serving", ErrReloadFailed)
+		}
+	}
+	if now, err := p.master.ShowProc(ctx); err == nil {
+		info = now
+	}
+	return info, nil
 }
 
 // masterAnswers reports whether the master CLI can be reached. A socket

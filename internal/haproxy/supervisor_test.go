@@ -95,7 +95,9 @@ func TestStartStop(t *testing.T) {
 	if got := r.get(t, ""); got != "200 b0" {
 		t.Errorf("GET = %q, want %q", got, "200 b0")
 	}
-	if !strings.Contains(r.log.String(), "New worker") {
+	// "New worker (N) forked" up to 3.0, "Initializing new worker (N)"
+	// from 3.1.
+	if !strings.Contains(strings.ToLower(r.log.String()), "new worker") {
 		t.Errorf("haproxy's output was not logged; log:\n%s", r.log)
 	}
 
