@@ -452,9 +452,16 @@ func (o *outputLog) tailSuffix() string {
 	o.mu.Lock()
 	lines := append([]string(nil), o.ring...)
 	o.mu.Unlock()
+	// A route's backend left without servers, or anything else a
+	// runtime command caused, never says why HAProxy went down: quoted
+	// as its last words, such alerts hid the worker's exit (T32).
 	var alerts []string
 	for _, l := range lines {
-		if strings.HasPrefix(l, "[ALERT]") {
+		msg, _ := untag(l)
+		if _, noServer := noServerBackend(msg); noServer || strings.HasPrefix(msg, cliPrefix) {
+			continue
+		}
+		if strings.HasPrefix(l, "[ALERT]") || strings.Contains(msg, " exited with code ") {
 			alerts = append(alerts, l)
 		}
 	}

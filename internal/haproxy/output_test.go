@@ -196,3 +196,21 @@ func TestOutputLogReportsAnOldWorkerCrash(t *testing.T) {
 		t.Errorf("crashes reported %q, want %q", crashes, want)
 	}
 }
+
+// An HAProxy that went down is quoted by what says why: a worker killed,
+// not the alerts haroute's own commands caused before (T32 quoted "backend
+// … has no server available!" as the last words of a kill -9). As 2.6.12
+// prints them.
+func TestLastWordsSayWhyHAProxyStopped(t *testing.T) {
+	_, o := feedOutput([]string{
+		"[ALERT]    (14277) : CLI : backend 'be_http:soak:r8253' has no server available!",
+		"[WARNING]  (14277) : Server be_http:soak:r1/ep_10.0.0.1_8080 is going DOWN for maintenance.",
+		"[ALERT]    (14277) : backend 'be_http:soak:r9' has no server available!",
+		"[WARNING]  (14277) : Current worker (14301) exited with code 137 (Killed)",
+		"[ALERT]    (14277) : exit-on-failure: killing every processes with SIGTERM",
+	})
+	want := "; haproxy said: [WARNING] Current worker (14301) exited with code 137 (Killed); [ALERT] exit-on-failure: killing every processes with SIGTERM"
+	if got := o.tailSuffix(); got != want {
+		t.Errorf("tailSuffix() = %q\nwant %q", got, want)
+	}
+}
