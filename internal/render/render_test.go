@@ -418,14 +418,14 @@ func TestServerArgs(t *testing.T) {
 		// OpenShift's template: no SNI; the host name is checked only
 		// against the default destination CA, as the service's name.
 		{"reencrypt system CA", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{})), in,
-			"weight 7 check inter 5s ssl verify required ca-file @system-ca port 80"},
+			"weight 7 check inter 5s ssl verify required ca-file @system-ca sni var(txn.haroute_no_sni) port 80"},
 		{"reencrypt default CA", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{}), svc("web", 100)), withCA,
-			"weight 7 check inter 5s ssl verifyhost web.ns.svc verify required ca-file /var/lib/haroute/bundle/cas/default-destination.pem port 80"},
+			"weight 7 check inter 5s ssl verifyhost web.ns.svc verify required ca-file /var/lib/haroute/bundle/cas/default-destination.pem sni var(txn.haroute_no_sni) port 80"},
 		{"reencrypt default CA, alternate service", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{}),
 			svc("web", 100, "10.0.0.2:80"), svc("canary", 10, "10.0.0.1:80")), withCA,
-			"weight 7 check inter 5s ssl verifyhost canary.ns.svc verify required ca-file /var/lib/haroute/bundle/cas/default-destination.pem port 80"},
+			"weight 7 check inter 5s ssl verifyhost canary.ns.svc verify required ca-file /var/lib/haroute/bundle/cas/default-destination.pem sni var(txn.haroute_no_sni) port 80"},
 		{"reencrypt own CA", route("ns", "r", "h", "", reencrypt(model.InsecurePolicyNone, model.RouteTLS{DestinationCACertificate: tc.CA})), withCA,
-			"weight 7 check inter 5s ssl verify required ca-file /var/lib/haroute/bundle/cas/ns_r.pem port 80"},
+			"weight 7 check inter 5s ssl verify required ca-file /var/lib/haroute/bundle/cas/ns_r.pem sni var(txn.haroute_no_sni) port 80"},
 		// Servers on a consistent-hash tree carry a stable id.
 		{"passthrough", route("ns", "r", "h", "", passthrough(model.InsecurePolicyNone)), in, "weight 7 check inter 5s id " + id},
 		{"balance source", route("ns", "r", "h", "", backendSettings(func(b *model.BackendSettings) { b.Balance = model.BalanceSource })), in,

@@ -83,6 +83,16 @@ func appendServerArgs(b []byte, r *model.AdmittedRoute, s *model.Server, in Inpu
 		}
 		b = append(b, " verify required ca-file "...)
 		b = append(b, destinationCAPath(r, in)...)
+		// No SNI, on every version: from 3.3 HAProxy sends the request's
+		// Host as SNI to an ssl server of an HTTP backend that names none
+		// (from 3.4 to servers added at runtime too), and verifies the
+		// certificate against it instead of verifyhost: a service-CA
+		// certificate, which names <service>.<namespace>.svc, fails. An
+		// SNI expression of its own turns that off; this one yields no
+		// value (a variable nothing sets), so none is sent and verifyhost
+		// holds, as on 2.6 and in OpenShift. (`no-sni-auto` says the same
+		// to 3.3 and is refused before.)
+		b = append(b, " sni var(txn.haroute_no_sni)"...)
 		b = append(b, " port "...)
 		b = strconv.AppendInt(b, int64(s.Port), 10)
 	}
