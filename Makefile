@@ -7,7 +7,7 @@ PKG       := github.com/haroute/haroute
 VERSION   ?= $(shell ./packaging/version.sh)
 LDFLAGS   := -s -w -X $(PKG)/internal/cli.Version=$(VERSION)
 
-.PHONY: build test test-haproxy3 test-unit test-e2e lint fmt bench run update-golden package clean install-haproxy install-haproxy3
+.PHONY: build test test-haproxy3 test-haproxy-sid test-unit test-e2e lint fmt bench run update-golden package clean install-haproxy install-haproxy3 install-haproxy-sid
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/haroute
@@ -24,6 +24,14 @@ test: install-haproxy
 HAPROXY3 := $(CURDIR)/build/haproxy3/haproxy
 test-haproxy3: install-haproxy3
 	HAROUTE_HAPROXY=$(HAPROXY3) $(GO) test -count=1 -timeout 30m ./...
+
+# The packages' tests (HAProxy's own included: the supervisor, the
+# runtime API, render's live tests) against the newest HAProxy Debian has,
+# sid's (3.2.26 when this was written), unpacked under build/haproxy-sid:
+# from 3.1 the worker, not the master, loads the configuration.
+HAPROXY_SID := $(CURDIR)/build/haproxy-sid/haproxy
+test-haproxy-sid: install-haproxy-sid
+	HAROUTE_HAPROXY=$(HAPROXY_SID) $(GO) test -count=1 -timeout 30m ./internal/...
 
 # The packages' own tests (some of them against a real HAProxy too),
 # without the end-to-end suite. No test reads -short, so it is not passed.
@@ -66,3 +74,6 @@ install-haproxy:
 
 install-haproxy3:
 	@./test/install-haproxy3.sh build/haproxy3
+
+install-haproxy-sid:
+	@HAROUTE_HAPROXY3_SUITE=sid HAROUTE_HAPROXY3_VERSION=3. ./test/install-haproxy3.sh build/haproxy-sid

@@ -5,6 +5,10 @@
 #   test/install-haproxy3.sh [DIR]     # default DIR: build/haproxy3
 #   HAROUTE_HAPROXY=$PWD/build/haproxy3/haproxy go test ./...
 #
+# HAROUTE_HAPROXY3_SUITE names another suite (sid: the newest HAProxy
+# Debian has), HAROUTE_HAPROXY3_VERSION the version it must start with
+# (default 3.0.; `make test-haproxy-sid` takes any 3.x).
+#
 # A private apt configuration under DIR/apt (the host's Debian mirror and
 # archive keyring, suite trixie, an empty dpkg status) resolves haproxy's
 # dependency closure; apt verifies every .deb against trixie's signed
@@ -90,7 +94,8 @@ EOF
 chmod 0755 "$dir/haproxy"
 rm -rf "$apt/archives"
 version
-[[ "$(version)" == "HAProxy version 3.0."* ]] || {
-  echo "install-haproxy3: $suite's haproxy is not 3.0 (see $dir/VERSIONS)" >&2
+want=${HAROUTE_HAPROXY3_VERSION:-3.0.}
+[[ "$(version)" == "HAProxy version $want"* ]] || {
+  echo "install-haproxy3: $suite's haproxy is not $want (see $dir/VERSIONS)" >&2
   exit 1
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/haroute/haroute/internal/haproxy"
 	"github.com/haroute/haroute/internal/model"
 	"github.com/haroute/haroute/internal/testutil"
 )
@@ -116,12 +118,19 @@ func TestMaxConnectionsAutoFitsTheLimit(t *testing.T) {
 // descriptors: under a hard limit, HAProxy (2.6 and 3.0) starts with
 // MaxConn and refuses MaxConn+9, 18 descriptors more ("Cannot raise FD
 // limit"), with listeners, checked and unchecked servers and threads as
-// haroute runs it (-W -S).
+// haroute runs it (-W -S). From 3.1, whose worker loads the configuration,
+// HAProxy needs fewer (3.2.26 takes MaxConn+9): the budget is then on the
+// safe side, and only that is checked.
 func TestFDBudgetMatchesHAProxy(t *testing.T) {
 	bin := testutil.HAProxy(t)
 	if _, err := exec.LookPath("prlimit"); err != nil {
 		testutil.Skip(t, "prlimit not installed: %v", err)
 	}
+	version, err := haproxy.BinaryVersion(context.Background(), bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := !version.AtLeast(3, 1)
 	const hard = 3000
 	for _, tc := range []struct {
 		binds, checked, unchecked, threads int
@@ -135,6 +144,9 @@ func TestFDBudgetMatchesHAProxy(t *testing.T) {
 		name := fmt.Sprintf("%d binds %d checked %d threads", tc.binds, tc.checked, tc.threads)
 		if ok, out := startsUnder(t, bin, hard, fit, tc.binds, tc.checked, tc.unchecked, tc.threads); !ok {
 			t.Errorf("%s: HAProxy refused maxconn %d (model.FDBudget.MaxConn) under %d:\n%s", name, fit, hard, out)
+		}
+		if !exact {
+			continue
 		}
 		if ok, out := startsUnder(t, bin, hard, fit+9, tc.binds, tc.checked, tc.unchecked, tc.threads); ok || !strings.Contains(out, "Cannot raise FD limit") {
 			t.Errorf("%s: HAProxy took maxconn %d, 9 more than model.FDBudget.MaxConn, under %d (started %v):\n%s", name, fit+9, hard, ok, out)

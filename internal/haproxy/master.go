@@ -214,17 +214,8 @@ func parseProcLine(cols, f []string) (Proc, error) {
 // Earlier masters load the configuration and bind before they fork. A
 // version that does not parse is taken for an earlier one.
 func loadsInWorker(v string) bool {
-	majorText, rest, _ := strings.Cut(v, ".")
-	end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
-	if end < 0 {
-		end = len(rest)
-	}
-	major, err1 := strconv.Atoi(majorText)
-	minor, err2 := strconv.Atoi(rest[:end])
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return major > 3 || major == 3 && minor >= 1
+	ver, err := ParseVersion(v)
+	return err == nil && ver.AtLeast(3, 1)
 }
 
 // ErrReloadFailed is wrapped by Reload's error when HAProxy reports that the

@@ -11,11 +11,12 @@ import (
 )
 
 // Version is an HAProxy release's major and minor number, read once from
-// `show info` (Info.Version, "3.0.11-1+deb13u4"). Nothing in haroute
-// branches on it today: every reply haroute reads is recognized in both
-// the 2.6 and the 3.0 spelling (see reply.go and Master.Reload). The tests
-// use it to say which spelling the running binary must give; code that
-// ever has to branch on the version reads it here, once per HAProxy.
+// `show info` (Info.Version, "3.0.11-1+deb13u4"). Every reply haroute
+// reads is recognized in both the 2.6 and the 3.0 spelling (see reply.go
+// and Master.Reload); the one branch is how a master loads its
+// configuration (loadsInWorker, from `show proc`'s version: 3.1 moved it
+// to the worker). The tests use it to say which spelling the running
+// binary must give.
 type Version struct {
 	Major, Minor int
 }
