@@ -244,9 +244,12 @@ const reloadPoll = 50 * time.Millisecond
 //
 // From 3.1 a master whose last worker is still loading refuses another
 // reload ("Another reload is still in progress."): it is asked again
-// until it takes it.
+// until it takes it, for up to reloadBusyWait; a worker loading longer
+// than that is not waited for here (the caller's loop would be held): the
+// error, which is not ErrReloadFailed, says so, and the caller retries.
 // Reload waits until ctx is done; give it a deadline.
 func (m *Master) Reload(ctx context.Context) (ProcInfo, error) {
+	busySince := time.Now()
 	for {
 		before, err := m.ShowProc(ctx)
 		if err != nil {
@@ -262,6 +265,9 @@ func (m *Master) Reload(ctx context.Context) (ProcInfo, error) {
 			return m.confirmReload(ctx, before)
 		}
 		if strings.Contains(out, reloadInProgress) {
+			if time.Since(busySince) > reloadBusyWait {
+				return ProcInfo{}, fmt.Errorf("reload: the master still loads an earlier reload after %s: %s", reloadBusyWait, strings.TrimSpace(out))
+			}
 			select {
 			case <-ctx.Done():
 				return ProcInfo{}, fmt.Errorf("reload: %w: %s", context.Cause(ctx), strings.TrimSpace(out))
@@ -282,6 +288,10 @@ func (m *Master) Reload(ctx context.Context) (ProcInfo, error) {
 // reloadInProgress is how a 3.1+ master refuses a reload while its last
 // worker still loads.
 const reloadInProgress = "Another reload is still in progress"
+
+// reloadBusyWait bounds how long Reload asks again a master that is busy
+// with an earlier reload: a worker loads 10k routes in about a second.
+var reloadBusyWait = 10 * time.Second
 
 func (m *Master) confirmReload(ctx context.Context, before ProcInfo) (ProcInfo, error) {
 	oldPIDs := make([]int, 0, len(before.Workers)+len(before.OldWorkers))

@@ -1,9 +1,18 @@
 package haproxy
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
 	"reflect"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/haroute/haroute/internal/testutil"
 )
 
 func TestParseShowProc(t *testing.T) {
@@ -285,5 +294,67 @@ func TestLoadsInWorker(t *testing.T) {
 		if got := loadsInWorker(v); got != want {
 			t.Errorf("loadsInWorker(%q) = %v, want %v", v, got, want)
 		}
+	}
+}
+
+// fakeMaster answers the master CLI as a 3.2 master does: one command a
+// connection. Each reload is refused as busy until the busy count runs
+// out; then it succeeds, and show proc lists the new worker.
+func fakeMaster(t *testing.T, busy int) (path string, reloads *atomic.Int32) {
+	t.Helper()
+	path = filepath.Join(testutil.ShortTempDir(t), "master.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	reloads = &atomic.Int32{}
+	procs := func(n int32) string {
+		return "#<PID>          <type>          <reloads>       <uptime>        <version>\n" +
+			fmt.Sprintf("100             master          %d [failed: 0]   0d00h00m01s     3.2.26-1\n", n) +
+			"# workers\n" + fmt.Sprintf("%d             worker          0               0d00h00m00s     3.2.26-1\n", 200+n)
+	}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			cmd, _ := bufio.NewReader(conn).ReadString('\n')
+			var reply string
+			switch strings.TrimSpace(cmd) {
+			case "show proc":
+				n := reloads.Load() - int32(busy)
+				reply = procs(max(n, 0))
+			case "reload":
+				if reloads.Add(1) <= int32(busy) {
+					reply = "Success=0\n--\nAnother reload is still in progress.\n"
+				} else {
+					reply = "Success=1\n--\n[NOTICE]   (100) : Loading success.\n"
+				}
+			}
+			_, _ = conn.Write([]byte(reply))
+			conn.Close()
+		}
+	}()
+	return path, reloads
+}
+
+// From 3.1 a master whose worker still loads refuses a reload; it is
+// asked again, within reloadBusyWait, and a master busy for longer is an
+// error that is not a failed reload (nothing was refused).
+func TestReloadAsksABusyMasterAgain(t *testing.T) {
+	path, reloads := fakeMaster(t, 2)
+	info, err := NewMaster(path).Reload(ctxT(t, 10*time.Second))
+	if err != nil || reloads.Load() != 3 || len(info.Workers) != 1 || info.Workers[0].PID != 201 {
+		t.Fatalf("Reload = %+v, %v after %d reloads sent; want the new worker 201 after 3", info, err, reloads.Load())
+	}
+
+	defer func(d time.Duration) { reloadBusyWait = d }(reloadBusyWait)
+	reloadBusyWait = 300 * time.Millisecond
+	path, _ = fakeMaster(t, 1000)
+	_, err = NewMaster(path).Reload(ctxT(t, 10*time.Second))
+	if err == nil || errors.Is(err, ErrReloadFailed) || !strings.Contains(err.Error(), "still loads an earlier reload") {
+		t.Fatalf("Reload of a master busy for good = %v; want a busy error, not ErrReloadFailed", err)
 	}
 }
