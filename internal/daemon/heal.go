@@ -130,7 +130,11 @@ func (d *Daemon) useSockets(s render.Sockets) error {
 // second haroute on the same run dir fails here, before it touches
 // anything.
 func (d *Daemon) lockRunDir() error {
-	lock, err := haproxy.LockRunDir(d.opts.RunDir)
+	var lock *haproxy.RunDirLock
+	err := retryLocked(haproxy.ErrRunDirInUse, func() (err error) {
+		lock, err = haproxy.LockRunDir(d.opts.RunDir)
+		return err
+	})
 	if pid := haproxy.ReaperHolding(d.opts.RunDir); errors.Is(err, haproxy.ErrRunDirInUse) && pid > 0 {
 		// A `haroute reap` left by the last haroute is stopping its
 		// HAProxy, whose listeners are closed: this haroute refused to
@@ -152,6 +156,26 @@ func (d *Daemon) lockRunDir() error {
 	d.runLock = lock
 	return nil
 }
+
+// retryLocked runs take until it fails otherwise than with held, for
+// lockWait at most: a haroute killed with SIGKILL holds its locks until
+// the kernel has torn it down, which for a large heap takes a moment, and
+// a restart at once found the run dir "in use" by the dead process, and
+// stopped, leaving its HAProxy with no one to supervise it (T36). A
+// second router on the same directories is still refused, after lockWait.
+func retryLocked(held error, take func() error) error {
+	deadline := time.Now().Add(lockWait)
+	for {
+		err := take()
+		if !errors.Is(err, held) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// lockWait is how long retryLocked waits for a lock a dying process holds.
+const lockWait = 2 * time.Second
 
 // heal checks the run dir and HAProxy's sockets, and brings back what is
 // missing: the run dir (0700) and its lock first; then a master socket

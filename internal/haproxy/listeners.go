@@ -61,6 +61,32 @@ type keptListeners struct {
 	// epoch counts releases: a fetch under way when the sockets are let
 	// go (a stop) must not hold them again when it ends.
 	epoch uint64
+	// fetched counts fetches that succeeded (see releaseUnlessFetchedSince).
+	fetched uint64
+}
+
+// fetches is how many fetches have succeeded so far.
+func (k *keptListeners) fetches() uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.fetched
+}
+
+// releaseUnlessFetchedSince releases the sockets, as release does, unless
+// a fetch succeeded after n (fetches): a fetch that failed must not let go
+// of what a later one holds. It reports whether it released them.
+func (k *keptListeners) releaseUnlessFetchedSince(n uint64) bool {
+	k.mu.Lock()
+	if k.fetched != n {
+		k.mu.Unlock()
+		return false
+	}
+	old := k.sockets
+	k.sockets = nil
+	k.epoch++
+	k.mu.Unlock()
+	closeKept(old)
+	return true
 }
 
 // count is how many sockets are held.
@@ -115,6 +141,7 @@ func (k *keptListeners) fetch(path string, cancelled func() bool) (int, error) {
 	}
 	old := k.sockets
 	k.sockets = sockets
+	k.fetched++
 	k.mu.Unlock()
 	closeKept(old)
 	return len(sockets), nil

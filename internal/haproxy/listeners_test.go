@@ -293,3 +293,41 @@ func TestKeptListenersReleasedWhenAStartFailsEarly(t *testing.T) {
 		t.Fatalf("a connection after the failed start: %v, want connection refused", err)
 	}
 }
+
+// After a reload the first fetch can reach the worker the reload retired
+// ("already sent and closed"); the one a second later holds the new
+// worker's sockets. The first's failure, handled two seconds on, let go
+// of them: a kill of HAProxy then refused connections (T36, on 3.2). A
+// failed fetch releases only what no later fetch holds.
+func TestFailedFetchKeepsWhatALaterFetchHolds(t *testing.T) {
+	var from keptListeners
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	from.sockets = []keptSocket{{fd: dupListener(t, ln), meta: []byte{0, 0, 0, 0, 0, 0}}}
+	t.Cleanup(from.release)
+	path := filepath.Join(t.TempDir(), "l.sock")
+	stop, err := from.handOver(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	var kept keptListeners
+	t.Cleanup(kept.release)
+	failedSince := kept.fetches()
+	if _, err := kept.fetch(filepath.Join(t.TempDir(), "gone.sock"), func() bool { return false }); err == nil {
+		t.Fatal("a fetch from no socket succeeded")
+	}
+	if n, err := kept.fetch(path, func() bool { return false }); err != nil || n != 1 {
+		t.Fatalf("the later fetch: %d sockets, %v", n, err)
+	}
+	if kept.releaseUnlessFetchedSince(failedSince) || kept.count() != 1 {
+		t.Fatalf("the failed fetch let go of what the later one holds: %d held", kept.count())
+	}
+	if !kept.releaseUnlessFetchedSince(kept.fetches()) || kept.count() != 0 {
+		t.Fatalf("a failed fetch with none after it kept %d sockets", kept.count())
+	}
+}

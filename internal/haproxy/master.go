@@ -161,16 +161,10 @@ func parseShowProc(out string) (ProcInfo, error) {
 	if loadsInWorker(info.Master.Version) && info.FailedReloads > 0 && len(info.Workers) == 0 && len(info.OldWorkers) > 0 {
 		// From 3.1 a reload marks the current worker as leaving before
 		// the new one loads, and a failure leaves it so: the worker that
-		// serves on is listed among the old ones. It is the youngest,
-		// the one that lived through the fewest reloads.
-		i := 0
-		for j, w := range info.OldWorkers {
-			if w.Reloads < info.OldWorkers[i].Reloads {
-				i = j
-			}
-		}
-		info.Workers = []Proc{info.OldWorkers[i]}
-		info.OldWorkers = slices.Delete(slices.Clone(info.OldWorkers), i, i+1)
+		// serves on is listed among the old ones: the youngest.
+		serving := youngest(info.OldWorkers)
+		info.Workers = []Proc{serving}
+		info.OldWorkers = slices.DeleteFunc(slices.Clone(info.OldWorkers), func(w Proc) bool { return w.PID == serving.PID })
 	}
 	return info, nil
 }
@@ -216,6 +210,39 @@ func parseProcLine(cols, f []string) (Proc, error) {
 func loadsInWorker(v string) bool {
 	ver, err := ParseVersion(v)
 	return err == nil && ver.AtLeast(3, 1)
+}
+
+// workerLoaded reports whether worker pid answers `show info` through
+// the master CLI (`@!<pid>`). From 3.1 a worker is listed while it loads
+// the configuration (loadsInWorker), and the master forwards a command to
+// it once it runs its loop, that is, once it loaded: the answer says so
+// whatever became of the admin socket's file. It waits a second at most.
+func (m *Master) workerLoaded(ctx context.Context, pid int) bool {
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	out, err := m.command(qctx, fmt.Sprintf("@!%d show info", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "Pid: "); ok {
+			got, err := strconv.Atoi(strings.TrimSpace(v))
+			return err == nil && got == pid
+		}
+	}
+	return false
+}
+
+// youngest is the worker that lived through the fewest reloads: the
+// newest of several listed.
+func youngest(workers []Proc) Proc {
+	y := workers[0]
+	for _, w := range workers[1:] {
+		if w.Reloads < y.Reloads {
+			y = w
+		}
+	}
+	return y
 }
 
 // ErrReloadFailed is wrapped by Reload's error when HAProxy reports that the

@@ -25,9 +25,6 @@ type outputLog struct {
 	cond *sync.Cond
 	seq  int      // number of lines read so far
 	ring []string // the last tailLines lines, oldest first
-	// loaded is the number (seq) of the last "Loading success" line,
-	// kept apart from the ring, which a burst of warnings can outrun.
-	loaded int
 	// stops counts the "Proxy … stopped" lines of the current burst
 	// (see proxyStops); flush logs them as one line.
 	stops proxyStops
@@ -82,9 +79,6 @@ func (o *outputLog) remember(line string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.seq++
-	if strings.Contains(line, loadingSuccess) {
-		o.loaded = o.seq
-	}
 	o.ring = append(o.ring, line)
 	if len(o.ring) > tailLines {
 		o.ring = o.ring[len(o.ring)-tailLines:]
@@ -404,20 +398,9 @@ func (o *outputLog) seenSince(mark int, s string) bool {
 	return false
 }
 
-// loadingSuccess is what the master prints once a worker has loaded its
-// configuration (2.6 to 3.2; from 3.1, once the worker reports ready).
-const loadingSuccess = "Loading success"
-
-// loadedSince reports whether the master said a worker loaded after mark.
-func (o *outputLog) loadedSince(mark int) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.loaded > mark
-}
-
-// alertsSince waits up to limit for a line containing until to arrive
-// after mark, then returns the [ALERT] lines read after mark.
-func (o *outputLog) alertsSince(mark int, until string, limit time.Duration) []string {
+// alertsSince waits up to limit for a line containing one of until to
+// arrive after mark, then returns the [ALERT] lines read after mark.
+func (o *outputLog) alertsSince(mark int, limit time.Duration, until ...string) []string {
 	deadline := time.Now().Add(limit)
 	wake := time.AfterFunc(limit, func() {
 		o.mu.Lock()
@@ -431,7 +414,9 @@ func (o *outputLog) alertsSince(mark int, until string, limit time.Duration) []s
 		lines := o.since(mark)
 		found := false
 		for _, l := range lines {
-			found = found || strings.Contains(l, until)
+			for _, u := range until {
+				found = found || strings.Contains(l, u)
+			}
 		}
 		if found || !time.Now().Before(deadline) {
 			var alerts []string
@@ -444,6 +429,14 @@ func (o *outputLog) alertsSince(mark int, until string, limit time.Duration) []s
 		}
 		o.cond.Wait()
 	}
+}
+
+// exitedFailing reports whether msg is a process's exit other than a
+// clean one ("Current worker (9) exited with code 137 (Killed)"): a
+// worker leaving after a reload exits with code 0 every time.
+func exitedFailing(msg string) bool {
+	_, code, ok := strings.Cut(msg, " exited with code ")
+	return ok && !strings.HasPrefix(code, "0 ")
 }
 
 // tailSuffix formats the last lines for an error: the [ALERT] lines when
@@ -461,7 +454,7 @@ func (o *outputLog) tailSuffix() string {
 		if _, noServer := noServerBackend(msg); noServer || strings.HasPrefix(msg, cliPrefix) {
 			continue
 		}
-		if strings.HasPrefix(l, "[ALERT]") || strings.Contains(msg, " exited with code ") {
+		if strings.HasPrefix(l, "[ALERT]") || exitedFailing(msg) {
 			alerts = append(alerts, l)
 		}
 	}

@@ -199,10 +199,11 @@ func TestOutputLogReportsAnOldWorkerCrash(t *testing.T) {
 
 // An HAProxy that went down is quoted by what says why: a worker killed,
 // not the alerts haroute's own commands caused before (T32 quoted "backend
-// … has no server available!" as the last words of a kill -9). As 2.6.12
-// prints them.
+// … has no server available!" as the last words of a kill -9), nor the
+// clean exit of a worker a reload retired (T35). As 2.6.12 prints them.
 func TestLastWordsSayWhyHAProxyStopped(t *testing.T) {
 	_, o := feedOutput([]string{
+		"[WARNING]  (14277) : Former worker (14288) exited with code 0 (Exit)",
 		"[ALERT]    (14277) : CLI : backend 'be_http:soak:r8253' has no server available!",
 		"[WARNING]  (14277) : Server be_http:soak:r1/ep_10.0.0.1_8080 is going DOWN for maintenance.",
 		"[ALERT]    (14277) : backend 'be_http:soak:r9' has no server available!",

@@ -249,8 +249,10 @@ func (s *Supervisor) awaitMaster(ctx context.Context, prev *previous) {
 		qctx, cancel := context.WithTimeout(ctx, time.Second)
 		info, err := m.ShowProc(qctx)
 		cancel()
-		if err == nil && info.Master.PID == prev.pid &&
-			(!loadsInWorker(info.Master.Version) || workerAnswers(ctx, s.AdminSocket(), info.Workers)) {
+		if err == nil && info.Master.PID == prev.pid && (!loadsInWorker(info.Master.Version) ||
+			len(info.Workers) > 0 && m.workerLoaded(ctx, youngest(info.Workers).PID)) {
+			// (From 3.1 its master answers while its worker loads, and a
+			// takeover then found no listening sockets to take over.)
 			return
 		}
 		if !logged {
@@ -261,27 +263,6 @@ func (s *Supervisor) awaitMaster(ctx context.Context, prev *previous) {
 			return // gone: the takeover finds nothing to stop
 		}
 	}
-}
-
-// workerAnswers reports whether one of workers answers on the admin
-// socket: from 3.1 a master answers, and lists its worker, while the
-// worker still loads the configuration (loadsInWorker), and the worker
-// binds the admin socket as it loads. A takeover meanwhile found no
-// listening sockets to take over, and the ports held.
-func workerAnswers(ctx context.Context, admin string, workers []Proc) bool {
-	qctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	resp, err := NewRuntime(admin).Execute(qctx, []string{"show info"})
-	if err != nil || len(resp) == 0 {
-		return false
-	}
-	for _, line := range strings.Split(resp[0].Output, "\n") {
-		if v, ok := strings.CutPrefix(line, "Pid: "); ok {
-			pid, err := strconv.Atoi(strings.TrimSpace(v))
-			return err == nil && slices.ContainsFunc(workers, func(w Proc) bool { return w.PID == pid })
-		}
-	}
-	return false
 }
 
 // unnamedMaster returns the pid of an HAProxy master of this run dir (see

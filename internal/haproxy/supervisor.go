@@ -355,6 +355,7 @@ func (s *Supervisor) handOverKept() (int, func()) {
 func (p *Process) keepListeners(now bool) {
 	admin := p.sup.AdminSocket()
 	keep := func(wait bool) {
+		since := p.sup.kept.fetches()
 		n, err := p.sup.kept.fetch(admin, p.stopping.Load)
 		switch {
 		case errors.Is(err, errReleased):
@@ -370,7 +371,13 @@ func (p *Process) keepListeners(now bool) {
 			if p.stopping.Load() {
 				return
 			}
-			p.sup.kept.release()
+			// A fetch that came later and held them (the one a second
+			// after a reload, when the first reached the worker the
+			// reload retired) stands: let go, they were lost until the
+			// next reload (T36).
+			if !p.sup.kept.releaseUnlessFetchedSince(since) {
+				return
+			}
 			p.log.Warn("cannot keep haproxy's listening sockets; a kill of haproxy refuses connections until it is back", "err", err)
 		default:
 			p.log.Debug("kept haproxy's listening sockets", "sockets", n)
@@ -421,7 +428,8 @@ func (p *Process) wait() {
 
 // waitReady polls `show proc` until this master lists a worker that has
 // loaded the configuration: from 3.1 the worker loads it after it is
-// listed (loadsInWorker), and the master says so ("Loading success").
+// listed (loadsInWorker), and answers through the master once it did
+// (Master.workerLoaded).
 // Taken as ready before, a configuration the worker then refused (a port
 // another process holds) read as a crash after the start instead of a
 // failed start, and the first commands found no admin socket.
@@ -443,8 +451,8 @@ func (p *Process) waitReady(ctx context.Context, timeout time.Duration) error {
 		// During a takeover the socket path may still lead to the master
 		// being replaced: only this master's answer counts.
 		ours := err == nil && info.Master.PID == p.PID()
-		loaded := !loadsInWorker(info.Master.Version) || p.out.loadedSince(0)
-		if ours && len(info.Workers) > 0 && loaded {
+		if ours && len(info.Workers) > 0 &&
+			(!loadsInWorker(info.Master.Version) || p.master.workerLoaded(ctx, youngest(info.Workers).PID)) {
 			p.known = info
 			return nil
 		}
@@ -544,7 +552,7 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 		if err == nil && loadsInWorker(info.Master.Version) {
 			// The CLI's reload answers once the worker loaded; a
 			// signal's new worker is listed while it loads.
-			info, err = p.awaitLoaded(ctx, mark, info)
+			info, err = p.awaitLoaded(ctx, info)
 		}
 	} else {
 		info, err = p.master.Reload(ctx)
@@ -558,39 +566,41 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 	}
 	// The master prints "Loading failure!" after its alerts; wait briefly
 	// for the reader to catch up with it.
-	alerts := p.out.alertsSince(mark, "Loading failure", 500*time.Millisecond)
+	alerts := p.out.alertsSince(mark, 500*time.Millisecond, "Loading failure", "Failed to load worker")
 	if len(alerts) > 0 {
 		return info, fmt.Errorf("%w: %s", err, strings.Join(alerts, "; "))
 	}
 	return info, err
 }
 
-// awaitLoaded waits until the master says a worker loaded after mark
-// (3.1+, see loadsInWorker), given info, the `show proc` that listed the
-// reload's new worker. A reload whose worker exits while it loads is a
-// failed reload: the master then lists no worker that info did not.
-func (p *Process) awaitLoaded(ctx context.Context, mark int, info ProcInfo) (ProcInfo, error) {
-	var fresh []int // the workers info lists that p.known did not
+// awaitLoaded waits until the reload's new worker, which info lists and
+// p.known did not, has loaded the configuration (3.1+, see
+// Master.workerLoaded). A reload whose new worker exits while it loads
+// is a failed reload: the master then lists none of them.
+func (p *Process) awaitLoaded(ctx context.Context, info ProcInfo) (ProcInfo, error) {
+	var fresh []Proc
 	for _, w := range info.Workers {
 		if !slices.ContainsFunc(append(slices.Clone(p.known.Workers), p.known.OldWorkers...), func(o Proc) bool { return o.PID == w.PID }) {
-			fresh = append(fresh, w.PID)
+			fresh = append(fresh, w)
 		}
 	}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !p.out.loadedSince(mark) {
+	if len(fresh) == 0 {
+		return info, nil // confirmReload found none: nothing to wait for
+	}
+	pid := youngest(fresh).PID
+	for !p.master.workerLoaded(ctx, pid) {
 		select {
 		case <-ctx.Done():
-			return info, fmt.Errorf("reload not confirmed: the new worker did not finish loading: %w", context.Cause(ctx))
+			return info, fmt.Errorf("reload not confirmed: the new worker %d did not finish loading: %w", pid, context.Cause(ctx))
 		case <-p.done:
 			return info, p.waitErr
-		case <-tick.C:
+		case <-time.After(20 * time.Millisecond):
 		}
 		now, err := p.master.ShowProc(ctx)
 		if err != nil {
 			continue // the master is busy; ask again
 		}
-		if !slices.ContainsFunc(now.Workers, func(w Proc) bool { return slices.Contains(fresh, w.PID) }) {
+		if !slices.ContainsFunc(now.Workers, func(w Proc) bool { return w.PID == pid }) {
 			return now, fmt.Errorf("%w: the new worker exited while it loaded the configuration; the previous worker keeps serving", ErrReloadFailed)
 		}
 	}
