@@ -81,11 +81,7 @@ func (k *keptListeners) releaseUnlessFetchedSince(n uint64) bool {
 		k.mu.Unlock()
 		return false
 	}
-	old := k.sockets
-	k.sockets = nil
-	k.epoch++
-	k.mu.Unlock()
-	closeKept(old)
+	k.dropLocked()
 	return true
 }
 
@@ -101,6 +97,11 @@ func (k *keptListeners) count() int {
 // for nobody.
 func (k *keptListeners) release() {
 	k.mu.Lock()
+	k.dropLocked()
+}
+
+// dropLocked lets go of the held sockets; k.mu is held, and unlocked.
+func (k *keptListeners) dropLocked() {
 	old := k.sockets
 	k.sockets = nil
 	k.epoch++
