@@ -371,10 +371,10 @@ func (p *Process) keepListeners(now bool) {
 			if p.stopping.Load() {
 				return
 			}
-			// A fetch that came later and held them (the one a second
-			// after a reload, when the first reached the worker the
-			// reload retired) stands: let go, they were lost until the
-			// next reload (T36).
+			// A later fetch that holds them stands: the one a second
+			// after a reload, where this first one reached the worker
+			// the reload retired. Released here, they were lost until
+			// the next reload (T36).
 			if !p.sup.kept.releaseUnlessFetchedSince(since) {
 				return
 			}
