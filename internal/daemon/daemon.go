@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/haroute/haroute/internal/certgen"
-	"github.com/haroute/haroute/internal/fsutil"
 	"github.com/haroute/haroute/internal/haproxy"
 	"github.com/haroute/haroute/internal/metrics"
 	"github.com/haroute/haroute/internal/model"
@@ -418,15 +417,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// The state dir too: two routers sharing one took each other's
 	// HAProxy over (its -f names the live config there) and overwrote
 	// each other's bundle and last good state.
-	var stateLock *os.File
-	var holder string
-	err := retryLocked(fsutil.ErrLocked, func() (err error) {
-		stateLock, holder, err = fsutil.TryLock(filepath.Join(d.opts.StateDir, StateLockFile))
-		return err
-	})
-	if errors.Is(err, fsutil.ErrLocked) {
-		return fmt.Errorf("state dir in use: %s is locked by another haroute (pid %s); give each router its own --state-dir", d.opts.StateDir, holder)
-	}
+	stateLock, err := d.lockStateDir()
 	if err != nil {
 		return err
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/haroute/haroute/internal/fsutil"
 	"github.com/haroute/haroute/internal/haproxy"
 	"github.com/haroute/haroute/internal/plan"
 	"github.com/haroute/haroute/internal/render"
@@ -133,8 +135,14 @@ func (d *Daemon) lockRunDir() error {
 	var lock *haproxy.RunDirLock
 	err := retryLocked(haproxy.ErrRunDirInUse, func() (err error) {
 		lock, err = haproxy.LockRunDir(d.opts.RunDir)
+		if errors.Is(err, haproxy.ErrRunDirInUse) && haproxy.ReaperHolding(d.opts.RunDir) > 0 {
+			return errReaperHolds // not a dying haroute: no waiting for it (T37)
+		}
 		return err
 	})
+	if errors.Is(err, errReaperHolds) {
+		err = haproxy.ErrRunDirInUse
+	}
 	if pid := haproxy.ReaperHolding(d.opts.RunDir); errors.Is(err, haproxy.ErrRunDirInUse) && pid > 0 {
 		// A `haroute reap` left by the last haroute is stopping its
 		// HAProxy, whose listeners are closed: this haroute refused to
@@ -175,7 +183,26 @@ func retryLocked(held error, take func() error) error {
 }
 
 // lockWait is how long retryLocked waits for a lock a dying process holds.
-const lockWait = 2 * time.Second
+var lockWait = 2 * time.Second
+
+// errReaperHolds ends lockRunDir's wait: the run dir's lock is a `haroute
+// reap`'s, which is told to go at once.
+var errReaperHolds = errors.New("a haroute reap holds the run dir")
+
+// lockStateDir locks the state dir, waiting as lockRunDir does for a
+// haroute that is dying.
+func (d *Daemon) lockStateDir() (*os.File, error) {
+	var lock *os.File
+	var holder string
+	err := retryLocked(fsutil.ErrLocked, func() (err error) {
+		lock, holder, err = fsutil.TryLock(filepath.Join(d.opts.StateDir, StateLockFile))
+		return err
+	})
+	if errors.Is(err, fsutil.ErrLocked) {
+		return nil, fmt.Errorf("state dir in use: %s is locked by another haroute (pid %s); give each router its own --state-dir", d.opts.StateDir, holder)
+	}
+	return lock, err
+}
 
 // heal checks the run dir and HAProxy's sockets, and brings back what is
 // missing: the run dir (0700) and its lock first; then a master socket

@@ -61,23 +61,27 @@ type keptListeners struct {
 	// epoch counts releases: a fetch under way when the sockets are let
 	// go (a stop) must not hold them again when it ends.
 	epoch uint64
-	// fetched counts fetches that succeeded (see releaseUnlessFetchedSince).
-	fetched uint64
+	// begun numbers the fetches as they begin (see begin).
+	begun uint64
 }
 
-// fetches is how many fetches have succeeded so far.
-func (k *keptListeners) fetches() uint64 {
+// begin numbers a fetch about to begin: what it fetches, or its failure,
+// decides whether the sockets are held only while no later one has
+// begun (releaseIfLatest).
+func (k *keptListeners) begin() uint64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.fetched
+	k.begun++
+	return k.begun
 }
 
-// releaseUnlessFetchedSince releases the sockets, as release does, unless
-// a fetch succeeded after n (fetches): a fetch that failed must not let go
-// of what a later one holds. It reports whether it released them.
-func (k *keptListeners) releaseUnlessFetchedSince(n uint64) bool {
+// releaseIfLatest releases the sockets, as release does, when the fetch
+// numbered ticket, which failed, is the last one begun: a later one,
+// done or under way, holds them or decides. It reports whether it
+// released them.
+func (k *keptListeners) releaseIfLatest(ticket uint64) bool {
 	k.mu.Lock()
-	if k.fetched != n {
+	if k.begun != ticket {
 		k.mu.Unlock()
 		return false
 	}
@@ -142,7 +146,6 @@ func (k *keptListeners) fetch(path string, cancelled func() bool) (int, error) {
 	}
 	old := k.sockets
 	k.sockets = sockets
-	k.fetched++
 	k.mu.Unlock()
 	closeKept(old)
 	return len(sockets), nil

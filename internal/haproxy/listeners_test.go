@@ -297,8 +297,9 @@ func TestKeptListenersReleasedWhenAStartFailsEarly(t *testing.T) {
 // After a reload the first fetch can reach the worker the reload retired
 // ("already sent and closed"); the one a second later holds the new
 // worker's sockets. The first's failure, handled two seconds on, let go
-// of them: a kill of HAProxy then refused connections (T36, on 3.2). A
-// failed fetch releases only what no later fetch holds.
+// of them: a kill of HAProxy then refused connections (T36, on 3.2); and
+// with the later fetch still under way, it ended that one too (T37). A
+// failed fetch releases only when no fetch began after it.
 func TestFailedFetchKeepsWhatALaterFetchHolds(t *testing.T) {
 	var from keptListeners
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -317,17 +318,22 @@ func TestFailedFetchKeepsWhatALaterFetchHolds(t *testing.T) {
 
 	var kept keptListeners
 	t.Cleanup(kept.release)
-	failedSince := kept.fetches()
+	failed := kept.begin()
 	if _, err := kept.fetch(filepath.Join(t.TempDir(), "gone.sock"), func() bool { return false }); err == nil {
 		t.Fatal("a fetch from no socket succeeded")
+	}
+	// A later fetch under way: the failure leaves the decision to it.
+	later := kept.begin()
+	if kept.releaseIfLatest(failed) {
+		t.Fatal("the failed fetch released while a later one was under way")
 	}
 	if n, err := kept.fetch(path, func() bool { return false }); err != nil || n != 1 {
 		t.Fatalf("the later fetch: %d sockets, %v", n, err)
 	}
-	if kept.releaseUnlessFetchedSince(failedSince) || kept.count() != 1 {
+	if kept.releaseIfLatest(failed) || kept.count() != 1 {
 		t.Fatalf("the failed fetch let go of what the later one holds: %d held", kept.count())
 	}
-	if !kept.releaseUnlessFetchedSince(kept.fetches()) || kept.count() != 0 {
-		t.Fatalf("a failed fetch with none after it kept %d sockets", kept.count())
+	if !kept.releaseIfLatest(later) || kept.count() != 0 {
+		t.Fatalf("the last fetch begun, failing, kept %d sockets", kept.count())
 	}
 }

@@ -432,11 +432,12 @@ func (o *outputLog) alertsSince(mark int, limit time.Duration, until ...string) 
 }
 
 // exitedFailing reports whether msg is a process's exit other than a
-// clean one ("Current worker (9) exited with code 137 (Killed)"): a
-// worker leaving after a reload exits with code 0 every time.
+// worker's a reload retired ("Former worker (8) exited with code 0"),
+// which every reload prints: "Current worker (9) exited with code 137
+// (Killed)", or with code 0 too, says why HAProxy went.
 func exitedFailing(msg string) bool {
 	_, code, ok := strings.Cut(msg, " exited with code ")
-	return ok && !strings.HasPrefix(code, "0 ")
+	return ok && (!strings.HasPrefix(code, "0 ") || !strings.HasPrefix(msg, "Former worker"))
 }
 
 // tailSuffix formats the last lines for an error: the [ALERT] lines when

@@ -214,4 +214,13 @@ func TestLastWordsSayWhyHAProxyStopped(t *testing.T) {
 	if got := o.tailSuffix(); got != want {
 		t.Errorf("tailSuffix() = %q\nwant %q", got, want)
 	}
+	// The serving worker's exit says why even with code 0 (T37).
+	_, o = feedOutput([]string{
+		"[ALERT]    (7) : config : something earlier",
+		"[WARNING]  (7) : Current worker (9) exited with code 0 (Exit)",
+	})
+	want = "; haproxy said: [ALERT] config : something earlier; [WARNING] Current worker (9) exited with code 0 (Exit)"
+	if got := o.tailSuffix(); got != want {
+		t.Errorf("tailSuffix() = %q\nwant %q", got, want)
+	}
 }

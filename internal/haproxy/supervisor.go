@@ -355,7 +355,7 @@ func (s *Supervisor) handOverKept() (int, func()) {
 func (p *Process) keepListeners(now bool) {
 	admin := p.sup.AdminSocket()
 	keep := func(wait bool) {
-		since := p.sup.kept.fetches()
+		ticket := p.sup.kept.begin()
 		n, err := p.sup.kept.fetch(admin, p.stopping.Load)
 		switch {
 		case errors.Is(err, errReleased):
@@ -371,11 +371,11 @@ func (p *Process) keepListeners(now bool) {
 			if p.stopping.Load() {
 				return
 			}
-			// A later fetch that holds them stands: the one a second
+			// A later fetch holds them, or decides: the one a second
 			// after a reload, where this first one reached the worker
 			// the reload retired. Released here, they were lost until
-			// the next reload (T36).
-			if !p.sup.kept.releaseUnlessFetchedSince(since) {
+			// the next reload (T36, T37).
+			if !p.sup.kept.releaseIfLatest(ticket) {
 				return
 			}
 			p.log.Warn("cannot keep haproxy's listening sockets; a kill of haproxy refuses connections until it is back", "err", err)
