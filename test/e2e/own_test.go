@@ -360,6 +360,14 @@ func killWhileServingOn(t *testing.T, r *router, stateDir string) *orphaned {
 	master := o.oldMaster
 	t.Cleanup(func() { _ = syscall.Kill(master, syscall.SIGTERM) })
 	o.traffic = keepRequesting(r, "one.e2e.test", "one")
+	// Killed once it saved what it serves, as a router that has run a
+	// while has: under the parallel suite's load, 300 ms after the first
+	// answer were once not enough (on 3.2.26), and the tests that harm
+	// the saved state found none.
+	r.eventually(10*time.Second, "the last good state saved", func() error {
+		_, err := os.Stat(filepath.Join(stateDir, "lastgood", "index.json"))
+		return err
+	})
 	time.Sleep(300 * time.Millisecond)
 	must(t, first.cmd.Process.Kill())
 	first.waitExit(t)
