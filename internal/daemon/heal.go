@@ -133,16 +133,14 @@ func (d *Daemon) useSockets(s render.Sockets) error {
 // anything.
 func (d *Daemon) lockRunDir() error {
 	var lock *haproxy.RunDirLock
-	err := retryLocked(haproxy.ErrRunDirInUse, func() (err error) {
+	// A reaper's lock is not a dying haroute's: no waiting for it (T37).
+	dying := func(err error) bool {
+		return errors.Is(err, haproxy.ErrRunDirInUse) && haproxy.ReaperHolding(d.opts.RunDir) == 0
+	}
+	err := retryLocked(dying, func() (err error) {
 		lock, err = haproxy.LockRunDir(d.opts.RunDir)
-		if errors.Is(err, haproxy.ErrRunDirInUse) && haproxy.ReaperHolding(d.opts.RunDir) > 0 {
-			return errReaperHolds // not a dying haroute: no waiting for it (T37)
-		}
 		return err
 	})
-	if errors.Is(err, errReaperHolds) {
-		err = haproxy.ErrRunDirInUse
-	}
 	if pid := haproxy.ReaperHolding(d.opts.RunDir); errors.Is(err, haproxy.ErrRunDirInUse) && pid > 0 {
 		// A `haroute reap` left by the last haroute is stopping its
 		// HAProxy, whose listeners are closed: this haroute refused to
@@ -165,17 +163,17 @@ func (d *Daemon) lockRunDir() error {
 	return nil
 }
 
-// retryLocked runs take until it fails otherwise than with held, for
-// lockWait at most: a haroute killed with SIGKILL holds its locks until
+// retryLocked runs take until it fails with an error that held does not
+// call a lock held, for lockWait at most: a haroute killed with SIGKILL holds its locks until
 // the kernel has torn it down, which for a large heap takes a moment, and
 // a restart at once found the run dir "in use" by the dead process, and
 // stopped, leaving its HAProxy with no one to supervise it (T36). A
 // second router on the same directories is still refused, after lockWait.
-func retryLocked(held error, take func() error) error {
+func retryLocked(held func(error) bool, take func() error) error {
 	deadline := time.Now().Add(lockWait)
 	for {
 		err := take()
-		if !errors.Is(err, held) || time.Now().After(deadline) {
+		if !held(err) || time.Now().After(deadline) {
 			return err
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -185,16 +183,13 @@ func retryLocked(held error, take func() error) error {
 // lockWait is how long retryLocked waits for a lock a dying process holds.
 var lockWait = 2 * time.Second
 
-// errReaperHolds ends lockRunDir's wait: the run dir's lock is a `haroute
-// reap`'s, which is told to go at once.
-var errReaperHolds = errors.New("a haroute reap holds the run dir")
-
 // lockStateDir locks the state dir, waiting as lockRunDir does for a
 // haroute that is dying.
 func (d *Daemon) lockStateDir() (*os.File, error) {
 	var lock *os.File
 	var holder string
-	err := retryLocked(fsutil.ErrLocked, func() (err error) {
+	locked := func(err error) bool { return errors.Is(err, fsutil.ErrLocked) }
+	err := retryLocked(locked, func() (err error) {
 		lock, holder, err = fsutil.TryLock(filepath.Join(d.opts.StateDir, StateLockFile))
 		return err
 	})
