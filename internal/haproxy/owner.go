@@ -149,8 +149,10 @@ func (s *Supervisor) pidFileMaster() int {
 // findPrevious returns the master named by the pid file if it still runs
 // and its command line names this run dir's master socket or this config:
 // a pid file outlives its process, and the pid may since belong to
-// anything. nil when there is none.
-func (s *Supervisor) findPrevious() *previous {
+// anything. nil when there is none. A pid file naming another process is
+// warned about when warn is set: awaitStarting asks again every 20 ms,
+// after Start warned once.
+func (s *Supervisor) findPrevious(warn bool) *previous {
 	pid := s.pidFileMaster()
 	if pid <= 1 || pid == os.Getpid() {
 		return nil
@@ -163,7 +165,7 @@ func (s *Supervisor) findPrevious() *previous {
 	// Read after the pidfd was opened: if the pidfd still names a live
 	// process now, the command line read was that process's.
 	if err != nil || !s.isOurs(cmdline) || unix.PidfdSendSignal(fd, 0, nil, 0) != nil {
-		if err == nil && !s.isOurs(cmdline) {
+		if warn && err == nil && !s.isOurs(cmdline) {
 			s.log.Warn("pid file names a process that is not this run dir's haproxy; ignoring it",
 				"pid_file", s.PIDFile(), "pid", pid)
 		}
@@ -179,7 +181,7 @@ func (s *Supervisor) findPrevious() *previous {
 // it can use) must still hand it over or stop it, or it serves on
 // unsupervised for good.
 func (s *Supervisor) Earlier() int {
-	prev := s.findPrevious()
+	prev := s.findPrevious(true)
 	if prev == nil {
 		return 0
 	}
@@ -218,7 +220,7 @@ func (s *Supervisor) awaitStarting(ctx context.Context) *previous {
 	s.log.Warn("an haproxy of this run dir is still starting; waiting for it, to take it over", "pid", pid)
 	deadline := time.Now().Add(readyTimeout)
 	for ctx.Err() == nil && time.Now().Before(deadline) {
-		if p := s.findPrevious(); p != nil {
+		if p := s.findPrevious(false); p != nil { // Start warned
 			unix.Close(fd)
 			return p
 		}

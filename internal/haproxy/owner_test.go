@@ -200,8 +200,21 @@ func TestStartTakesOverStartingHAProxy(t *testing.T) {
 	if _, err := os.Stat(r.sup.PIDFile()); err == nil {
 		t.Fatal("the earlier haproxy wrote its pid file before the restart began: the test needs a configuration that loads longer")
 	}
+	// A stale pid file from before, naming a process that is not HAProxy,
+	// until the earlier one writes its own: said once, not every 20 ms.
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	if err := os.WriteFile(r.sup.PIDFile(), []byte(strconv.Itoa(other.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	r.start(t)
+	if n := strings.Count(r.log.String(), "pid file names a process that is not"); n != 1 {
+		t.Errorf("the stale pid file was warned about %d times, want once; log:\n%s", n, r.log)
+	}
 	// Up to 3.0 a master loads before it forks: one without a worker is
 	// still starting. From 3.1 its worker loads: the wait is for the
 	// worker to answer.

@@ -186,7 +186,7 @@ func (s *Supervisor) Start(ctx context.Context) (p *Process, err error) {
 	if err := prepareRunDir(s.opts.RunDir); err != nil {
 		return nil, err
 	}
-	prev := s.findPrevious()
+	prev := s.findPrevious(true)
 	if prev == nil {
 		prev = s.awaitStarting(ctx)
 	}
