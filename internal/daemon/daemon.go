@@ -410,14 +410,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d.stopping = ctx
-	if err := d.lockRunDir(); err != nil {
+	if err := d.lockRunDir(ctx); err != nil {
 		return err
 	}
 	defer d.runLock.Close()
 	// The state dir too: two routers sharing one took each other's
 	// HAProxy over (its -f names the live config there) and overwrote
 	// each other's bundle and last good state.
-	stateLock, err := d.lockStateDir()
+	stateLock, err := d.lockStateDir(ctx)
 	if err != nil {
 		return err
 	}

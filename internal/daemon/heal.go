@@ -131,13 +131,13 @@ func (d *Daemon) useSockets(s render.Sockets) error {
 // lockRunDir takes the run dir's lock for as long as the daemon runs: a
 // second haroute on the same run dir fails here, before it touches
 // anything.
-func (d *Daemon) lockRunDir() error {
+func (d *Daemon) lockRunDir(ctx context.Context) error {
 	var lock *haproxy.RunDirLock
 	// A reaper's lock is not a dying haroute's: no waiting for it (T37).
 	dying := func(err error) bool {
 		return errors.Is(err, haproxy.ErrRunDirInUse) && haproxy.ReaperHolding(d.opts.RunDir) == 0
 	}
-	err := retryLocked(dying, func() (err error) {
+	err := retryLocked(ctx, dying, func() (err error) {
 		lock, err = haproxy.LockRunDir(d.opts.RunDir)
 		return err
 	})
@@ -150,8 +150,11 @@ func (d *Daemon) lockRunDir() error {
 		d.log.Info("a haroute reap holds the run dir, stopping a left HAProxy; taking over from it", "pid", pid)
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 		for range 50 {
-			time.Sleep(100 * time.Millisecond)
-			if lock, err = haproxy.LockRunDir(d.opts.RunDir); !errors.Is(err, haproxy.ErrRunDirInUse) {
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			if lock, err = haproxy.LockRunDir(d.opts.RunDir); !errors.Is(err, haproxy.ErrRunDirInUse) || ctx.Err() != nil {
 				break
 			}
 		}
@@ -168,15 +171,20 @@ func (d *Daemon) lockRunDir() error {
 // the kernel has torn it down, which for a large heap takes a moment, and
 // a restart at once found the run dir "in use" by the dead process, and
 // stopped, leaving its HAProxy with no one to supervise it (T36). A
-// second router on the same directories is still refused, after lockWait.
-func retryLocked(held func(error) bool, take func() error) error {
+// second router on the same directories is still refused, after lockWait
+// or once ctx ends.
+func retryLocked(ctx context.Context, held func(error) bool, take func() error) error {
 	deadline := time.Now().Add(lockWait)
 	for {
 		err := take()
 		if !held(err) || time.Now().After(deadline) {
 			return err
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
@@ -185,11 +193,11 @@ var lockWait = 2 * time.Second
 
 // lockStateDir locks the state dir, waiting as lockRunDir does for a
 // haroute that is dying.
-func (d *Daemon) lockStateDir() (*os.File, error) {
+func (d *Daemon) lockStateDir(ctx context.Context) (*os.File, error) {
 	var lock *os.File
 	var holder string
 	locked := func(err error) bool { return errors.Is(err, fsutil.ErrLocked) }
-	err := retryLocked(locked, func() (err error) {
+	err := retryLocked(ctx, locked, func() (err error) {
 		lock, holder, err = fsutil.TryLock(filepath.Join(d.opts.StateDir, StateLockFile))
 		return err
 	})

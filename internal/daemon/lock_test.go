@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,22 +33,44 @@ func TestLocksOfADyingRouterAreWaitedFor(t *testing.T) {
 	}
 	time.AfterFunc(300*time.Millisecond, func() { dying.Close(); dyingState.Close() })
 
-	if err := d.lockRunDir(); err != nil {
+	if err := d.lockRunDir(context.Background()); err != nil {
 		t.Fatalf("run dir lock released 300 ms on: %v", err)
 	}
 	defer d.runLock.Close()
-	state, err := d.lockStateDir()
+	state, err := d.lockStateDir(context.Background())
 	if err != nil {
 		t.Fatalf("state dir lock released 300 ms on: %v", err)
 	}
 	defer state.Close()
 
 	other := &Daemon{opts: d.opts, log: d.log}
-	if err := other.lockRunDir(); !errors.Is(err, haproxy.ErrRunDirInUse) {
+	if err := other.lockRunDir(context.Background()); !errors.Is(err, haproxy.ErrRunDirInUse) {
 		t.Errorf("a run dir held for good: %v, want ErrRunDirInUse", err)
 	}
-	if _, err := other.lockStateDir(); err == nil || !strings.Contains(err.Error(), "state dir in use") {
+	if _, err := other.lockStateDir(context.Background()); err == nil || !strings.Contains(err.Error(), "state dir in use") {
 		t.Errorf("a state dir held for good: %v, want it in use", err)
+	}
+
+	// A stop ends the wait.
+	defer func(d time.Duration) { lockWait = d }(lockWait)
+	lockWait = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	done := make(chan error, 2)
+	go func() {
+		done <- other.lockRunDir(ctx)
+		_, err := other.lockStateDir(ctx)
+		done <- err
+	}()
+	for _, which := range []string{"run", "state"} {
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("the %s dir held for good was locked again", which)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the wait for the %s dir's lock went on after its context ended", which)
+		}
 	}
 }
 
@@ -83,7 +106,7 @@ func TestRunDirOfAReaperIsTakenAtOnce(t *testing.T) {
 
 	d := &Daemon{opts: Options{RunDir: run}, log: slog.New(slog.DiscardHandler)}
 	done := make(chan error, 1)
-	go func() { done <- d.lockRunDir() }()
+	go func() { done <- d.lockRunDir(context.Background()) }()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -301,6 +301,11 @@ func TestKeptListenersReleasedWhenAStartFailsEarly(t *testing.T) {
 // with the later fetch still under way, it ended that one too (T37). A
 // failed fetch releases only when no fetch began after it.
 func TestFailedFetchKeepsWhatALaterFetchHolds(t *testing.T) {
+	// keepListeners relies on the order below: the fetch after a reload
+	// fails only once the fetch keepAgainAfter later has begun.
+	if diedWithin <= keepAgainAfter {
+		t.Fatalf("a failed fetch decides after %s, before the next fetch begins (%s): it would release what that one holds", diedWithin, keepAgainAfter)
+	}
 	var from keptListeners
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

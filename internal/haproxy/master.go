@@ -233,6 +233,16 @@ func (m *Master) workerLoaded(ctx context.Context, pid int) bool {
 	return false
 }
 
+// loaded reports whether the master info describes has loaded its
+// configuration: up to 3.0 a master that answers has, from 3.1 its newest
+// worker must answer too (workerLoaded).
+func (m *Master) loaded(ctx context.Context, info ProcInfo) bool {
+	if !loadsInWorker(info.Master.Version) {
+		return true
+	}
+	return len(info.Workers) > 0 && m.workerLoaded(ctx, youngest(info.Workers).PID)
+}
+
 // youngest is the worker that lived through the fewest reloads: the
 // newest of several listed.
 func youngest(workers []Proc) Proc {
@@ -343,10 +353,10 @@ func (m *Master) confirmReload(ctx context.Context, before ProcInfo) (ProcInfo, 
 				}
 			}
 			if after.FailedReloads >= 0 {
-				// 2.6 to 3.0 count failed reloads over the master's life;
-				// from 3.1 the re-executed master starts at 0 and counts
-				// its one worker's failure: two failures in a row read
-				// 1, then 1.
+				// 2.6 to 3.0 count failed reloads since the last load
+				// that succeeded (ProcInfo); from 3.1 the re-executed
+				// master starts at 0 and counts its one worker's
+				// failure: two failures in a row read 1, then 1.
 				failed := after.FailedReloads > before.FailedReloads
 				if loadsInWorker(after.Master.Version) {
 					failed = after.FailedReloads > 0

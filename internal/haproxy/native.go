@@ -168,8 +168,10 @@ func (n *NativeInspector) Cert(ctx context.Context, path string) (CertInfo, erro
 		return CertInfo{}, fmt.Errorf("show ssl cert %s: %w", path, err)
 	}
 	if strings.HasPrefix(path, "*") && !strings.HasPrefix(info.Path, "*") {
-		// Up to 3.0 the transaction's certificate is named "*<path>",
-		// as asked; 3.2 names it <path>. It is the one asked for.
+		// HAProxy names the transaction's certificate "*<path>", as
+		// asked; from 3.2 it also prints a "Crt filename:" line, which
+		// client-native takes for the name instead. It is the one asked
+		// for.
 		info.Path = path
 	}
 	return info, nil

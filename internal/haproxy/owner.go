@@ -251,8 +251,7 @@ func (s *Supervisor) awaitMaster(ctx context.Context, prev *previous) {
 		qctx, cancel := context.WithTimeout(ctx, time.Second)
 		info, err := m.ShowProc(qctx)
 		cancel()
-		if err == nil && info.Master.PID == prev.pid && (!loadsInWorker(info.Master.Version) ||
-			len(info.Workers) > 0 && m.workerLoaded(ctx, youngest(info.Workers).PID)) {
+		if err == nil && info.Master.PID == prev.pid && m.loaded(ctx, info) {
 			// (From 3.1 its master answers while its worker loads, and a
 			// takeover then found no listening sockets to take over.)
 			return

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -356,5 +359,81 @@ func TestReloadAsksABusyMasterAgain(t *testing.T) {
 	_, err = NewMaster(path).Reload(ctxT(t, 10*time.Second))
 	if err == nil || errors.Is(err, ErrReloadFailed) || !strings.Contains(err.Error(), "still loads an earlier reload") {
 		t.Fatalf("Reload of a master busy for good = %v; want a busy error, not ErrReloadFailed", err)
+	}
+}
+
+// A 3.2 master that cannot pass the reload's connection on to the next
+// master re-executes all the same, and the connection dies unanswered:
+// `show proc` then lists the new worker while it still loads. A worker
+// that fails to load after that is a failed reload, not a confirmed one
+// (the old worker keeps serving the old configuration).
+func TestReloadWithItsAnswerLostWaitsForTheWorkerToLoad(t *testing.T) {
+	path := filepath.Join(testutil.ShortTempDir(t), "master.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	const header = "#<PID>          <type>          <reloads>       <uptime>        <version>\n"
+	const before = header +
+		"100             master          0 [failed: 0]   0d00h00m01s     3.2.26-1\n" +
+		"# workers\n200             worker          0               0d00h00m01s     3.2.26-1\n"
+	const loading = header +
+		"100             master          1 [failed: 0]   0d00h00m01s     3.2.26-1\n" +
+		"# workers\n201             worker          0               0d00h00m00s     3.2.26-1\n" +
+		"# old workers\n200             worker          1               0d00h00m01s     3.2.26-1\n"
+	const failed = header +
+		"100             master          1 [failed: 1]   0d00h00m01s     3.2.26-1\n" +
+		"# workers\n" +
+		"# old workers\n200             worker          1               0d00h00m01s     3.2.26-1\n"
+	var reloaded atomic.Bool
+	var asked atomic.Int32 // `show proc`s since the reload
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			cmd, _ := bufio.NewReader(conn).ReadString('\n')
+			var reply string
+			switch cmd = strings.TrimSpace(cmd); {
+			case cmd == "show proc" && !reloaded.Load():
+				reply = before
+			case cmd == "show proc" && asked.Add(1) < 5:
+				reply = loading
+			case cmd == "show proc":
+				reply = failed
+			case cmd == "reload":
+				reloaded.Store(true) // and no answer
+			case strings.HasPrefix(cmd, "@!"):
+				reply = "Can't find the target PID matching the prefix '" + strings.Fields(cmd)[0][2:] + "'\n"
+			}
+			_, _ = conn.Write([]byte(reply))
+			conn.Close()
+		}
+	}()
+	known, err := parseShowProc(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	// The master's process: Reload watches it.
+	master := exec.Command("sleep", "60")
+	if err := master.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = master.Process.Kill(); _ = master.Wait() })
+	p := &Process{
+		sup:    &Supervisor{opts: Options{RunDir: testutil.ShortTempDir(t)}, log: log},
+		cmd:    master,
+		master: NewMaster(path),
+		out:    newOutputLog(io.NopCloser(strings.NewReader("")), log, "", &emptiedBackends{}, nil),
+		log:    log,
+		known:  known,
+		done:   make(chan struct{}),
+	}
+	info, err := p.Reload(ctxT(t, 10*time.Second))
+	if !errors.Is(err, ErrReloadFailed) {
+		t.Fatalf("Reload = %+v, %v; want ErrReloadFailed: the new worker never loaded", info, err)
 	}
 }

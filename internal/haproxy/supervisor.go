@@ -392,7 +392,8 @@ func (p *Process) keepListeners(now bool) {
 }
 
 // diedWithin is how long a failed fetch waits to see whether its master
-// died (Done waits for its output to end, up to a second).
+// died (Done waits for its output to end, up to a second). Longer than
+// keepAgainAfter, so that the next fetch has begun when it decides.
 const diedWithin = 2 * time.Second
 
 func (p *Process) wait() {
@@ -451,8 +452,7 @@ func (p *Process) waitReady(ctx context.Context, timeout time.Duration) error {
 		// During a takeover the socket path may still lead to the master
 		// being replaced: only this master's answer counts.
 		ours := err == nil && info.Master.PID == p.PID()
-		if ours && len(info.Workers) > 0 &&
-			(!loadsInWorker(info.Master.Version) || p.master.workerLoaded(ctx, youngest(info.Workers).PID)) {
+		if ours && len(info.Workers) > 0 && p.master.loaded(ctx, info) {
 			p.known = info
 			return nil
 		}
@@ -549,13 +549,16 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 		if err = p.signalReload(); err == nil {
 			info, err = p.master.confirmReload(ctx, p.known)
 		}
-		if err == nil && loadsInWorker(info.Master.Version) {
-			// The CLI's reload answers once the worker loaded; a
-			// signal's new worker is listed while it loads.
-			info, err = p.awaitLoaded(ctx, info)
-		}
 	} else {
 		info, err = p.master.Reload(ctx)
+	}
+	if err == nil && loadsInWorker(info.Master.Version) {
+		// A signal's new worker is listed while it loads, and so is the
+		// CLI's when its answer was lost (a master that cannot pass the
+		// connection on to the next re-executes all the same, and the
+		// connection dies): `show proc` alone confirmed the reload. When
+		// the CLI answered, the worker has loaded: one question.
+		info, err = p.awaitLoaded(ctx, info)
 	}
 	if err == nil {
 		p.known = info
@@ -578,9 +581,10 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 // Master.workerLoaded). A reload whose new worker exits while it loads
 // is a failed reload: the master then lists none of them.
 func (p *Process) awaitLoaded(ctx context.Context, info ProcInfo) (ProcInfo, error) {
+	known := append(slices.Clone(p.known.Workers), p.known.OldWorkers...)
 	var fresh []Proc
 	for _, w := range info.Workers {
-		if !slices.ContainsFunc(append(slices.Clone(p.known.Workers), p.known.OldWorkers...), func(o Proc) bool { return o.PID == w.PID }) {
+		if !slices.ContainsFunc(known, func(o Proc) bool { return o.PID == w.PID }) {
 			fresh = append(fresh, w)
 		}
 	}
