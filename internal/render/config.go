@@ -1134,6 +1134,15 @@ const CAPreloadBackend = "be_preload_ca"
 func preloadCAs(w *cfgWriter, in Input) {
 	seen := map[string]bool{}
 	var paths []string
+	if len(in.DefaultDestinationCA) > 0 {
+		// Loaded whether or not a route uses it yet: the first reencrypt
+		// route without a CA of its own is bound to a spare at runtime
+		// with servers naming it, and HAProxy would refuse them (T38).
+		// The file is the router's, so it changes by reload only.
+		p := in.Dir + "/" + DefaultDestinationCAFile
+		seen[p] = true
+		paths = append(paths, p)
+	}
 	for i := range in.Desired.Routes {
 		r := in.Desired.Routes[i]
 		if r.Termination != model.TerminationReencrypt {

@@ -113,6 +113,39 @@ spec:
 	}
 }
 
+// The first reencrypt route that verifies against the router's
+// defaultDestinationCA binds to a spare too: the CA file is loaded from
+// the start, whether or not a route uses it yet. It was not (T38): the
+// servers' `ca-file` named a file HAProxy had not loaded, the runtime
+// update failed, and a fallback reload served the route.
+func TestReencryptDefaultCAFirstRouteWithoutReload(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	ca := testutil.NewCA(t, "service CA")
+	web := tlsBackend(t, "web", ca.Issue(t, "web.e2e.svc"))
+	w := publish.NewAtomicWriter(r.dir)
+	gen := files("router.yaml", r.routerConfig("  defaultDestinationCA: |\n"+indent(ca.PEM, 4)),
+		"a.yaml", routeYAML("a", "a.e2e.test", "", "one"),
+		"endpoints.yaml", join(endpointsYAML("one", one), endpointsYAML("web", web)))
+	must(t, w.Publish(gen))
+	r.start("atomic")
+	r.serves("a.e2e.test", "/", "one")
+	before := r.reloads()
+
+	gen["shop.yaml"] = []byte(routeYAML("shop", "shop.e2e.test", "", "web") + "  tls:\n    termination: reencrypt\n")
+	must(t, w.Publish(gen))
+	r.eventually(20*time.Second, "shop served over reencrypt", func() error {
+		status, body, err := r.getHTTPS("shop.e2e.test")
+		if err != nil || status != 200 || body != "web" {
+			return fmt.Errorf("%d %q %v", status, body, err)
+		}
+		return nil
+	})
+	if got, st := r.reloads()-before, r.store.Get(); got != 0 || st.Fallbacks != 0 {
+		t.Fatalf("the first reencrypt route on the default CA took %d reloads (%d runtime fallbacks), want 0; last error: %s", got, st.Fallbacks, st.LastError)
+	}
+}
+
 // A new reencrypt route with its own destinationCACertificate binds to a
 // spare: its CA file is loaded (new/set/commit ssl ca-file) before its
 // servers, which name it, are added; deleting the route unloads it. Both
