@@ -236,13 +236,14 @@ func (d *Daemon) heal(ctx context.Context) {
 		return
 	}
 	var se *haproxy.SocketsError
-	if errors.As(broken, &se) && se.MasterOnly && d.healing.broken == "" {
+	if errors.As(broken, &se) && se.MasterOnly && se.MasterHeldBy == 0 && d.healing.broken == "" {
 		// A master that reloads (an operator's `reload` on the master
 		// CLI, a SIGUSR2) executes itself again and binds its socket
 		// afresh: for a moment, up to a config parse at 10k routes, the
 		// socket is gone or refuses. Healing that would reload a second
 		// time, and fail on the very socket that is coming back; only a
-		// loss that outlasts masterLossGrace is one.
+		// loss that outlasts masterLossGrace is one. (Another master's
+		// socket there is not this one coming back.)
 		now := time.Now()
 		if d.healing.masterGone.IsZero() {
 			d.healing.masterGone = now

@@ -346,6 +346,11 @@ func (m *Master) confirmReload(ctx context.Context, before ProcInfo) (ProcInfo, 
 		switch {
 		case err != nil:
 			lastErr = err // the master is re-executing; try again
+		case before.Master.PID != 0 && after.Master.PID != before.Master.PID:
+			// Another master holds the socket's path (see
+			// SocketsError.MasterHeldBy) until this one, executing itself
+			// again, binds it anew.
+			lastErr = fmt.Errorf("master socket answered by pid %d, not %d", after.Master.PID, before.Master.PID)
 		case after.Master.Reloads > before.Master.Reloads:
 			for _, w := range after.Workers {
 				if !slices.Contains(oldPIDs, w.PID) {

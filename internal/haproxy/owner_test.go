@@ -1,6 +1,7 @@
 package haproxy
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -613,6 +614,59 @@ func TestSocketsHealed(t *testing.T) {
 	must(t, r.sup.LinkAdminSocket()) // again: nothing to do
 	if got := r.get(t, ""); got != "200 b0" {
 		t.Errorf("GET after the heal = %q", got)
+	}
+}
+
+// A master left draining by a takeover and reloaded from outside (an
+// operator's SIGUSR2 to every haproxy) binds its own socket on the master
+// socket's path, and writes the pid file (T39): every command of the
+// master CLI then reached it, and the reloads that healing sent were its
+// failures ("cannot bind socket"), every TLS route down meanwhile. The
+// socket is told apart by its listener's pid; this master is reloaded by
+// signal, which binds the path and writes the pid file again.
+func TestMasterSocketTakenByAnotherMaster(t *testing.T) {
+	r := newRig(t)
+	r.start(t)
+	must(t, os.Remove(r.sup.MasterSocket()))
+	other, err := net.Listen("unix", r.sup.MasterSocket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	go func() { // answers as the other master did
+		for {
+			conn, err := other.Accept()
+			if err != nil {
+				return
+			}
+			cmd, _ := bufio.NewReader(conn).ReadString('\n')
+			switch strings.TrimSpace(cmd) {
+			case "show proc":
+				fmt.Fprintf(conn, "#<PID>          <type>          <reloads>       <uptime>        <version>\n"+
+					"%d             master          1 [failed: 1]   0d00h01m00s     2.6.12\n# workers\n", os.Getpid())
+			case "reload":
+				fmt.Fprint(conn, "Success=0\n--\n[ALERT]    (1) : Starting frontend public: cannot bind socket (Address already in use)\n")
+			}
+			conn.Close()
+		}
+	}()
+	writeFile(t, r.sup.PIDFile(), strconv.Itoa(os.Getpid())+"\n")
+
+	var se *SocketsError
+	if err := r.proc.Sockets(); !errors.As(err, &se) || !se.MasterOnly || se.MasterHeldBy != os.Getpid() {
+		t.Fatalf("sockets with the master socket another's = %v, want the master socket alone, held by %d", err, os.Getpid())
+	}
+	if _, err := r.proc.Reload(ctxT(t, 20*time.Second)); err != nil {
+		t.Fatalf("reload with the master socket another's: %v", err)
+	}
+	if err := r.proc.Sockets(); err != nil {
+		t.Fatalf("after the reload: %v", err)
+	}
+	if pid := r.sup.pidFileMaster(); pid != r.proc.PID() {
+		t.Errorf("the pid file names %d after the reload, want this master %d", pid, r.proc.PID())
+	}
+	if got := r.get(t, ""); got != "200 b0" {
+		t.Errorf("GET after the reload = %q", got)
 	}
 }
 

@@ -115,6 +115,26 @@ func isLiveSocket(path string) bool {
 	}
 }
 
+// socketOwner returns the pid of the process that listens on the unix
+// socket at path (SO_PEERCRED: the listener's credentials as it called
+// listen), or 0 when that cannot be told: no listener, or one whose
+// backlog is full (never blocking, as isLiveSocket).
+func socketOwner(path string) int {
+	c, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return 0
+	}
+	defer unix.Close(c)
+	if err := unix.Connect(c, &unix.SockaddrUnix{Name: path}); err != nil {
+		return 0
+	}
+	cred, err := unix.GetsockoptUcred(c, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	if err != nil {
+		return 0
+	}
+	return int(cred.Pid)
+}
+
 // SocketsError lists the sockets (or the run dir) that are missing or
 // dead; the daemon heals them.
 type SocketsError struct {
@@ -125,10 +145,20 @@ type SocketsError struct {
 	// MasterOnly is set when only the master socket is missing: a reload
 	// signalled to the master brings it back.
 	MasterOnly bool
+	// MasterHeldBy is the pid of another HAProxy master that took the
+	// master socket's path over, 0 if none: a predecessor still draining
+	// after a takeover, reloaded from outside (SIGUSR2), binds its own
+	// socket there again, and every command of the master CLI reached it
+	// rather than the master serving (T39).
+	MasterHeldBy int
 }
 
 func (e *SocketsError) Error() string {
-	return "missing or dead: " + strings.Join(e.Missing, ", ")
+	msg := "missing or dead: " + strings.Join(e.Missing, ", ")
+	if e.MasterHeldBy != 0 {
+		msg = fmt.Sprintf("%s (the master socket is another haproxy master's, pid %d)", msg, e.MasterHeldBy)
+	}
+	return msg
 }
 
 // Sockets checks that the run dir and every socket HAProxy serves (the
@@ -144,6 +174,10 @@ func (p *Process) Sockets() error {
 	for _, path := range append([]string{p.sup.MasterSocket(), p.sup.AdminSocket()}, p.sup.opts.ListenerSockets...) {
 		if !isLiveSocket(p.Where(path)) {
 			e.Missing = append(e.Missing, path)
+		} else if path == p.sup.MasterSocket() {
+			if pid := p.foreignMaster(); pid != 0 {
+				e.Missing, e.MasterHeldBy = append(e.Missing, path), pid
+			}
 		}
 	}
 	if len(e.Missing) == 0 {
@@ -151,6 +185,16 @@ func (p *Process) Sockets() error {
 	}
 	e.MasterOnly = len(e.Missing) == 1 && e.Missing[0] == p.sup.MasterSocket()
 	return e
+}
+
+// foreignMaster returns the pid of the process listening on the master
+// socket's path when it is not this master, else 0. (A master executing
+// itself again for a reload keeps its pid.)
+func (p *Process) foreignMaster() int {
+	if pid := socketOwner(p.Where(p.sup.MasterSocket())); pid != 0 && pid != p.PID() {
+		return pid
+	}
+	return 0
 }
 
 // signalReload reloads the master with SIGUSR2, for when its CLI socket

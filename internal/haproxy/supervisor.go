@@ -545,7 +545,11 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 		// socket nobody listens on): the master CLI cannot be reached,
 		// and only a missing path fell back on the signal, so every
 		// reload (a heal's too) failed until someone removed it.
-		p.log.Warn("master socket missing or not answering; reloading by signal", "socket", p.master.socketPath)
+		if pid := p.foreignMaster(); pid != 0 {
+			p.log.Warn("master socket taken over by another haproxy master; reloading this one by signal, which binds it again", "socket", p.master.socketPath, "other_pid", pid)
+		} else {
+			p.log.Warn("master socket missing or not answering; reloading by signal", "socket", p.master.socketPath)
+		}
 		if err = p.signalReload(); err == nil {
 			info, err = p.master.confirmReload(ctx, p.known)
 		}
@@ -619,11 +623,12 @@ func (p *Process) awaitLoaded(ctx context.Context, info ProcInfo) (ProcInfo, err
 // someone else asked for (it binds its socket afresh): it is given
 // masterReexecGrace to answer, as a signal then would reload it twice, or
 // reach it before it handles the signal. What is not a socket at all (a
-// FIFO, a file) or is missing does not wait.
+// FIFO, a file) or is missing does not wait, nor does another master's
+// socket (foreignMaster): its CLI would reload that one.
 func (p *Process) masterAnswers(ctx context.Context) bool {
 	path := p.master.socketPath
 	if isLiveSocket(path) {
-		return true
+		return p.foreignMaster() == 0
 	}
 	deadline := time.Now().Add(masterReexecGrace)
 	for {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/haroute/haroute/internal/haproxy"
 	"github.com/haroute/haroute/test/publish"
+	"github.com/haroute/haroute/test/testenv"
 )
 
 // edgeRouteYAML is an edge-terminated route served with the default
@@ -143,6 +145,10 @@ func TestDeletedSocketsAreHealed(t *testing.T) {
 		{"master socket replaced by a FIFO", []func(*router) string{inRunDir("master.sock")}, "fifo"},
 		{"master socket replaced by a dead socket", []func(*router) string{inRunDir("master.sock")}, "dead"},
 		{"admin socket replaced by a FIFO", []func(*router) string{inRunDir("admin.sock")}, "fifo"},
+		// Another HAProxy master binds its socket there: a predecessor
+		// still draining after a takeover, reloaded from outside (T39).
+		// Its answers are not this master's, and its reloads fail.
+		{"master socket taken by another master", []func(*router) string{inRunDir("master.sock")}, "other"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRouter(t)
@@ -157,6 +163,7 @@ func TestDeletedSocketsAreHealed(t *testing.T) {
 			r.start("atomic")
 			r.serves("plain.e2e.test", "/", "one")
 			r.eventually(20*time.Second, "TLS route served", func() error { _, err := r.getTLS("tls.e2e.test"); return err })
+			ours := testenv.ShowProc(t, r.runDir).Master.PID
 
 			traffic := r.startHealTraffic(6, "plain.e2e.test", "tls.e2e.test")
 			time.Sleep(300 * time.Millisecond) // traffic flows before the loss
@@ -174,6 +181,8 @@ func TestDeletedSocketsAreHealed(t *testing.T) {
 					must(t, err)
 					ln.(*net.UnixListener).SetUnlinkOnClose(false)
 					must(t, ln.Close())
+				case "other":
+					otherMaster(t, path)
 				}
 				r.reportsHeal(path, deleted)
 				r.eventually(30*time.Second, "ready again with every socket back", func() error {
@@ -184,6 +193,9 @@ func TestDeletedSocketsAreHealed(t *testing.T) {
 					}
 					if st := r.store.Get(); !st.Ready {
 						return fmt.Errorf("not ready: %s", st.NotReadyReason)
+					}
+					if pid := testenv.ShowProc(t, r.runDir).Master.PID; pid != ours {
+						return fmt.Errorf("the master socket answers for pid %d, not %d", pid, ours)
 					}
 					return nil
 				})
@@ -234,15 +246,41 @@ func TestDeletedSocketsAreHealed(t *testing.T) {
 // missing after since.
 func (r *router) reportsHeal(path string, since time.Time) {
 	r.t.Helper()
-	want := "haproxy sockets missing or dead: " + path + "; healing"
+	want := "haproxy sockets missing or dead: " + path
 	r.eventually(20*time.Second, "status reports "+path+" missing", func() error {
 		for _, e := range r.store.Get().RecentErrors {
-			if e.Message == want && !e.Time.Before(since) {
+			if strings.HasPrefix(e.Message, want) && strings.HasSuffix(e.Message, "; healing") && !e.Time.Before(since) {
 				return nil
 			}
 		}
 		return fmt.Errorf("no %q since %v in the recent errors", want, since)
 	})
+}
+
+// otherMaster listens on path as another HAProxy master would: it lists
+// itself (this process) in `show proc` and fails every reload.
+func otherMaster(t *testing.T, path string) {
+	ln, err := net.Listen("unix", path)
+	must(t, err)
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // a master binds the path again
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			cmd, _ := bufio.NewReader(conn).ReadString('\n')
+			switch strings.TrimSpace(cmd) {
+			case "show proc":
+				fmt.Fprintf(conn, "#<PID>          <type>          <reloads>       <uptime>        <version>\n"+
+					"%d             master          1 [failed: 1]   0d00h01m00s     2.6.12\n# workers\n", os.Getpid())
+			case "reload":
+				fmt.Fprint(conn, "Success=0\n--\n[ALERT]    (1) : Starting frontend public: cannot bind socket (Address already in use)\n")
+			}
+			conn.Close()
+		}
+	}()
 }
 
 // dialUnix connects to the unix socket at path and hangs up.
