@@ -968,19 +968,35 @@ func (d *Daemon) coldStart(ctx context.Context, gen generation) ([]culprit, erro
 		d.startOnDisk(ctx, gen, err)
 		return nil, nil
 	}
-	proc, err := d.sup.Start(ctx)
+	proc, err := d.sup.TryStart(ctx)
 	if err != nil {
 		if cerr := d.writeChecked(ctx, gen.state); cerr != nil {
+			d.sup.ReleaseListeners()
 			return d.refusedBy(ctx, gen.state, cerr), nil
 		}
+		if ctx.Err() == nil && !cannotBind(err) {
+			// Neither the files nor the ports: a worker killed as it
+			// started (the OOM killer, say). Blamed on the RouterConfig,
+			// valid settings were refused until their file changed; as
+			// a fatal error, it left an earlier HAProxy unsupervised
+			// (T39). Tried once more first, on the listening sockets
+			// held meanwhile.
+			d.log.Warn("haproxy did not start, for no fault found in its files or ports; starting it once more", "err", err)
+			proc, err = d.sup.TryStart(ctx)
+		}
+	}
+	if err != nil {
+		d.sup.ReleaseListeners()
 		if ctx.Err() == nil {
 			if c := d.startRefusedSettings(gen, err); c != nil {
 				return []culprit{*c}, nil
 			}
 			// Nothing to fall back on: say which field names what could
 			// not be bound, as a running router does, beside HAProxy's
-			// message, which names only a line of haproxy.cfg.
-			if problems, _ := unbindable(nil, &gen.state.Desired.Router, nil); len(problems) > 0 {
+			// message, which names only a line of haproxy.cfg. A port
+			// this router's HAProxy holds (one being taken over) is not
+			// the reason.
+			if problems, _ := unbindable(nil, &gen.state.Desired.Router, d.sup.OwnListeners); len(problems) > 0 {
 				return nil, fmt.Errorf("start haproxy: %s%s: %w", fieldPos(gen.result, problems[0].Field), problems[0].Field, err)
 			}
 		}
@@ -1032,13 +1048,17 @@ func (d *Daemon) startRefusedSettings(gen generation, err error) *culprit {
 		return nil
 	}
 	field := "spec"
-	if strings.Contains(err.Error(), "cannot bind") {
+	if cannotBind(err) {
 		field = "spec.bindOptions"
 		d.unbound = &gen.state.Desired.Router
 	}
 	return &culprit{settings: []model.SettingsProblem{{Field: field,
 		Message: "HAProxy could not start with these settings; the last good settings stay in force: " + err.Error()}}}
 }
+
+// cannotBind reports whether HAProxy failed to bind a listener: a port
+// another process holds, an address the host lacks.
+func cannotBind(err error) bool { return strings.Contains(err.Error(), "cannot bind") }
 
 // start launches HAProxy on the live files, which equal d.desired.
 func (d *Daemon) start(ctx context.Context) error {

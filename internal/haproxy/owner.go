@@ -254,6 +254,14 @@ func (s *Supervisor) awaitMaster(ctx context.Context, prev *previous) {
 		if err == nil && info.Master.PID == prev.pid && m.loaded(ctx, info) {
 			// (From 3.1 its master answers while its worker loads, and a
 			// takeover then found no listening sockets to take over.)
+			s.answered = prev.pid
+			return
+		}
+		if s.answered == prev.pid && socketOwner(s.MasterSocket()) != prev.pid {
+			// It answered before, and then a start of this Supervisor's
+			// that failed bound its master's socket on the path: prev
+			// cannot answer there until it reloads, and waiting for it
+			// held a start that was tried again 30 s (T39).
 			return
 		}
 		if !logged {
@@ -393,13 +401,35 @@ func (s *Supervisor) isOurs(cmdline []byte) bool {
 // admin socket (`expose-fd listeners`), so the ports never close; `-sf`
 // has the new master soft-stop prev once it serves. Without a usable
 // admin socket only `-sf` is given: HAProxy then pauses prev's listeners
-// while it binds (a moment in which connections may be refused).
-func (s *Supervisor) takeoverArgs(prevPID int) []string {
+// while it binds (a moment in which connections may be refused), unless
+// listening sockets are kept (keepPrevious): launch hands them over at
+// handOver, the -x then. (A start that failed leaves the admin socket's
+// path to its own master, dead.)
+func (s *Supervisor) takeoverArgs(prevPID int, handOver string) []string {
 	var args []string
-	if isLiveSocket(s.AdminSocket()) {
+	switch {
+	case isLiveSocket(s.AdminSocket()):
 		args = append(args, "-x", s.AdminSocket())
+	case handOver != "":
+		args = append(args, "-x", handOver)
 	}
 	return append(args, "-sf", strconv.Itoa(prevPID))
+}
+
+// keepPrevious holds the listening sockets of the HAProxy a start takes
+// over, unless some are held already: a 2.6 master sends prev away (-sf)
+// before it forks its worker, and when that worker died as it started
+// (the OOM killer, say), the ports were refused until the next start
+// (T39). Held, they queue connections for it, which is handed them.
+func (s *Supervisor) keepPrevious() {
+	if s.kept.count() > 0 || !isLiveSocket(s.AdminSocket()) {
+		return
+	}
+	if n, err := s.kept.fetch(s.AdminSocket(), func() bool { return false }); err != nil {
+		s.log.Debug("cannot keep the listening sockets of the haproxy taken over", "err", err)
+	} else {
+		s.log.Debug("kept the listening sockets of the haproxy taken over", "sockets", n)
+	}
 }
 
 // drain lets prev, which a new master has taken over and soft-stopped

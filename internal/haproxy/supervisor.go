@@ -80,6 +80,8 @@ type Supervisor struct {
 	// emptied are the backends haroute's commands took servers out of
 	// lately, shared by every HAProxy's output log (Emptying).
 	emptied emptiedBackends
+	// answered is the earlier master awaitMaster last heard from.
+	answered int
 }
 
 // Emptying tells the output logs that haroute is taking servers out of
@@ -158,6 +160,9 @@ type Process struct {
 	// stopping is set once Stop begins: a fetch of the listening sockets
 	// still pending (keepListenersAfterReload) must not hold them again.
 	stopping atomic.Bool
+	// failedStart is set on a master that did not come up, before it is
+	// stopped: its stop leaves the kept sockets to Start or TryStart.
+	failedStart bool
 }
 
 // Start runs `haproxy -W -S <run>/master.sock,mode,600 -f <cfg> -p
@@ -174,15 +179,23 @@ type Process struct {
 //
 // `-S <path>,mode,600` is accepted by 2.6.12 and the socket is created
 // 0600 (checked in TestStartStop), so no chmod race is needed.
-func (s *Supervisor) Start(ctx context.Context) (p *Process, err error) {
-	defer func() {
-		if err != nil {
-			// Whatever stopped this start (the run dir, the binary, a
-			// master that did not come up), nothing accepts on the kept
-			// sockets until the next: the ports must refuse meanwhile.
-			s.kept.release()
-		}
-	}()
+func (s *Supervisor) Start(ctx context.Context) (*Process, error) {
+	p, err := s.TryStart(ctx)
+	if err != nil {
+		// Whatever stopped this start (the run dir, the binary, a master
+		// that did not come up), nothing accepts on the kept sockets
+		// until the next: the ports must refuse meanwhile.
+		s.kept.release()
+	}
+	return p, err
+}
+
+// TryStart is Start for a caller that may start again at once: when it
+// fails, the listening sockets kept (from the last HAProxy, or from the
+// one a takeover sent away) stay held, queueing connections for the next
+// start, which is handed them. A caller that gives up calls
+// ReleaseListeners.
+func (s *Supervisor) TryStart(ctx context.Context) (p *Process, err error) {
 	if err := prepareRunDir(s.opts.RunDir); err != nil {
 		return nil, err
 	}
@@ -200,12 +213,12 @@ func (s *Supervisor) Start(ctx context.Context) (p *Process, err error) {
 		}
 		return nil, err
 	}
-	var extra []string
+	prevPID := 0
 	if prev != nil {
-		extra = s.takeoverArgs(prev.pid)
-		s.log.Warn("taking over haproxy left running by an earlier haroute", "pid", prev.pid, "args", strings.Join(extra, " "))
+		prevPID = prev.pid
+		s.keepPrevious()
 	}
-	p, err = s.launch(ctx, extra)
+	p, err = s.launch(ctx, prevPID)
 	if err != nil {
 		if prev != nil {
 			_ = unix.Close(prev.pidfd) // it keeps serving; the next Start tries again
@@ -235,21 +248,27 @@ func (s *Supervisor) masterArgs() []string {
 
 // launch starts HAProxy with extra arguments and waits until it is ready.
 // Without a previous master to take over from, it hands the new one the
-// listening sockets kept from the last (-x <run>/listeners.sock).
-func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, error) {
-	takeover := len(extra) > 0
+// listening sockets kept from the last (-x <run>/listeners.sock), as it
+// does when it takes over from prevPID (non-zero) with sockets kept.
+func (s *Supervisor) launch(ctx context.Context, prevPID int) (*Process, error) {
+	takeover := prevPID != 0
 	relocated, err := s.relocate(takeover)
 	if err != nil {
 		return nil, err
 	}
-	var kept int
-	if !takeover {
-		var stop func()
-		kept, stop = s.handOverKept()
-		if stop != nil {
-			defer stop()
-			extra = []string{"-x", filepath.Join(s.opts.RunDir, handOverSocket)}
-		}
+	kept, stop := s.handOverKept()
+	handOver := ""
+	if stop != nil {
+		defer stop()
+		handOver = filepath.Join(s.opts.RunDir, handOverSocket)
+	}
+	var extra []string
+	switch {
+	case takeover:
+		extra = s.takeoverArgs(prevPID, handOver)
+		s.log.Warn("taking over haproxy left running by an earlier haroute", "pid", prevPID, "args", strings.Join(extra, " "))
+	case handOver != "":
+		extra = []string{"-x", handOver}
 	}
 	cmd := exec.Command(s.binary, append(s.masterArgs(), extra...)...)
 	if relocated {
@@ -304,10 +323,11 @@ func (s *Supervisor) launch(ctx context.Context, extra []string) (*Process, erro
 		ready = context.WithoutCancel(ctx)
 	}
 	if err := p.waitReady(ready, readyTimeout); err != nil {
+		p.failedStart = true // Start or TryStart decide about the kept sockets
 		_ = p.Stop(context.Background())
 		return nil, err
 	}
-	if kept > 0 {
+	if kept > 0 && !strings.Contains(strings.Join(extra, " "), s.AdminSocket()) {
 		s.log.Info("haproxy adopted the listening sockets kept while it was down; connections that came meanwhile are served", "sockets", kept)
 	}
 	p.keepListeners(true)
@@ -709,7 +729,9 @@ func (p *Process) stop(ctx context.Context) error {
 	// Nothing takes over a stopped HAProxy's ports: they must refuse
 	// connections, not queue them for nobody.
 	p.stopping.Store(true)
-	p.sup.kept.release()
+	if !p.failedStart {
+		p.sup.kept.release()
+	}
 	steps := []struct {
 		sig   syscall.Signal
 		group bool

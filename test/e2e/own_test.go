@@ -150,6 +150,76 @@ func TestRestartAfterKillTakesOverHAProxy(t *testing.T) {
 	}
 }
 
+// A restart whose first HAProxy loses its worker as it starts (the OOM
+// killer, say), with a RouterConfig changed meanwhile: the valid settings
+// were pinned as refused by HAProxy until their file changed, or, with
+// the same settings, haroute stopped blaming the http port its earlier
+// HAProxy held, which then served unsupervised (T39). Now the start is
+// tried once more, the earlier HAProxy taken over without waiting for
+// the master socket the failed start replaced, and the settings applied.
+func TestRestartWhoseFirstHAProxyLosesItsWorker(t *testing.T) {
+	for _, changed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("settings changed %v", changed), func(t *testing.T) {
+			r := newRouter(t)
+			o := killWhileServing(t, r)
+			if changed {
+				o.gen["router.yaml"] = []byte(r.routerConfig("    clientTimeout: 31s\n"))
+				must(t, o.w.Publish(o.gen))
+			}
+			// The first master it starts loses its worker once forked,
+			// and so exits; every later one is HAProxy itself.
+			wrapper := filepath.Join(t.TempDir(), "haproxy")
+			must(t, os.WriteFile(wrapper, []byte(fmt.Sprintf(`#!/bin/sh
+marker=%[1]s.failed
+case " $* " in *" -W "*)
+  if [ ! -e "$marker" ]; then
+    : > "$marker"
+    %[2]s "$@" & master=$!
+    for i in $(seq 1 1000); do
+      worker=$(cat /proc/$master/task/$master/children 2>/dev/null)
+      [ -n "$worker" ] && break
+      sleep 0.01
+    done
+    kill -9 $worker
+    wait $master
+    exit $?
+  fi;;
+esac
+exec %[2]s "$@"
+`, wrapper, testutil.HAProxy(t))), 0o755))
+			second := runHaroute(t, o.bin, append(slices.Clone(o.args), "--haproxy", wrapper)...)
+			newMaster := tookOver(t, r, o.oldMaster)
+			if _, err := os.Stat(wrapper + ".failed"); err != nil {
+				t.Fatalf("no start failed: %v", err)
+			}
+			select {
+			case err := <-second.exited:
+				out, _ := os.ReadFile(second.logs)
+				t.Fatalf("haroute stopped: %v\n%s", err, out)
+			default:
+			}
+			o.traffic.noneFailed(t, "across the restart and its failed start")
+			if changed {
+				cfg := filepath.Join(o.args[slices.Index(o.args, "--state-dir")+1], "live", "haproxy.cfg")
+				r.eventually(20*time.Second, "the new settings applied", func() error {
+					if b, err := os.ReadFile(cfg); err != nil || !strings.Contains(string(b), "timeout client 31s") {
+						return fmt.Errorf("no timeout client 31s in %s (%v)", cfg, err)
+					}
+					return nil
+				})
+				resp, err := r.client.Get("http://" + r.metrics + "/status")
+				must(t, err)
+				if body := readAll(resp); strings.Contains(body, "refused") {
+					t.Errorf("status after the restart reports a refusal:\n%s", body)
+				}
+			}
+			if pid := testenv.ShowProc(t, r.runDir).Master.PID; pid != newMaster {
+				t.Errorf("master %d, want %d", pid, newMaster)
+			}
+		})
+	}
+}
+
 // A haroute that stops while it waits for a RouterConfig it can use (an
 // upgrade that refuses the one the earlier version served, with no
 // saved state here) has not taken over the HAProxy an earlier haroute
