@@ -301,10 +301,14 @@ func noServerBackend(msg string) (string, bool) {
 func lineLevel(line, spares string, emptied func(backend string) bool) slog.Level {
 	msg, _ := untag(line)
 	emptiedBackend, noServer := noServerBackend(msg)
-	// Caused by haroute's own runtime commands: 2.6 says so with "CLI :
-	// "; 3.x does not, but only an administrative action puts a server
-	// in or out of maintenance.
-	byCLI := strings.HasPrefix(msg, cliPrefix) || strings.Contains(msg, " maintenance")
+	// Caused by haroute's own runtime commands: only an administrative
+	// action puts a server in or out of maintenance, and only `add
+	// server` and `del server` say those two things. 2.6's "CLI : " does
+	// not tell: it prefixes whatever the thread that ran an `add server`
+	// says next, health checks' verdicts included, and those of servers
+	// added at runtime were logged a level or two low (T42).
+	byCLI := strings.Contains(msg, " maintenance") ||
+		strings.HasSuffix(msg, "New server registered.") || strings.HasSuffix(msg, "Server deleted.")
 	switch {
 	case strings.HasSuffix(msg, "We generated two equal cookies for two different servers."),
 		strings.HasPrefix(msg, "Please change the secret key for "):

@@ -61,12 +61,19 @@ func TestOutputLogRuntimeCommandsAreNotAlarms(t *testing.T) {
 		"backend be_http:ns:a has no server available!",
 		"[WARNING]  (14277) : Server be_pool:http:3/ck_10.0.0.2_80 is DOWN, reason: Layer4 connection problem, info: \"Connection refused\", check duration: 0ms. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.",
 		"[ALERT]    (14277) : backend 'be_http:ns:b' has no server available!",
+		// The thread that ran an `add server` prefixes what it says next
+		// with "CLI : ", a health check's verdict too (T42).
+		"[WARNING]  (14277) : CLI : Server be_http:ns:c/ck_10.0.0.3_80 is DOWN, reason: Layer4 connection problem, info: \"Connection refused\", check duration: 0ms. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.",
+		"[ALERT]    (14277) : CLI : backend 'be_http:ns:c' has no server available!",
 	})
 	want := []string{
 		`level=INFO msg=haproxy line="[WARNING] CLI : Server be_http:ns:a/ep_10.0.0.1_80 is going DOWN for maintenance. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."`,
-		`level=WARN msg=haproxy line="[ALERT] CLI : backend 'be_http:ns:a' has no server available!"`,
+		// Not marked emptied by haroute (TestOutputLogAlertOfABackendHarouteEmptied).
+		`level=ERROR msg=haproxy line="[ALERT] CLI : backend 'be_http:ns:a' has no server available!"`,
 		`level=WARN msg=haproxy line="[WARNING] Server be_pool:http:3/ck_10.0.0.2_80 is DOWN, reason: Layer4 connection problem, info: \"Connection refused\", check duration: 0ms. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."`,
 		`level=ERROR msg=haproxy line="[ALERT] backend 'be_http:ns:b' has no server available!"`,
+		`level=WARN msg=haproxy line="[WARNING] CLI : Server be_http:ns:c/ck_10.0.0.3_80 is DOWN, reason: Layer4 connection problem, info: \"Connection refused\", check duration: 0ms. 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."`,
+		`level=ERROR msg=haproxy line="[ALERT] CLI : backend 'be_http:ns:c' has no server available!"`,
 	}
 	// feedOutput logs at info: what is routine is at debug, not shown.
 	if !slices.Equal(got, want) {
