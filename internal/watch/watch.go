@@ -589,13 +589,23 @@ func (w *watcher) vanished(ev fsnotify.Event) {
 		return
 	}
 	w.counted()
-	w.log.Warn("config dir vanished; waiting for it to come back", "dir", w.dir, "op", ev.Op.String())
 	for _, p := range w.fw.WatchList() {
 		if p != w.parent || ev.Name == w.parent {
 			_ = w.fw.Remove(p)
 		}
 	}
 	w.loseWatches()
+	if w.mode == snapshot.ModePlain && ev.Name != w.parent {
+		// A plain directory is often swapped in two renames (mv dir
+		// dir.old; mv dir.new dir): read at once, the moment between
+		// them was an error, a snapshot error counted and alerted on,
+		// at every deploy (T42). Read after the quiet period, as any
+		// plain change is: gone for good by then, it is reported.
+		w.log.Info("config dir vanished; reading it again after the quiet period", "dir", w.dir, "op", ev.Op.String(), "quiet", w.opts.Debounce)
+		w.quiet()
+		return
+	}
+	w.log.Warn("config dir vanished; waiting for it to come back", "dir", w.dir, "op", ev.Op.String())
 	w.trigger()
 }
 
@@ -659,6 +669,12 @@ func (w *watcher) plainEvent(ev fsnotify.Event) {
 		}
 		w.touched[ev.Name] = true
 	}
+	w.quiet()
+}
+
+// quiet has the next read wait for a quiet period (the debounce), within
+// the burst it starts or extends.
+func (w *watcher) quiet() {
 	now := time.Now()
 	if w.burstStart.IsZero() {
 		w.burstStart = now

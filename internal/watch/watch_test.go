@@ -253,6 +253,39 @@ func TestVanishedDirRecovers(t *testing.T) {
 	}
 }
 
+// A plain directory swapped in two renames (mv dir dir.old; mv dir.new
+// dir) is read once it is back, not in the moment between: that read
+// found it missing, an error counted and alerted on at every deploy
+// (T42).
+func TestPlainDirSwappedInTwoRenamesIsReadOnceBack(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir := filepath.Join(root, "config")
+	if err := publish.NewPlain(dir).Publish(gen(0)); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, Options{Dir: dir, Debounce: 300 * time.Millisecond, Poll: 100 * time.Millisecond})
+	for round := 1; round <= 2; round++ {
+		next := filepath.Join(root, fmt.Sprintf("config.new%d", round))
+		if err := publish.NewPlain(next).Publish(gen(round)); err != nil {
+			t.Fatal(err)
+		}
+		before := h.triggers.Load()
+		if err := os.Rename(dir, filepath.Join(root, fmt.Sprintf("config.old%d", round))); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if n := h.triggers.Load() - before; n != 0 {
+			t.Fatalf("%d trigger(s) while the directory was gone for a moment", n)
+		}
+		if err := os.Rename(next, dir); err != nil {
+			t.Fatal(err)
+		}
+		h.expect("the swap")
+		h.settle(700 * time.Millisecond)
+	}
+}
+
 func TestMissingDirAndParentRecover(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
