@@ -445,11 +445,23 @@ func exitedFailing(msg string) bool {
 }
 
 // tailSuffix formats the last lines for an error: the [ALERT] lines when
-// there are any (they say what went wrong), else the last few lines.
-func (o *outputLog) tailSuffix() string {
+// there are any (they say what went wrong), else the last few lines. Of
+// a HAProxy that served (afterStart), only what came after the last
+// load's outcome counts: a failed reload's alerts were its own error, and
+// one that loaded and then was killed said nothing about it ("Loading
+// success." is not why it went: T39, T42).
+func (o *outputLog) tailSuffix(afterStart bool) string {
 	o.mu.Lock()
 	lines := append([]string(nil), o.ring...)
 	o.mu.Unlock()
+	loaded := false
+	for i := len(lines) - 1; afterStart && i >= 0; i-- {
+		if msg, _ := untag(lines[i]); strings.HasPrefix(msg, "Loading success") ||
+			strings.HasPrefix(msg, "Loading failure") || strings.HasPrefix(msg, "Failed to load worker") {
+			lines, loaded = lines[i+1:], true
+			break
+		}
+	}
 	// A route's backend left without servers, or anything else a
 	// runtime command caused, never says why HAProxy went down: quoted
 	// as its last words, such alerts hid the worker's exit (T32).
@@ -464,7 +476,7 @@ func (o *outputLog) tailSuffix() string {
 		}
 	}
 	pick := alerts
-	if len(pick) == 0 {
+	if len(pick) == 0 && !loaded {
 		pick = lines
 	}
 	if len(pick) > 8 {

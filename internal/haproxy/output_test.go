@@ -218,7 +218,7 @@ func TestLastWordsSayWhyHAProxyStopped(t *testing.T) {
 		"[ALERT]    (14277) : exit-on-failure: killing every processes with SIGTERM",
 	})
 	want := "; haproxy said: [WARNING] Current worker (14301) exited with code 137 (Killed); [ALERT] exit-on-failure: killing every processes with SIGTERM"
-	if got := o.tailSuffix(); got != want {
+	if got := o.tailSuffix(true); got != want {
 		t.Errorf("tailSuffix() = %q\nwant %q", got, want)
 	}
 	// The serving worker's exit says why even with code 0 (T37).
@@ -227,7 +227,35 @@ func TestLastWordsSayWhyHAProxyStopped(t *testing.T) {
 		"[WARNING]  (7) : Current worker (9) exited with code 0 (Exit)",
 	})
 	want = "; haproxy said: [ALERT] config : something earlier; [WARNING] Current worker (9) exited with code 0 (Exit)"
-	if got := o.tailSuffix(); got != want {
+	if got := o.tailSuffix(true); got != want {
 		t.Errorf("tailSuffix() = %q\nwant %q", got, want)
+	}
+	// What came before the last load's outcome is not why it went: a
+	// master killed after it loaded (T42), or after a reload that failed
+	// (T39), said nothing of it.
+	for _, lines := range [][]string{
+		{"[NOTICE]   (7) : New worker (9) forked", "[NOTICE]   (7) : Loading success."},
+		{"[ALERT]    (7) : config : parsing [/x/haproxy.cfg:9] : unknown keyword", "[WARNING]  (7) : Failed to load worker (17380) exited with code 137 (Killed)"},
+		{"[ALERT]    (7) : config : parsing [/x/haproxy.cfg:9] : unknown keyword", "[WARNING]  (7) : Loading failure!"},
+	} {
+		if _, o = feedOutput(lines); o.tailSuffix(true) != "" {
+			t.Errorf("tailSuffix() after %q = %q, want nothing", lines, o.tailSuffix(true))
+		}
+	}
+	// At a start they are why it went (3.1+: the worker fails to load).
+	_, o = feedOutput([]string{
+		"[ALERT]    (7) : config : parsing [/x/haproxy.cfg:9] : unknown keyword",
+		"[WARNING]  (7) : Failed to load worker!",
+	})
+	if want = "; haproxy said: [ALERT] config : parsing [/x/haproxy.cfg:9] : unknown keyword"; o.tailSuffix(false) != want {
+		t.Errorf("tailSuffix(false) = %q\nwant %q", o.tailSuffix(false), want)
+	}
+	// A worker that died once loaded is quoted (T39's takeover).
+	_, o = feedOutput([]string{
+		"[NOTICE]   (7) : Loading success.",
+		"[ALERT]    (7) : Current worker (9) exited with code 137 (Killed)",
+	})
+	if want = "; haproxy said: [ALERT] Current worker (9) exited with code 137 (Killed)"; o.tailSuffix(true) != want {
+		t.Errorf("tailSuffix() = %q\nwant %q", o.tailSuffix(true), want)
 	}
 }

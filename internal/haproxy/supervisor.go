@@ -163,6 +163,8 @@ type Process struct {
 	// failedStart is set on a master that did not come up, before it is
 	// stopped: its stop leaves the kept sockets to Start or TryStart.
 	failedStart bool
+	// served is set once the master came up (waitReady).
+	served atomic.Bool
 }
 
 // Start runs `haproxy -W -S <run>/master.sock,mode,600 -f <cfg> -p
@@ -443,7 +445,7 @@ func (p *Process) wait() {
 	if err == nil {
 		err = errors.New("exited with status 0")
 	}
-	p.waitErr = fmt.Errorf("haproxy master %d: %w%s", pid, err, p.out.tailSuffix())
+	p.waitErr = fmt.Errorf("haproxy master %d: %w%s", pid, err, p.out.tailSuffix(p.served.Load()))
 	close(p.done)
 }
 
@@ -474,6 +476,7 @@ func (p *Process) waitReady(ctx context.Context, timeout time.Duration) error {
 		ours := err == nil && info.Master.PID == p.PID()
 		if ours && len(info.Workers) > 0 && p.master.loaded(ctx, info) {
 			p.known = info
+			p.served.Store(true)
 			return nil
 		}
 		switch {
@@ -490,7 +493,7 @@ func (p *Process) waitReady(ctx context.Context, timeout time.Duration) error {
 		case <-p.done:
 			return p.startupError()
 		case <-ctx.Done():
-			return fmt.Errorf("haproxy not ready: %w (last: %v)%s", ctx.Err(), lastErr, p.out.tailSuffix())
+			return fmt.Errorf("haproxy not ready: %w (last: %v)%s", ctx.Err(), lastErr, p.out.tailSuffix(false))
 		case <-tick.C:
 		}
 	}
