@@ -512,7 +512,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			// restarts that succeed fast were invisible to dashboards,
 			// a crash loop included. The next start resolves the error
 			// (started).
-			d.recordError(fmt.Errorf("%s (%v); restarting it (%d restarts in a row)", haproxyExited, d.proc.Err(), d.restarts))
+			d.recordError(fmt.Errorf("%s (%v); restarting it (exit %d in a row)", haproxyExited, d.proc.Err(), d.restarts+1))
 			d.metrics.HAProxyExited()
 			d.proc = nil
 			d.setNotReady("haproxy exited")

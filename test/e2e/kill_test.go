@@ -118,7 +118,7 @@ func TestHAProxyKilledNowAndThenComesBackAtOnce(t *testing.T) {
 		t.Fatalf("recent errors show %d exits, want 2: %q", len(exits), exits)
 	}
 	for _, msg := range exits {
-		if !strings.Contains(msg, "(0 restarts in a row)") {
+		if !strings.Contains(msg, "(exit 1 in a row)") {
 			t.Errorf("restart counted towards a crash loop: %q", msg)
 		}
 	}
