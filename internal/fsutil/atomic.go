@@ -5,8 +5,10 @@ package fsutil
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -66,7 +68,13 @@ var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, writeB
 func replace(path string, mode os.FileMode, fill func(*os.File) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		// Without the temporary file's random name: one fault retried
+		// read as a new error each time (T42).
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("write %s: create a temporary file beside it: %w", path, err)
 	}
 	defer func() {
 		if err != nil {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -74,5 +76,20 @@ func TestWriteAtomic(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Fatalf("temp files left behind: %v", entries)
+	}
+}
+
+// A write that cannot create its temporary file fails with the same
+// message each time: the file's random name in it made one fault retried
+// read as a new error at every try (T42).
+func TestWriteFailsAlikeEachTime(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gone", "haproxy.cfg")
+	err1 := WriteFileAtomic(path, []byte("x"), 0o644)
+	err2 := WriteFileAtomic(path, []byte("x"), 0o644)
+	if err1 == nil || err2 == nil || err1.Error() != err2.Error() || strings.Contains(err1.Error(), ".tmp-") {
+		t.Fatalf("errors %v and %v: want the same, naming no temporary file", err1, err2)
+	}
+	if !errors.Is(err1, fs.ErrNotExist) || !strings.Contains(err1.Error(), path) {
+		t.Errorf("error %v: want it to name %s and wrap ENOENT", err1, path)
 	}
 }
