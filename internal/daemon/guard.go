@@ -1,8 +1,10 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"iter"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -79,11 +81,19 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 	}
 	now := time.Now()
 	g := &d.guard
-	if g.hash != held {
+	fresh := g.hash != held
+	if fresh {
 		*g = deletionGuard{hash: held, since: now}
 		// Once per hold: read again (its second read, a resync), the
 		// same drop is the same hold.
 		d.metrics.DeletionGuardHeld()
+	}
+	// A drop of all or most routes is a warning; one of a few routes of
+	// a plain directory, which the guard holds too, is routine (T42:
+	// four warnings for one route deleted). Each is said once a hold.
+	level := slog.LevelInfo
+	if dropped >= len(prev) || float64(dropped) > d.opts.DeletionShare*float64(len(prev)) {
+		level = slog.LevelWarn
 	}
 	if now.Sub(g.since) >= d.opts.DeletionQuiet {
 		if len(d.cutWaiting) > 0 {
@@ -99,14 +109,17 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 			d.setGuardStatus(g.since, dropped, len(prev), guardForFiles)
 			return holdDrops
 		}
-		d.log.Warn("deletion guard: the same routes stayed dropped for the quiet period; applying",
+		d.log.Log(context.Background(), level, "deletion guard: the same routes stayed dropped for the quiet period; applying",
 			"dropped", dropped, "of", len(prev), "stable_for", now.Sub(g.since).Round(time.Millisecond))
 		d.releaseGuard()
 		d.loader.PreferWinners(nil)
 		return holdNothing
 	}
 	g.at = g.since.Add(d.opts.DeletionQuiet)
-	d.log.Warn("deletion guard: holding back the routes a generation drops until the drop has held for the quiet period",
+	if !fresh {
+		level = slog.LevelDebug
+	}
+	d.log.Log(context.Background(), level, "deletion guard: holding back the routes a generation drops until the drop has held for the quiet period",
 		"dropped", dropped, "of", len(prev), "routes", names, "until", g.at.Format(time.RFC3339))
 	d.setGuardStatus(g.since, dropped, len(prev), guardQuiet)
 	return holdDrops
