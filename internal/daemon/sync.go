@@ -190,7 +190,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			if c.settings != nil {
 				d.loader.RefuseRouterConfig(c.settings)
 				for _, p := range c.settings {
-					d.log.Error("RouterConfig refused by haproxy; the last good settings stay in force", "field", p.Field, "err", p.Message)
+					d.log.Error("RouterConfig refused (its listeners cannot be bound, or HAProxy refused it); the last good settings stay in force", "field", p.Field, "err", p.Message)
 				}
 				continue
 			}
