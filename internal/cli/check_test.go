@@ -3,10 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/haroute/haroute/internal/testutil"
 )
@@ -288,5 +291,39 @@ func TestCheckRefusesABinaryThatIsNotHAProxy(t *testing.T) {
 	code, stdout, stderr := run(t, "check", dir)
 	if code != ExitOK || !strings.Contains(stdout, "not an HAProxy that runs") || strings.Contains(stdout, "error") {
 		t.Errorf("check with a broken haproxy on PATH: exit %d, stdout %q, stderr %q; want exit 0 with a note", code, stdout, stderr)
+	}
+}
+
+// TestCheckTellsOfExpiredCertificates: a route whose certificate has
+// expired is admitted (served, as OpenShift serves it), and check warns
+// of it at its line; one that expires within a week gets a note (T42).
+func TestCheckTellsOfExpiredCertificates(t *testing.T) {
+	notAfter := time.Now().Add(24 * time.Hour).Truncate(time.Second)
+	cert, key, _ := testutil.SelfSignedCert(t, "web.example.test", big.NewInt(7), notAfter)
+	indent := func(b []byte) string { return "      " + strings.ReplaceAll(strings.TrimSpace(string(b)), "\n", "\n      ") }
+	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute + "  tls:\n    termination: edge\n    certificate: |\n" +
+		indent(cert) + "\n    key: |\n" + indent(key) + "\n"})
+	res, err := loadDir(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		now  time.Time
+		want string
+	}{
+		{notAfter.Add(-30 * 24 * time.Hour), ""},
+		{notAfter.Add(-48 * time.Hour), "routes.yaml:13:18: note: spec.tls.certificate: the certificate expires on " + notAfter.UTC().Format(time.RFC3339) + ", in 48h0m0s"},
+		{notAfter.Add(time.Hour), "routes.yaml:13:18: warning: spec.tls.certificate: the certificate expired on " + notAfter.UTC().Format(time.RFC3339) + ": it is served all the same, as OpenShift does, and clients that verify it refuse the route"},
+	} {
+		var got []string
+		for _, d := range expiryDiagnostics(res, tc.now) {
+			got = append(got, d.String())
+		}
+		if want := []string{tc.want}; tc.want == "" && len(got) != 0 || tc.want != "" && !slices.Equal(got, want) {
+			t.Errorf("at %v: %q, want %q", tc.now, got, tc.want)
+		}
+	}
+	if code, _, stderr := run(t, "check", dir); code != ExitOK {
+		t.Fatalf("check of a route with a valid certificate: exit %d (%s)", code, stderr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/haroute/haroute/internal/certgen"
 	"github.com/haroute/haroute/internal/daemon"
@@ -112,6 +113,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "haroute check: %v\n", err)
 		return ExitInvalid
 	}
+	res.Diagnostics = append(res.Diagnostics, expiryDiagnostics(res, time.Now())...)
 	// Notes too (a skipped kind, an annotation haroute ignores): they
 	// explain why the served state differs from the files, and do not
 	// change the exit code.
@@ -290,6 +292,39 @@ func judgeRoutes(ctx context.Context, bin string, res model.Result) (model.Diagn
 		}
 	}
 	return ds, refused, nil
+}
+
+// expiryDiagnostics tells of the routes' own certificates that have
+// expired (a warning) or expire within a week (a note). They are served
+// all the same, as OpenShift serves them, and so admitted: an operator
+// told only "admitted" looked for the fault of a route clients refused
+// everywhere but there (T42).
+func expiryDiagnostics(res model.Result, now time.Time) model.Diagnostics {
+	if res.Desired == nil {
+		return nil
+	}
+	objects := make(map[model.RouteKey]*model.Route, len(res.Objects.Routes))
+	for _, r := range res.Objects.Routes {
+		objects[model.RouteKey{Namespace: r.Meta.Namespace, Name: r.Meta.Name}] = r
+	}
+	var ds model.Diagnostics
+	for _, r := range res.Desired.Routes {
+		o := objects[r.Key]
+		if r.TLS.Certificate == "" || o == nil {
+			continue
+		}
+		at := model.CertificateNotAfter(r.TLS.Certificate)
+		switch {
+		case at.IsZero():
+		case !at.After(now):
+			ds = append(ds, model.Diagnostic{Pos: o.Source.At("spec.tls.certificate"), Severity: model.SeverityWarning, Field: "spec.tls.certificate",
+				Message: fmt.Sprintf("the certificate expired on %s: it is served all the same, as OpenShift does, and clients that verify it refuse the route", at.UTC().Format(time.RFC3339))})
+		case at.Sub(now) < 7*24*time.Hour:
+			ds = append(ds, model.Diagnostic{Pos: o.Source.At("spec.tls.certificate"), Severity: model.SeverityNote, Field: "spec.tls.certificate",
+				Message: fmt.Sprintf("the certificate expires on %s, in %s", at.UTC().Format(time.RFC3339), at.Sub(now).Round(time.Hour))})
+		}
+	}
+	return ds
 }
 
 func renderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"bytes"
-	"crypto/x509"
-	"encoding/pem"
 	"sync"
 	"time"
 
@@ -47,7 +45,7 @@ func (c *certExpiry) setDefault(pemData []byte) {
 	if bytes.Equal(pemData, c.def) {
 		return
 	}
-	c.def, c.defAt = bytes.Clone(pemData), notAfter(string(pemData))
+	c.def, c.defAt = bytes.Clone(pemData), model.CertificateNotAfter(string(pemData))
 }
 
 // routes returns the expiry of the certificate of each route of d that
@@ -66,7 +64,7 @@ func (c *certExpiry) routes(d *model.Desired) ([]metrics.CertificateExpiry, time
 		}
 		seen, ok := c.byRoute[r.Key]
 		if !ok || seen.cert != r.TLS.Certificate {
-			seen = certSeen{cert: r.TLS.Certificate, at: notAfter(r.TLS.Certificate)}
+			seen = certSeen{cert: r.TLS.Certificate, at: model.CertificateNotAfter(r.TLS.Certificate)}
 		}
 		next[r.Key] = seen
 		at := seen.at
@@ -103,26 +101,6 @@ func (c *certExpiry) newlyExpired(d *model.Desired, now time.Time) map[model.Rou
 	}
 	note(model.RouteKey{}, def)
 	return out
-}
-
-// notAfter is the expiry of the first certificate in pemData (the one
-// served; the rest is its chain), or zero when there is none.
-func notAfter(pemData string) time.Time {
-	rest := []byte(pemData)
-	for {
-		var b *pem.Block
-		if b, rest = pem.Decode(rest); b == nil {
-			return time.Time{}
-		}
-		if b.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(b.Bytes)
-		if err != nil {
-			return time.Time{}
-		}
-		return c.NotAfter
-	}
 }
 
 // certsEvery is how often the certificates served are checked for one

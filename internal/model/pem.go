@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // PEM material is judged here as OpenSSL 3 and HAProxy 2.6 will judge it,
@@ -27,7 +28,8 @@ import (
 //
 // Expiry is not judged, as OpenShift does not judge it: an expired
 // certificate is still served and the client decides. (model has no
-// clock either, and its results are memoized per route object.)
+// clock either, and its results are memoized per route object.) Those
+// that tell the time read it with CertificateNotAfter.
 
 // minRSABits is the smallest RSA (or DSA) key OpenSSL accepts at security
 // level 2, Debian's default: smaller ones fail with "ee key too small" for
@@ -779,4 +781,24 @@ func withBundledKey(c *routeCheck, tls *TLSConfig) *TLSConfig {
 	}
 	out.Key = string(keys)
 	return &out
+}
+
+// CertificateNotAfter is the expiry of the first certificate in pemData
+// (the one served; the rest is its chain), or zero when there is none.
+func CertificateNotAfter(pemData string) time.Time {
+	rest := []byte(pemData)
+	for {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			return time.Time{}
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return time.Time{}
+		}
+		return c.NotAfter
+	}
 }
