@@ -300,7 +300,9 @@ func TestCheckRefusesABinaryThatIsNotHAProxy(t *testing.T) {
 func TestCheckTellsOfExpiredCertificates(t *testing.T) {
 	notAfter := time.Now().Add(24 * time.Hour).Truncate(time.Second)
 	cert, key, _ := testutil.SelfSignedCert(t, "web.example.test", big.NewInt(7), notAfter)
-	indent := func(b []byte) string { return "      " + strings.ReplaceAll(strings.TrimSpace(string(b)), "\n", "\n      ") }
+	indent := func(b []byte) string {
+		return "      " + strings.ReplaceAll(strings.TrimSpace(string(b)), "\n", "\n      ")
+	}
 	dir := writeFiles(t, map[string]string{"routes.yaml": goodRoute + "  tls:\n    termination: edge\n    certificate: |\n" +
 		indent(cert) + "\n    key: |\n" + indent(key) + "\n"})
 	res, err := loadDir(context.Background(), dir)
