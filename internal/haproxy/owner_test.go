@@ -1,7 +1,6 @@
 package haproxy
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -628,28 +627,7 @@ func TestMasterSocketTakenByAnotherMaster(t *testing.T) {
 	r := newRig(t)
 	r.start(t)
 	must(t, os.Remove(r.sup.MasterSocket()))
-	other, err := net.Listen("unix", r.sup.MasterSocket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
-	go func() { // answers as the other master did
-		for {
-			conn, err := other.Accept()
-			if err != nil {
-				return
-			}
-			cmd, _ := bufio.NewReader(conn).ReadString('\n')
-			switch strings.TrimSpace(cmd) {
-			case "show proc":
-				fmt.Fprintf(conn, "#<PID>          <type>          <reloads>       <uptime>        <version>\n"+
-					"%d             master          1 [failed: 1]   0d00h01m00s     2.6.12\n# workers\n", os.Getpid())
-			case "reload":
-				fmt.Fprint(conn, "Success=0\n--\n[ALERT]    (1) : Starting frontend public: cannot bind socket (Address already in use)\n")
-			}
-			conn.Close()
-		}
-	}()
+	testutil.ServeMasterCLI(t, r.sup.MasterSocket(), testutil.AnotherMaster(os.Getpid()))
 	writeFile(t, r.sup.PIDFile(), strconv.Itoa(os.Getpid())+"\n")
 
 	var se *SocketsError

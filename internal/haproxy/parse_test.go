@@ -1,12 +1,10 @@
 package haproxy
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -306,40 +304,24 @@ func TestLoadsInWorker(t *testing.T) {
 func fakeMaster(t *testing.T, busy int) (path string, reloads *atomic.Int32) {
 	t.Helper()
 	path = filepath.Join(testutil.ShortTempDir(t), "master.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	reloads = &atomic.Int32{}
 	procs := func(n int32) string {
 		return "#<PID>          <type>          <reloads>       <uptime>        <version>\n" +
 			fmt.Sprintf("100             master          %d [failed: 0]   0d00h00m01s     3.2.26-1\n", n) +
 			"# workers\n" + fmt.Sprintf("%d             worker          0               0d00h00m00s     3.2.26-1\n", 200+n)
 	}
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
+	testutil.ServeMasterCLI(t, path, func(cmd string) string {
+		switch cmd {
+		case "show proc":
+			return procs(max(reloads.Load()-int32(busy), 0))
+		case "reload":
+			if reloads.Add(1) <= int32(busy) {
+				return "Success=0\n--\nAnother reload is still in progress.\n"
 			}
-			cmd, _ := bufio.NewReader(conn).ReadString('\n')
-			var reply string
-			switch strings.TrimSpace(cmd) {
-			case "show proc":
-				n := reloads.Load() - int32(busy)
-				reply = procs(max(n, 0))
-			case "reload":
-				if reloads.Add(1) <= int32(busy) {
-					reply = "Success=0\n--\nAnother reload is still in progress.\n"
-				} else {
-					reply = "Success=1\n--\n[NOTICE]   (100) : Loading success.\n"
-				}
-			}
-			_, _ = conn.Write([]byte(reply))
-			conn.Close()
+			return "Success=1\n--\n[NOTICE]   (100) : Loading success.\n"
 		}
-	}()
+		return ""
+	})
 	return path, reloads
 }
 
@@ -369,11 +351,6 @@ func TestReloadAsksABusyMasterAgain(t *testing.T) {
 // (the old worker keeps serving the old configuration).
 func TestReloadWithItsAnswerLostWaitsForTheWorkerToLoad(t *testing.T) {
 	path := filepath.Join(testutil.ShortTempDir(t), "master.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	const header = "#<PID>          <type>          <reloads>       <uptime>        <version>\n"
 	const before = header +
 		"100             master          0 [failed: 0]   0d00h00m01s     3.2.26-1\n" +
@@ -388,30 +365,21 @@ func TestReloadWithItsAnswerLostWaitsForTheWorkerToLoad(t *testing.T) {
 		"# old workers\n200             worker          1               0d00h00m01s     3.2.26-1\n"
 	var reloaded atomic.Bool
 	var asked atomic.Int32 // `show proc`s since the reload
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			cmd, _ := bufio.NewReader(conn).ReadString('\n')
-			var reply string
-			switch cmd = strings.TrimSpace(cmd); {
-			case cmd == "show proc" && !reloaded.Load():
-				reply = before
-			case cmd == "show proc" && asked.Add(1) < 5:
-				reply = loading
-			case cmd == "show proc":
-				reply = failed
-			case cmd == "reload":
-				reloaded.Store(true) // and no answer
-			case strings.HasPrefix(cmd, "@!"):
-				reply = "Can't find the target PID matching the prefix '" + strings.Fields(cmd)[0][2:] + "'\n"
-			}
-			_, _ = conn.Write([]byte(reply))
-			conn.Close()
+	testutil.ServeMasterCLI(t, path, func(cmd string) string {
+		switch {
+		case cmd == "show proc" && !reloaded.Load():
+			return before
+		case cmd == "show proc" && asked.Add(1) < 5:
+			return loading
+		case cmd == "show proc":
+			return failed
+		case cmd == "reload":
+			reloaded.Store(true) // and no answer
+		case strings.HasPrefix(cmd, "@!"):
+			return "Can't find the target PID matching the prefix '" + strings.Fields(cmd)[0][2:] + "'\n"
 		}
-	}()
+		return ""
+	})
 	known, err := parseShowProc(before)
 	if err != nil {
 		t.Fatal(err)

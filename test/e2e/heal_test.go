@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/haroute/haroute/internal/haproxy"
+	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 	"github.com/haroute/haroute/test/testenv"
 )
@@ -182,7 +182,7 @@ func TestDeletedSocketsAreHealed(t *testing.T) {
 					ln.(*net.UnixListener).SetUnlinkOnClose(false)
 					must(t, ln.Close())
 				case "other":
-					otherMaster(t, path)
+					testutil.ServeMasterCLI(t, path, testutil.AnotherMaster(os.Getpid()))
 				}
 				r.reportsHeal(path, deleted)
 				r.eventually(30*time.Second, "ready again with every socket back", func() error {
@@ -255,32 +255,6 @@ func (r *router) reportsHeal(path string, since time.Time) {
 		}
 		return fmt.Errorf("no %q since %v in the recent errors", want, since)
 	})
-}
-
-// otherMaster listens on path as another HAProxy master would: it lists
-// itself (this process) in `show proc` and fails every reload.
-func otherMaster(t *testing.T, path string) {
-	ln, err := net.Listen("unix", path)
-	must(t, err)
-	ln.(*net.UnixListener).SetUnlinkOnClose(false) // a master binds the path again
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			cmd, _ := bufio.NewReader(conn).ReadString('\n')
-			switch strings.TrimSpace(cmd) {
-			case "show proc":
-				fmt.Fprintf(conn, "#<PID>          <type>          <reloads>       <uptime>        <version>\n"+
-					"%d             master          1 [failed: 1]   0d00h01m00s     2.6.12\n# workers\n", os.Getpid())
-			case "reload":
-				fmt.Fprint(conn, "Success=0\n--\n[ALERT]    (1) : Starting frontend public: cannot bind socket (Address already in use)\n")
-			}
-			conn.Close()
-		}
-	}()
 }
 
 // dialUnix connects to the unix socket at path and hangs up.
