@@ -228,8 +228,9 @@ func asLogged(msg string) string {
 	return msg
 }
 
-// cliPrefix starts the message of an event that a command on the
-// runtime API caused: one of haroute's own changes, which it logs itself.
+// cliPrefix starts, on 2.6, whatever a thread says after it ran a
+// command of the runtime API (`add server`), whether the command caused
+// it or not (lineLevel).
 const cliPrefix = "CLI : "
 
 // untag splits "[WARNING] message" into the message and true.
@@ -462,13 +463,13 @@ func (o *outputLog) tailSuffix(afterStart bool) string {
 			break
 		}
 	}
-	// A route's backend left without servers, or anything else a
-	// runtime command caused, never says why HAProxy went down: quoted
-	// as its last words, such alerts hid the worker's exit (T32).
+	// A route's backend left without servers never says why HAProxy
+	// went down: quoted as its last words, such alerts hid the worker's
+	// exit (T32).
 	var alerts []string
 	for _, l := range lines {
 		msg, _ := untag(l)
-		if _, noServer := noServerBackend(msg); noServer || strings.HasPrefix(msg, cliPrefix) {
+		if _, noServer := noServerBackend(msg); noServer {
 			continue
 		}
 		if strings.HasPrefix(l, "[ALERT]") || exitedFailing(msg) {

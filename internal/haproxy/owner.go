@@ -150,9 +150,9 @@ func (s *Supervisor) pidFileMaster() int {
 // and its command line names this run dir's master socket or this config:
 // a pid file outlives its process, and the pid may since belong to
 // anything. nil when there is none. A pid file naming another process is
-// warned about when warn is set: awaitStarting asks again every 20 ms,
-// after Start warned once.
-func (s *Supervisor) findPrevious(warn bool) *previous {
+// warned about once for that pid: awaitStarting asks every 20 ms, and a
+// daemon waiting for a RouterConfig at every read.
+func (s *Supervisor) findPrevious() *previous {
 	pid := s.pidFileMaster()
 	if pid <= 1 || pid == os.Getpid() {
 		return nil
@@ -165,7 +165,8 @@ func (s *Supervisor) findPrevious(warn bool) *previous {
 	// Read after the pidfd was opened: if the pidfd still names a live
 	// process now, the command line read was that process's.
 	if err != nil || !s.isOurs(cmdline) || unix.PidfdSendSignal(fd, 0, nil, 0) != nil {
-		if warn && err == nil && !s.isOurs(cmdline) {
+		if err == nil && !s.isOurs(cmdline) && s.warnedPID != pid {
+			s.warnedPID = pid
 			s.log.Warn("pid file names a process that is not this run dir's haproxy; ignoring it",
 				"pid_file", s.PIDFile(), "pid", pid)
 		}
@@ -181,7 +182,7 @@ func (s *Supervisor) findPrevious(warn bool) *previous {
 // it can use) must still hand it over or stop it, or it serves on
 // unsupervised for good.
 func (s *Supervisor) Earlier() int {
-	prev := s.findPrevious(true)
+	prev := s.findPrevious()
 	if prev == nil {
 		return 0
 	}
@@ -220,7 +221,7 @@ func (s *Supervisor) awaitStarting(ctx context.Context) *previous {
 	s.log.Warn("an haproxy of this run dir is still starting; waiting for it, to take it over", "pid", pid)
 	deadline := time.Now().Add(readyTimeout)
 	for ctx.Err() == nil && time.Now().Before(deadline) {
-		if p := s.findPrevious(false); p != nil { // Start warned
+		if p := s.findPrevious(); p != nil {
 			unix.Close(fd)
 			return p
 		}
@@ -257,7 +258,7 @@ func (s *Supervisor) awaitMaster(ctx context.Context, prev *previous) {
 			s.answered = prev.pid
 			return
 		}
-		if s.answered == prev.pid && socketOwner(s.MasterSocket()) != prev.pid {
+		if _, owner := probeSocket(s.MasterSocket()); s.answered == prev.pid && owner != prev.pid {
 			// It answered before, and then a start of this Supervisor's
 			// that failed bound its master's socket on the path: prev
 			// cannot answer there until it reloads, and waiting for it
@@ -408,10 +409,10 @@ func (s *Supervisor) isOurs(cmdline []byte) bool {
 func (s *Supervisor) takeoverArgs(prevPID int, handOver string) []string {
 	var args []string
 	switch {
-	case isLiveSocket(s.AdminSocket()):
-		args = append(args, "-x", s.AdminSocket())
 	case handOver != "":
 		args = append(args, "-x", handOver)
+	case isLiveSocket(s.AdminSocket()):
+		args = append(args, "-x", s.AdminSocket())
 	}
 	return append(args, "-sf", strconv.Itoa(prevPID))
 }

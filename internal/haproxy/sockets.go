@@ -91,6 +91,15 @@ func (s *Supervisor) LinkAdminSocket() error {
 
 // isLiveSocket reports whether a unix socket at path has a listener. It
 // is dead only when the path is missing, is not a socket, or refuses.
+func isLiveSocket(path string) bool {
+	live, _ := probeSocket(path)
+	return live
+}
+
+// probeSocket connects to the unix socket at path: live reports whether
+// it has a listener (see isLiveSocket), owner the pid of the process that
+// listens (SO_PEERCRED: its credentials as it called listen), 0 when that
+// cannot be told.
 //
 // It never blocks: a listener whose backlog is full (a hung or stopped
 // HAProxy with clients queued) answers EAGAIN and counts as live. A
@@ -98,41 +107,24 @@ func (s *Supervisor) LinkAdminSocket() error {
 // as HAProxy hung, while /readyz said ok. A socket haroute cannot create
 // itself (out of descriptors) says nothing of HAProxy's, and counts as
 // live too: it read as every socket lost, and healing renamed them all.
-func isLiveSocket(path string) bool {
+func probeSocket(path string) (live bool, owner int) {
 	c, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
-		return true
+		return true, 0
 	}
 	defer unix.Close(c)
 	switch err := unix.Connect(c, &unix.SockaddrUnix{Name: path}); {
 	case err == nil:
-		return true
+		if cred, err := unix.GetsockoptUcred(c, unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+			return true, int(cred.Pid)
+		}
+		return true, 0
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ECONNREFUSED), errors.Is(err, unix.ENOTSOCK),
 		errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP), errors.Is(err, unix.EPROTOTYPE):
-		return false
+		return false, 0
 	default:
-		return true
+		return true, 0
 	}
-}
-
-// socketOwner returns the pid of the process that listens on the unix
-// socket at path (SO_PEERCRED: the listener's credentials as it called
-// listen), or 0 when that cannot be told: no listener, or one whose
-// backlog is full (never blocking, as isLiveSocket).
-func socketOwner(path string) int {
-	c, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
-	if err != nil {
-		return 0
-	}
-	defer unix.Close(c)
-	if err := unix.Connect(c, &unix.SockaddrUnix{Name: path}); err != nil {
-		return 0
-	}
-	cred, err := unix.GetsockoptUcred(c, unix.SOL_SOCKET, unix.SO_PEERCRED)
-	if err != nil {
-		return 0
-	}
-	return int(cred.Pid)
 }
 
 // SocketsError lists the sockets (or the run dir) that are missing or
@@ -172,12 +164,12 @@ func (p *Process) Sockets() error {
 	}
 	e := &SocketsError{}
 	for _, path := range append([]string{p.sup.MasterSocket(), p.sup.AdminSocket()}, p.sup.opts.ListenerSockets...) {
-		if !isLiveSocket(p.Where(path)) {
+		live, owner := probeSocket(p.Where(path))
+		switch {
+		case !live:
 			e.Missing = append(e.Missing, path)
-		} else if path == p.sup.MasterSocket() {
-			if pid := p.foreignMaster(); pid != 0 {
-				e.Missing, e.MasterHeldBy = append(e.Missing, path), pid
-			}
+		case path == p.sup.MasterSocket() && p.foreign(owner):
+			e.Missing, e.MasterHeldBy = append(e.Missing, path), owner
 		}
 	}
 	if len(e.Missing) == 0 {
@@ -187,15 +179,10 @@ func (p *Process) Sockets() error {
 	return e
 }
 
-// foreignMaster returns the pid of the process listening on the master
-// socket's path when it is not this master, else 0. (A master executing
+// foreign reports whether owner, the pid listening on the master
+// socket's path (0: not known), is not this master. (A master executing
 // itself again for a reload keeps its pid.)
-func (p *Process) foreignMaster() int {
-	if pid := socketOwner(p.Where(p.sup.MasterSocket())); pid != 0 && pid != p.PID() {
-		return pid
-	}
-	return 0
-}
+func (p *Process) foreign(owner int) bool { return owner != 0 && owner != p.PID() }
 
 // signalReload reloads the master with SIGUSR2, for when its CLI socket
 // is gone: the re-executed master creates it again.

@@ -82,6 +82,9 @@ type Supervisor struct {
 	emptied emptiedBackends
 	// answered is the earlier master awaitMaster last heard from.
 	answered int
+	// warnedPID is the pid a stale pid file named when findPrevious
+	// last warned of it.
+	warnedPID int
 }
 
 // Emptying tells the output logs that haroute is taking servers out of
@@ -201,7 +204,7 @@ func (s *Supervisor) TryStart(ctx context.Context) (p *Process, err error) {
 	if err := prepareRunDir(s.opts.RunDir); err != nil {
 		return nil, err
 	}
-	prev := s.findPrevious(true)
+	prev := s.findPrevious()
 	if prev == nil {
 		prev = s.awaitStarting(ctx)
 	}
@@ -258,11 +261,16 @@ func (s *Supervisor) launch(ctx context.Context, prevPID int) (*Process, error) 
 	if err != nil {
 		return nil, err
 	}
-	kept, stop := s.handOverKept()
+	// The kept sockets are handed over when -x cannot name a live admin
+	// socket of the HAProxy taken over (takeoverArgs).
+	var kept int
 	handOver := ""
-	if stop != nil {
-		defer stop()
-		handOver = filepath.Join(s.opts.RunDir, handOverSocket)
+	if !takeover || !isLiveSocket(s.AdminSocket()) {
+		var stop func()
+		if kept, stop = s.handOverKept(); stop != nil {
+			defer stop()
+			handOver = filepath.Join(s.opts.RunDir, handOverSocket)
+		}
 	}
 	var extra []string
 	switch {
@@ -329,7 +337,7 @@ func (s *Supervisor) launch(ctx context.Context, prevPID int) (*Process, error) 
 		_ = p.Stop(context.Background())
 		return nil, err
 	}
-	if kept > 0 && !strings.Contains(strings.Join(extra, " "), s.AdminSocket()) {
+	if kept > 0 {
 		s.log.Info("haproxy adopted the listening sockets kept while it was down; connections that came meanwhile are served", "sockets", kept)
 	}
 	p.keepListeners(true)
@@ -568,8 +576,8 @@ func (p *Process) Reload(ctx context.Context) (ProcInfo, error) {
 		// socket nobody listens on): the master CLI cannot be reached,
 		// and only a missing path fell back on the signal, so every
 		// reload (a heal's too) failed until someone removed it.
-		if pid := p.foreignMaster(); pid != 0 {
-			p.log.Warn("master socket taken over by another haproxy master; reloading this one by signal, which binds it again", "socket", p.master.socketPath, "other_pid", pid)
+		if _, owner := probeSocket(p.master.socketPath); p.foreign(owner) {
+			p.log.Warn("master socket taken over by another haproxy master; reloading this one by signal, which binds it again", "socket", p.master.socketPath, "other_pid", owner)
 		} else {
 			p.log.Warn("master socket missing or not answering; reloading by signal", "socket", p.master.socketPath)
 		}
@@ -647,11 +655,11 @@ func (p *Process) awaitLoaded(ctx context.Context, info ProcInfo) (ProcInfo, err
 // masterReexecGrace to answer, as a signal then would reload it twice, or
 // reach it before it handles the signal. What is not a socket at all (a
 // FIFO, a file) or is missing does not wait, nor does another master's
-// socket (foreignMaster): its CLI would reload that one.
+// socket (Process.foreign): its CLI would reload that one.
 func (p *Process) masterAnswers(ctx context.Context) bool {
 	path := p.master.socketPath
-	if isLiveSocket(path) {
-		return p.foreignMaster() == 0
+	if live, owner := probeSocket(path); live {
+		return !p.foreign(owner)
 	}
 	deadline := time.Now().Add(masterReexecGrace)
 	for {

@@ -198,7 +198,10 @@ exec %[2]s "$@"
 				t.Fatalf("haroute stopped: %v\n%s", err, out)
 			default:
 			}
-			o.traffic.noneFailed(t, "across the restart and its failed start")
+			// The killed worker served from its fork on 2.6 and 3.0 (the
+			// master loads first): each client may lose the one request
+			// it had there. Refused ports lost thousands.
+			o.traffic.atMostFailed(t, 4, "across the restart and its failed start")
 			if changed {
 				cfg := filepath.Join(o.args[slices.Index(o.args, "--state-dir")+1], "live", "haproxy.cfg")
 				r.eventually(20*time.Second, "the new settings applied", func() error {
@@ -475,12 +478,19 @@ func keepRequesting(r *router, host, want string) *requests {
 // noneFailed stops the traffic and fails the test if any request failed.
 func (q *requests) noneFailed(t *testing.T, during string) {
 	t.Helper()
+	q.atMostFailed(t, 0, during)
+}
+
+// atMostFailed stops the traffic and fails the test unless some requests
+// succeeded and at most n failed.
+func (q *requests) atMostFailed(t *testing.T, n int64, during string) {
+	t.Helper()
 	q.stop()
 	q.done.Wait()
-	if q.failed.Load() != 0 || q.ok.Load() == 0 {
-		t.Fatalf("%d of %d requests failed %s; first: %v", q.failed.Load(), q.ok.Load()+q.failed.Load(), during, q.firstErr.Load())
+	if q.failed.Load() > n || q.ok.Load() == 0 {
+		t.Fatalf("%d of %d requests failed %s (at most %d may); first: %v", q.failed.Load(), q.ok.Load()+q.failed.Load(), during, n, q.firstErr.Load())
 	}
-	t.Logf("%d requests, none failed, %s", q.ok.Load(), during)
+	t.Logf("%d requests, %d failed, %s", q.ok.Load()+q.failed.Load(), q.failed.Load(), during)
 }
 
 // tookOver waits until an HAProxy master other than oldMaster serves the
