@@ -167,12 +167,12 @@ func (d *Daemon) lockRunDir(ctx context.Context) error {
 }
 
 // retryLocked runs take until it fails with an error that held does not
-// call a lock held, for lockWait at most: a haroute killed with SIGKILL holds its locks until
-// the kernel has torn it down, which for a large heap takes a moment, and
-// a restart at once found the run dir "in use" by the dead process, and
-// stopped, leaving its HAProxy with no one to supervise it (T36). A
-// second router on the same directories is still refused, after lockWait
-// or once ctx ends.
+// call a lock held, for lockWait at most: a haroute killed with SIGKILL
+// holds its locks until the kernel has torn it down, which for a large
+// heap takes a moment, and a restart at once found the run dir "in use"
+// by the dead process, and stopped, leaving its HAProxy with no one to
+// supervise it (T36). A second router on the same directories is still
+// refused, after lockWait or once ctx ends.
 func retryLocked(ctx context.Context, held func(error) bool, take func() error) error {
 	deadline := time.Now().Add(lockWait)
 	for {
