@@ -258,12 +258,14 @@ func (s *Supervisor) awaitMaster(ctx context.Context, prev *previous) {
 			s.answered = prev.pid
 			return
 		}
-		if _, owner := probeSocket(s.MasterSocket()); s.answered == prev.pid && owner != prev.pid {
+		if s.answered == prev.pid {
 			// It answered before, and then a start of this Supervisor's
 			// that failed bound its master's socket on the path: prev
 			// cannot answer there until it reloads, and waiting for it
 			// held a start that was tried again 30 s (T39).
-			return
+			if _, owner := probeSocket(s.MasterSocket()); owner != prev.pid {
+				return
+			}
 		}
 		if !logged {
 			s.log.Warn("the earlier haproxy's master does not answer yet, or its worker does not (loading its configuration?); waiting before taking it over", "pid", prev.pid)
@@ -403,16 +405,13 @@ func (s *Supervisor) isOurs(cmdline []byte) bool {
 // has the new master soft-stop prev once it serves. Without a usable
 // admin socket only `-sf` is given: HAProxy then pauses prev's listeners
 // while it binds (a moment in which connections may be refused), unless
-// listening sockets are kept (keepPrevious): launch hands them over at
-// handOver, the -x then. (A start that failed leaves the admin socket's
+// listening sockets are kept (keepPrevious): launch then hands them over,
+// and from names where. (A start that failed leaves the admin socket's
 // path to its own master, dead.)
-func (s *Supervisor) takeoverArgs(prevPID int, handOver string) []string {
+func takeoverArgs(prevPID int, from string) []string {
 	var args []string
-	switch {
-	case handOver != "":
-		args = append(args, "-x", handOver)
-	case isLiveSocket(s.AdminSocket()):
-		args = append(args, "-x", s.AdminSocket())
+	if from != "" {
+		args = append(args, "-x", from)
 	}
 	return append(args, "-sf", strconv.Itoa(prevPID))
 }

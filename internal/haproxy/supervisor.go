@@ -261,24 +261,27 @@ func (s *Supervisor) launch(ctx context.Context, prevPID int) (*Process, error) 
 	if err != nil {
 		return nil, err
 	}
-	// The kept sockets are handed over when -x cannot name a live admin
-	// socket of the HAProxy taken over (takeoverArgs).
+	// The listening sockets come from the admin socket of the HAProxy
+	// taken over while it is live, else from those kept, handed over.
+	from := ""
+	if takeover && isLiveSocket(s.AdminSocket()) {
+		from = s.AdminSocket()
+	}
 	var kept int
-	handOver := ""
-	if !takeover || !isLiveSocket(s.AdminSocket()) {
+	if from == "" {
 		var stop func()
 		if kept, stop = s.handOverKept(); stop != nil {
 			defer stop()
-			handOver = filepath.Join(s.opts.RunDir, handOverSocket)
+			from = filepath.Join(s.opts.RunDir, handOverSocket)
 		}
 	}
 	var extra []string
 	switch {
 	case takeover:
-		extra = s.takeoverArgs(prevPID, handOver)
+		extra = takeoverArgs(prevPID, from)
 		s.log.Warn("taking over haproxy left running by an earlier haroute", "pid", prevPID, "args", strings.Join(extra, " "))
-	case handOver != "":
-		extra = []string{"-x", handOver}
+	case from != "":
+		extra = []string{"-x", from}
 	}
 	cmd := exec.Command(s.binary, append(s.masterArgs(), extra...)...)
 	if relocated {
