@@ -440,7 +440,14 @@ func (w *watcher) replacedInPlace() bool {
 	if w.mode == snapshot.ModeLink {
 		return false
 	}
-	if idOf(w.dir) != w.armed {
+	switch id := idOf(w.dir); {
+	case id == dirID{}:
+		// Gone, not replaced: the parent's watch reports it (vanished),
+		// and a plain directory is read after the quiet period. Taken
+		// for a replacement by a poll that came first, it was read at
+		// once, in the moment between the two renames of a swap.
+		return false
+	case id != w.armed:
 		return true
 	}
 	// A file system mounted anew can reuse the device number and root
