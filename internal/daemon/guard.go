@@ -92,7 +92,7 @@ func (d *Daemon) holdDeletion(snap *snapshot.Snapshot, next plan.State) hold {
 	// a plain directory, which the guard holds too, is routine (T42:
 	// four warnings for one route deleted). Each is said once a hold.
 	level := slog.LevelInfo
-	if dropped >= len(prev) || float64(dropped) > d.opts.DeletionShare*float64(len(prev)) {
+	if d.mostDropped(dropped, len(prev)) {
 		level = slog.LevelWarn
 	}
 	if now.Sub(g.since) >= d.opts.DeletionQuiet {
@@ -415,6 +415,12 @@ func (d *Daemon) guarded(snap *snapshot.Snapshot, dropped, total int) bool {
 	if d.desiredFrom != nil && d.desiredFrom.Mode == snap.Mode && d.desiredFrom.Root == snap.Root {
 		return true
 	}
+	return d.mostDropped(dropped, total)
+}
+
+// mostDropped reports whether dropping dropped of total routes is all or
+// more than the allowed share of them.
+func (d *Daemon) mostDropped(dropped, total int) bool {
 	return dropped >= total || float64(dropped) > d.opts.DeletionShare*float64(total)
 }
 
