@@ -108,11 +108,7 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 			continue
 		}
 		path := absPath(d.desired.Input.Dir, m.Name)
-		if edit, ok := safeEdit(path, old, m, render.ExactMap(m.Name)); ok {
-			d.maps = append(d.maps, edit)
-		} else {
-			d.maps = append(d.maps, MapReplace{Path: path, Entries: m.Entries})
-		}
+		d.mapOps(path, old, m)
 		detail := fmt.Sprintf("+%d -%d entries", added, removed)
 		if added == 0 && removed == 0 {
 			detail = "entries reordered"
@@ -122,6 +118,34 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 	for i := range olds {
 		if !newNames[olds[i].Name] {
 			d.add(Change{Mode: ModeReload, Kind: KindMapFile, Subject: olds[i].Name, Detail: "removed"})
+		}
+	}
+}
+
+// mapOps plans the commands that bring the loaded map old to m. A map
+// keyed by backend is edited in two steps around the routing maps: its
+// new and changed entries first, its deleted ones last. A route bound to
+// a spare thus has its timeouts before the routing entry that leads to
+// it, and keeps them until that entry is gone. A map sent whole goes
+// where most of its difference needs it: first when it grows, last when
+// it shrinks.
+func (d *differ) mapOps(path string, old, m *render.Map) {
+	edit, ok := safeEdit(path, old, m, render.ExactMap(m.Name))
+	switch {
+	case !render.BackendMap(m.Name) && ok:
+		d.maps = append(d.maps, edit)
+	case !render.BackendMap(m.Name):
+		d.maps = append(d.maps, MapReplace{Path: path, Entries: m.Entries})
+	case !ok && len(m.Entries) >= len(old.Entries):
+		d.settingsAdds = append(d.settingsAdds, MapReplace{Path: path, Entries: m.Entries})
+	case !ok:
+		d.settingsDels = append(d.settingsDels, MapReplace{Path: path, Entries: m.Entries})
+	default:
+		if len(edit.Set)+len(edit.Add) > 0 {
+			d.settingsAdds = append(d.settingsAdds, MapEdit{Path: path, Set: edit.Set, Add: edit.Add})
+		}
+		if len(edit.Del) > 0 {
+			d.settingsDels = append(d.settingsDels, MapEdit{Path: path, Del: edit.Del})
 		}
 	}
 }

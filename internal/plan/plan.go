@@ -224,8 +224,12 @@ type differ struct {
 	applied, desired State
 
 	changes []Change
-	// Op buckets, concatenated in this order by finish.
-	tlsAdds, adds, weights, maps, certs, removes, tlsRemoves []Op
+	// Op buckets, concatenated in this order by finish. settingsAdds and
+	// settingsDels are the edits of the maps keyed by backend (timeouts,
+	// HSTS, forwarded headers): a spare's settings are in place before
+	// a routing entry leads to it, and leave only after the last one is
+	// gone, so no request is served with the defaults in between.
+	tlsAdds, adds, weights, settingsAdds, maps, settingsDels, certs, removes, tlsRemoves []Op
 
 	// newBackends are the backends only the desired state has (added
 	// routes, changed terminations): map entries pointing at them are
@@ -326,7 +330,7 @@ func (d *differ) finish() Plan {
 		}
 		return p
 	}
-	for _, bucket := range [][]Op{d.tlsAdds, d.adds, d.weights, d.maps, d.certs, d.removes, d.tlsRemoves} {
+	for _, bucket := range [][]Op{d.tlsAdds, d.adds, d.weights, d.settingsAdds, d.maps, d.settingsDels, d.certs, d.removes, d.tlsRemoves} {
 		p.Ops = append(p.Ops, bucket...)
 	}
 	return p

@@ -197,6 +197,20 @@ func TestPoolTimeoutsAreMapEntries(t *testing.T) {
 				t.Errorf("%s: commands hold %q:\n%s", step.name, not, cmds)
 			}
 		}
+		// The spare's timeouts are set before the routing entry that
+		// leads to it, and deleted only after it: no request between
+		// the two is served with the default timeouts.
+		timeouts := strings.Index(cmds, "maps/timeout_server.map")
+		routing := strings.Index(cmds, "new.example.com")
+		switch {
+		case step.name == "change":
+		case timeouts < 0 || routing < 0:
+			t.Errorf("%s: commands do not touch both the timeout and the routing map:\n%s", step.name, cmds)
+		case step.name == "bind" && timeouts > routing:
+			t.Errorf("bind: the routing entry comes before the timeouts:\n%s", cmds)
+		case step.name == "unbind" && timeouts < routing:
+			t.Errorf("unbind: the timeouts go before the routing entry:\n%s", cmds)
+		}
 	}
 }
 
