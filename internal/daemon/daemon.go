@@ -387,7 +387,7 @@ func (d *Daemon) serveStatus(ctx context.Context) {
 			if logged != "" {
 				d.log.Info("metrics address open", "address", d.opts.MetricsAddress)
 			}
-			if err := status.ServeListener(ctx, ln, status.Handler(d.status, d.metrics.Handler())); err != nil {
+			if err := status.ServeListener(ctx, ln, status.Handler(d.status, d.metrics.Handler(), d.routeServers)); err != nil {
 				d.log.Error("status and metrics stopped; opening them again", "err", err)
 			}
 		} else if err.Error() != logged {
@@ -667,6 +667,21 @@ func (d *Daemon) handOver(pid int) bool {
 	}
 	d.log.Info("leaving haproxy running for the next haroute to take over; a reaper stops it if none has by the hand-over grace", "pid", pid)
 	return true
+}
+
+// routeServers reads the servers of each route HAProxy serves, for the
+// status: per-route health, which `haroute status` shows beside each
+// route.
+func (d *Daemon) routeServers(ctx context.Context) (map[string]status.Servers, error) {
+	stats, err := d.routeStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]status.Servers, len(stats))
+	for _, s := range stats {
+		out[s.Namespace+"/"+s.Route] = status.Servers{Up: s.Up, Down: s.Down, Maint: s.Maintenance, Unchecked: s.Unchecked}
+	}
+	return out, nil
 }
 
 // routeStats reads HAProxy's per-backend traffic and names it by route,

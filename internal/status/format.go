@@ -54,6 +54,9 @@ func (s Status) Format(w io.Writer) {
 		row("held files", strings.Join(s.HeldFiles, ", ")+" (changed without a final newline: the served version stays until each reads the same for the quiet period)")
 	}
 	row("routes", formatRouteCounts(s.Routes))
+	if len(s.Routes) > 0 {
+		row("servers", formatServerSummary(s))
+	}
 	tw.Flush()
 
 	if len(s.Routes) > 0 {
@@ -75,9 +78,9 @@ func (s Status) Format(w io.Writer) {
 
 func formatRoutes(w io.Writer, routes []Route) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROUTE\tHOST\tPATH\tSTATE\tSOURCE")
+	fmt.Fprintln(tw, "ROUTE\tHOST\tPATH\tSTATE\tSERVERS\tSOURCE")
 	for _, r := range routes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Key, r.Host, orDash(r.Path), r.State, orDash(r.Source))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Key, r.Host, orDash(r.Path), r.State, formatServers(r.Servers), orDash(r.Source))
 	}
 	tw.Flush()
 	// Details go after the table so long messages do not widen its columns.
@@ -198,6 +201,60 @@ func formatReload(r *Reload) string {
 }
 
 // formatRouteCounts summarises routes by state, in a fixed order.
+// formatServers is a route's SERVERS column: its servers by state, "none"
+// for a route without any (it answers 503), "-" when not read.
+func formatServers(s *Servers) string {
+	if s == nil {
+		return "-"
+	}
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{s.Up, "up"}, {s.Down, "down"}, {s.Maint, "maint"}, {s.Unchecked, "unchecked"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// maxNamed bounds how many routes a summary line names.
+const maxNamed = 5
+
+// formatServerSummary names the served routes no server can answer: the
+// ones that answer 503 now, whatever their files say.
+func formatServerSummary(s Status) string {
+	if s.ServersError != "" {
+		return "not read (" + s.ServersError + ")"
+	}
+	var read int
+	var silent []string
+	for _, r := range s.Routes {
+		if r.Servers == nil {
+			continue
+		}
+		read++
+		if !r.Servers.Answers() {
+			silent = append(silent, r.Key)
+		}
+	}
+	switch {
+	case read == 0:
+		return "-"
+	case len(silent) == 0:
+		return "every route has a server up or unchecked"
+	}
+	named := strings.Join(silent[:min(len(silent), maxNamed)], ", ")
+	if len(silent) > maxNamed {
+		named += fmt.Sprintf(" and %d more", len(silent)-maxNamed)
+	}
+	return fmt.Sprintf("%d of %d routes have no server up and answer 503: %s", len(silent), read, named)
+}
+
 func formatRouteCounts(routes []Route) string {
 	counts := make(map[string]int)
 	for _, r := range routes {

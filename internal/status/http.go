@@ -21,9 +21,10 @@ const defaultNotReady = "first sync not applied yet"
 //	/healthz  200 "ok" while the process is alive and serving HTTP
 //	/readyz   200 "ok" once the first sync is applied and HAProxy is up,
 //	          503 "not ready: <reason>" before that
-//	/status   the Status as JSON
+//	/status   the Status as JSON, each served route with its servers'
+//	          states read from servers (when not nil) at that moment
 //	/metrics  the metrics handler given (404 when nil)
-func Handler(store *Store, metrics http.Handler) http.Handler {
+func Handler(store *Store, metrics http.Handler, servers ServersSource) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusOK, "ok")
@@ -39,8 +40,12 @@ func Handler(store *Store, metrics http.Handler) http.Handler {
 		}
 		writeText(w, http.StatusServiceUnavailable, "not ready: "+reason)
 	})
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
-		body, err := json.MarshalIndent(store.Get(), "", "  ")
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, req *http.Request) {
+		st := store.Get()
+		if servers != nil && len(st.Routes) > 0 {
+			st.withServers(req.Context(), servers)
+		}
+		body, err := json.MarshalIndent(st, "", "  ")
 		if err != nil {
 			// Status holds only plain values; this cannot happen short of
 			// a programming error, which the client should see.
@@ -54,6 +59,32 @@ func Handler(store *Store, metrics http.Handler) http.Handler {
 		mux.Handle("GET /metrics", metrics)
 	}
 	return mux
+}
+
+// ServersSource reads from HAProxy the servers of every route it serves,
+// by route key ("namespace/name").
+type ServersSource func(ctx context.Context) (map[string]Servers, error)
+
+// serversTimeout bounds the read of the servers' states, well within
+// Fetch's own timeout: a wedged HAProxy leaves the rest of the status
+// to be shown.
+const serversTimeout = 4 * time.Second
+
+// withServers sets each route's servers as source reads them, or
+// ServersError.
+func (s *Status) withServers(ctx context.Context, source ServersSource) {
+	ctx, cancel := context.WithTimeout(ctx, serversTimeout)
+	defer cancel()
+	byRoute, err := source(ctx)
+	if err != nil {
+		s.ServersError = err.Error()
+		return
+	}
+	for i := range s.Routes {
+		if c, ok := byRoute[s.Routes[i].Key]; ok && s.Routes[i].Serving() {
+			s.Routes[i].Servers = &c
+		}
+	}
 }
 
 func writeText(w http.ResponseWriter, code int, msg string) {

@@ -59,6 +59,9 @@ type Status struct {
 	HeldFiles []string `json:"heldFiles,omitempty"`
 
 	HAProxy HAProxy `json:"haproxy"`
+	// ServersError says why the routes' servers could not be read from
+	// HAProxy when the status was asked for.
+	ServersError string `json:"serversError,omitempty"`
 }
 
 // Route is the admission outcome of one route.
@@ -80,7 +83,26 @@ type Route struct {
 	Reasons []string `json:"reasons,omitempty"`
 	// Source is where the route's current version is, file:line:col.
 	Source string `json:"source,omitempty"`
+	// Servers are the route's servers as HAProxy has them when the status
+	// is asked for; nil when they were not read (ServersError), or for a
+	// route HAProxy does not serve.
+	Servers *Servers `json:"servers,omitempty"`
 }
+
+// Servers counts a route's servers by the state HAProxy gives them: up,
+// down (failing its health check), in maintenance (draining, or set so)
+// and unchecked (not health-checked, as a route's only endpoint is, so
+// neither known up nor down). A route none of whose servers is up or
+// unchecked answers 503.
+type Servers struct {
+	Up        int `json:"up"`
+	Down      int `json:"down"`
+	Maint     int `json:"maint"`
+	Unchecked int `json:"unchecked"`
+}
+
+// Answers reports whether a server may answer the route's requests.
+func (s Servers) Answers() bool { return s.Up+s.Unchecked > 0 }
 
 // Serving reports whether HAProxy serves the route: every state but
 // rejected. A stale route serves its last good version.

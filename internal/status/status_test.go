@@ -31,10 +31,13 @@ func sample() Status {
 		AppliedAt:  applied,
 		Routes: []Route{
 			{Key: "default/shop", Host: "shop.example.com", Path: "/", State: model.RouteAdmitted,
-				Notes: []string{`spec.to.name: no Endpoints or EndpointSlice found for service "shop"; the route answers 503 until one appears`}},
-			{Key: "default/api", Host: "api.example.com", State: model.RouteAdmittedWithWarnings, Warnings: []string{"haproxy.router.openshift.io/balance: unknown algorithm \"fastest\", using leastconn"}},
+				Notes:   []string{`spec.to.name: no Endpoints or EndpointSlice found for service "shop"; the route answers 503 until one appears`},
+				Servers: &Servers{}},
+			{Key: "default/api", Host: "api.example.com", State: model.RouteAdmittedWithWarnings, Warnings: []string{"haproxy.router.openshift.io/balance: unknown algorithm \"fastest\", using leastconn"},
+				Servers: &Servers{Up: 1, Down: 1, Maint: 1}},
 			{Key: "team/dup", Host: "shop.example.com", Path: "/", State: model.RouteRejected, Reasons: []string{"host shop.example.com path / is claimed by default/shop (older)"}, Source: "routes/dup.yaml:1:1"},
-			{Key: "default/cart", Host: "cart.example.com", State: model.RouteStale, Reasons: []string{"routes/cart.yaml:7:11: spec.host: must not contain a port"}, Source: "routes/cart.yaml:1:1"},
+			{Key: "default/cart", Host: "cart.example.com", State: model.RouteStale, Reasons: []string{"routes/cart.yaml:7:11: spec.host: must not contain a port"}, Source: "routes/cart.yaml:1:1",
+				Servers: &Servers{Unchecked: 1}},
 		},
 		LastReload: &Reload{
 			Time:     applied.Add(-time.Second),
@@ -119,7 +122,7 @@ func TestHandler(t *testing.T) {
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, "haroute_watch_events_total 1\n")
 	})
-	h := Handler(&st, metrics)
+	h := Handler(&st, metrics, nil)
 
 	tests := []struct {
 		name   string
@@ -162,8 +165,59 @@ func TestHandler(t *testing.T) {
 		})
 	}
 
-	if code, _, _ := get(t, Handler(&st, nil), "/metrics"); code != 404 {
+	if code, _, _ := get(t, Handler(&st, nil, nil), "/metrics"); code != 404 {
 		t.Errorf("/metrics without a metrics handler: code %d, want 404", code)
+	}
+}
+
+// /status reads each served route's servers from HAProxy when asked; a
+// read that fails says why and leaves the rest of the status.
+func TestHandlerReadsServers(t *testing.T) {
+	var st Store
+	st.Set(func(s *Status) {
+		s.Routes = []Route{
+			{Key: "ns/up", State: model.RouteAdmitted},
+			{Key: "ns/gone", State: model.RouteRejected},
+			{Key: "ns/new", State: model.RouteAdmitted}, // not yet in HAProxy's stats
+		}
+	})
+	read := map[string]Servers{"ns/up": {Up: 2, Down: 1}, "ns/gone": {Up: 1}}
+	var fail error
+	h := Handler(&st, nil, func(context.Context) (map[string]Servers, error) { return read, fail })
+	decode := func() Status {
+		t.Helper()
+		code, body, _ := get(t, h, "/status")
+		var got Status
+		if err := json.Unmarshal([]byte(body), &got); code != 200 || err != nil {
+			t.Fatalf("/status: %d %v\n%s", code, err, body)
+		}
+		return got
+	}
+	got := decode()
+	if s := got.Routes[0].Servers; s == nil || *s != (Servers{Up: 2, Down: 1}) {
+		t.Errorf("ns/up servers = %+v, want 2 up, 1 down", s)
+	}
+	for _, r := range got.Routes[1:] {
+		if r.Servers != nil {
+			t.Errorf("%s (%s) has servers %+v: not served, or not read", r.Key, r.State, *r.Servers)
+		}
+	}
+	if got.ServersError != "" {
+		t.Errorf("servers error %q after a good read", got.ServersError)
+	}
+	if st.Get().Routes[0].Servers != nil {
+		t.Error("the servers read for one request were written into the store")
+	}
+
+	fail = errors.New("admin socket: connection refused")
+	got = decode()
+	if got.ServersError != fail.Error() || got.Routes[0].Servers != nil || len(got.Routes) != 3 {
+		t.Errorf("failed read: error %q, routes %+v", got.ServersError, got.Routes)
+	}
+	var b bytes.Buffer
+	got.Format(&b)
+	if !strings.Contains(b.String(), "servers:         not read (admin socket: connection refused)") {
+		t.Errorf("Format of a failed read:\n%s", b.String())
 	}
 }
 
@@ -176,7 +230,7 @@ func TestServeFetchRoundTrip(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- ServeListener(ctx, ln, Handler(&st, nil)) }()
+	go func() { done <- ServeListener(ctx, ln, Handler(&st, nil, nil)) }()
 
 	got, err := Fetch(context.Background(), ln.Addr().String())
 	if err != nil {
@@ -290,12 +344,13 @@ input problems:  2 errors, 2 warnings, 0 notes
 deletion guard:  holding a generation since 2026-01-02T15:03:55Z that drops 3 of 4 routes (the same routes must stay dropped for the quiet period before they are)
 held files:      endpoints/new.yaml (changed without a final newline: the served version stays until each reads the same for the quiet period)
 routes:          4 (1 admitted, 1 admitted-with-warnings, 1 stale, 1 rejected)
+servers:         1 of 3 routes have no server up and answer 503: default/shop
 
-ROUTE         HOST              PATH  STATE                   SOURCE
-default/shop  shop.example.com  /     admitted                -
-default/api   api.example.com   -     admitted-with-warnings  -
-team/dup      shop.example.com  /     rejected                routes/dup.yaml:1:1
-default/cart  cart.example.com  -     stale                   routes/cart.yaml:1:1
+ROUTE         HOST              PATH  STATE                   SERVERS                SOURCE
+default/shop  shop.example.com  /     admitted                none                   -
+default/api   api.example.com   -     admitted-with-warnings  1 up, 1 down, 1 maint  -
+team/dup      shop.example.com  /     rejected                -                      routes/dup.yaml:1:1
+default/cart  cart.example.com  -     stale                   1 unchecked            routes/cart.yaml:1:1
 default/shop: note: spec.to.name: no Endpoints or EndpointSlice found for service "shop"; the route answers 503 until one appears
 default/api: warning: haproxy.router.openshift.io/balance: unknown algorithm "fastest", using leastconn
 team/dup: rejected: host shop.example.com path / is claimed by default/shop (older)

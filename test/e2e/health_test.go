@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"time"
 
+	"github.com/haroute/haroute/internal/status"
 	"github.com/haroute/haroute/internal/testutil"
 	"github.com/haroute/haroute/test/publish"
 )
@@ -138,7 +140,34 @@ func TestCheckedServerDownAtStartComesUp(t *testing.T) {
 	const be = "be_http:e2e:one"
 	r.waitServerState(t, be, two.Port, opDown)
 	r.keepsServing("one.e2e.test", "one", 10, "the DOWN server takes no traffic")
+	// `haroute status` shows what HAProxy says of the route's servers.
+	r.statusServers("e2e/one", status.Servers{Up: 1, Down: 1}, "1 up, 1 down")
 	listen(t, two)
 	r.waitServerState(t, be, two.Port, opUp)
 	r.serves("one.e2e.test", "/", "two")
+	r.statusServers("e2e/one", status.Servers{Up: 2}, "every route has a server up or unchecked")
+}
+
+// statusServers waits until the daemon's /status, as `haroute status`
+// fetches it, gives route key the servers want and its text shows text.
+func (r *router) statusServers(key string, want status.Servers, text string) {
+	r.t.Helper()
+	r.eventually(20*time.Second, fmt.Sprintf("status of %s's servers", key), func() error {
+		st, err := status.Fetch(context.Background(), r.metrics)
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		st.Format(&b)
+		for _, rt := range st.Routes {
+			if rt.Key != key {
+				continue
+			}
+			if rt.Servers == nil || *rt.Servers != want || !strings.Contains(b.String(), text) {
+				return fmt.Errorf("servers %+v (error %q), want %+v:\n%s", rt.Servers, st.ServersError, want, b.String())
+			}
+			return nil
+		}
+		return fmt.Errorf("no route %s in status", key)
+	})
 }
