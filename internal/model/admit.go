@@ -174,23 +174,38 @@ func admit(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *lastGoo
 	if lg == nil {
 		return d, ds, nil
 	}
-	subs := lg.substitutes(pass)
-	if len(subs) == 0 {
-		return d, ds, pass.next()
-	}
 	// Some routes were rejected and have a last good version: admit again
 	// with those versions in their place. This second pass runs only while
 	// a route is stale.
-	objs2, m2 := withSubstitutes(objs, m, subs)
-	d, ds2, pass2 := admitOnce(objs2, prev, m2, sc, lg)
-	ds2 = append(ds2, staleDiagnostics(d, subs)...)
-	ds2.Sort()
-	// A route served as its last good version is stale for its own file,
-	// whatever its Secret.
-	pass2.secretStale = slices.DeleteFunc(pass2.secretStale, func(k RouteKey) bool {
-		return slices.ContainsFunc(subs, func(s substitute) bool { return s.bad.key == k })
-	})
-	return d, ds2, pass2.next()
+	for subs := lg.substitutes(pass); len(subs) > 0; {
+		objs2, m2 := withSubstitutes(objs, m, subs)
+		d2, ds2, pass2 := admitOnce(objs2, prev, m2, sc, lg)
+		// A last good version that the settings now in force reject as
+		// well serves nothing: its route is reported as its current
+		// version is, not with the path and errors of one that is gone
+		// from its file (T46). The others are admitted again without it.
+		kept := slices.DeleteFunc(slices.Clone(subs), func(s substitute) bool { return pass2.rejects(s.bad.key) })
+		if len(kept) < len(subs) {
+			if subs = kept; len(subs) == 0 {
+				d, ds, pass = admitOnce(objs, prev, m, sc, lg)
+			}
+			continue
+		}
+		ds2 = append(ds2, staleDiagnostics(d2, subs)...)
+		ds2.Sort()
+		// A route served as its last good version is stale for its own
+		// file, whatever its Secret.
+		pass2.secretStale = slices.DeleteFunc(pass2.secretStale, func(k RouteKey) bool {
+			return slices.ContainsFunc(subs, func(s substitute) bool { return s.bad.key == k })
+		})
+		return d2, ds2, pass2.next()
+	}
+	return d, ds, pass.next()
+}
+
+// rejects reports whether the pass rejected the route key.
+func (p *admitPass) rejects(key RouteKey) bool {
+	return slices.ContainsFunc(p.rejected, func(r servedRoute) bool { return r.key == key })
 }
 
 // refusedSettings are the settings in force while HAProxy refuses rc:

@@ -582,3 +582,33 @@ func TestHeldResultIsLastGoodButForTheHeldRoutes(t *testing.T) {
 		t.Errorf("shop has %d servers, want 1: shop-eps.yaml, whose loss the guard holds, back broken has its last good content", n)
 	}
 }
+
+// A route whose current version is rejected, and whose last good version
+// the settings now in force reject too (its host came from a domain the
+// RouterConfig no longer has), serves nothing; it is reported as its
+// current version is, as a fresh load reports it, not with the path and
+// the errors of the version gone from its file (T46).
+func TestLastGoodRejectedAsWellReportsTheCurrentVersion(t *testing.T) {
+	rc := func(domain string) SourceFile {
+		return SourceFile{Path: "router.yaml", Data: []byte("apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec:\n  allowWildcardRoutes: true\n" + domain)}
+	}
+	route := func(extra string) SourceFile {
+		return SourceFile{Path: "route.yaml", Data: []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n  name: r\n  namespace: ns\nspec:\n" + extra + "  to:\n    kind: Service\n    name: svc\n")}
+	}
+	warm := NewLoader()
+	if st := statusOf(t, warm.Load([]SourceFile{rc("  domain: apps.test\n"), route("  path: /old\n")}).Desired, "r"); st.State != RouteAdmitted || st.Host != "r-ns.apps.test" {
+		t.Fatalf("first generation: %+v, want admitted on the domain", st)
+	}
+	next := []SourceFile{rc(""), route("  wildcardPolicy: Subdomain\n")}
+	got, want := warm.Load(next), NewLoader().Load(next)
+	gotSt, wantSt := statusOf(t, got.Desired, "r"), statusOf(t, want.Desired, "r")
+	if gotSt.State != RouteRejected || !reflect.DeepEqual(gotSt, wantSt) {
+		t.Errorf("status %+v, want a fresh load's %+v", gotSt, wantSt)
+	}
+	if !reflect.DeepEqual(lines(got.Diagnostics), lines(want.Diagnostics)) {
+		t.Errorf("diagnostics:\n%s\nwant a fresh load's:\n%s", strings.Join(lines(got.Diagnostics), "\n"), strings.Join(lines(want.Diagnostics), "\n"))
+	}
+	if got.StaleCount() != 0 || len(got.Desired.Routes) != 0 {
+		t.Errorf("%d stale, %d routes served, want none", got.StaleCount(), len(got.Desired.Routes))
+	}
+}
