@@ -180,11 +180,12 @@ func admit(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *lastGoo
 	for subs := lg.substitutes(pass); len(subs) > 0; {
 		objs2, m2 := withSubstitutes(objs, m, subs)
 		d2, ds2, pass2 := admitOnce(objs2, prev, m2, sc, lg)
-		// A last good version that the settings now in force reject as
-		// well serves nothing: its route is reported as its current
-		// version is, not with the path and errors of one that is gone
-		// from its file (T46). The others are admitted again without it.
-		kept := slices.DeleteFunc(slices.Clone(subs), func(s substitute) bool { return pass2.rejects(s.bad.key) })
+		// A last good version that the settings now in force reject, or
+		// no longer select (a routeSelector its old labels miss), serves
+		// nothing: its route is reported as its current version is, not
+		// with the path and errors of one gone from its file, or not at
+		// all (T46). The others are admitted again without it.
+		kept := slices.DeleteFunc(slices.Clone(subs), func(s substitute) bool { return !admits(d2, s.bad.key) })
 		if len(kept) < len(subs) {
 			if subs = kept; len(subs) == 0 {
 				d, ds, pass = admitOnce(objs, prev, m, sc, lg)
@@ -203,9 +204,9 @@ func admit(objs Objects, prev *Settings, m *memos, sc *admitScratch, lg *lastGoo
 	return d, ds, pass.next()
 }
 
-// rejects reports whether the pass rejected the route key.
-func (p *admitPass) rejects(key RouteKey) bool {
-	return slices.ContainsFunc(p.rejected, func(r servedRoute) bool { return r.key == key })
+// admits reports whether d serves the route key.
+func admits(d *Desired, key RouteKey) bool {
+	return slices.ContainsFunc(d.Statuses, func(st *RouteStatus) bool { return st.Key == key && st.State != RouteRejected })
 }
 
 // refusedSettings are the settings in force while HAProxy refuses rc:

@@ -612,3 +612,32 @@ func TestLastGoodRejectedAsWellReportsTheCurrentVersion(t *testing.T) {
 		t.Errorf("%d stale, %d routes served, want none", got.StaleCount(), len(got.Desired.Routes))
 	}
 }
+
+// A route whose current version is rejected, and whose last good version
+// a new routeSelector no longer selects (its old labels), serves nothing
+// and is reported as its current version, as a fresh load reports it: it
+// was missing from the statuses altogether (T46).
+func TestLastGoodNoLongerSelectedReportsTheCurrentVersion(t *testing.T) {
+	rc := func(selector string) SourceFile {
+		return SourceFile{Path: "router.yaml", Data: []byte("apiVersion: haroute.io/v1alpha1\nkind: RouterConfig\nmetadata:\n  name: router\nspec:\n" + selector)}
+	}
+	route := func(shard, host string) SourceFile {
+		return SourceFile{Path: "route.yaml", Data: []byte("apiVersion: route.openshift.io/v1\nkind: Route\nmetadata:\n  name: r\n  namespace: ns\n  labels:\n    shard: " + shard + "\nspec:\n  host: " + host + "\n  to:\n    kind: Service\n    name: svc\n")}
+	}
+	warm := NewLoader()
+	if st := statusOf(t, warm.Load([]SourceFile{rc("  {}\n"), route("b", "r.example.test")}).Desired, "r"); st.State != RouteAdmitted {
+		t.Fatalf("first generation: %+v, want admitted", st)
+	}
+	next := []SourceFile{rc("  routeSelector:\n    matchLabels:\n      shard: a\n"), route("a", "r.example.test:80")}
+	got, want := warm.Load(next), NewLoader().Load(next)
+	gotSt, wantSt := statusOf(t, got.Desired, "r"), statusOf(t, want.Desired, "r")
+	if gotSt.State != RouteRejected || !reflect.DeepEqual(gotSt, wantSt) {
+		t.Errorf("status %+v, want a fresh load's %+v", gotSt, wantSt)
+	}
+	if !reflect.DeepEqual(lines(got.Diagnostics), lines(want.Diagnostics)) {
+		t.Errorf("diagnostics:\n%s\nwant a fresh load's:\n%s", strings.Join(lines(got.Diagnostics), "\n"), strings.Join(lines(want.Diagnostics), "\n"))
+	}
+	if len(got.Desired.Routes) != 0 {
+		t.Errorf("%d routes served, want none", len(got.Desired.Routes))
+	}
+}
