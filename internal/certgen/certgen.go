@@ -28,6 +28,13 @@ import (
 // hosts.
 const Validity = 365 * 24 * time.Hour
 
+// RenewWithin is how long before it expires the generated default
+// certificate is made anew: a router that runs for a year, or one whose
+// first start came before the clock was set (a host without a real-time
+// clock boots in 1970), would otherwise serve it expired until something
+// else changed.
+const RenewWithin = 30 * 24 * time.Hour
+
 // DefaultFile is the name of the default certificate inside the state dir.
 const DefaultFile = "default.pem"
 
@@ -82,9 +89,10 @@ func SelfSigned(now time.Time, hosts []string) (certPEM, keyPEM []byte, err erro
 
 // EnsureDefault returns the PEM (certificate + key) of <stateDir>/default.pem,
 // creating it first when it does not exist, does not hold a matching
-// certificate and key, or has expired at now() (see usable): a default certificate is
-// generated once and then reused, so clients that pinned it keep working
-// across restarts. The file is written atomically with mode 0600.
+// certificate and key, or expires within RenewWithin of now() (see
+// usable): a default certificate is generated once and then reused until
+// then, so clients that pinned it keep working across restarts. The file
+// is written atomically with mode 0600.
 func EnsureDefault(stateDir string, now func() time.Time) ([]byte, error) {
 	path := filepath.Join(stateDir, DefaultFile)
 	data, err := fsutil.ReadRegular(path)
@@ -122,10 +130,11 @@ func EnsureDefault(stateDir string, now func() time.Time) ([]byte, error) {
 	return data, nil
 }
 
-// usable checks that data holds a certificate with its key, not expired
-// at now. One not valid yet is usable: the clock is behind (a host without
-// a real-time clock boots in 1970 until NTP sets it), and a certificate
-// made then would be expired for every client once the clock is right.
+// usable checks that data holds a certificate with its key that does not
+// expire within RenewWithin of now. One not valid yet is usable: the
+// clock is behind (a host without a real-time clock boots in 1970 until
+// NTP sets it), and a certificate made then would be expired for every
+// client once the clock is right.
 func usable(data []byte, now time.Time) error {
 	pair, err := tls.X509KeyPair(data, data)
 	if err != nil {
@@ -135,8 +144,12 @@ func usable(data []byte, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if !now.Before(leaf.NotAfter) {
-		return fmt.Errorf("certificate expired %s, before %s", leaf.NotAfter, now)
+	if ExpiresSoon(leaf.NotAfter, now) {
+		return fmt.Errorf("certificate expires %s, within %s of %s", leaf.NotAfter, RenewWithin, now)
 	}
 	return nil
 }
+
+// ExpiresSoon reports whether the generated default certificate, which
+// expires at notAfter, is due to be made anew at now (EnsureDefault).
+func ExpiresSoon(notAfter, now time.Time) bool { return !now.Add(RenewWithin).Before(notAfter) }

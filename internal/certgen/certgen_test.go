@@ -123,6 +123,13 @@ func TestEnsureDefaultReplacesUnusable(t *testing.T) {
 			}
 			return append(c, k...)
 		}, t0.Add(366 * 24 * time.Hour)},
+		{"expiring within the renewal window", func(t *testing.T) []byte {
+			c, k, err := SelfSigned(t0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return append(c, k...)
+		}, t0.Add(Validity - RenewWithin + time.Minute)},
 		{"garbage", func(*testing.T) []byte { return []byte("not a pem\n") }, t0},
 		{"certificate without key", func(t *testing.T) []byte {
 			c, _, err := SelfSigned(t0, nil)
@@ -150,7 +157,7 @@ func TestEnsureDefaultReplacesUnusable(t *testing.T) {
 				t.Fatalf("replacement is not a certificate with its key: %v", err)
 			}
 			leaf, _ := x509.ParseCertificate(pair.Certificate[0])
-			if !tc.now.Before(leaf.NotAfter) || tc.now.Before(leaf.NotBefore) {
+			if ExpiresSoon(leaf.NotAfter, tc.now) || tc.now.Before(leaf.NotBefore) {
 				t.Errorf("replacement valid %s–%s, not at %s", leaf.NotBefore, leaf.NotAfter, tc.now)
 			}
 		})

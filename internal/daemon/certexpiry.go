@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/haroute/haroute/internal/certgen"
 	"github.com/haroute/haroute/internal/metrics"
 	"github.com/haroute/haroute/internal/model"
 )
@@ -121,4 +122,38 @@ func (d *Daemon) checkCertificates(now time.Time) {
 		}
 		d.log.Warn("a route serves an expired certificate; clients that verify it refuse the route (haroute serves it, as OpenShift does)", "route", k.String(), "expired", at)
 	}
+}
+
+// now is the clock certificates are judged by (Options.Now).
+func (d *Daemon) now() time.Time {
+	if d.opts.Now != nil {
+		return d.opts.Now()
+	}
+	return time.Now()
+}
+
+// renewDefaultCertificate reports whether the default certificate served
+// is the one haroute generated and is due to be made anew: a forced read
+// then makes it (certgen.EnsureDefault), and it goes to HAProxy as any
+// new default certificate does. Without one, the generated certificate
+// expired a year after it was made, or at once on a host whose clock was
+// set after the first start, and was served expired until the directory
+// changed. It is asked at most once a certsEvery, so a state dir that
+// cannot take the new one is not written to at every tick.
+func (d *Daemon) renewDefaultCertificate() bool {
+	settings := d.desired.Desired
+	if settings == nil || settings.Router.DefaultCertificate != "" || settings.Router.DefaultCertificateFile != "" {
+		return false
+	}
+	now := d.now()
+	if now.Sub(d.renewTriedAt) < certsEvery {
+		return false
+	}
+	_, notAfter := d.certs.routes(nil)
+	if notAfter.IsZero() || !certgen.ExpiresSoon(notAfter, now) {
+		return false
+	}
+	d.renewTriedAt = now
+	d.log.Info("making the generated default certificate anew", "expires", notAfter)
+	return true
 }

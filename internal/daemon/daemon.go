@@ -81,6 +81,10 @@ type Options struct {
 	// HAProxy (runtime or reload), with the snapshot it came from. Tests
 	// use it to prove no torn snapshot is ever applied.
 	OnApply func(Applied)
+	// Now is the clock certificates are judged by: their expiry, and
+	// when the generated default certificate is made anew. Default
+	// time.Now; tests move it on by months.
+	Now func() time.Time
 }
 
 // Applied describes one state that reached HAProxy.
@@ -206,6 +210,9 @@ type Daemon struct {
 	// checked for expired ones every certsEvery.
 	certs          certExpiry
 	certsCheckedAt time.Time
+	// renewTriedAt is when the generated default certificate was last
+	// asked to be made anew (renewDefaultCertificate).
+	renewTriedAt time.Time
 	// pool is the committed pool of spare backends (pool.go); lastSync is
 	// when the last change arrived, lastRefill when the pool was last
 	// topped up on its own.
@@ -542,6 +549,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.restarts++
 			}
 		case <-drain.C:
+			if d.renewDefaultCertificate() {
+				if err := d.sync(ctx, true); err != nil {
+					return err
+				}
+			}
 			if !d.writeRetryAt.IsZero() && time.Now().After(d.writeRetryAt) {
 				d.writeRetryAt = time.Time{}
 				d.writeFailures++ // reset when the directory's state is accepted
@@ -551,7 +563,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 			d.heal(ctx)
 			d.housekeep(ctx)
-			d.checkCertificates(time.Now())
+			d.checkCertificates(d.now())
 			if err := d.retryUnbound(ctx); err != nil {
 				return err
 			}

@@ -707,7 +707,7 @@ func (d *Daemon) refillPool(ctx context.Context) error {
 func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 	s := res.Desired.Router
 	d.materialStamp = materialStamp(s)
-	m, err := certgen.ResolveOver(s, d.opts.StateDir, time.Now, d.material)
+	m, err := certgen.ResolveOver(s, d.opts.StateDir, d.now, d.material)
 	if d.material != nil && len(d.refusedMaterial) > 0 {
 		err = errors.Join(err, d.withoutRefusedFiles(&m))
 	}

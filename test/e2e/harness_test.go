@@ -54,6 +54,9 @@ type router struct {
 	breaksHAProxy bool
 	// trigger asks the daemon for a resync, as SIGHUP does.
 	trigger chan struct{}
+	// now is the daemon's clock for certificates (Options.Now); nil: the
+	// real one.
+	now func() time.Time
 }
 
 // newRouter prepares a config dir and ports; publish a first generation
@@ -110,7 +113,7 @@ func (r *router) launch(mode, dir string, readyWithin time.Duration) {
 		Resync: 2 * time.Second, Debounce: 100 * time.Millisecond,
 		DeletionQuiet: r.deletionQuiet, HAProxy: r.haproxy,
 		RuntimeTimeout: r.runtimeTimeout, Logger: logger, Status: r.store,
-		Trigger: r.trigger,
+		Trigger: r.trigger, Now: r.now,
 		OnApply: func(a daemon.Applied) {
 			r.mu.Lock()
 			r.applied = append(r.applied, a)
