@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"math/big"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -55,5 +57,26 @@ func TestCertificateExpiry(t *testing.T) {
 	// Time passes: the valid one expires too.
 	if got := c.newlyExpired(d2, future.Add(time.Second)); len(got) != 1 || !got[model.RouteKey{Namespace: "ns", Name: "fresh"}].Equal(future) {
 		t.Errorf("after %v: newly expired = %v, want ns/fresh", future, got)
+	}
+}
+
+// A file the RouterConfig names is read again when its mode or owner
+// changes: a rotated certificate installed unreadable (0600 root, for a
+// router that runs as another user) and then made readable kept the
+// material's stamp, and the resync never read it again (T48).
+func TestMaterialStampMovesWithTheFilesMode(t *testing.T) {
+	cert := filepath.Join(t.TempDir(), "cert.pem")
+	if err := os.WriteFile(cert, []byte("pem"), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	s := model.Settings{DefaultCertificateFile: cert}
+	before := materialStamp(s)
+	// A change time a tick apart, on file systems that count coarsely.
+	time.Sleep(20 * time.Millisecond)
+	if err := os.Chmod(cert, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if after := materialStamp(s); after == before {
+		t.Errorf("the stamp %q did not move with a chmod", after)
 	}
 }

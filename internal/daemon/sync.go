@@ -51,7 +51,10 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		}
 		return nil
 	}
-	if snap.Hash == d.lastHash && !force && d.desired.Desired != nil && materialStamp(d.desired.Desired.Router) == d.materialStamp {
+	// Material that could not be read is read again at every resync,
+	// whatever its stamp: a directory above the file made readable
+	// leaves the file's own stamp as it was (T48).
+	if snap.Hash == d.lastHash && !force && d.desired.Desired != nil && d.materialErr == nil && materialStamp(d.desired.Desired.Router) == d.materialStamp {
 		if readFailed && d.inputClean && len(snap.Errors) == 0 {
 			// The directory reads again as it did when it was clean
 			// (a ..data link pointed away and back): the read error
@@ -815,9 +818,12 @@ func fieldPos(res model.Result, field string) string {
 }
 
 // materialStamp identifies the files s names (certificates, CAs, stats
-// credentials, error pages) by path, inode, size and modification time.
-// They live outside the config dir, so no event announces a rotation: the
-// periodic resync compares stamps, and reads them again when one moved.
+// credentials, error pages) by path, inode, size, modification and change
+// time. They live outside the config dir, so no event announces a
+// rotation: the periodic resync compares stamps, and reads them again
+// when one moved. The change time moves with a chmod or chown too: a
+// rotated certificate installed unreadable and then made readable was
+// otherwise never read again (T48).
 func materialStamp(s model.Settings) string {
 	paths := []string{s.DefaultCertificateFile, s.DefaultDestinationCAFile, s.StatsCredentialsFile}
 	if s.ClientTLS != nil {
@@ -837,10 +843,11 @@ func materialStamp(s model.Settings) string {
 		b.WriteString(p)
 		if fi, err := os.Stat(p); err == nil {
 			var ino uint64
+			var ctime syscall.Timespec
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				ino = st.Ino
+				ino, ctime = st.Ino, st.Ctim
 			}
-			fmt.Fprintf(&b, " %d %d %d", ino, fi.Size(), fi.ModTime().UnixNano())
+			fmt.Fprintf(&b, " %d %d %d %d.%d", ino, fi.Size(), fi.ModTime().UnixNano(), ctime.Sec, ctime.Nsec)
 		}
 		b.WriteByte('\n')
 	}

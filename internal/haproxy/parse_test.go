@@ -230,18 +230,20 @@ func TestCleanLine(t *testing.T) {
 // show stat rows are folded into backends, servers counted by state; the
 // BACKEND row comes after its servers.
 func TestParseBackendStats(t *testing.T) {
-	out := "# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,type,status,req_tot,hrsp_1xx,hrsp_2xx,hrsp_3xx,hrsp_4xx,hrsp_5xx,hrsp_other\n" +
-		"be_pool:http:3,ep_10.0.0.1_80,0,0,1,1,,5,100,200,2,UP,,0,0,0,0,0,0\n" +
-		"be_pool:http:3,ep_10.0.0.2_80,0,0,0,0,,0,0,0,2,MAINT,,0,0,0,0,0,0\n" +
-		"be_pool:http:3,ep_10.0.0.3_80,0,0,0,0,,0,0,0,2,DOWN 1/2,,0,0,0,0,0,0\n" +
-		"be_pool:http:3,ep_10.0.0.4_80,0,0,0,0,,0,0,0,2,no check,,0,0,0,0,0,0\n" +
-		"be_pool:http:3,BACKEND,2,0,1,1,,5,100,200,1,UP,7,0,6,0,1,0,0\n"
+	out := "# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,type,status,req_tot,hrsp_1xx,hrsp_2xx,hrsp_3xx,hrsp_4xx,hrsp_5xx,hrsp_other,weight\n" +
+		"be_pool:http:3,ep_10.0.0.1_80,0,0,1,1,,5,100,200,2,UP,,0,0,0,0,0,0,256\n" +
+		"be_pool:http:3,ep_10.0.0.2_80,0,0,0,0,,0,0,0,2,MAINT,,0,0,0,0,0,0,256\n" +
+		"be_pool:http:3,ep_10.0.0.3_80,0,0,0,0,,0,0,0,2,DOWN 1/2,,0,0,0,0,0,0,256\n" +
+		"be_pool:http:3,ep_10.0.0.4_80,0,0,0,0,,0,0,0,2,no check,,0,0,0,0,0,0,256\n" +
+		// A service of weight 0: unchecked, and taking no request.
+		"be_pool:http:3,ep_10.0.0.5_80,0,0,0,0,,0,0,0,2,no check,,0,0,0,0,0,0,0\n" +
+		"be_pool:http:3,BACKEND,2,0,1,1,,5,100,200,1,UP,7,0,6,0,1,0,0,256\n"
 	stats, err := parseBackendStats(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := BackendStat{Name: "be_pool:http:3", Sessions: 5, Requests: 7, BytesIn: 100, BytesOut: 200,
-		Responses: [6]uint64{0, 6, 0, 1, 0, 0}, CurSessions: 1, Queued: 2, Up: 1, Down: 1, Maintenance: 1, Unchecked: 1}
+		Responses: [6]uint64{0, 6, 0, 1, 0, 0}, CurSessions: 1, Queued: 2, Up: 1, Down: 1, Maintenance: 2, Unchecked: 1}
 	if len(stats) != 1 || stats[0] != want {
 		t.Fatalf("got %+v\nwant %+v", stats, want)
 	}

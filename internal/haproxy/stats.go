@@ -90,8 +90,12 @@ func parseBackendStats(out string) ([]BackendStat, error) {
 				byName[px] = i
 				stats = append(stats, BackendStat{Name: px})
 			}
+			// A server of weight 0 takes no request: HAProxy says DRAIN
+			// of a checked one, but "no check" of an unchecked one (a
+			// service of weight 0), which read as one that may answer.
+			_, weighed := col["weight"]
 			switch st := f[col["status"]]; {
-			case strings.HasPrefix(st, "MAINT"), strings.HasPrefix(st, "DRAIN"):
+			case strings.HasPrefix(st, "MAINT"), strings.HasPrefix(st, "DRAIN"), weighed && num(f, "weight") == 0:
 				stats[i].Maintenance++
 			case st == "no check":
 				stats[i].Unchecked++

@@ -38,7 +38,7 @@ var (
 	routeBytesOut    = routeDesc("route_bytes_out_total", "Bytes sent to clients for the route.")
 	routeCurSessions = routeDesc("route_current_sessions", "Connections the route's backend carries now.")
 	routeQueued      = routeDesc("route_queued_requests", "Requests waiting for a free server of the route.")
-	routeServers     = prometheus.NewDesc(namespace+"_route_servers", "Servers of the route, by state (up, down, maint, and unchecked: not health-checked, as a route's only endpoint is, so not known to be up).", append(routeLabels, "state"), nil)
+	routeServers     = prometheus.NewDesc(namespace+"_route_servers", "Servers of the route, by state (up, down, maint: set so, draining or of weight 0, and unchecked: not health-checked, as a route's only endpoint is, so not known to be up).", append(routeLabels, "state"), nil)
 	routeScrapeError = prometheus.NewDesc(namespace+"_route_stats_up", "1 if HAProxy's per-route stats could be read at this scrape, 0 if not.", nil, nil)
 )
 

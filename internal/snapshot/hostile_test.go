@@ -84,13 +84,12 @@ func TestReadRefusesSpecialFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := realpath(t, dir)
 	want := "a.yaml=a\nsub/b.yaml=b\n" +
 		"!pipe.yaml: not a regular file: named pipe (FIFO)\n" +
 		"!sock.yaml: not a regular file: socket\n" +
-		"!to-fifo.yaml: symlink to " + filepath.Join(root, "sub", "fifo") + ": not a regular file: named pipe (FIFO)\n" +
+		"!to-fifo.yaml: symlink to sub/fifo: not a regular file: named pipe (FIFO)\n" +
 		"!to-null.yaml: symlink leads outside the config dir: /dev/null\n" +
-		"!to-sock.json: symlink to " + filepath.Join(root, "sub", "sock") + ": not a regular file: socket\n"
+		"!to-sock.json: symlink to sub/sock: not a regular file: socket\n"
 	if got := contents(t, s); got != want {
 		t.Errorf("snapshot:\n%s\nwant:\n%s", got, want)
 	}
@@ -110,7 +109,7 @@ func TestReadRefusesDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "a.yaml=a\n!null.yaml: not a regular file: character device\n" +
-		"!to-null.yaml: symlink to " + filepath.Join(realpath(t, dir), "null.yaml") + ": not a regular file: character device\n"
+		"!to-null.yaml: symlink to null.yaml: not a regular file: character device\n"
 	if got := contents(t, s); got != want {
 		t.Errorf("snapshot:\n%s\nwant:\n%s", got, want)
 	}
@@ -141,7 +140,7 @@ func TestReadFileSwappedForFIFO(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "a.yaml=a\n" +
-		"!link.yaml: open: open " + filepath.Join(root, "link.yaml") + ": too many levels of symbolic links\n" +
+		"!link.yaml: open: open link.yaml: too many levels of symbolic links\n" +
 		"!pipe.yaml: not a regular file: named pipe (FIFO)\n"
 	if got := contents(t, s); got != want {
 		t.Errorf("snapshot:\n%s\nwant:\n%s", got, want)
@@ -380,5 +379,53 @@ func TestReadAtomicThroughLinkedDir(t *testing.T) {
 	}
 	if got, want := contents(t, s), "a.yaml=a\n"; s.Mode != ModeAtomic || got != want {
 		t.Errorf("mode %s, snapshot:\n%s\nwant atomic:\n%s", s.Mode, got, want)
+	}
+}
+
+// A file that cannot be read reads alike in every generation: its error
+// names it below the root, not under the generation's own directory.
+// With the directory's name in it, each kubelet or git-sync publish made
+// a new snapshot hash, and the daemon counted the same standing error
+// resolved and new again at every publish (T48).
+func TestFileErrorsReadAlikeInEveryGeneration(t *testing.T) {
+	dir := t.TempDir()
+	generation := func(name string) {
+		gen := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Join(gen, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(gen, "a.yaml"), []byte("a"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mkfifo(t, filepath.Join(gen, "sub", "fifo"))
+		symlink(t, "sub/fifo", filepath.Join(gen, "p.yaml"))
+		mkfifo(t, filepath.Join(gen, "pipe"))
+		symlink(t, "pipe", filepath.Join(gen, "q.yaml"))
+		symlink(t, name, filepath.Join(dir, "..data_tmp"))
+		if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var r Reader
+	generation("..2026_11_29_12_00_00.000000001")
+	first, err := readPromptly(t, &r, dir, ModeAtomic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	generation("..2026_11_29_12_00_01.000000002")
+	if err := os.RemoveAll(filepath.Join(dir, "..2026_11_29_12_00_00.000000001")); err != nil {
+		t.Fatal(err)
+	}
+	second, err := readPromptly(t, &r, dir, ModeAtomic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := contents(t, second), "a.yaml=a\n"+
+		"!p.yaml: symlink to sub/fifo: not a regular file: named pipe (FIFO)\n"+
+		"!q.yaml: symlink to pipe: not a regular file: named pipe (FIFO)\n"; got != want {
+		t.Errorf("second generation:\n%s\nwant:\n%s", got, want)
+	}
+	if first.Hash != second.Hash || contents(t, first) != contents(t, second) {
+		t.Errorf("the same content read differently in two generations:\n%s\n%s", contents(t, first), contents(t, second))
 	}
 }

@@ -379,8 +379,24 @@ func vanished(err error) bool {
 }
 
 func (w *walker) fileError(rel string, err error) {
-	w.snap.Errors = append(w.snap.Errors, FileError{Path: rel, Err: err})
+	w.snap.Errors = append(w.snap.Errors, FileError{Path: rel, Err: rootless{err: err, root: w.root}})
 }
+
+// rootless words err with the paths below the root relative to it. The
+// root of a kubelet or git-sync generation is a directory named for it:
+// with its name in the text, the same unreadable file read as a new error
+// in every generation (T48), a new snapshot hash each time, and status
+// counted it resolved and standing again at every publish, pushing the
+// rest out of its history.
+type rootless struct {
+	err  error
+	root string
+}
+
+func (e rootless) Error() string {
+	return strings.ReplaceAll(e.err.Error(), e.root+string(filepath.Separator), "")
+}
+func (e rootless) Unwrap() error { return e.err }
 
 // path turns a slash-separated path relative to the root into a physical one.
 func (w *walker) path(rel string) string {
@@ -760,7 +776,7 @@ func (w *walker) stillAt(inside string, read os.FileInfo) error {
 		return err
 	}
 	if !os.SameFile(fi, w.rootInfo) {
-		return fmt.Errorf("%w: the directory %s was replaced", errReplaced, w.root)
+		return fmt.Errorf("%w: the directory read was replaced", errReplaced)
 	}
 	elems := strings.Split(inside, "/")
 	for i, elem := range elems {

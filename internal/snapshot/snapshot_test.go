@@ -347,7 +347,7 @@ func TestReadPermissionDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := read(t, &Reader{}, dir, ModePlain)
-	if got, want := contents(t, s), "a.yaml=a\n!locked.yaml: open: open "+filepath.Join(realpath(t, dir), "locked.yaml")+": permission denied\n"; got != want {
+	if got, want := contents(t, s), "a.yaml=a\n!locked.yaml: open: open locked.yaml: permission denied\n"; got != want {
 		t.Errorf("snapshot:\n%s\nwant:\n%s", got, want)
 	}
 	if err := os.Chmod(dir, 0); err != nil {

@@ -200,7 +200,6 @@ func formatReload(r *Reload) string {
 	return out
 }
 
-// formatRouteCounts summarises routes by state, in a fixed order.
 // formatServers is a route's SERVERS column: its servers by state, "none"
 // for a route without any (it answers 503), "-" when not read.
 func formatServers(s *Servers) string {
@@ -255,6 +254,7 @@ func formatServerSummary(s Status) string {
 	return fmt.Sprintf("%d of %d routes have no server up and answer 503: %s", len(silent), read, named)
 }
 
+// formatRouteCounts summarises routes by state, in a fixed order.
 func formatRouteCounts(routes []Route) string {
 	counts := make(map[string]int)
 	for _, r := range routes {

@@ -90,8 +90,8 @@ type Route struct {
 }
 
 // Servers counts a route's servers by the state HAProxy gives them: up,
-// down (failing its health check), in maintenance (draining, or set so)
-// and unchecked (not health-checked, as a route's only endpoint is, so
+// down (failing its health check), in maintenance (set so, draining, or
+// of weight 0: taking no request) and unchecked (not health-checked, as a route's only endpoint is, so
 // neither known up nor down). A route none of whose servers is up or
 // unchecked answers 503.
 type Servers struct {

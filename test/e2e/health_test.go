@@ -171,3 +171,24 @@ func (r *router) statusServers(key string, want status.Servers, text string) {
 		return fmt.Errorf("no route %s in status", key)
 	})
 }
+
+// A route whose only service has weight 0 answers 503, and `haroute
+// status` names it so: its server, not health-checked, read as one that
+// might answer (T47).
+func TestStatusNamesARouteOfWeightZero(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	w := publish.NewAtomicWriter(r.dir)
+	must(t, w.Publish(files(
+		"router.yaml", r.routerConfig(""),
+		"routes.yaml", routeYAML("one", "one.e2e.test", "", "one")+"---\n"+
+			strings.Replace(routeYAML("zero", "zero.e2e.test", "", "one"), "    name: one\n", "    name: one\n    weight: 0\n", 1),
+		"endpoints.yaml", endpointsYAML("one", one),
+	)))
+	r.start("atomic")
+	r.serves("one.e2e.test", "/", "one")
+	if body, err := r.get("zero.e2e.test", "/"); err == nil {
+		t.Fatalf("the route of weight 0 answered %q", body)
+	}
+	r.statusServers("e2e/zero", status.Servers{Maint: 1}, "1 of 2 routes have no server up and answer 503: e2e/zero")
+}
