@@ -126,9 +126,9 @@ func (d *differ) mapFiles(olds, news []render.Map) {
 // keyed by backend is edited in two steps around the routing maps: its
 // new and changed entries first, its deleted ones last. A route bound to
 // a spare thus has its timeouts before the routing entry that leads to
-// it, and keeps them until that entry is gone. A map sent whole goes
-// where most of its difference needs it: first when it grows, last when
-// it shrinks.
+// it, and keeps them until that entry is gone. A map sent whole (HSTS
+// values hold ';', which no single-entry command takes) is sent the same
+// way: first with both versions' keys, then as it is to be (T47).
 func (d *differ) mapOps(path string, old, m *render.Map) {
 	edit, ok := safeEdit(path, old, m, render.ExactMap(m.Name))
 	switch {
@@ -136,10 +136,14 @@ func (d *differ) mapOps(path string, old, m *render.Map) {
 		d.maps = append(d.maps, edit)
 	case !render.BackendMap(m.Name):
 		d.maps = append(d.maps, MapReplace{Path: path, Entries: m.Entries})
-	case !ok && len(m.Entries) >= len(old.Entries):
-		d.settingsAdds = append(d.settingsAdds, MapReplace{Path: path, Entries: m.Entries})
 	case !ok:
-		d.settingsDels = append(d.settingsDels, MapReplace{Path: path, Entries: m.Entries})
+		both := withOldKeys(m.Entries, old.Entries)
+		if !slices.Equal(both, old.Entries) {
+			d.settingsAdds = append(d.settingsAdds, MapReplace{Path: path, Entries: both})
+		}
+		if len(both) > len(m.Entries) {
+			d.settingsDels = append(d.settingsDels, MapReplace{Path: path, Entries: m.Entries})
+		}
 	default:
 		if len(edit.Set)+len(edit.Add) > 0 {
 			d.settingsAdds = append(d.settingsAdds, MapEdit{Path: path, Set: edit.Set, Add: edit.Add})
@@ -148,6 +152,23 @@ func (d *differ) mapOps(path string, old, m *render.Map) {
 			d.settingsDels = append(d.settingsDels, MapEdit{Path: path, Del: edit.Del})
 		}
 	}
+}
+
+// withOldKeys returns the entries of now followed by those of old whose
+// keys now lacks: a map keyed by backend (matched exactly, each key once)
+// that serves what both versions route to.
+func withOldKeys(now, old []render.MapEntry) []render.MapEntry {
+	keys := make(map[string]bool, len(now))
+	for _, e := range now {
+		keys[e.Key] = true
+	}
+	out := slices.Clone(now)
+	for _, e := range old {
+		if !keys[e.Key] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // entryDiff counts the entries only one side has, and reports whether all

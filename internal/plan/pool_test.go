@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -311,4 +312,108 @@ func TestUnboundNonePathRouteLeavesTheHTTPMap(t *testing.T) {
 			t.Errorf("the HTTP map keeps %s:\n%s", key, cmds)
 		}
 	}
+}
+
+// A map keyed by backend that is sent whole keeps the settings of every
+// route still routed while the routing maps change: first both
+// versions' entries, then the map as it is to be. HSTS values hold ';',
+// so hsts.map is always sent whole: one edge route unbound and another
+// bound in one batch served the first without its header for a moment
+// (T47); so did 40 routes unbound and 30 bound, for their timeouts.
+func TestSettingsMapsSentWholeKeepEveryRoutedRoutesEntries(t *testing.T) {
+	bound := func(d *model.Desired, name string, slot model.BackendName, port int, set func(*model.BackendSettings)) {
+		r := httpRoute(name, name+".example.com", svc(name, 100, srv("127.0.0.1", port, 256)))
+		r.Termination, r.InsecurePolicy = model.TerminationEdge, model.InsecurePolicyNone
+		r.Slot = slot
+		r.Backend = model.SpareRoute(model.TerminationEdge, false, slot, &d.Router).Backend
+		set(&r.Backend)
+		d.Routes = append(d.Routes, &r)
+	}
+	state := func(d *model.Desired, slots []model.BackendName) State {
+		slices.SortFunc(d.Routes, func(a, b *model.AdmittedRoute) int { return a.Key.Compare(b.Key) })
+		in := testInput(d)
+		for _, s := range slots {
+			in.Spares = append(in.Spares, model.SpareRoute(model.TerminationEdge, false, s, &d.Router))
+		}
+		return stateOf(t, in)
+	}
+	// index is the first command that holds all of parts.
+	index := func(cmds []string, parts ...string) int {
+		return slices.IndexFunc(cmds, func(c string) bool { return containsAll(c, parts...) })
+	}
+	// lastIndex is the last such command.
+	lastIndex := func(cmds []string, parts ...string) int {
+		for i := len(cmds) - 1; i >= 0; i-- {
+			if containsAll(cmds[i], parts...) {
+				return i
+			}
+		}
+		return -1
+	}
+
+	t.Run("hsts, one unbound and one bound", func(t *testing.T) {
+		slots := []model.BackendName{"be_pool:edge:1", "be_pool:edge:2"}
+		hsts := func(v string) func(*model.BackendSettings) {
+			return func(b *model.BackendSettings) { b.HSTSHeader = v }
+		}
+		from, to := baseDesired(), baseDesired()
+		bound(from, "oldr", slots[0], 18099, hsts("max-age=1;includeSubDomains"))
+		bound(to, "newr", slots[1], 18098, hsts("max-age=2;includeSubDomains"))
+		p := Compute(state(from, slots), state(to, slots))
+		if p.Reload {
+			t.Fatalf("reloads: %v", reasonStrings(p))
+		}
+		cmds := commands(p)
+		routedNew, unroutedOld := index(cmds, "add map", "newr.example.com"), index(cmds, "del map", "oldr.example.com")
+		newHSTS := index(cmds, "be_pool:edge:2 max-age=2;includeSubDomains")
+		oldGone := lastIndex(cmds, "commit map", "maps/hsts.map")
+		if routedNew < 0 || unroutedOld < 0 || newHSTS < 0 || oldGone < 0 {
+			t.Fatalf("commands lack the routing or HSTS changes:\n%s", strings.Join(cmds, "\n"))
+		}
+		if newHSTS > routedNew || oldGone < unroutedOld {
+			t.Errorf("newr's HSTS at %d, newr routed at %d; oldr unrouted at %d, its HSTS gone at %d:\n%s",
+				newHSTS, routedNew, unroutedOld, oldGone, strings.Join(cmds, "\n"))
+		}
+	})
+
+	t.Run("timeouts, 40 unbound and 30 bound", func(t *testing.T) {
+		var slots []model.BackendName
+		for i := range 70 {
+			slots = append(slots, model.BackendName(fmt.Sprintf("be_pool:edge:%d", i+1)))
+		}
+		build := func(from, to int) State {
+			d := baseDesired()
+			for i := from; i < to; i++ {
+				bound(d, fmt.Sprintf("r%02d", i), slots[i], 18100+i, func(b *model.BackendSettings) { b.Timeout = 90 * time.Second })
+			}
+			return state(d, slots)
+		}
+		p := Compute(build(0, 40), build(40, 70))
+		if p.Reload {
+			t.Fatalf("reloads: %v", reasonStrings(p))
+		}
+		cmds := commands(p)
+		// Each map goes whole: what counts is when each version is
+		// committed.
+		timeoutsIn := index(cmds, "commit map", "maps/timeout_server.map")
+		timeoutsOut := lastIndex(cmds, "commit map", "maps/timeout_server.map")
+		routed := index(cmds, "commit map", "maps/https")
+		unrouted := lastIndex(cmds, "commit map", "maps/https")
+		if timeoutsIn < 0 || routed < 0 || !strings.Contains(strings.Join(cmds, "\n"), "be_pool:edge:46 90000") {
+			t.Fatalf("commands lack the routing or timeout changes:\n%s", strings.Join(cmds, "\n"))
+		}
+		if timeoutsIn > routed || timeoutsOut < unrouted {
+			t.Errorf("the new timeouts at %d, the routing maps committed at %d to %d, the old timeouts gone at %d",
+				timeoutsIn, routed, unrouted, timeoutsOut)
+		}
+	})
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

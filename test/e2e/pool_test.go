@@ -316,10 +316,29 @@ func TestOwnCertificateRoutesWithoutReload(t *testing.T) {
 		t.Fatalf("deleting and re-adding a route with its own certificate took %d reloads, want 0", got)
 	}
 
+	// One route with HSTS deleted and another added in one publish: the
+	// HSTS map (its values hold ';') goes whole, first with both entries,
+	// then as it is to be.
+	delete(gen, "own2.yaml")
+	gen["own3.yaml"] = []byte(annotated(ownRoute("own3", "own3.e2e.test", 3006), "haproxy.router.openshift.io/hsts_header", "max-age=600;preload"))
+	must(t, w.Publish(gen))
+	servesOwn("own3.e2e.test", 3006)
+	if got := hsts("own3.e2e.test"); got != "max-age=600;preload" {
+		t.Fatalf("own3 sends Strict-Transport-Security %q, want its annotation's", got)
+	}
+	if got := r.reloads() - before; got != 0 {
+		t.Fatalf("swapping one HSTS route for another took %d reloads, want 0", got)
+	}
+	hstsMap, err := os.ReadFile(filepath.Join(live, "maps", "hsts.map"))
+	must(t, err)
+	if strings.Count(string(hstsMap), "\n") != 1 || !strings.Contains(string(hstsMap), " max-age=600;preload\n") {
+		t.Fatalf("hsts.map on disk:\n%s", hstsMap)
+	}
+
 	r.stop()
 	r.start("atomic")
 	servesOwn("own.e2e.test", 3005)
-	servesOwn("own2.e2e.test", 3004)
+	servesOwn("own3.e2e.test", 3006)
 }
 
 // hangingBackend accepts connections and never answers: only the
