@@ -225,7 +225,8 @@ func formatServers(s *Servers) string {
 const maxNamed = 5
 
 // formatServerSummary names the served routes no server can answer: the
-// ones that answer 503 now, whatever their files say.
+// ones that answer 503 now (a passthrough route closes the connection),
+// whatever their files say.
 func formatServerSummary(s Status) string {
 	if s.ServersError != "" {
 		return "not read (" + s.ServersError + ")"
@@ -251,7 +252,7 @@ func formatServerSummary(s Status) string {
 	if len(silent) > maxNamed {
 		named += fmt.Sprintf(" and %d more", len(silent)-maxNamed)
 	}
-	return fmt.Sprintf("%d of %d routes have no server up and answer 503: %s", len(silent), read, named)
+	return fmt.Sprintf("%d of %d routes have no server up or unchecked (503; a passthrough route closes the connection): %s", len(silent), read, named)
 }
 
 // formatRouteCounts summarises routes by state, in a fixed order.

@@ -344,7 +344,7 @@ input problems:  2 errors, 2 warnings, 0 notes
 deletion guard:  holding a generation since 2026-01-02T15:03:55Z that drops 3 of 4 routes (the same routes must stay dropped for the quiet period before they are)
 held files:      endpoints/new.yaml (changed without a final newline: the served version stays until each reads the same for the quiet period)
 routes:          4 (1 admitted, 1 admitted-with-warnings, 1 stale, 1 rejected)
-servers:         1 of 3 routes have no server up and answer 503: default/shop
+servers:         1 of 3 routes have no server up or unchecked (503; a passthrough route closes the connection): default/shop
 
 ROUTE         HOST              PATH  STATE                   SERVERS                SOURCE
 default/shop  shop.example.com  /     admitted                none                   -
