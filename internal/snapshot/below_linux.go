@@ -94,9 +94,11 @@ func (b *below) read(rel string, buf func(size int64) ([]byte, bool), limit int6
 			return nil, false
 		}
 		data = data[:len(data)+n]
-		// A regular file reads short only at its end: no second call
-		// to see the end of file.
-		if n < len(room) {
+		// A regular file reads short at its end: once the size it had
+		// is read, no second call to see the end of file. Short before
+		// it (some FUSE file systems answer so), read on until the
+		// read that returns nothing (T48).
+		if n == 0 || n < len(room) && int64(len(data)) >= st.Size {
 			break
 		}
 	}
