@@ -599,9 +599,16 @@ func TestLastGoodRejectedAsWellReportsTheCurrentVersion(t *testing.T) {
 	if st := statusOf(t, warm.Load([]SourceFile{rc("  domain: apps.test\n"), route("  path: /old\n")}).Desired, "r"); st.State != RouteAdmitted || st.Host != "r-ns.apps.test" {
 		t.Fatalf("first generation: %+v, want admitted on the domain", st)
 	}
-	next := []SourceFile{rc(""), route("  wildcardPolicy: Subdomain\n")}
-	got, want := warm.Load(next), NewLoader().Load(next)
-	gotSt, wantSt := statusOf(t, got.Desired, "r"), statusOf(t, want.Desired, "r")
+	rejectedAsWhenFresh(t, warm, []SourceFile{rc(""), route("  wildcardPolicy: Subdomain\n")}, "r")
+}
+
+// rejectedAsWhenFresh loads files with the warm loader and checks that
+// the route name is rejected, serves nothing, and reads as a fresh load
+// of the same files reads: its status and every diagnostic.
+func rejectedAsWhenFresh(t *testing.T, warm *Loader, files []SourceFile, name string) {
+	t.Helper()
+	got, want := warm.Load(files), NewLoader().Load(files)
+	gotSt, wantSt := statusOf(t, got.Desired, name), statusOf(t, want.Desired, name)
 	if gotSt.State != RouteRejected || !reflect.DeepEqual(gotSt, wantSt) {
 		t.Errorf("status %+v, want a fresh load's %+v", gotSt, wantSt)
 	}
@@ -628,16 +635,5 @@ func TestLastGoodNoLongerSelectedReportsTheCurrentVersion(t *testing.T) {
 	if st := statusOf(t, warm.Load([]SourceFile{rc("  {}\n"), route("b", "r.example.test")}).Desired, "r"); st.State != RouteAdmitted {
 		t.Fatalf("first generation: %+v, want admitted", st)
 	}
-	next := []SourceFile{rc("  routeSelector:\n    matchLabels:\n      shard: a\n"), route("a", "r.example.test:80")}
-	got, want := warm.Load(next), NewLoader().Load(next)
-	gotSt, wantSt := statusOf(t, got.Desired, "r"), statusOf(t, want.Desired, "r")
-	if gotSt.State != RouteRejected || !reflect.DeepEqual(gotSt, wantSt) {
-		t.Errorf("status %+v, want a fresh load's %+v", gotSt, wantSt)
-	}
-	if !reflect.DeepEqual(lines(got.Diagnostics), lines(want.Diagnostics)) {
-		t.Errorf("diagnostics:\n%s\nwant a fresh load's:\n%s", strings.Join(lines(got.Diagnostics), "\n"), strings.Join(lines(want.Diagnostics), "\n"))
-	}
-	if len(got.Desired.Routes) != 0 {
-		t.Errorf("%d routes served, want none", len(got.Desired.Routes))
-	}
+	rejectedAsWhenFresh(t, warm, []SourceFile{rc("  routeSelector:\n    matchLabels:\n      shard: a\n"), route("a", "r.example.test:80")}, "r")
 }
