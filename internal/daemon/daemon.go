@@ -163,6 +163,9 @@ type Daemon struct {
 	// materialErr is why the material named by the settings could not be
 	// used, while the last good material serves.
 	materialErr error
+	// materialLogged is the material error last logged: while it stands,
+	// each resync reads the files again without logging it again.
+	materialLogged string
 	// refusedMaterial is file content HAProxy refused (refusedFile), by
 	// RouterConfig field: while a file still holds it, its last good
 	// content serves.

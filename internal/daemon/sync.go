@@ -716,6 +716,7 @@ func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 	}
 	d.materialErr = err
 	if err == nil {
+		d.materialLogged = ""
 		return m, nil
 	}
 	pos := materialPos(res) // reads the files again: only on this path
@@ -728,7 +729,14 @@ func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 	if d.material == nil {
 		return m, err
 	}
-	d.recordError(fmt.Errorf("%w; the last good certificate material keeps serving", err))
+	if msg := fmt.Sprintf("%v; the last good certificate material keeps serving", err); msg != d.materialLogged {
+		d.recordError(errors.New(msg))
+		d.materialLogged = msg
+	} else {
+		// Read again at each resync while it fails (sync): the error
+		// stands, logged once.
+		d.status.RecordError(time.Now(), msg)
+	}
 	c := d.inputCounts
 	d.metrics.SetInputProblems(c.errors+1, c.warnings, c.notes)
 	d.metrics.SetStale(c.stale + 1)
