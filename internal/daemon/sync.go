@@ -54,7 +54,8 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 	// Material that could not be read is read again at every resync,
 	// whatever its stamp: a directory above the file made readable
 	// leaves the file's own stamp as it was (T48).
-	if snap.Hash == d.lastHash && !force && d.desired.Desired != nil && d.materialErr == nil && materialStamp(d.desired.Desired.Router) == d.materialStamp {
+	unchanged := snap.Hash == d.lastHash && !force && d.desired.Desired != nil
+	if unchanged && d.materialErr == nil && materialStamp(d.desired.Desired.Router) == d.materialStamp {
 		if readFailed && d.inputClean && len(snap.Errors) == 0 {
 			// The directory reads again as it did when it was clean
 			// (a ..data link pointed away and back): the read error
@@ -63,30 +64,9 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		}
 		return nil
 	}
-	d.readErrors, d.readWarnings = len(snap.Errors), len(snap.Warnings)
-	d.readErrorList = d.readErrorList[:0]
-	failing := make(map[string]bool, len(snap.Errors))
-	for _, fe := range snap.Errors {
-		d.metrics.SnapshotError()
-		consequence := keptConsequence
-		if len(d.lastGoodUnder(fe.Path)) == 0 {
-			// A file new in this generation: it never had any.
-			consequence = newConsequence
-		}
-		d.recordError(fmt.Errorf("%w; %s", fe, consequence))
-		d.readErrorList = append(d.readErrorList, fe.Error())
-		failing[fe.Error()] = true
+	if !unchanged {
+		d.recordReadErrors(snap)
 	}
-	// A file read again is over, though others may still fail: its error
-	// stood until the whole directory was clean.
-	d.resolveErrors(func(msg string) bool {
-		for _, c := range []string{keptConsequence, newConsequence} {
-			if head, ok := strings.CutSuffix(msg, "; "+c); ok {
-				return !failing[head]
-			}
-		}
-		return false
-	})
 	if len(snap.Files) == 0 && d.proc == nil && d.applied.Desired == nil && d.restored == nil {
 		// A first start on a directory with nothing to read: most likely
 		// not the one meant (a git-sync root, whose link to the checkout
@@ -110,8 +90,10 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		d.lastHash = ""
 		return nil
 	}
-	for _, fe := range snap.Warnings {
-		d.log.Warn("config", "diag", fe.Error())
+	if !unchanged {
+		for _, fe := range snap.Warnings {
+			d.log.Warn("config", "diag", fe.Error())
+		}
 	}
 	snap = d.holdCutOff(snap)
 	files := d.withLastGood(snap)
@@ -201,6 +183,38 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 			d.log.Error("route refused by haproxy", "route", c.key.String(), "err", c.msg)
 		}
 	}
+}
+
+// recordReadErrors records the files snap could not read: each an error,
+// counted as a snapshot error, and those read again since, resolved. The
+// same snapshot read again (a resync while the material the RouterConfig
+// names cannot be read) records nothing again: its errors were counted
+// and logged when it was new (T49).
+func (d *Daemon) recordReadErrors(snap *snapshot.Snapshot) {
+	d.readErrors, d.readWarnings = len(snap.Errors), len(snap.Warnings)
+	d.readErrorList = d.readErrorList[:0]
+	failing := make(map[string]bool, len(snap.Errors))
+	for _, fe := range snap.Errors {
+		d.metrics.SnapshotError()
+		consequence := keptConsequence
+		if len(d.lastGoodUnder(fe.Path)) == 0 {
+			// A file new in this generation: it never had any.
+			consequence = newConsequence
+		}
+		d.recordError(fmt.Errorf("%w; %s", fe, consequence))
+		d.readErrorList = append(d.readErrorList, fe.Error())
+		failing[fe.Error()] = true
+	}
+	// A file read again is over, though others may still fail: its error
+	// stood until the whole directory was clean.
+	d.resolveErrors(func(msg string) bool {
+		for _, c := range []string{keptConsequence, newConsequence} {
+			if head, ok := strings.CutSuffix(msg, "; "+c); ok {
+				return !failing[head]
+			}
+		}
+		return false
+	})
 }
 
 // materialProblems returns, as problems of the RouterConfig, the files

@@ -92,4 +92,16 @@ func TestWriteFailsAlikeEachTime(t *testing.T) {
 	if !errors.Is(err1, fs.ErrNotExist) || !strings.Contains(err1.Error(), path) {
 		t.Errorf("error %v: want it to name %s and wrap ENOENT", err1, path)
 	}
+
+	// The rename fails (a directory in the way, as a state dir may
+	// hold one): alike too.
+	inTheWay := filepath.Join(t.TempDir(), "default.pem")
+	if err := os.MkdirAll(filepath.Join(inTheWay, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err1 = WriteFileAtomic(inTheWay, []byte("x"), 0o600)
+	err2 = WriteFileAtomic(inTheWay, []byte("x"), 0o600)
+	if err1 == nil || err2 == nil || err1.Error() != err2.Error() || strings.Contains(err1.Error(), ".tmp-") || !strings.Contains(err1.Error(), inTheWay) {
+		t.Fatalf("rename errors %v and %v: want the same, naming %s and no temporary file", err1, err2, inTheWay)
+	}
 }

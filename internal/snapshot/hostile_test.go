@@ -429,3 +429,30 @@ func TestFileErrorsReadAlikeInEveryGeneration(t *testing.T) {
 		t.Errorf("the same content read differently in two generations:\n%s\n%s", contents(t, first), contents(t, second))
 	}
 }
+
+// A path outside the root that holds the root's own path (a mirror of
+// the tree elsewhere) is named whole: only paths that begin with the
+// root are cut to it (T49: "…/mirror/…/cfg/x.yaml" read "…/mirrorx.yaml").
+func TestFileErrorsNameOutsidePathsWhole(t *testing.T) {
+	base := realpath(t, t.TempDir())
+	dir := filepath.Join(base, "cfg")
+	outside := filepath.Join(base, "mirror") + dir
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(outside, "x.yaml")
+	if err := os.WriteFile(target, []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, target, filepath.Join(dir, "x.yaml"))
+	s, err := readPromptly(t, &Reader{}, dir, ModePlain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := contents(t, s), "!x.yaml: symlink leads outside the config dir: "+target+"\n"; got != want {
+		t.Errorf("snapshot:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -393,8 +393,25 @@ type rootless struct {
 	root string
 }
 
+// Error cuts the root from the paths that begin with it, at the start of
+// the text or after a space or a quote; a path elsewhere that holds it
+// (a symlink's target outside the root) is left whole (T49).
 func (e rootless) Error() string {
-	return strings.ReplaceAll(e.err.Error(), e.root+string(filepath.Separator), "")
+	text, prefix := e.err.Error(), e.root+string(filepath.Separator)
+	var b strings.Builder
+	for from := 0; ; {
+		i := strings.Index(text[from:], prefix)
+		if i < 0 {
+			b.WriteString(text[from:])
+			return b.String()
+		}
+		i += from
+		b.WriteString(text[from:i])
+		if i > 0 && text[i-1] != ' ' && text[i-1] != '"' {
+			b.WriteString(prefix)
+		}
+		from = i + len(prefix)
+	}
 }
 func (e rootless) Unwrap() error { return e.err }
 

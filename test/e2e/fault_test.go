@@ -905,3 +905,43 @@ func smallRunDir(t *testing.T, r *router) {
 	testutil.Tmpfs(t, r.runDir, "4m")
 	testutil.Mount(t, "-o", "remount,nr_inodes=256", r.runDir)
 }
+
+// While a file the RouterConfig names cannot be used, each resync reads
+// it again (a rotation made readable must be picked up), but the
+// unchanged directory's own unreadable file is not counted again as a
+// snapshot error at every resync: `increase(haroute_snapshot_errors_total)`
+// fired for as long as the certificate stayed broken (T49).
+func TestBrokenMaterialResyncCountsNoNewSnapshotErrors(t *testing.T) {
+	r := newRouter(t)
+	one := startBackend(t, "one")
+	certFile := defaultCertificateFile(t, 7101)
+	for name, data := range edgeWithDefaultCertificate(r, certFile, one)("") {
+		must(t, os.WriteFile(filepath.Join(r.dir, name), data, 0o644))
+	}
+	must(t, syscall.Mkfifo(filepath.Join(r.dir, "pipe.yaml"), 0o644)) // a standing file error
+	r.start("plain")
+	r.eventually(10*time.Second, "the default certificate", func() error { return servedSerial(r, "edge.e2e.test", 7101) })
+	must(t, os.WriteFile(certFile, []byte("garbage\n"), 0o600))
+	r.trigger <- struct{}{}
+	r.reportsError("defaultCertificate")
+	snapshotErrors := func() string {
+		m, err := r.scrapeMetrics()
+		must(t, err)
+		for line := range strings.Lines(m) {
+			if strings.HasPrefix(line, "haroute_snapshot_errors_total ") {
+				return strings.TrimSpace(line)
+			}
+		}
+		t.Fatalf("no haroute_snapshot_errors_total in /metrics")
+		return ""
+	}
+	before := snapshotErrors()
+	time.Sleep(7 * time.Second) // three resyncs (2 s)
+	if after := snapshotErrors(); after != before {
+		t.Errorf("resyncs of the unchanged directory counted snapshot errors: %s, then %s", before, after)
+	}
+	// The rotation that mends it is still read by a resync.
+	cert, key := makeCert(t, "*.e2e.test", 7102)
+	must(t, os.WriteFile(certFile, []byte(cert+key), 0o600))
+	r.eventually(15*time.Second, "the mended certificate", func() error { return servedSerial(r, "edge.e2e.test", 7102) })
+}
