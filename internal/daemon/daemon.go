@@ -166,6 +166,9 @@ type Daemon struct {
 	// materialLogged is the material error last logged: while it stands,
 	// each resync reads the files again without logging it again.
 	materialLogged string
+	// recordedHash is the snapshot whose unreadable files were last
+	// recorded as errors (recordReadErrors).
+	recordedHash string
 	// refusedMaterial is file content HAProxy refused (refusedFile), by
 	// RouterConfig field: while a file still holds it, its last good
 	// content serves.

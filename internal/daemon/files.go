@@ -292,7 +292,7 @@ func safeName(name string) error {
 func stageFile(path string, f *render.File) (sf *stagedFile, err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: create a temporary file beside it: %w", path, fsutil.WithoutPaths(err))
 	}
 	defer func() {
 		if err != nil {
@@ -301,20 +301,20 @@ func stageFile(path string, f *render.File) (sf *stagedFile, err error) {
 		}
 	}()
 	if err = tmp.Chmod(f.Mode); err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: chmod: %w", path, fsutil.WithoutPaths(err))
 	}
 	reserved, err := reserve(tmp, int64(f.Size()))
 	if err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: reserve space: %w", path, fsutil.WithoutPaths(err))
 	}
 	if reserved {
 		return &stagedFile{tmp: tmp.Name(), open: tmp, content: f}, nil
 	}
 	if err = fill(tmp, f); err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, fsutil.WithoutPaths(err))
 	}
 	if err = tmp.Close(); err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: close: %w", path, fsutil.WithoutPaths(err))
 	}
 	return &stagedFile{tmp: tmp.Name()}, nil
 }
@@ -347,10 +347,10 @@ func commitFile(sf *stagedFile, path string) error {
 	if f == nil {
 		var err error
 		if f, err = os.Open(sf.tmp); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
+			return fmt.Errorf("write %s: reopen the staged file: %w", path, fsutil.WithoutPaths(err))
 		}
 	} else if err := fill(f, sf.content); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, fsutil.WithoutPaths(err))
 	}
 	err := f.Sync()
 	if cerr := f.Close(); err == nil {
@@ -358,10 +358,10 @@ func commitFile(sf *stagedFile, path string) error {
 	}
 	sf.open = nil
 	if err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, err)
+		return fmt.Errorf("write %s: fsync: %w", path, fsutil.WithoutPaths(err))
 	}
 	if err := os.Rename(sf.tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: rename the temporary file over it: %w", path, fsutil.WithoutPaths(err))
 	}
 	return nil
 }

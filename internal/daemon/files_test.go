@@ -320,3 +320,26 @@ func TestBundleDirReplacesWhatStandsWhereItsDirectoriesBelong(t *testing.T) {
 		}
 	}
 }
+
+// A write of the bundle that keeps failing fails alike each time: the
+// error names the file, not the temporary file beside it, whose random
+// name made each retry a new error in status' history (T51).
+func TestBundleDirWriteFailsAlikeEachTime(t *testing.T) {
+	dir := t.TempDir()
+	// A directory where haproxy.cfg belongs, with something in it: the
+	// rename over it fails.
+	if err := os.MkdirAll(filepath.Join(dir, "haproxy.cfg", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for range 2 {
+		_, err := newBundleDir(dir).write(&render.Bundle{Files: []render.File{{Name: "haproxy.cfg", Data: []byte("global\n"), Mode: 0o644}}})
+		if err == nil {
+			t.Fatal("the write over a directory succeeded")
+		}
+		msgs = append(msgs, err.Error())
+	}
+	if msgs[0] != msgs[1] || strings.Contains(msgs[0], ".tmp-") || !strings.Contains(msgs[0], filepath.Join(dir, "haproxy.cfg")) {
+		t.Errorf("errors %q and %q: want the same, naming haproxy.cfg and no temporary file", msgs[0], msgs[1])
+	}
+}

@@ -54,8 +54,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 	// Material that could not be read is read again at every resync,
 	// whatever its stamp: a directory above the file made readable
 	// leaves the file's own stamp as it was (T48).
-	unchanged := snap.Hash == d.lastHash && !force && d.desired.Desired != nil
-	if unchanged && d.materialErr == nil && materialStamp(d.desired.Desired.Router) == d.materialStamp {
+	if snap.Hash == d.lastHash && !force && d.desired.Desired != nil && d.materialErr == nil && materialStamp(d.desired.Desired.Router) == d.materialStamp {
 		if readFailed && d.inputClean && len(snap.Errors) == 0 {
 			// The directory reads again as it did when it was clean
 			// (a ..data link pointed away and back): the read error
@@ -64,8 +63,10 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		}
 		return nil
 	}
-	if !unchanged {
+	fresh := snap.Hash != d.recordedHash
+	if fresh {
 		d.recordReadErrors(snap)
+		d.recordedHash = snap.Hash
 	}
 	if len(snap.Files) == 0 && d.proc == nil && d.applied.Desired == nil && d.restored == nil {
 		// A first start on a directory with nothing to read: most likely
@@ -90,7 +91,7 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 		d.lastHash = ""
 		return nil
 	}
-	if !unchanged {
+	if fresh {
 		for _, fe := range snap.Warnings {
 			d.log.Warn("config", "diag", fe.Error())
 		}
@@ -188,8 +189,8 @@ func (d *Daemon) sync(ctx context.Context, force bool) error {
 // recordReadErrors records the files snap could not read: each an error,
 // counted as a snapshot error, and those read again since, resolved. The
 // same snapshot read again (a resync while the material the RouterConfig
-// names cannot be read) records nothing again: its errors were counted
-// and logged when it was new (T49).
+// names cannot be read, a forced one, a write retried) records nothing
+// again: its errors were counted and logged when it was new (T49, T51).
 func (d *Daemon) recordReadErrors(snap *snapshot.Snapshot) {
 	d.readErrors, d.readWarnings = len(snap.Errors), len(snap.Warnings)
 	d.readErrorList = d.readErrorList[:0]
@@ -730,7 +731,7 @@ func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 	}
 	d.materialErr = err
 	if err == nil {
-		d.materialLogged = ""
+		d.materialOver("")
 		return m, nil
 	}
 	pos := materialPos(res) // reads the files again: only on this path
@@ -744,6 +745,7 @@ func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 		return m, err
 	}
 	if msg := fmt.Sprintf("%v; the last good certificate material keeps serving", err); msg != d.materialLogged {
+		d.materialOver(msg)
 		d.recordError(errors.New(msg))
 		d.materialLogged = msg
 	} else {
@@ -760,6 +762,17 @@ func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 		st.StaleObjects = append(slices.Clone(st.StaleObjects), stale)
 	})
 	return m, nil
+}
+
+// materialOver resolves the material error last logged, when next (the
+// one standing now, "" for none) is another: fixed, moved to another
+// line of the RouterConfig, or worded otherwise. It stood until the
+// whole input was clean, beside its successor (T51).
+func (d *Daemon) materialOver(next string) {
+	if last := d.materialLogged; last != "" && last != next {
+		d.resolveErrors(func(msg string) bool { return msg == last })
+	}
+	d.materialLogged = next
 }
 
 // refusedContent is content HAProxy refused, by its hash, with why.

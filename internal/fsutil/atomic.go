@@ -68,7 +68,7 @@ var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, writeB
 func replace(path string, mode os.FileMode, fill func(*os.File) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write %s: create a temporary file beside it: %w", path, withoutPaths(err))
+		return fmt.Errorf("write %s: create a temporary file beside it: %w", path, WithoutPaths(err))
 	}
 	defer func() {
 		if err != nil {
@@ -77,28 +77,28 @@ func replace(path string, mode os.FileMode, fill func(*os.File) error) (err erro
 		}
 	}()
 	if err = tmp.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: chmod: %w", path, withoutPaths(err))
+		return fmt.Errorf("write %s: chmod: %w", path, WithoutPaths(err))
 	}
 	if err = fill(tmp); err != nil {
-		return fmt.Errorf("write %s: %w", path, withoutPaths(err))
+		return fmt.Errorf("write %s: %w", path, WithoutPaths(err))
 	}
 	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, withoutPaths(err))
+		return fmt.Errorf("write %s: fsync: %w", path, WithoutPaths(err))
 	}
 	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: close: %w", path, withoutPaths(err))
+		return fmt.Errorf("write %s: close: %w", path, WithoutPaths(err))
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: rename the temporary file over it: %w", path, withoutPaths(err))
+		return fmt.Errorf("write %s: rename the temporary file over it: %w", path, WithoutPaths(err))
 	}
 	return nil
 }
 
-// withoutPaths is err without the paths an *fs.PathError or *os.LinkError
-// adds, which name the temporary file: its random name made one fault,
-// retried, read as a new error each time (T42, T49), and the caller names
-// the file being written.
-func withoutPaths(err error) error {
+// WithoutPaths is err without the paths an *fs.PathError or *os.LinkError
+// adds, for an error on a temporary file: its random name made one fault,
+// retried, read as a new error each time (T42, T49). The caller names the
+// file being written.
+func WithoutPaths(err error) error {
 	var pe *fs.PathError
 	var le *os.LinkError
 	switch {

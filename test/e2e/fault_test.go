@@ -909,8 +909,9 @@ func smallRunDir(t *testing.T, r *router) {
 // While a file the RouterConfig names cannot be used, each resync reads
 // it again (a rotation made readable must be picked up), but the
 // unchanged directory's own unreadable file is not counted again as a
-// snapshot error at every resync: `increase(haroute_snapshot_errors_total)`
-// fired for as long as the certificate stayed broken (T49).
+// snapshot error at every resync, or forced one:
+// `increase(haroute_snapshot_errors_total)` fired for as long as the
+// certificate stayed broken (T49, T51).
 func TestBrokenMaterialResyncCountsNoNewSnapshotErrors(t *testing.T) {
 	r := newRouter(t)
 	one := startBackend(t, "one")
@@ -940,6 +941,43 @@ func TestBrokenMaterialResyncCountsNoNewSnapshotErrors(t *testing.T) {
 	if after := snapshotErrors(); after != before {
 		t.Errorf("resyncs of the unchanged directory counted snapshot errors: %s, then %s", before, after)
 	}
+	// Nor do forced ones (SIGHUP; a write retried, a deletion held and
+	// the certificate renewal force them too: T51).
+	for range 3 {
+		r.trigger <- struct{}{}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if after := snapshotErrors(); after != before {
+		t.Errorf("forced resyncs of the unchanged directory counted snapshot errors: %s, then %s", before, after)
+	}
+	if st := r.store.Get(); st.InputProblems.Errors != 2 {
+		t.Errorf("status counts %d input errors, want 2 (the FIFO and the certificate): %+v", st.InputProblems.Errors, st.InputProblems)
+	}
+	// A line added above the field moves the error: the one at the old
+	// line is over, not standing beside it (T51).
+	standing := func() []string {
+		var out []string
+		for _, e := range r.store.Get().RecentErrors {
+			if e.Resolved.IsZero() && strings.Contains(e.Message, "defaultCertificate") {
+				out = append(out, e.Message)
+			}
+		}
+		return out
+	}
+	was := standing()
+	if len(was) != 1 {
+		t.Fatalf("standing certificate errors %q, want one", was)
+	}
+	rc := filepath.Join(r.dir, "router.yaml")
+	data, err := os.ReadFile(rc)
+	must(t, err)
+	must(t, os.WriteFile(rc, append([]byte("# moved down a line\n"), data...), 0o644))
+	r.eventually(10*time.Second, "the certificate error at its new line, alone", func() error {
+		if now := standing(); len(now) != 1 || now[0] == was[0] {
+			return fmt.Errorf("standing %q (was %q)", now, was[0])
+		}
+		return nil
+	})
 	// The rotation that mends it is still read by a resync.
 	cert, key := makeCert(t, "*.e2e.test", 7102)
 	must(t, os.WriteFile(certFile, []byte(cert+key), 0o600))
