@@ -114,7 +114,7 @@ func TestCheckWarnsAboutTheDescriptorBudget(t *testing.T) {
 		{"1048576", ExitOK, ExitOK, nil},
 		{"5000", ExitOK, ExitInvalid, []string{"warning: maxConnections 50000 will be lowered to", "hard limit 5000", "2 checked servers", "raise LimitNOFILE to"}},
 		{"300", ExitInvalid, ExitInvalid, []string{"error: the file-descriptor hard limit 300 leaves room for only 0 connections", "2 checked servers",
-			"raise LimitNOFILE to at least 516 (100316 for maxConnections 50000)\n"}},
+			"raise LimitNOFILE to at least 606 (100406 for maxConnections 50000)\n"}},
 	} {
 		code, stdout, stderr := run(t, "check", "--limit-nofile", tc.limit, dir)
 		if code != tc.code {

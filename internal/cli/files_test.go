@@ -45,12 +45,8 @@ func TestCheckDoesNotHangOnFIFO(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runPromptly(t, "check", dir)
-	root, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := "pipe.yaml:1:1: error: not a regular file: named pipe (FIFO)\n" +
-		"to-fifo.yaml:1:1: error: symlink to " + filepath.Join(root, "fifo") + ": not a regular file: named pipe (FIFO)\n"
+		"to-fifo.yaml:1:1: error: symlink to fifo: not a regular file: named pipe (FIFO)\n"
 	if code != ExitInvalid || stdout != want || !strings.Contains(stderr, "invalid (1 routes admitted, 0 rejected)") {
 		t.Fatalf("check: exit %d\nstdout %q\nwant   %q\nstderr %q", code, stdout, want, stderr)
 	}

@@ -20,7 +20,7 @@ import (
 func TestFitMaxConn(t *testing.T) {
 	small := model.FDBudget{Listeners: 7, CheckedServers: 10, Threads: 2}
 	big := model.FDBudget{Listeners: 7, CheckedServers: 10000, Threads: 2}
-	// Fixed part: 10 + listeners + reserved checks + 20 + 1 + 3 per thread + 16 spare.
+	// Fixed part: 10 + listeners + reserved checks + 100 (stats socket) + 10 (master CLI) + 1 + 3 per thread + 16 spare.
 	tests := []struct {
 		name    string
 		want    int
@@ -30,8 +30,8 @@ func TestFitMaxConn(t *testing.T) {
 		lowered bool
 	}{
 		{"fits", 1000, 1 << 20, small, 1000, false},
-		{"lowered to the limit", 50000, 20000, small, (20000 - (10 + 7 + 256 + 20 + 1 + 6 + 16)) / 2, true},
-		{"10k checked servers take one each", 50000, 20000, big, (20000 - (10 + 7 + 10240 + 20 + 1 + 6 + 16)) / 2, true},
+		{"lowered to the limit", 50000, 20000, small, (20000 - (10 + 7 + 256 + 110 + 1 + 6 + 16)) / 2, true},
+		{"10k checked servers take one each", 50000, 20000, big, (20000 - (10 + 7 + 10240 + 110 + 1 + 6 + 16)) / 2, true},
 		{"unlimited", 50000, rlimInfinity, big, 50000, false},
 		{"unknown", 50000, 0, big, 50000, false},
 		{"no room at all", 50000, 100, small, 0, true},
@@ -77,8 +77,8 @@ func TestFittedRefusesUnusableLimit(t *testing.T) {
 	desired := twoEndpointRoutes(10000)
 	desired.Router.ThreadCount = 4
 	_, err := d.fitted(desired)
-	// 10 + 7 listeners + 20224 checks + 20 + 1 + 12 + 16 spare = 20290, +200 for 100 connections.
-	for _, want := range []string{"LimitNOFILE", "hard limit 20000", "20000 checked servers", "at least 20490", "reserves 20290"} {
+	// 10 + 7 listeners + 20224 checks + 100 + 10 + 1 + 12 + 16 spare = 20380, +200 for 100 connections.
+	for _, want := range []string{"LimitNOFILE", "hard limit 20000", "20000 checked servers", "at least 20580", "reserves 20380"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("err = %v, want it to name %q", err, want)
 		}
@@ -161,7 +161,7 @@ func startsUnder(t *testing.T, bin string, hard, maxconn, binds, checked, unchec
 	t.Helper()
 	dir := testutil.ShortTempDir(t)
 	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "global\n  stats socket %s/admin.sock mode 600 level admin\n  maxconn %d\n  nbthread %d\n", dir, maxconn, threads)
+	fmt.Fprintf(&cfg, "global\n  stats socket %s/admin.sock mode 600 level admin\n  stats maxconn %d\n  maxconn %d\n  nbthread %d\n", dir, model.StatsSocketMaxConn, maxconn, threads)
 	cfg.WriteString("defaults\n  mode http\n  timeout connect 1s\n  timeout client 1s\n  timeout server 1s\n")
 	cfg.WriteString("frontend f\n")
 	for i := range binds {

@@ -71,10 +71,16 @@ type FDBudget struct {
 	Threads        int
 }
 
+// StatsSocketMaxConn is the maxconn of the admin socket (`stats maxconn`
+// in haproxy.cfg): render writes it and the descriptor budget reserves
+// it. The budget reserved HAProxy's default of 10 while render wrote 100,
+// so HAProxy refused to start where the fd limit bound (T50).
+const StatsSocketMaxConn = 100
+
 // The constant parts of HAProxy 2.6's maxsock.
 const (
 	haproxyBootFDs    = 10 // global.maxsock = 10 before parsing
-	haproxyCLIMaxConn = 10 // the stats socket's and the master CLI's default maxconn
+	haproxyCLIMaxConn = 10 // the master CLI's default maxconn
 	haproxyWorkerPair = 1  // master-worker mode's socket pair
 	haproxyFDsPerConn = 2
 	haproxyThreadFDs  = 3
@@ -88,7 +94,7 @@ const (
 // Fixed is maxsock without connections.
 func (b FDBudget) Fixed() int64 {
 	return haproxyBootFDs + int64(b.Listeners) + int64(b.CheckedServers) +
-		2*haproxyCLIMaxConn + haproxyWorkerPair + haproxyThreadFDs*int64(b.Threads) + haproxyNewerSlack
+		StatsSocketMaxConn + haproxyCLIMaxConn + haproxyWorkerPair + haproxyThreadFDs*int64(b.Threads) + haproxyNewerSlack
 }
 
 // MaxConn is the largest maxconn HAProxy starts with under the hard limit;

@@ -74,7 +74,7 @@ func buildConfig(in Input, outs []*routeOut, t *cacheTable) (full [][]byte, skel
 	// stats timeout): haroute's runtime commands then fell back on
 	// reloads, and those reloads, which fetch the listening sockets
 	// through this socket, refused connections.
-	w.line("  stats maxconn 100")
+	w.line("  stats maxconn ", strconv.Itoa(model.StatsSocketMaxConn))
 	// No SO_REUSEPORT: another process on the same ports (a second
 	// router, a stray HAProxy) fails to bind instead of silently taking
 	// part of the traffic. Reloads and takeovers pass the listening
