@@ -97,10 +97,20 @@ func (c *certExpiry) newlyExpired(d *model.Desired, now time.Time) map[model.Rou
 		}
 		c.warned[k], out[k] = at, at
 	}
+	serving := make(map[model.RouteKey]bool, len(routes))
 	for _, r := range routes {
-		note(model.RouteKey{Namespace: r.Namespace, Name: r.Route}, r.NotAfter)
+		k := model.RouteKey{Namespace: r.Namespace, Name: r.Route}
+		serving[k] = true
+		note(k, r.NotAfter)
 	}
 	note(model.RouteKey{}, def)
+	// Routes gone, or serving no certificate of their own any more, are
+	// forgotten: under churn the map grew by every route ever warned of.
+	for k := range c.warned {
+		if k != (model.RouteKey{}) && !serving[k] {
+			delete(c.warned, k)
+		}
+	}
 	return out
 }
 

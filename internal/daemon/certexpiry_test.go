@@ -58,6 +58,12 @@ func TestCertificateExpiry(t *testing.T) {
 	if got := c.newlyExpired(d2, future.Add(time.Second)); len(got) != 1 || !got[model.RouteKey{Namespace: "ns", Name: "fresh"}].Equal(future) {
 		t.Errorf("after %v: newly expired = %v, want ns/fresh", future, got)
 	}
+	// Routes deleted are forgotten (T50: under churn, every route ever
+	// warned of stayed), the default certificate is not.
+	c.newlyExpired(&model.Desired{Routes: []*model.AdmittedRoute{plain}}, future.Add(time.Second))
+	if len(c.warned) != 1 {
+		t.Errorf("warned of %v after the routes went, want only the default certificate", c.warned)
+	}
 }
 
 // A file the RouterConfig names is read again when its mode or owner

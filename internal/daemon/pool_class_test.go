@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/haroute/haroute/internal/model"
@@ -75,6 +76,31 @@ func TestTopUpGrowsWithDemand(t *testing.T) {
 	st = bindAll(poolState{settings: s}.topUp(desired(10)), 1)
 	if got := st.topUp(desired(10)).freeCounts()[http]; got != 16 {
 		t.Errorf("%d free http spares for 10 routes after a burst of 16, want 16", got)
+	}
+
+	// Without another burst, the pool sized for one sheds half its
+	// excess at each top-up, back towards its target: churn does not
+	// ratchet it up for good (T50). Bound spares stay.
+	st = poolState{settings: s}.topUp(desired(1000))
+	for range 3 {
+		st = bindAll(st, len(st.spares)).topUp(desired(1000))
+	}
+	grown := st.freeCounts()[http]
+	bound := len(st.bound)
+	if grown < 150 {
+		t.Fatalf("%d free http spares after three bursts, want the pool grown well past its target of 100", grown)
+	}
+	for _, want := range []int{100 + (grown-100)/2} {
+		st = st.topUp(desired(1000))
+		if got := st.freeCounts()[http]; got != want || len(st.bound) != bound {
+			t.Errorf("after a quiet top-up: %d free (from %d), %d bound; want %d free, %d bound", got, grown, len(st.bound), want, bound)
+		}
+	}
+	for range 20 {
+		st = st.topUp(desired(1000))
+	}
+	if got := st.freeCounts()[http]; got > 101 || got < 100 {
+		t.Errorf("%d free http spares after many quiet top-ups at 1000 routes, want poolTarget's 100", got)
 	}
 }
 
@@ -277,4 +303,34 @@ func slotsOf(st poolState) []model.BackendName {
 		out = append(out, sp.Slot)
 	}
 	return out
+}
+
+// A spare that does not fit ends the search only among the pool's own
+// spares, which render alike: a deleted route's backend kept as a spare
+// renders as that route did, and a pool slot after it may still fit (T50:
+// routes reloaded for a backend of their own while a served pool slot
+// fitted them).
+func TestFreeLooksPastAKeptBackendThatDoesNotFit(t *testing.T) {
+	st := poolState{spares: []model.AdmittedRoute{
+		{Key: model.RouteKey{Namespace: "ns", Name: "deleted"}, Slot: "be_http:ns:deleted"},
+		{Slot: "be_pool:http:1"},
+		{Slot: "be_pool:http:2"},
+	}}
+	c := classOf(&st.spares[1])
+	served := map[model.BackendName]bool{"be_pool:http:1": true}
+	poolFits := func(s model.AdmittedRoute) bool { return strings.HasPrefix(string(s.Slot), model.PoolSlotPrefix) }
+	if k := st.free(c, poolFits, served); k != 2 {
+		t.Errorf("free = %d, want 2 (the pool slot that served no route yet)", k)
+	}
+	served["be_pool:http:2"] = true
+	if k := st.free(c, poolFits, served); k != 1 {
+		t.Errorf("free with every pool slot served = %d, want 1 (the first)", k)
+	}
+	// A pool slot that does not fit: none of the pool's does, and the
+	// rest of them are not asked.
+	asked := 0
+	none := func(s model.AdmittedRoute) bool { asked++; return false }
+	if k := st.free(c, none, served); k != -1 || asked != 2 {
+		t.Errorf("free with nothing fitting = %d after %d asked, want -1 after 2 (the kept backend, one pool slot)", k, asked)
+	}
 }
