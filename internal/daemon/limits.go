@@ -128,10 +128,14 @@ func fdBudgetError(hard uint64, fit int, b model.FDBudget, want int) error {
 		// do, lowering maxConnections cannot help.
 		lower = " or lower spec.tuningOptions.maxConnections"
 	}
+	ports := ""
+	if b.PortServers > 0 {
+		ports = fmt.Sprintf("; %d reencrypt servers, one each for their check port", b.PortServers)
+	}
 	return &NoRoomError{fmt.Sprintf("the file-descriptor hard limit %d leaves room for only %d connections: HAProxy reserves %d descriptors "+
-		"besides connections (%d checked servers, one each, plus %d reserved for checks added at runtime; %d listeners; %d threads) and 2 per connection: "+
+		"besides connections (%d checked servers, one each, plus %d reserved for checks added at runtime%s; %d listeners; %d threads) and 2 per connection: "+
 		"raise LimitNOFILE to at least %d (%d for maxConnections %d)%s",
-		hard, fit, r.Fixed(), b.CheckedServers, r.CheckedServers-b.CheckedServers, b.Listeners, b.Threads,
+		hard, fit, r.Fixed(), b.CheckedServers, r.CheckedServers-b.CheckedServers, ports, b.Listeners, b.Threads,
 		r.NeededLimit(minUsableConns), r.NeededLimit(want), want, lower)}
 }
 

@@ -133,22 +133,27 @@ func TestFDBudgetMatchesHAProxy(t *testing.T) {
 	exact := !version.AtLeast(3, 1)
 	const hard = 3000
 	for _, tc := range []struct {
-		binds, checked, unchecked, threads int
+		binds, checked, unchecked, ported, threads int
 	}{
 		{binds: 5, checked: 0, unchecked: 3, threads: 1},
 		{binds: 9, checked: 700, unchecked: 50, threads: 2},
 		{binds: 3, checked: 1500, unchecked: 0, threads: 4},
+		// Reencrypt servers name their check port: one descriptor each,
+		// checked or not (T52).
+		{binds: 5, checked: 300, unchecked: 0, ported: 600, threads: 1},
 	} {
-		b := model.FDBudget{Listeners: tc.binds + 2, CheckedServers: tc.checked, Threads: tc.threads} // + stats socket, master socket
+		// + stats socket, master socket; the first `ported` servers of the
+		// checked and unchecked ones carry a port.
+		b := model.FDBudget{Listeners: tc.binds + 2, CheckedServers: tc.checked, PortServers: tc.ported, Threads: tc.threads}
 		fit := int(b.MaxConn(hard))
-		name := fmt.Sprintf("%d binds %d checked %d threads", tc.binds, tc.checked, tc.threads)
-		if ok, out := startsUnder(t, bin, hard, fit, tc.binds, tc.checked, tc.unchecked, tc.threads); !ok {
+		name := fmt.Sprintf("%d binds %d checked %d with a port %d threads", tc.binds, tc.checked, tc.ported, tc.threads)
+		if ok, out := startsUnder(t, bin, hard, fit, tc.binds, tc.checked, tc.unchecked, tc.ported, tc.threads); !ok {
 			t.Errorf("%s: HAProxy refused maxconn %d (model.FDBudget.MaxConn) under %d:\n%s", name, fit, hard, out)
 		}
 		if !exact {
 			continue
 		}
-		if ok, out := startsUnder(t, bin, hard, fit+9, tc.binds, tc.checked, tc.unchecked, tc.threads); ok || !strings.Contains(out, "Cannot raise FD limit") {
+		if ok, out := startsUnder(t, bin, hard, fit+9, tc.binds, tc.checked, tc.unchecked, tc.ported, tc.threads); ok || !strings.Contains(out, "Cannot raise FD limit") {
 			t.Errorf("%s: HAProxy took maxconn %d, 9 more than model.FDBudget.MaxConn, under %d (started %v):\n%s", name, fit+9, hard, ok, out)
 		}
 	}
@@ -157,7 +162,7 @@ func TestFDBudgetMatchesHAProxy(t *testing.T) {
 // startsUnder runs HAProxy as haroute does (master-worker, master CLI)
 // under the hard limit, with a config of the given shape, and reports
 // whether it loaded.
-func startsUnder(t *testing.T, bin string, hard, maxconn, binds, checked, unchecked, threads int) (bool, string) {
+func startsUnder(t *testing.T, bin string, hard, maxconn, binds, checked, unchecked, ported, threads int) (bool, string) {
 	t.Helper()
 	dir := testutil.ShortTempDir(t)
 	var cfg strings.Builder
@@ -168,11 +173,17 @@ func startsUnder(t *testing.T, bin string, hard, maxconn, binds, checked, unchec
 		fmt.Fprintf(&cfg, "  bind unix@%s/l%d.sock\n", dir, i)
 	}
 	cfg.WriteString("  default_backend b\nbackend b\n")
-	for i := range checked {
-		fmt.Fprintf(&cfg, "  server c%d 127.0.0.1:9 check inter 1h\n", i)
+	port := func(i int) string {
+		if i < ported {
+			return " port 9"
+		}
+		return ""
 	}
-	for i := range unchecked {
-		fmt.Fprintf(&cfg, "  server u%d 127.0.0.1:9\n", i)
+	for i := range checked {
+		fmt.Fprintf(&cfg, "  server c%d 127.0.0.1:9 check inter 1h%s\n", i, port(i))
+	}
+	for i := range unchecked + max(ported-checked, 0) {
+		fmt.Fprintf(&cfg, "  server u%d 127.0.0.1:9%s\n", i, port(checked+i))
 	}
 	path := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(cfg.String()), 0o600); err != nil {

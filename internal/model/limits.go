@@ -58,7 +58,8 @@ const MaxMapKeyLength = 2048
 //	maxsock = 10                      reserved at boot
 //	        + one per listener        bind lines, the stats socket, the master CLI socket
 //	        + one per checked server  servers of the config with `check`
-//	        + 10 + 10                 maxconn of the stats socket and of the master CLI
+//	        + one per `port` keyword  reencrypt servers name their check port
+//	        + 100 + 10                maxconn of the stats socket and of the master CLI
 //	        + 1                       the master-worker's socket pair (-W)
 //	        + 3 per thread            a poller and a wake-up pipe each
 //	        + 2 × maxconn             client and server side of each connection
@@ -68,7 +69,13 @@ const MaxMapKeyLength = 2048
 type FDBudget struct {
 	Listeners      int
 	CheckedServers int
-	Threads        int
+	// PortServers are the servers of the config with a `port` keyword
+	// (every reencrypt server, checked or not): HAProxy reserves a
+	// descriptor for each when it parses one at start (srv_parse_check_port
+	// in 2.6 and 3.x), which made it refuse to start past about 270 of
+	// them where the limit bound (T52).
+	PortServers int
+	Threads     int
 }
 
 // StatsSocketMaxConn is the maxconn of the admin socket (`stats maxconn`
@@ -93,7 +100,7 @@ const (
 
 // Fixed is maxsock without connections.
 func (b FDBudget) Fixed() int64 {
-	return haproxyBootFDs + int64(b.Listeners) + int64(b.CheckedServers) +
+	return haproxyBootFDs + int64(b.Listeners) + int64(b.CheckedServers) + int64(b.PortServers) +
 		StatsSocketMaxConn + haproxyCLIMaxConn + haproxyWorkerPair + haproxyThreadFDs*int64(b.Threads) + haproxyNewerSlack
 }
 
@@ -120,8 +127,23 @@ func FDBudgetOf(d *Desired, threads int) FDBudget {
 	return FDBudget{
 		Listeners:      3*len(d.Router.ListenAddresses()) + 2 + 2,
 		CheckedServers: CheckedServers(d),
+		PortServers:    portServers(d),
 		Threads:        threads,
 	}
+}
+
+// portServers counts the servers rendered with a `port` keyword: those of
+// reencrypt routes (render/servers.go names the check port).
+func portServers(d *Desired) int {
+	n := 0
+	for _, r := range d.Routes {
+		if r.Termination == TerminationReencrypt {
+			for _, svc := range r.Services {
+				n += len(svc.Servers)
+			}
+		}
+	}
+	return n
 }
 
 // CheckedServers counts the servers rendered with `check`: those of routes
