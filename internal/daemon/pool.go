@@ -686,13 +686,20 @@ func cloneOr[K comparable, V any](m map[K]V) map[K]V {
 // spare, BENCHMARKS.md figure 12). A class holding more free spares than
 // it wants sheds half the excess: a pool sized for one burst stays for
 // the next top-up, but churn no longer ratchets it up for good (T50: 1,340
-// spares for 1,955 routes after 20 minutes of churn).
+// spares for 1,955 routes after 20 minutes of churn), and a balance class
+// whose routes are all gone keeps none (T52).
 func (st poolState) topUp(desired *model.Desired) poolState {
 	routes := routesByClass(desired)
 	free := st.freeCounts()
 	var add []model.AdmittedRoute
 	shed := map[spareClass]int{}
-	for _, c := range classesInUse(routes) {
+	inUse := classesInUse(routes)
+	for c, n := range free {
+		if !slices.Contains(inUse, c) {
+			shed[c] = n // a balance class whose routes are gone: none kept
+		}
+	}
+	for _, c := range inUse {
 		want := max(poolTarget(routes[c]), min(2*st.demand[c], routes[c]))
 		for n := free[c]; n < want; n++ {
 			st.seq++

@@ -166,6 +166,11 @@ func TestTopUpMakesBalanceClassesInUse(t *testing.T) {
 	if classOf(&last) != leastconn || last.Backend.Balance != model.BalanceLeastConn {
 		t.Errorf("the last spare is %s (%s), want the leastconn class after the others", last.Slot, last.Backend.Balance)
 	}
+	// Its routes gone, the next top-up keeps none of its spares (T52:
+	// they stayed until a restart).
+	if got := st.topUp(&model.Desired{Router: s}).freeCounts()[leastconn]; got != 0 {
+		t.Errorf("%d leastconn spares once no leastconn route is left, want 0", got)
+	}
 
 	// Random too: its servers carry ids (render.ServerID), with which
 	// HAProxy 2.6 balances those added at runtime.

@@ -146,3 +146,28 @@ func TestSkeletonPartsSwapOnlyAtCommit(t *testing.T) {
 		t.Error("after a render that stopped before its commit, the next render kept a stale skeleton")
 	}
 }
+
+// The cache forgets the spares the pool no longer has: the daemon renders
+// with one cache for its whole run, and the pool sheds spares and names
+// new ones at each top-up (T52: 1,000 spare texts kept for a pool of 20).
+func TestCacheForgetsSparesThePoolDropped(t *testing.T) {
+	in := baseInput(t)
+	c := &Cache{}
+	in.Cache = c
+	s := in.Desired.Router
+	for round := range 50 {
+		in.Spares = nil
+		for i := range 20 {
+			slot := model.BackendName(fmt.Sprintf("be_pool:http:%d", round*20+i))
+			in.Spares = append(in.Spares, model.SpareRoute(model.TerminationNone, false, slot, &s))
+		}
+		mustRender(t, in)
+	}
+	kept := 0
+	for _, tab := range c.tables {
+		kept += len(tab.spares)
+	}
+	if kept > 2*20 {
+		t.Errorf("the cache keeps %d spare texts for a pool of 20", kept)
+	}
+}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"maps"
 
 	"github.com/haroute/haroute/internal/model"
 )
@@ -44,6 +45,16 @@ func slotParts(in Input, outs []*routeOut, t *cacheTable) (full, skel [][]byte) 
 		}
 		text := spareText(sp, in, t)
 		full, skel = append(full, text.full), append(skel, text.skel)
+	}
+	if t != nil && len(t.spares) > len(in.Spares) {
+		// Spares the pool no longer has (shed, or kept backends dropped)
+		// are forgotten: the daemon renders with one cache for its whole
+		// run, and each top-up names new spares (T52).
+		keep := make(map[model.BackendName]bool, len(in.Spares))
+		for i := range in.Spares {
+			keep[in.Spares[i].Slot] = true
+		}
+		maps.DeleteFunc(t.spares, func(slot model.BackendName, _ renderedSpare) bool { return !keep[slot] })
 	}
 	return full, skel
 }
