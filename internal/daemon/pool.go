@@ -609,12 +609,16 @@ func (st poolState) slotNamed(name model.BackendName) int {
 }
 
 // free returns the index of a free spare of class c that fits, or -1.
-// Spares that have not served a route since HAProxy last loaded (served)
-// come first: HAProxy's counters of a spare carry the traffic of the
-// routes it served, and a route bound to one showed a deleted route's
-// requests as its own in the per-route metrics.
+// The pool's own spares come first, and of those the ones that have not
+// served a route since HAProxy last loaded (served): HAProxy's counters
+// of a spare carry the traffic of the routes it served, and a route bound
+// to one showed a deleted route's requests as its own in the per-route
+// metrics. A deleted route's backend kept as a spare comes last: it
+// carries that route's traffic, and it renders the settings a pool spare
+// reads from maps (timeouts, forwarded headers) as fixed lines, so a
+// route bound to it reloads when it changes one of them (T53).
 func (st poolState) free(c spareClass, fits func(model.AdmittedRoute) bool, served map[model.BackendName]bool) int {
-	reused := -1
+	reused, kept := -1, -1
 	ownMisfit := false
 	for k := range st.spares {
 		s := &st.spares[k]
@@ -634,14 +638,21 @@ func (st poolState) free(c spareClass, fits func(model.AdmittedRoute) bool, serv
 			ownMisfit = ownMisfit || own
 			continue
 		}
-		if !served[s.Slot] {
+		switch {
+		case !own:
+			if kept < 0 {
+				kept = k
+			}
+		case !served[s.Slot]:
 			return k
-		}
-		if reused < 0 {
+		case reused < 0:
 			reused = k
 		}
 	}
-	return reused
+	if reused >= 0 {
+		return reused
+	}
+	return kept
 }
 
 // bind returns st with spare k bound to key.

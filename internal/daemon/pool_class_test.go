@@ -331,6 +331,17 @@ func TestFreeLooksPastAKeptBackendThatDoesNotFit(t *testing.T) {
 	if k := st.free(c, poolFits, served); k != 1 {
 		t.Errorf("free with every pool slot served = %d, want 1 (the first)", k)
 	}
+	// A kept backend that fits comes after every pool slot that does,
+	// served or not (T53: a route bound to one reloaded at its next
+	// forwarded-headers change, and carried the deleted route's counts).
+	all := func(model.AdmittedRoute) bool { return true }
+	if k := st.free(c, all, served); k != 1 {
+		t.Errorf("free with everything fitting = %d, want 1 (a pool slot, served, before the kept backend)", k)
+	}
+	onlyKept := func(s model.AdmittedRoute) bool { return !strings.HasPrefix(string(s.Slot), model.PoolSlotPrefix) }
+	if k := st.free(c, onlyKept, served); k != 0 {
+		t.Errorf("free with only the kept backend fitting = %d, want 0", k)
+	}
 	// A pool slot that does not fit: none of the pool's does, and the
 	// rest of them are not asked.
 	asked := 0
