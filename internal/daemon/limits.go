@@ -81,7 +81,7 @@ func (d *Daemon) fitted(desired *model.Desired) (*model.Desired, error) {
 		}
 		d.log.Log(context.Background(), level, msg,
 			"configured", desired.Router.MaxConnections, "used", fit, "nofile_hard_limit", d.hardNOFILE,
-			"checked_servers", b.CheckedServers)
+			"checked_servers", b.CheckedServers, "reencrypt_servers", b.PortServers)
 		d.warnedMaxConn, d.lastMaxConnFit = true, fit
 	}
 	return out, nil
@@ -164,8 +164,8 @@ func FDBudgetProblem(desired *model.Desired, hardLimit uint64) error {
 		r := b
 		r.CheckedServers = reservedChecks(b.CheckedServers)
 		return fmt.Errorf("maxConnections %d will be lowered to %d to fit the file-descriptor hard limit %d "+
-			"(%d checked servers): raise LimitNOFILE to %d to serve %d",
-			desired.Router.MaxConnections, fit, hardLimit, b.CheckedServers, r.NeededLimit(desired.Router.MaxConnections), desired.Router.MaxConnections)
+			"(%d checked servers, %d reencrypt servers): raise LimitNOFILE to %d to serve %d",
+			desired.Router.MaxConnections, fit, hardLimit, b.CheckedServers, b.PortServers, r.NeededLimit(desired.Router.MaxConnections), desired.Router.MaxConnections)
 	}
 }
 

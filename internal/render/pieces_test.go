@@ -170,4 +170,15 @@ func TestCacheForgetsSparesThePoolDropped(t *testing.T) {
 	if kept > 2*20 {
 		t.Errorf("the cache keeps %d spare texts for a pool of 20", kept)
 	}
+	// The pool emptied (the dynamic configuration manager turned off):
+	// none kept (T54).
+	in.Spares = nil
+	mustRender(t, in)
+	kept = 0
+	for _, tab := range c.tables {
+		kept += len(tab.spares)
+	}
+	if kept != 0 {
+		t.Errorf("the cache keeps %d spare texts for an empty pool", kept)
+	}
 }

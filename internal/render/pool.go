@@ -25,6 +25,9 @@ import (
 // 10k routes are 600 kB of text, which every change copied twice.
 func slotParts(in Input, outs []*routeOut, t *cacheTable) (full, skel [][]byte) {
 	if len(in.Spares) == 0 {
+		if t != nil {
+			clear(t.spares) // the pool emptied (DCM turned off): nothing to keep (T54)
+		}
 		return nil, nil
 	}
 	var bound map[model.BackendName]*routeOut
