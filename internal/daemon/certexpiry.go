@@ -49,6 +49,14 @@ func (c *certExpiry) setDefault(pemData []byte) {
 	c.def, c.defAt = bytes.Clone(pemData), model.CertificateNotAfter(string(pemData))
 }
 
+// defaultNotAfter is when the default certificate served expires (zero:
+// none read).
+func (c *certExpiry) defaultNotAfter() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.defAt
+}
+
 // routes returns the expiry of the certificate of each route of d that
 // serves one of its own, and the default certificate's.
 func (c *certExpiry) routes(d *model.Desired) ([]metrics.CertificateExpiry, time.Time) {
@@ -159,7 +167,7 @@ func (d *Daemon) renewDefaultCertificate() bool {
 	if now.Sub(d.renewTriedAt) < certsEvery {
 		return false
 	}
-	_, notAfter := d.certs.routes(nil)
+	notAfter := d.certs.defaultNotAfter()
 	if notAfter.IsZero() || !certgen.ExpiresSoon(notAfter, now) {
 		return false
 	}

@@ -747,7 +747,6 @@ func (d *Daemon) resolveMaterial(res model.Result) (certgen.Material, error) {
 	if msg := fmt.Sprintf("%v; the last good certificate material keeps serving", err); msg != d.materialLogged {
 		d.materialOver(msg)
 		d.recordError(errors.New(msg))
-		d.materialLogged = msg
 	} else {
 		// Read again at each resync while it fails (sync): the error
 		// stands, logged once.
